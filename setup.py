@@ -1,0 +1,35 @@
+"""Installable layout of the library: two top-level modules users import
+directly (``weight_drop_lstm``, ``variational_dropout``) plus packages."""
+from setuptools import find_packages, setup
+
+setup(
+    name="tf1-awd-sparse",
+    version="0.1.0",
+    description=("AWD-LSTM regularization, weight sparsification and "
+                 "quantization-aware LSTM training for TensorFlow 1.13 "
+                 "graph mode"),
+    long_description=open("README.md").read(),
+    long_description_content_type="text/markdown",
+    py_modules=["weight_drop_lstm", "variational_dropout"],
+    packages=find_packages(exclude=("tests", "tests.*", "examples",
+                                    "examples.*", "benchmarks",
+                                    "benchmarks.*")),
+    python_requires=">=3.5,<3.8",
+    install_requires=[
+        "tensorflow==1.13.1",
+        # numpy >= 1.17 makes TF 1.13 print FutureWarnings on import.
+        "numpy>=1.14.5,<1.17",
+        # protobuf 4.x cannot load TF 1.x descriptors.
+        "protobuf>=3.6.1,<3.21",
+        # gast >= 0.3 breaks TF 1.13's autograph converter.
+        "gast==0.2.2",
+    ],
+    extras_require={
+        "test": ["pytest==7.4.4"],
+        "examples": ["tqdm==4.66.5", "matplotlib==3.1.3"],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3.7",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
