@@ -1,0 +1,114 @@
+"""AR/TAR losses and the NT-ASGD optimizer against numpy references."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from awd_lm import losses, ntasgd
+
+
+def np_ar(h, alpha, lengths=None):
+    if lengths is None:
+        return alpha * np.mean(h ** 2)
+    vals = np.concatenate([h[b, :n].ravel() for b, n in enumerate(lengths)])
+    return alpha * np.mean(vals ** 2)
+
+
+def np_tar(h, beta, lengths=None):
+    if lengths is None:
+        return beta * np.mean((h[:, 1:] - h[:, :-1]) ** 2)
+    vals = np.concatenate([(h[b, 1:n] - h[b, :n - 1]).ravel()
+                           for b, n in enumerate(lengths)])
+    return beta * np.mean(vals ** 2)
+
+
+def test_ar_tar_match_numpy(sess):
+    rng = np.random.RandomState(0)
+    h = rng.randn(3, 7, 4)
+    lengths = np.array([7, 3, 5])
+    x = tf.constant(h)
+    got = sess.run([
+        losses.activation_regularization(x),
+        losses.activation_regularization(x, alpha=0.5, lengths=lengths),
+        losses.temporal_activation_regularization(x),
+        losses.temporal_activation_regularization(x, beta=3.0,
+                                                  lengths=lengths)])
+    want = [np_ar(h, 2.0), np_ar(h, 0.5, lengths), np_tar(h, 1.0),
+            np_tar(h, 3.0, lengths)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_ar_tar_unknown_time_and_bad_rank(sess):
+    x = tf.placeholder(tf.float32, [None, None, 2])
+    tar = losses.temporal_activation_regularization(x)
+    h = np.random.RandomState(1).randn(2, 5, 2).astype(np.float32)
+    assert sess.run(tar, {x: h}) == pytest.approx(np_tar(h, 1.0), rel=1e-5)
+    assert sess.run(tar, {x: h[:, :1]}) == 0.0
+    with pytest.raises(ValueError, match="outputs: expected a"):
+        losses.activation_regularization(tf.zeros([2, 3]))
+
+
+@pytest.mark.parametrize("history,loss,fire", [
+    ([5, 4, 3, 2, 1], 9.0, False),          # only n checks: never
+    ([5, 4, 3, 2, 1, 0.5], 4.9, False),     # better than 5
+    ([5, 4, 3, 2, 1, 0.5], 5.1, True),      # worse than min(all but last 5)
+    ([5, 4, 3, 2, 1, 0.5, 0.4], 4.5, True),  # min(5, 4) = 4 < 4.5
+])
+def test_trigger_rule(history, loss, fire):
+    assert ntasgd.nonmonotone_trigger(history, loss, 5) == fire
+
+
+def test_ntasgd_against_numpy_loop(sess):
+    """SGD, switch on the trigger, running average, exact swap in/out."""
+    rng = np.random.RandomState(0)
+    w0 = rng.randn(3, 2)
+    targets = rng.randn(12, 3, 2)
+    val = [3.0, 2.0, 2.5, 1.5, 1.8, 1.9, 1.7, 2.2]  # nonmono=2
+    w = tf.Variable(w0)
+    b = tf.Variable(np.zeros(2))
+    target = tf.placeholder(tf.float64, [3, 2])
+    loss = 0.5 * tf.reduce_sum((w - target) ** 2) + tf.reduce_sum(b ** 2)
+    opt = ntasgd.NTASGDOptimizer(0.25, nonmono=2)
+    train = opt.minimize(loss)
+    sess.run(tf.global_variables_initializer())
+
+    lr, ref_w, ref_avg, k, history, on, fired = 0.25, w0.copy(), None, 0, [], \
+        False, []
+    for step, tgt in enumerate(targets):
+        sess.run(train, {target: tgt})
+        ref_w = ref_w - lr * (ref_w - tgt)
+        if on:
+            k += 1
+            ref_avg = ref_w.copy() if k == 1 else ref_avg + (ref_w - ref_avg) / k
+        if step < len(val):
+            # numpy reference of the trigger: worse than all but last 2.
+            fire = (not on and len(history) > 2
+                    and val[step] > min(history[:-2]))
+            history.append(val[step])
+            on = on or fire
+            fired.append(opt.observe(sess, val[step]))
+            assert fired[-1] == fire
+    assert any(fired) and k > 1
+    np.testing.assert_allclose(sess.run(w), ref_w, rtol=1e-12)
+    assert sess.run(opt.num_averaged) == k
+    raw = sess.run([w, b])
+    with opt.averaged_weights(sess):
+        np.testing.assert_allclose(sess.run(w), ref_avg, rtol=1e-12)
+    after = sess.run([w, b])
+    np.testing.assert_array_equal(raw[0], after[0])  # bit-exact swap out
+    np.testing.assert_array_equal(raw[1], after[1])
+
+
+def test_swap_before_trigger_is_identity(sess):
+    w = tf.Variable([1.0, 2.0])
+    opt = ntasgd.NTASGDOptimizer(0.1)
+    train = opt.minimize(tf.reduce_sum(w ** 2))
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+    before = sess.run(w)
+    with opt.averaged_weights(sess):
+        np.testing.assert_array_equal(sess.run(w), before)
+    assert not sess.run(opt.averaging)
+    with pytest.raises(ValueError, match="nonmono"):
+        ntasgd.NTASGDOptimizer(0.1, nonmono=0)
+    with pytest.raises(ValueError, match="already applied"):
+        opt.minimize(tf.reduce_sum(w))
