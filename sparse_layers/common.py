@@ -1,0 +1,196 @@
+"""Constants and math shared by sparse variational dropout and L0 gates.
+
+Every formula of the package is written once, here. The formulas that the
+numpy-only checkpoint report also needs are written against a tiny "backend"
+(`TF_MATH` or `NUMPY_MATH`) so that the graph and the numpy versions cannot
+drift apart.
+"""
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+# Numerical floor inside logs and square roots.
+EPSILON = 1e-8
+# Hard-concrete temperature and stretch interval (Louizos et al. 2018).
+BETA = 2. / 3.
+GAMMA = -0.1
+ZETA = 1.1
+# log(alpha) above which a variational-dropout weight is treated as zero.
+THRESHOLD = 3.0
+
+# Graph collections of (theta, aux) pairs read by `sparse_layers.losses` and
+# `sparse_layers.report`. Anything that adds a pair here gets its KL / L0
+# penalty and its sparsity reported.
+VD_COLLECTION = "theta_logsigma2"
+L0_COLLECTION = "theta_logalpha"
+
+_Math = collections.namedtuple("_Math", ["log", "square", "clip", "sigmoid"])
+
+#: Elementwise ops for graph tensors.
+TF_MATH = _Math(log=tf.log, square=tf.square, clip=tf.clip_by_value,
+                sigmoid=tf.sigmoid)
+
+
+def _np_sigmoid(x):
+    # exp of a negative magnitude only, so large |x| cannot overflow.
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1. / (1. + e), e / (1. + e))
+
+
+#: The same ops for numpy arrays (used by the checkpoint report).
+NUMPY_MATH = _Math(log=np.log, square=np.square, clip=np.clip,
+                   sigmoid=_np_sigmoid)
+
+
+def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
+                      math=TF_MATH):
+    """log(alpha) = log(sigma^2) - log(theta^2 + eps), optionally clipped.
+
+    Args:
+      log_sigma2: float tensor (or array with `math=NUMPY_MATH`), any shape.
+      theta: float tensor of the same shape, the weight means.
+      eps: small constant that keeps the log finite at theta = 0.
+      value_limit: clip the result to [-value_limit, value_limit]; None
+        disables clipping.
+      math: `TF_MATH` (default) or `NUMPY_MATH`.
+
+    Returns:
+      log(alpha), same shape as `theta`.
+    """
+    log_alpha = log_sigma2 - math.log(math.square(theta) + eps)
+    if value_limit is not None:
+        log_alpha = math.clip(log_alpha, -value_limit, value_limit)
+    return log_alpha
+
+
+def compute_log_sigma2(log_alpha, theta, eps=EPSILON):
+    """log(sigma^2) = log(alpha) + log(theta^2 + eps), inverse of the above.
+
+    Args:
+      log_alpha: float tensor, any shape.
+      theta: float tensor of the same shape.
+      eps: small constant that keeps the log finite at theta = 0.
+
+    Returns:
+      log(sigma^2), same shape as `theta`.
+    """
+    return log_alpha + tf.log(tf.square(theta) + eps)
+
+
+def clip_log_sigma2(log_sigma2, theta, clip_alpha, eps=EPSILON):
+    """log(sigma^2) after clipping log(alpha) to [-clip_alpha, clip_alpha].
+
+    Args:
+      log_sigma2: float tensor, any shape.
+      theta: float tensor of the same shape.
+      clip_alpha: None (returns `log_sigma2` unchanged) or a number; 0 clips
+        log(alpha) to exactly 0.
+      eps: small constant inside the logs.
+
+    Returns:
+      The (possibly) clipped log(sigma^2), same shape.
+    """
+    if clip_alpha is None:
+        return log_sigma2
+    log_alpha = compute_log_alpha(log_sigma2, theta, eps,
+                                  value_limit=clip_alpha)
+    return compute_log_sigma2(log_alpha, theta, eps)
+
+
+def vd_keep_mask(log_sigma2, theta, threshold=THRESHOLD, eps=EPSILON,
+                 math=TF_MATH):
+    """Boolean mask of the weights sparse VD keeps at evaluation.
+
+    A weight is kept when its **unclipped** log(alpha) is strictly below
+    `threshold`.
+
+    Args:
+      log_sigma2: float tensor (or numpy array with `math=NUMPY_MATH`).
+      theta: float tensor of the same shape.
+      threshold: log(alpha) at and above which a weight is dropped.
+      eps: small constant inside the log.
+      math: `TF_MATH` or `NUMPY_MATH`.
+
+    Returns:
+      bool tensor/array, same shape as `theta`.
+    """
+    return compute_log_alpha(log_sigma2, theta, eps, value_limit=None,
+                             math=math) < threshold
+
+
+def hard_concrete_sample(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                         eps=EPSILON):
+    """One sample of the hard-concrete gate per element of `log_alpha`.
+
+    u ~ U(0, 1); s = sigmoid((log(u + eps) - log(1 - u) + log_alpha) / beta);
+    returns clip(s * (zeta - gamma) + gamma, 0, 1).
+
+    Args:
+      log_alpha: float tensor, any shape (the gate's location parameter).
+      beta: temperature.
+      gamma, zeta: stretch interval (gamma < 0 < 1 < zeta).
+      eps: keeps log(u) finite at u = 0.
+
+    Returns:
+      float tensor of gates in [0, 1], the shape of `log_alpha`.
+    """
+    u = tf.random_uniform(tf.shape(log_alpha), dtype=log_alpha.dtype)
+    s = tf.sigmoid((tf.log(u + eps) - tf.log(1. - u) + log_alpha) / beta)
+    return _stretch_and_clip(s, gamma, zeta, TF_MATH)
+
+
+def hard_concrete_mean(log_alpha, gamma=GAMMA, zeta=ZETA, math=TF_MATH):
+    """Deterministic hard-concrete gate used at evaluation.
+
+    clip(sigmoid(log_alpha) * (zeta - gamma) + gamma, 0, 1).
+
+    Args:
+      log_alpha: float tensor (or numpy array with `math=NUMPY_MATH`).
+      gamma, zeta: stretch interval.
+      math: `TF_MATH` or `NUMPY_MATH`.
+
+    Returns:
+      gates in [0, 1], the shape of `log_alpha`.
+    """
+    return _stretch_and_clip(math.sigmoid(log_alpha), gamma, zeta, math)
+
+
+def _stretch_and_clip(s, gamma, zeta, math):
+    return math.clip(s * (zeta - gamma) + gamma, 0., 1.)
+
+
+def add_to_collection(name, pair):
+    """Adds a (theta, aux) pair to graph collection `name` once.
+
+    Layers that are rebuilt with `reuse=True` would otherwise add the same
+    variables twice and double their penalty.
+
+    Args:
+      name: collection name, e.g. `VD_COLLECTION` or `L0_COLLECTION`.
+      pair: tuple (theta, aux) of tensors or variables.
+    """
+    pair = tuple(pair)
+    for existing in tf.get_collection(name):
+        if existing[0] is pair[0] and existing[1] is pair[1]:
+            return
+    tf.add_to_collection(name, pair)
+
+
+def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,
+                                      zeta=ZETA, math=TF_MATH):
+    """P(z != 0) of each hard-concrete gate.
+
+    sigmoid(log_alpha - beta * log(-gamma / zeta)); its sum is the expected
+    L0 norm.
+
+    Args:
+      log_alpha: float tensor (or numpy array with `math=NUMPY_MATH`).
+      beta, gamma, zeta: temperature and stretch interval (gamma < 0).
+      math: `TF_MATH` or `NUMPY_MATH`.
+
+    Returns:
+      probabilities, the shape of `log_alpha`.
+    """
+    return math.sigmoid(log_alpha - beta * np.log(-gamma / zeta))

@@ -1,0 +1,1 @@
+"""L0 regularization with hard-concrete gates: ops (`nn`), layers, cells."""

@@ -1,0 +1,1 @@
+"""Sparse variational dropout: stateless ops (`nn`), layers, RNN cells."""

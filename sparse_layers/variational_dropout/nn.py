@@ -1,0 +1,362 @@
+"""Stateless train/eval ops of sparse variational dropout (Molchanov et al.
+2017, "Variational Dropout Sparsifies Deep Neural Networks").
+
+Parameters come as `variational_params = (theta, log_sigma2)`: the weight
+means and the log-variances of the weights, two tensors of one shape.
+
+Train ops use the local reparameterization trick: the pre-activation
+`x @ W` with `W ~ N(theta, sigma^2)` is sampled directly as
+`x @ theta + sqrt(x^2 @ sigma^2 + eps) * N(0, 1)`, one draw per example and
+output unit. Eval ops use `theta` with the weights whose log(alpha) is at or
+above `threshold` set to zero.
+"""
+import tensorflow as tf
+
+from sparse_layers import common
+from sparse_layers import layer_utils
+from sparse_layers.common import EPSILON, THRESHOLD
+
+# Coefficients of Molchanov et al.'s approximation of -KL(q || log-uniform).
+_K1, _K2, _K3 = 0.63576, 1.8732, 1.48695
+
+
+def _train_params(variational_params, clip_alpha, eps, rank=None):
+    theta, log_sigma2 = layer_utils.check_params(
+        variational_params, "variational_params", rank)
+    return theta, common.clip_log_sigma2(log_sigma2, theta, clip_alpha, eps)
+
+
+def _sample(op, x, theta, log_sigma2, eps, noise_shape=None):
+    """op(x, theta) + sqrt(op(x^2, sigma^2) + eps) * N(0, 1)."""
+    return _reparameterize(op(x, theta),
+                           op(tf.square(x), tf.exp(log_sigma2)), eps,
+                           noise_shape)
+
+
+def _reparameterize(mean, variance, eps, noise_shape=None):
+    """mean + sqrt(variance + eps) * N(0, 1), noise of `noise_shape`."""
+    noise = tf.random_normal(tf.shape(mean) if noise_shape is None
+                             else noise_shape, dtype=mean.dtype)
+    return mean + tf.sqrt(variance + eps) * noise
+
+
+def eval_weights(variational_params, threshold=THRESHOLD, eps=EPSILON):
+    """theta with the weights of log(alpha) >= threshold set to zero.
+
+    Args:
+      variational_params: (theta, log_sigma2), tensors of one shape.
+      threshold: log(alpha) at and above which a weight is dropped; the
+        unclipped log(alpha) is compared (strict `<` keeps a weight).
+      eps: small constant inside the log.
+
+    Returns:
+      tensor of theta's shape.
+
+    Raises:
+      RuntimeError: malformed `variational_params`.
+    """
+    theta, log_sigma2 = layer_utils.check_params(variational_params)
+    mask = common.vd_keep_mask(log_sigma2, theta, threshold, eps)
+    return theta * tf.cast(mask, theta.dtype)
+
+
+def train_weights(variational_params, clip_alpha=None, eps=EPSILON):
+    """One sample W = theta + sqrt(sigma^2 + eps) * N(0, 1) of all weights.
+
+    For weights that must be shared across examples (e.g. recurrent
+    weights held over time steps); layers use the cheaper local
+    reparameterization of `matmul_train` instead.
+
+    Args:
+      variational_params: (theta, log_sigma2), tensors of one shape.
+      clip_alpha: None, or clip log(alpha) to [-clip_alpha, clip_alpha].
+      eps: small constant added to sigma^2 under the square root.
+
+    Returns:
+      tensor of theta's shape.
+
+    Raises:
+      RuntimeError: malformed `variational_params`.
+    """
+    theta, log_sigma2 = _train_params(variational_params, clip_alpha, eps)
+    return _sample_weights(theta, log_sigma2, eps)
+
+
+def _sample_weights(theta, log_sigma2, eps):
+    return _reparameterize(theta, tf.exp(log_sigma2), eps)
+
+
+def matmul_train(x, variational_params, transpose_a=False, transpose_b=False,
+                 clip_alpha=None, eps=EPSILON, name=None):
+    """Training-time `x @ W`, W ~ N(theta, sigma^2), by local reparam.
+
+    Returns `x @ theta + sqrt(x^2 @ sigma^2 + eps) * N(0, 1)` with fresh
+    noise per example and output unit.
+
+    Args:
+      x: float tensor [batch, in] (or [in, batch] with `transpose_a`).
+      variational_params: (theta, log_sigma2), each [in, out] (or [out, in]
+        with `transpose_b`).
+      transpose_a, transpose_b: as for `tf.matmul`.
+      clip_alpha: None for no clipping; any number (0 included) clips
+        log(alpha) to [-clip_alpha, clip_alpha] and recomputes log(sigma^2)
+        from it before use.
+      eps: small constant under the square root (finite gradients at 0).
+      name: optional name scope.
+
+    Returns:
+      float tensor [batch, out].
+
+    Raises:
+      RuntimeError: `variational_params` is not a 2-tuple of one shape.
+    """
+    with tf.name_scope(name, "vd_matmul_train", [x]):
+        theta, log_sigma2 = _train_params(variational_params, clip_alpha,
+                                          eps)
+        return _sample(_matmul(transpose_a, transpose_b), x, theta,
+                       log_sigma2, eps)
+
+
+def matmul_eval(x, variational_params, transpose_a=False, transpose_b=False,
+                threshold=THRESHOLD, eps=EPSILON, name=None):
+    """Evaluation-time `x @ (theta * mask)`, mask = log(alpha) < threshold.
+
+    Args:
+      x: float tensor [batch, in] (or [in, batch] with `transpose_a`).
+      variational_params: (theta, log_sigma2), each [in, out] (or [out, in]
+        with `transpose_b`).
+      transpose_a, transpose_b: as for `tf.matmul`.
+      threshold: weights whose unclipped log(alpha) >= threshold are zero.
+      eps: small constant inside the log.
+      name: optional name scope.
+
+    Returns:
+      float tensor [batch, out]; deterministic.
+
+    Raises:
+      RuntimeError: `variational_params` is not a 2-tuple of one shape.
+    """
+    with tf.name_scope(name, "vd_matmul_eval", [x]):
+        weights = eval_weights(variational_params, threshold, eps)
+        return _matmul(transpose_a, transpose_b)(x, weights)
+
+
+def _matmul(transpose_a, transpose_b):
+    return lambda a, b: tf.matmul(a, b, transpose_a=transpose_a,
+                                  transpose_b=transpose_b)
+
+
+def broadcast_matmul_train(x, variational_params, clip_alpha=None,
+                           eps=EPSILON, name=None):
+    """`matmul_train` for x of rank >= 2, contracted on its last axis.
+
+    The noise is shared across the middle axes (noise shape
+    [batch, 1, ..., 1, out]), e.g. one draw per sequence and unit.
+
+    Args:
+      x: float tensor [batch, ..., in] of known rank >= 2.
+      variational_params: (theta, log_sigma2), each [in, out].
+      clip_alpha: None or clip bound of log(alpha) (see `matmul_train`).
+      eps: small constant under the square root.
+      name: optional name scope.
+
+    Returns:
+      float tensor [batch, ..., out], static shape set.
+
+    Raises:
+      RuntimeError: malformed `variational_params` or not rank 2.
+      ValueError: `x` of unknown rank or rank < 2.
+    """
+    with tf.name_scope(name, "vd_broadcast_matmul_train", [x]):
+        theta, log_sigma2 = _train_params(variational_params, clip_alpha,
+                                          eps, rank=2)
+        x = tf.convert_to_tensor(x)
+        noise_shape = layer_utils.broadcast_noise_shape(x,
+                                                        tf.shape(theta)[1])
+        return _sample(layer_utils.broadcast_matmul, x, theta, log_sigma2,
+                       eps, noise_shape)
+
+
+def broadcast_matmul_eval(x, variational_params, threshold=THRESHOLD,
+                          eps=EPSILON, name=None):
+    """`matmul_eval` for x of rank >= 2, contracted on its last axis.
+
+    Args:
+      x: float tensor [batch, ..., in] of known rank >= 2.
+      variational_params: (theta, log_sigma2), each [in, out].
+      threshold: weights whose unclipped log(alpha) >= threshold are zero.
+      eps: small constant inside the log.
+      name: optional name scope.
+
+    Returns:
+      float tensor [batch, ..., out], static shape set.
+
+    Raises:
+      RuntimeError: malformed `variational_params` or not rank 2.
+      ValueError: `x` of unknown rank or rank < 2.
+    """
+    with tf.name_scope(name, "vd_broadcast_matmul_eval", [x]):
+        layer_utils.check_params(variational_params, rank=2)
+        return layer_utils.broadcast_matmul(
+            x, eval_weights(variational_params, threshold, eps))
+
+
+def conv2d_train(x, variational_params, strides, padding,
+                 data_format="NHWC", clip_alpha=None, eps=EPSILON,
+                 name=None):
+    """Training-time conv2d with W ~ N(theta, sigma^2), by local reparam.
+
+    Returns `conv(x, theta) + sqrt(conv(x^2, sigma^2) + eps) * N(0, 1)`,
+    fresh noise per output element.
+
+    Args:
+      x: float tensor, rank 4, in `data_format`.
+      variational_params: (theta, log_sigma2), each [h, w, in, out].
+      strides: 4 ints in `data_format` order.
+      padding: 'SAME' or 'VALID'.
+      data_format: 'NHWC' or 'NCHW' (NCHW also runs on CPU).
+      clip_alpha: None or clip bound of log(alpha) (see `matmul_train`).
+      eps: small constant under the square root.
+      name: optional name scope.
+
+    Returns:
+      float tensor, rank 4, in `data_format`.
+
+    Raises:
+      RuntimeError: malformed `variational_params` or not rank 4.
+      ValueError: unknown `data_format`.
+    """
+    with tf.name_scope(name, "vd_conv2d_train", [x]):
+        theta, log_sigma2 = _train_params(variational_params, clip_alpha,
+                                          eps, rank=4)
+        return _sample(_conv(strides, padding, data_format), x, theta,
+                       log_sigma2, eps)
+
+
+def conv2d_eval(x, variational_params, strides, padding, data_format="NHWC",
+                threshold=THRESHOLD, eps=EPSILON, name=None):
+    """Evaluation-time conv2d with theta * (log(alpha) < threshold).
+
+    Args:
+      x: float tensor, rank 4, in `data_format`.
+      variational_params: (theta, log_sigma2), each [h, w, in, out].
+      strides: 4 ints in `data_format` order.
+      padding: 'SAME' or 'VALID'.
+      data_format: 'NHWC' or 'NCHW'.
+      threshold: weights whose unclipped log(alpha) >= threshold are zero.
+      eps: small constant inside the log.
+      name: optional name scope.
+
+    Returns:
+      float tensor, rank 4, in `data_format`; deterministic.
+
+    Raises:
+      RuntimeError: malformed `variational_params` or not rank 4.
+      ValueError: unknown `data_format`.
+    """
+    with tf.name_scope(name, "vd_conv2d_eval", [x]):
+        layer_utils.check_params(variational_params, rank=4)
+        return _conv(strides, padding, data_format)(
+            x, eval_weights(variational_params, threshold, eps))
+
+
+def _conv(strides, padding, data_format):
+    return lambda a, w: layer_utils.conv2d(a, w, strides, padding,
+                                           data_format)
+
+
+def embedding_lookup_train(variational_params, ids, name=None,
+                           clip_alpha=None, eps=EPSILON):
+    """Training-time embedding lookup with noisy rows.
+
+    Gathers the rows of theta and log_sigma2 first, then samples
+    `theta_g + sqrt(sigma2_g + eps) * N(0, 1)` per looked-up element, so
+    cost and memory scale with the number of ids, not the vocabulary.
+
+    Args:
+      variational_params: (theta, log_sigma2), each [vocab, dim].
+      ids: int32 or int64 tensor of any shape.
+      name: optional name scope.
+      clip_alpha: None or clip bound of log(alpha) (see `matmul_train`),
+        applied to the gathered rows.
+      eps: small constant under the square root.
+
+    Returns:
+      float tensor ids.shape + [dim].
+
+    Raises:
+      RuntimeError: malformed `variational_params`.
+      TypeError: non-integer ids.
+    """
+    with tf.name_scope(name, "vd_embedding_lookup_train", [ids]):
+        theta, log_sigma2 = layer_utils.check_params(variational_params)
+        theta_g = layer_utils.gather(theta, ids)
+        log_sigma2_g = common.clip_log_sigma2(
+            layer_utils.gather(log_sigma2, ids), theta_g, clip_alpha, eps)
+        return _sample_weights(theta_g, log_sigma2_g, eps)
+
+
+def embedding_lookup_eval(variational_params, ids, name=None,
+                          threshold=THRESHOLD, eps=EPSILON):
+    """Evaluation-time embedding lookup: gathered theta * (log_alpha < t).
+
+    Args:
+      variational_params: (theta, log_sigma2), each [vocab, dim].
+      ids: int32 or int64 tensor of any shape.
+      name: optional name scope.
+      threshold: weights whose unclipped log(alpha) >= threshold are zero.
+      eps: small constant inside the log.
+
+    Returns:
+      float tensor ids.shape + [dim]; deterministic.
+
+    Raises:
+      RuntimeError: malformed `variational_params`.
+      TypeError: non-integer ids.
+    """
+    with tf.name_scope(name, "vd_embedding_lookup_eval", [ids]):
+        theta, log_sigma2 = layer_utils.check_params(variational_params)
+        return eval_weights((layer_utils.gather(theta, ids),
+                             layer_utils.gather(log_sigma2, ids)),
+                            threshold, eps)
+
+
+def negative_dkl(variational_params=None, clip_alpha=None, eps=EPSILON,
+                 log_alpha=None, name=None):
+    """KL(q || log-uniform prior) summed over all weights: the VD penalty.
+
+    Uses Molchanov et al.'s approximation per weight,
+    `-KL ~= k1 * sigmoid(k2 + k3 * log_alpha) - 0.5 * log1p(exp(-log_alpha))
+    - k1` with k1, k2, k3 = 0.63576, 1.8732, 1.48695, and returns **minus**
+    its sum, i.e. the KL itself (>= 0), the value to add to the loss. The
+    historical name `negative_dkl` is kept for compatibility with code
+    written against earlier sparse-VD libraries.
+
+    Args:
+      variational_params: (theta, log_sigma2); log(alpha) is computed from
+        them (clipped to [-clip_alpha, clip_alpha] unless None).
+      clip_alpha: None or clip bound of log(alpha); ignored with log_alpha.
+      eps: small constant inside the log.
+      log_alpha: alternatively, log(alpha) directly (any shape).
+      name: optional name scope.
+
+    Returns:
+      float scalar tensor, the summed KL.
+
+    Raises:
+      ValueError: neither `variational_params` nor `log_alpha` given.
+      RuntimeError: malformed `variational_params`.
+    """
+    if variational_params is None and log_alpha is None:
+        raise ValueError("negative_dkl needs variational_params=(theta, "
+                         "log_sigma2) or log_alpha, got neither")
+    with tf.name_scope(name, "vd_negative_dkl"):
+        if log_alpha is None:
+            theta, log_sigma2 = layer_utils.check_params(variational_params)
+            log_alpha = common.compute_log_alpha(log_sigma2, theta, eps,
+                                                 value_limit=clip_alpha)
+        log_alpha = tf.convert_to_tensor(log_alpha)
+        # softplus(-a) == log1p(exp(-a)) without overflow at a << 0.
+        neg_kl = (_K1 * tf.sigmoid(_K2 + _K3 * log_alpha)
+                  - 0.5 * tf.nn.softplus(-log_alpha) - _K1)
+        return -tf.reduce_sum(neg_kl)
