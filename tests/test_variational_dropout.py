@@ -1,0 +1,182 @@
+"""VariationalDropout, locked_dropout and embedding_dropout against numpy.
+
+Statistical checks use fixed seeds; tolerances are stated where used.
+"""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from variational_dropout import (VariationalDropout, embedding_dropout,
+                                 locked_dropout)
+
+
+def test_mask_is_sampled_at_init_and_applied_with_scaling(sess):
+    keep = 0.5
+    vd = VariationalDropout(input_shape=[2000], keep_prob=keep, seed=1)
+    x = tf.constant(np.random.RandomState(0).randn(3, 2000), tf.float32)
+    y = vd(x)
+    sess.run(tf.global_variables_initializer())
+    mask, got, xv = sess.run([vd.mask, y, x])
+    assert set(np.unique(mask)) == {0.0, 1.0}
+    # 2000 Bernoulli(0.5) draws: std of the mean 0.011; 0.06 is > 5 std.
+    assert abs(mask.mean() - keep) < 0.06
+    # One mask for every batch row (broadcast), kept entries scaled.
+    np.testing.assert_allclose(got, xv * mask / keep, rtol=1e-6)
+    assert vd.mask not in tf.trainable_variables()
+
+
+def test_port_pattern_update_changes_mask_only_when_run(sess):
+    vd = VariationalDropout(input_shape=[5], keep_prob=0.5)
+    y = vd(tf.ones([2, 5]))
+    updates = vd.get_update_mask_op()
+    n_ops = len(tf.get_default_graph().get_operations())
+    assert vd.get_update_mask_op() == updates and len(updates) == 1
+    assert len(tf.get_default_graph().get_operations()) == n_ops
+    assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == updates
+    sess.run(tf.global_variables_initializer())
+    tf.get_default_graph().finalize()
+    seen = [sess.run(y)]
+    seen.append(sess.run(y))
+    np.testing.assert_array_equal(seen[0], seen[1])
+    changed = 0
+    for _ in range(6):  # P(5-entry mask unchanged) = 1/32 per update
+        sess.run(vd.get_update_mask_op())
+        changed += not np.array_equal(sess.run(y), seen[-1])
+        seen.append(sess.run(y))
+    assert changed >= 3
+    np.testing.assert_allclose(seen[-1], [sess.run(vd.mask) * 2.0] * 2)
+
+
+def test_training_switch_bool_and_tensor(sess):
+    vd = VariationalDropout([50], 0.5, dtype=tf.float64, seed=3)
+    x = tf.constant(np.arange(1.0, 101.0).reshape(2, 50))  # float64
+    training = tf.placeholder_with_default(True, [])
+    off = vd(x, training=False)
+    switched = vd(x, training=training)
+    sess.run(tf.global_variables_initializer())
+    xv, mask = sess.run([x, vd.mask])
+    np.testing.assert_array_equal(sess.run(off), xv)
+    np.testing.assert_allclose(sess.run(switched), xv * mask * 2.0)
+    np.testing.assert_array_equal(sess.run(switched, {training: False}), xv)
+    with pytest.raises(ValueError, match="training"):
+        vd(x, training=tf.constant([True, False]))
+
+
+def test_inside_while_loop_same_mask_and_update_before_loop(sess):
+    vd = VariationalDropout([4, 6], 0.5, seed=7)
+    update = vd.get_update_mask_op()
+
+    def body(t, acc):
+        return t + 1, acc.write(t, vd(tf.ones([4, 6])))
+
+    with tf.control_dependencies(update):
+        _, acc = tf.while_loop(lambda t, _: t < 5, body,
+                               (0, tf.TensorArray(tf.float32, 5)))
+    steps = acc.stack()
+    sess.run(tf.global_variables_initializer())
+    for _ in range(2):
+        out = sess.run(steps)
+        for t in range(1, 5):
+            np.testing.assert_array_equal(out[t], out[0])
+        # The update ran before the loop: the loop used the current mask.
+        np.testing.assert_array_equal(out[0], sess.run(vd.mask) * 2.0)
+
+
+def test_same_name_twice_gets_unique_scopes(sess):
+    a = VariationalDropout([3], 0.5, name="drop")
+    b = VariationalDropout([3], 0.5, name="drop")
+    assert a.mask.name != b.mask.name
+    assert len(tf.get_collection(tf.GraphKeys.UPDATE_OPS)) == 2
+
+
+@pytest.mark.parametrize("keep", [0.0, 1.5, -0.1, True, "0.5", None])
+def test_bad_keep_prob(keep):
+    with pytest.raises(ValueError, match="keep_prob"):
+        VariationalDropout([3], keep)
+    with pytest.raises(ValueError, match="keep_prob"):
+        locked_dropout(tf.ones([2, 3, 4]), keep)
+
+
+def test_shape_errors():
+    with pytest.raises(ValueError, match="input_shape"):
+        VariationalDropout([None, 3], 0.5)
+    vd = VariationalDropout([3], 0.5)
+    with pytest.raises(ValueError, match="broadcast"):
+        vd(tf.ones([2, 4]))
+
+
+@pytest.mark.parametrize("time_axis", [1, 0])
+def test_locked_dropout_one_mask_per_sequence(sess, time_axis):
+    keep = 0.6
+    shape = [40, 7, 30] if time_axis == 1 else [7, 40, 30]
+    x = tf.constant(np.random.RandomState(2).rand(*shape) + 0.5, tf.float32)
+    y = locked_dropout(x, keep, time_axis=time_axis, seed=4)
+    xv, a, b = sess.run(x), sess.run(y), sess.run(y)
+    if time_axis == 0:
+        xv, a, b = (np.swapaxes(v, 0, 1) for v in (xv, a, b))
+    kept = a != 0
+    # The same mask at every step of each sequence...
+    for t in range(1, 7):
+        np.testing.assert_array_equal(kept[:, t], kept[:, 0])
+    np.testing.assert_allclose(a[kept], xv[kept] / keep, rtol=1e-6)
+    # ...but differing across examples; 1200 Bernoulli(0.6) draws: std of
+    # the mean 0.014, 0.07 is 5 std.
+    assert abs(kept[:, 0].mean() - keep) < 0.07
+    assert not np.array_equal(kept[0, 0], kept[1, 0])
+    assert not np.array_equal(a, b)  # a new mask each run
+
+
+def test_locked_dropout_eval_and_errors(sess):
+    x = tf.ones([2, 3, 4])
+    training = tf.placeholder_with_default(True, [])
+    y = locked_dropout(x, 0.5, training=training, seed=1)
+    np.testing.assert_array_equal(sess.run(y, {training: False}),
+                                  np.ones([2, 3, 4]))
+    np.testing.assert_array_equal(sess.run(locked_dropout(x, 0.5, False)),
+                                  np.ones([2, 3, 4]))
+    with pytest.raises(ValueError, match="time_axis"):
+        locked_dropout(x, 0.5, time_axis=3)
+    with pytest.raises(ValueError, match="rank"):
+        locked_dropout(tf.ones([4]), 0.5)
+
+
+def test_embedding_dropout_drops_whole_words_once_per_run(sess):
+    vocab, depth, keep = 500, 8, 0.7
+    params = tf.get_variable("emb", [vocab, depth],
+                             initializer=tf.random_uniform_initializer(
+                                 0.5, 1.0, seed=1))
+    ids = tf.constant(np.tile(np.arange(vocab), 2).reshape(2, vocab),
+                      tf.int64)
+    y = embedding_dropout(params, ids, keep, seed=3)
+    # Cost: no tensor of vocabulary x depth is ever built besides params.
+    for op in tf.get_default_graph().get_operations():
+        if op.name.startswith("embedding_dropout"):
+            for out in op.outputs:
+                assert out.get_shape().as_list() != [vocab, depth], op.name
+    sess.run(tf.global_variables_initializer())
+    pv, a, b = sess.run(params), sess.run(y), sess.run(y)
+    dropped = (a == 0).all(-1)
+    assert ((a == 0).any(-1) == dropped).all()  # whole vectors only
+    np.testing.assert_array_equal(dropped[0], dropped[1])  # per word
+    np.testing.assert_allclose(a[~dropped], (pv[None] / keep)
+                               .repeat(2, 0)[~dropped], rtol=1e-6)
+    # 500 Bernoulli(0.3) words: std 0.02, tolerance 0.1 is 5 std.
+    assert abs(dropped[0].mean() - (1 - keep)) < 0.1
+    assert not np.array_equal(a, b)
+    np.testing.assert_array_equal(
+        sess.run(embedding_dropout(params, ids, keep, training=False)),
+        pv[ids.eval(session=sess)])
+
+
+def test_embedding_dropout_with_sharded_params(sess):
+    shards = [tf.constant(np.arange(12.0).reshape(6, 2) + 100 * k)
+              for k in range(2)]
+    ids = tf.constant([0, 1, 2, 3, 11, 11], tf.int32)
+    y = embedding_dropout(shards, ids, 0.5, seed=2)
+    plain = tf.nn.embedding_lookup(shards, ids)
+    got, want = sess.run([y, plain])
+    kept = (got != 0).all(-1)
+    np.testing.assert_allclose(got[kept], want[kept] * 2.0)
+    assert kept[4] == kept[5]
+    with pytest.raises(ValueError, match="ids"):
+        embedding_dropout(shards, tf.constant([0.0]), 0.5)

@@ -1,0 +1,386 @@
+"""Dropout whose mask is held fixed: in a variable, over time, or per word.
+
+This module is also the one place where the dropout math of the library is
+written: :func:`bernoulli_mask` draws a keep-mask and :func:`apply_mask`
+applies it with inverted-dropout scaling (``x * mask / keep_prob``);
+``weight_drop_lstm`` uses the same two functions for DropConnect.
+
+Public API (TensorFlow 1.13 graph mode):
+
+- :class:`VariationalDropout` - the mask lives in a non-trainable variable and
+  changes only when its update op (also in ``tf.GraphKeys.UPDATE_OPS``) runs.
+- :func:`locked_dropout` - stateless; one mask per example, the same at every
+  time step (AWD-LSTM's "LockedDropout").
+- :func:`embedding_dropout` - drops whole words: one Bernoulli mask over the
+  vocabulary per ``session.run``.
+"""
+from __future__ import absolute_import, division, print_function
+
+import numbers
+
+import tensorflow as tf
+from tensorflow.python.framework import smart_cond as _smart_cond_module
+from tensorflow.python.ops.variables import PartitionedVariable
+
+__all__ = [
+    "VariationalDropout", "locked_dropout", "embedding_dropout",
+    "bernoulli_mask", "apply_mask", "check_keep_prob", "check_training",
+    "smart_cond", "derived_seed", "BernoulliInitializer",
+]
+
+
+# --------------------------------------------------------------------------
+# Argument checks shared with weight_drop_lstm.
+# --------------------------------------------------------------------------
+def check_keep_prob(keep_prob, arg_name="keep_prob"):
+    """Validates a keep probability given as a Python number.
+
+    Args:
+      keep_prob: a Python int/float in ``(0, 1]``.
+      arg_name: name used in the error message.
+
+    Returns:
+      ``keep_prob`` as a Python float.
+
+    Raises:
+      ValueError: if ``keep_prob`` is not a real number in ``(0, 1]``.
+    """
+    if (isinstance(keep_prob, bool)
+            or not isinstance(keep_prob, numbers.Real)
+            or not 0.0 < float(keep_prob) <= 1.0):
+        raise ValueError("%s must be a number in (0, 1], got %r"
+                         % (arg_name, keep_prob))
+    return float(keep_prob)
+
+
+def check_training(training, arg_name="training"):
+    """Validates a train/eval switch: a Python bool or a scalar bool tensor.
+
+    Args:
+      training: ``None`` (meaning True), a Python bool, or a scalar
+        ``tf.bool`` tensor (e.g. a ``tf.placeholder_with_default``).
+      arg_name: name used in the error message.
+
+    Returns:
+      A Python bool or the bool tensor.
+
+    Raises:
+      ValueError: for any other type, a non-bool tensor or a tensor whose
+        static rank is not 0.
+    """
+    if training is None:
+        return True
+    if isinstance(training, bool):
+        return training
+    if isinstance(training, (tf.Tensor, tf.Variable)):
+        if training.dtype.base_dtype != tf.bool:
+            raise ValueError("%s must be a bool tensor, got dtype %s"
+                             % (arg_name, training.dtype.name))
+        if training.get_shape().ndims not in (None, 0):
+            raise ValueError("%s must be a scalar, got shape %s"
+                             % (arg_name, training.get_shape()))
+        return training
+    raise ValueError("%s must be a Python bool or a scalar bool tensor, got %r"
+                     % (arg_name, training))
+
+
+def smart_cond(pred, true_fn, false_fn, name=None):
+    """``true_fn()`` or ``false_fn()`` chosen in Python when ``pred`` is a
+    bool or a constant, else with ``tf.cond`` (one graph serves both)."""
+    return _smart_cond_module.smart_cond(pred, true_fn, false_fn, name=name)
+
+
+def derived_seed(seed, offset):
+    """An op seed for the ``offset``-th random op of one object: ``None``
+    stays ``None`` (graph-level seeding); otherwise ``seed + offset`` so that
+    two ops of one object never draw the same stream."""
+    return None if seed is None else int(seed) + offset
+
+
+# --------------------------------------------------------------------------
+# The dropout math (the only copy in the library).
+# --------------------------------------------------------------------------
+def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
+    """Samples a 0/1 keep-mask, each entry 1 with probability ``keep_prob``.
+
+    Args:
+      shape: 1-D int tensor or list, the mask's shape.
+      keep_prob: Python float or scalar tensor in ``(0, 1]``.
+      dtype: float dtype of the mask.
+      seed: optional op seed.
+      name: optional name scope.
+
+    Returns:
+      A ``dtype`` tensor of ``shape`` holding 0s and 1s.
+    """
+    with tf.name_scope(name, "bernoulli_mask", [shape]):
+        uniform = tf.random_uniform(shape, dtype=dtype, seed=seed)
+        # U ~ [0, 1): P(U < keep) = keep, and keep = 1 gives all ones.
+        return tf.cast(uniform < tf.cast(keep_prob, dtype), dtype)
+
+
+def apply_mask(x, mask, keep_prob, name=None):
+    """Inverted dropout with a given mask: ``x * mask / keep_prob``.
+
+    Args:
+      x: float tensor.
+      mask: 0/1 tensor broadcastable to ``x``'s shape (cast to its dtype).
+      keep_prob: Python float or scalar tensor, the mask's keep probability.
+      name: optional name scope.
+
+    Returns:
+      A tensor of the broadcast shape; its expectation over masks is ``x``.
+    """
+    with tf.name_scope(name, "apply_mask", [x, mask]):
+        x = tf.convert_to_tensor(x)
+        if isinstance(keep_prob, numbers.Real):
+            scale = 1.0 / float(keep_prob)
+        else:
+            scale = 1.0 / tf.cast(keep_prob, x.dtype)
+        # Scale the (often smaller, broadcast) mask rather than x.
+        return x * (tf.cast(mask, x.dtype) * scale)
+
+
+class BernoulliInitializer(object):
+    """Variable initializer drawing a 0/1 mask with P(1) = ``keep_prob``.
+
+    Args:
+      keep_prob: Python float in ``(0, 1]``.
+      seed: optional op seed.
+    """
+
+    def __init__(self, keep_prob, seed=None):
+        self.keep_prob = check_keep_prob(keep_prob)
+        self.seed = seed
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        del partition_info  # a mask is never partitioned
+        return bernoulli_mask(shape, self.keep_prob,
+                              dtype=tf.as_dtype(dtype or tf.float32),
+                              seed=self.seed)
+
+    def get_config(self):
+        """The arguments, so the initializer can be rebuilt."""
+        return {"keep_prob": self.keep_prob, "seed": self.seed}
+
+
+# --------------------------------------------------------------------------
+# Mask-variable dropout.
+# --------------------------------------------------------------------------
+class VariationalDropout(object):
+    """Dropout whose mask is a non-trainable variable, resampled on demand.
+
+    The mask is created at construction, under its own unique variable scope
+    (``name`` or ``variational_dropout``, uniquified), initialized with a
+    sampled Bernoulli(``keep_prob``) mask, so the very first step already
+    drops. It changes only when the ops of :meth:`get_update_mask_op` run;
+    those ops are built here (outside any while loop or cond, so they can be
+    fetched and work on a finalized graph) and added to
+    ``tf.GraphKeys.UPDATE_OPS`` once.
+
+    The mask is a resource variable: every read is a consistent snapshot, so
+    a forward pass and its gradient use one mask even if an update runs in
+    the same ``session.run`` (order them with ``tf.control_dependencies``
+    to choose old or new mask).
+
+    Args:
+      input_shape: fully defined shape of the mask (list, tuple or
+        ``tf.TensorShape``); it broadcasts against the inputs, e.g. ``[D]``
+        shares one mask over batch and time, ``[B, 1, D]`` one per example.
+      keep_prob: Python float in ``(0, 1]``.
+      dtype: float dtype of the mask (default float32); inputs of another
+        float dtype are handled by casting the mask.
+      seed: optional op seed (the initializer and the update op derive
+        distinct seeds from it).
+      name: optional variable-scope name.
+
+    Raises:
+      ValueError: ``keep_prob`` outside ``(0, 1]`` or a shape that is not
+        fully defined.
+
+    Example::
+
+        vd = VariationalDropout(input_shape=[5], keep_prob=0.5)
+        y = vd(x)                                 # x: [batch, 5]
+        sess.run(vd.get_update_mask_op())         # new mask
+    """
+
+    def __init__(self, input_shape, keep_prob, dtype=None, seed=None,
+                 name=None):
+        self._keep_prob = check_keep_prob(keep_prob, "keep_prob")
+        shape = tf.TensorShape(input_shape)
+        if not shape.is_fully_defined():
+            raise ValueError("input_shape must be fully defined, got %s"
+                             % (shape,))
+        self._shape = shape
+        self._dtype = tf.as_dtype(dtype or tf.float32)
+        if not self._dtype.is_floating:
+            raise ValueError("dtype must be a float dtype, got %s"
+                             % self._dtype.name)
+        self._seed = seed
+        # control_dependencies(None) also leaves any while-loop / cond
+        # context, so the update op is fetchable on its own.
+        with tf.control_dependencies(None):
+            with tf.variable_scope(None, default_name=name
+                                   or "variational_dropout") as scope:
+                self._scope_name = scope.name
+                self._mask = tf.get_variable(
+                    "mask", shape=shape, dtype=self._dtype,
+                    initializer=BernoulliInitializer(
+                        self._keep_prob, derived_seed(seed, 0)),
+                    trainable=False, use_resource=True)
+                sample = bernoulli_mask(shape.as_list(), self._keep_prob,
+                                        self._dtype, derived_seed(seed, 1),
+                                        name="resample")
+                update = self._mask.assign(sample, read_value=False)
+        self._update_ops = [update]
+        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update)
+
+    @property
+    def mask(self):
+        """The non-trainable mask variable (0/1 entries, ``input_shape``)."""
+        return self._mask
+
+    @property
+    def keep_prob(self):
+        """The keep probability (Python float)."""
+        return self._keep_prob
+
+    def get_update_mask_op(self):
+        """Ops that resample the mask, the same ops on every call.
+
+        Returns:
+          A new list holding the update op(s) built at construction.
+        """
+        return list(self._update_ops)
+
+    def __call__(self, x, training=None):
+        """Applies the held mask: ``x * mask / keep_prob`` (broadcasting).
+
+        Args:
+          x: float tensor broadcast-compatible with ``input_shape``.
+          training: None/True applies dropout, False returns ``x``; a scalar
+            bool tensor chooses at run time.
+
+        Returns:
+          A tensor like ``x`` (broadcast shape).
+
+        Raises:
+          ValueError: bad ``training``, or shapes that cannot broadcast.
+        """
+        training = check_training(training)
+        x = tf.convert_to_tensor(x)
+        try:
+            tf.broadcast_static_shape(x.get_shape(), self._shape)
+        except ValueError:
+            raise ValueError("x of shape %s does not broadcast with the mask "
+                             "shape %s" % (x.get_shape(), self._shape))
+        with tf.name_scope(None, "variational_dropout", [x]):
+            return smart_cond(
+                training,
+                lambda: apply_mask(x, self._mask.read_value(),
+                                   self._keep_prob),
+                lambda: tf.identity(x))
+
+
+# --------------------------------------------------------------------------
+# Stateless sequence / embedding dropout.
+# --------------------------------------------------------------------------
+def locked_dropout(x, keep_prob, training=True, time_axis=1, seed=None,
+                   name=None):
+    """Variational ("locked") dropout over whole sequences.
+
+    One Bernoulli mask per example and feature, the same at every time step
+    (a mask of ``x``'s shape with 1 on ``time_axis``), drawn anew each
+    ``session.run``; kept entries are scaled by ``1 / keep_prob``.
+
+    Args:
+      x: float tensor of known rank >= 2, e.g. ``[batch, time, depth]``.
+      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor.
+      training: Python bool or scalar bool tensor; False returns ``x``.
+      time_axis: the axis the mask is shared along (negative allowed).
+      seed: optional op seed.
+      name: optional name scope.
+
+    Returns:
+      A tensor of ``x``'s shape and dtype.
+
+    Raises:
+      ValueError: bad ``keep_prob``/``training``, unknown rank or rank < 2,
+        or ``time_axis`` out of range.
+    """
+    training = check_training(training)
+    if not isinstance(keep_prob, (tf.Tensor, tf.Variable)):
+        keep_prob = check_keep_prob(keep_prob)
+    with tf.name_scope(name, "locked_dropout", [x]):
+        x = tf.convert_to_tensor(x)
+        rank = x.get_shape().ndims
+        if rank is None or rank < 2:
+            raise ValueError("x must have a known rank >= 2, got shape %s"
+                             % (x.get_shape(),))
+        if not -rank <= time_axis < rank:
+            raise ValueError("time_axis must be in [%d, %d) for rank %d, "
+                             "got %d" % (-rank, rank, rank, time_axis))
+        axis = time_axis % rank
+
+        def dropped():
+            dims = tf.unstack(tf.shape(x), num=rank)
+            dims[axis] = tf.constant(1, dtype=dims[0].dtype)
+            mask = bernoulli_mask(tf.stack(dims), keep_prob, x.dtype, seed)
+            return apply_mask(x, mask, keep_prob)
+
+        return smart_cond(training, dropped, lambda: tf.identity(x))
+
+
+def embedding_dropout(params, ids, keep_prob, training=True, seed=None,
+                      partition_strategy="mod", name=None):
+    """AWD-LSTM embedding dropout: looks up ``ids`` with whole words dropped.
+
+    One Bernoulli(``keep_prob``) mask over the vocabulary is drawn per
+    ``session.run``; every occurrence of a dropped word gets an all-zero
+    vector, kept words are scaled by ``1 / keep_prob``. Only the mask (one
+    number per word) and the looked-up rows are touched: cost is
+    O(vocabulary + ids * depth), never vocabulary x depth.
+
+    Args:
+      params: the embedding matrix ``[vocab, depth]`` (tensor or variable),
+        or a list / ``PartitionedVariable`` of shards as for
+        ``tf.nn.embedding_lookup``.
+      ids: int32/int64 tensor of word ids, any shape.
+      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor.
+      training: Python bool or scalar bool tensor; False is a plain lookup.
+      seed: optional op seed.
+      partition_strategy: as for ``tf.nn.embedding_lookup`` with shards.
+      name: optional name scope.
+
+    Returns:
+      A tensor ``ids.shape + [depth]`` of ``params``' dtype.
+
+    Raises:
+      ValueError: bad ``keep_prob``/``training`` or non-integer ids.
+    """
+    training = check_training(training)
+    if not isinstance(keep_prob, (tf.Tensor, tf.Variable)):
+        keep_prob = check_keep_prob(keep_prob)
+    shards = (list(params) if isinstance(params, (list, tuple,
+                                                  PartitionedVariable))
+              else [params])
+    with tf.name_scope(name, "embedding_dropout", [ids]):
+        ids = tf.convert_to_tensor(ids)
+        if not ids.dtype.is_integer:
+            raise ValueError("ids must be int32 or int64, got %s"
+                             % ids.dtype.name)
+        rows = tf.nn.embedding_lookup(
+            shards if len(shards) > 1 else shards[0], ids,
+            partition_strategy=partition_strategy)
+
+        def dropped():
+            vocab = tf.add_n([tf.shape(s, out_type=ids.dtype)[0]
+                              for s in shards])
+            word_mask = bernoulli_mask(tf.reshape(vocab, [1]), keep_prob,
+                                       rows.dtype, seed)
+            # One mask entry per looked-up id, broadcast over the depth.
+            return apply_mask(rows, tf.gather(word_mask, ids)[..., None],
+                              keep_prob)
+
+        return smart_cond(training, dropped, lambda: tf.identity(rows))

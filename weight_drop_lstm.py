@@ -1,0 +1,375 @@
+"""WeightDropLSTMCell: ``tf.nn.rnn_cell.LSTMCell`` with AWD-LSTM DropConnect.
+
+DropConnect (Merity, Keskar, Socher 2017) zeroes entries of the recurrent
+(hidden-to-hidden) weight matrix with **one mask for the whole sequence**.
+Here the masked kernel is computed once per ``session.run``, outside any
+``dynamic_rnn`` / ``tf.while_loop`` loop, and every time step multiplies by
+that same tensor, so a training step costs about what ``LSTMCell`` costs.
+"""
+from __future__ import absolute_import, division, print_function
+
+import numbers
+
+import tensorflow as tf
+from tensorflow.python.keras.engine import base_layer_utils
+from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
+
+from variational_dropout import (BernoulliInitializer, apply_mask,
+                                 bernoulli_mask, check_keep_prob,
+                                 check_training, derived_seed, smart_cond)
+
+__all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES"]
+
+#: Accepted values of the ``sparsity`` argument.
+SPARSITY_CHOICES = (None, "variational_dropout", "l0")
+
+_MASK_VARIABLE_NAME = "weight_drop_mask"
+
+
+def _outer_control_inputs():
+    """Control inputs active at the call site that live outside every
+    control-flow context: the ones an op built outside a loop may keep."""
+    graph = tf.get_default_graph()
+    # pylint: disable=protected-access
+    return [op for op in graph._current_control_dependencies()
+            if op._get_control_flow_context() is None]
+
+
+class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
+    """LSTM cell with DropConnect on the recurrent weights (AWD-LSTM).
+
+    Every ``tf.nn.rnn_cell.LSTMCell`` argument keeps its meaning (same
+    positions, same variables ``kernel``, ``bias``, ``w_f_diag``/``w_i_diag``/
+    ``w_o_diag``, ``projection/kernel``, and the same default scope name
+    ``lstm_cell``), so with ``weight_drop_kr=1.0`` or ``is_train=False`` the
+    cell computes exactly what ``LSTMCell`` computes and checkpoints move
+    between the two.
+
+    DropConnect: an element-wise Bernoulli(``weight_drop_kr``) mask on the
+    hidden-to-hidden rows of the ``[input_depth + h_depth, 4 * num_units]``
+    kernel (all rows with ``drop_input_weights``), scaled by
+    ``1 / weight_drop_kr``; the mask is the same at every time step and for
+    every batch element of one ``session.run``.
+
+    Args:
+      num_units, use_peepholes, cell_clip, initializer, num_proj, proj_clip,
+      num_unit_shards, num_proj_shards, forget_bias, state_is_tuple,
+      activation, reuse, name, dtype: as for ``tf.nn.rnn_cell.LSTMCell``.
+      weight_drop_kr: keep rate of DropConnect, a Python number in ``(0, 1]``.
+      use_vd: if True the mask is a non-trainable variable
+        ``<scope>/weight_drop_mask`` of shape ``[rows, 4 * num_units]`` that
+        changes only when :meth:`get_vd_update_op` runs; if False a new mask
+        is drawn once per ``session.run``. No effect when the keep rate is 1.
+      input_size: optional input depth; if given it must match the inputs
+        (checked in ``build``). Needed only to call
+        :meth:`get_vd_update_op` before the cell is built with
+        ``drop_input_weights=True``.
+      drop_input_weights: also DropConnect the input-to-hidden rows.
+      is_train: Python bool or scalar bool tensor. False: no dropout (the
+        plain kernel, deterministic). A tensor (e.g.
+        ``tf.placeholder_with_default(True, [])``) lets one graph train and
+        evaluate.
+      sparsity: ``None``, ``'variational_dropout'`` or ``'l0'`` (weight
+        sparsification through ``sparse_layers``).
+      seed: optional op seed for the masks.
+      **kwargs: base layer keywords (``trainable``...), as for ``LSTMCell``.
+
+    Raises:
+      ValueError: ``weight_drop_kr`` outside ``(0, 1]``, an unknown
+        ``sparsity``, a non-bool ``use_vd``/``drop_input_weights``, an
+        ``is_train`` that is neither a bool nor a scalar bool tensor, or an
+        ``input_size`` that is not a positive int.
+
+    Example::
+
+        cell = WeightDropLSTMCell(num_units=650, weight_drop_kr=0.5,
+                                  use_vd=True)
+        outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        ...
+        sess.run(cell.get_vd_update_op())   # new mask for the next batches
+    """
+
+    def __init__(self, num_units, use_peepholes=False, cell_clip=None,
+                 initializer=None, num_proj=None, proj_clip=None,
+                 num_unit_shards=None, num_proj_shards=None,
+                 forget_bias=1.0, state_is_tuple=True, activation=None,
+                 reuse=None, name=None, dtype=None, weight_drop_kr=1.0,
+                 use_vd=False, input_size=None, drop_input_weights=False,
+                 is_train=True, sparsity=None, seed=None, **kwargs):
+        weight_drop_kr = check_keep_prob(weight_drop_kr, "weight_drop_kr")
+        for arg_name, value in (("use_vd", use_vd),
+                                ("drop_input_weights", drop_input_weights)):
+            if not isinstance(value, bool):
+                raise ValueError("%s must be a Python bool, got %r"
+                                 % (arg_name, value))
+        if input_size is not None and (
+                isinstance(input_size, bool)
+                or not isinstance(input_size, numbers.Integral)
+                or input_size <= 0):
+            raise ValueError("input_size must be None or a positive int, "
+                             "got %r" % (input_size,))
+        if sparsity not in SPARSITY_CHOICES:
+            raise ValueError("sparsity must be one of %s, got %r"
+                             % (SPARSITY_CHOICES, sparsity))
+        if sparsity is not None:
+            raise NotImplementedError(
+                "sparsity=%r needs the sparse_layers package, which is not "
+                "available yet" % (sparsity,))
+        is_train = check_training(is_train, "is_train")
+        super(WeightDropLSTMCell, self).__init__(
+            num_units, use_peepholes=use_peepholes, cell_clip=cell_clip,
+            initializer=initializer, num_proj=num_proj, proj_clip=proj_clip,
+            num_unit_shards=num_unit_shards, num_proj_shards=num_proj_shards,
+            forget_bias=forget_bias, state_is_tuple=state_is_tuple,
+            activation=activation, reuse=reuse, name=name, dtype=dtype,
+            **kwargs)
+        self._weight_drop_kr = weight_drop_kr
+        self._use_vd = use_vd
+        self._input_size = None if input_size is None else int(input_size)
+        self._drop_input_weights = drop_input_weights
+        self._is_train = is_train
+        self._sparsity = sparsity
+        self._seed = seed
+        self._input_depth = None
+        self._mask_var = None
+        self._vd_update_ops = []
+        self._step_kernel = None
+
+    def _make_unique_name(self, name_uid_map=None, avoid_names=None,
+                          namespace="", zero_based=False):
+        # Default scope "lstm_cell", as LSTMCell's, so variable names (and
+        # checkpoints) are interchangeable between the two cells.
+        base_name = "lstm_cell"
+        name = base_layer_utils.unique_layer_name(
+            base_name, name_uid_map=name_uid_map, avoid_names=avoid_names,
+            namespace=namespace, zero_based=zero_based)
+        return name, base_name
+
+    # ------------------------------------------------------------------
+    # Properties.
+    # ------------------------------------------------------------------
+    @property
+    def weight_drop_kr(self):
+        """DropConnect keep rate (Python float)."""
+        return self._weight_drop_kr
+
+    @property
+    def effective_kernel(self):
+        """The kernel every step of a run multiplies by (after build):
+        DropConnect applied in training; the ``kernel`` variable itself
+        when no dropout can apply; None before build."""
+        return self._step_kernel
+
+    @property
+    def mask_variable(self):
+        """The DropConnect mask variable (``use_vd=True``), else None."""
+        return self._mask_var
+
+    @property
+    def _h_depth(self):
+        return self._num_units if self._num_proj is None else self._num_proj
+
+    def _drops_weights(self):
+        """True when the graph may apply DropConnect at all."""
+        return self._weight_drop_kr < 1.0 and self._is_train is not False
+
+    def _needs_mask_variable(self):
+        return self._use_vd and self._drops_weights()
+
+    def _mask_shape(self, input_depth):
+        rows = self._h_depth
+        if self._drop_input_weights:
+            rows += input_depth
+        return [rows, 4 * self._num_units]
+
+    # ------------------------------------------------------------------
+    # Variables.
+    # ------------------------------------------------------------------
+    def _create_mask_variable(self, input_depth):
+        """Creates the mask variable and its update op, once."""
+        seed = derived_seed(self._seed, 0)
+        # Leave any loop/cond context and control dependencies: the update
+        # op must be fetchable on its own.
+        with tf.control_dependencies(None):
+            self._mask_var = self.add_variable(
+                _MASK_VARIABLE_NAME, shape=self._mask_shape(input_depth),
+                initializer=BernoulliInitializer(self._weight_drop_kr, seed),
+                trainable=False, use_resource=True)
+            with tf.name_scope(self._mask_var.op.name + "/update/"):
+                sample = bernoulli_mask(
+                    self._mask_var.get_shape().as_list(),
+                    self._weight_drop_kr, self._mask_var.dtype,
+                    derived_seed(self._seed, 1))
+                update = self._mask_var.assign(sample, read_value=False)
+        self._vd_update_ops = [update]
+        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update)
+
+    def build(self, inputs_shape):
+        """Creates the LSTMCell variables (same names), the mask variable
+        when ``use_vd``, and the per-run effective kernel.
+
+        Raises:
+          ValueError: unknown input depth, or ``input_size`` given and
+            different from it.
+        """
+        inputs_shape = tf.TensorShape(inputs_shape)
+        input_depth = inputs_shape[-1].value
+        if input_depth is None:
+            raise ValueError("Expected inputs.shape[-1] to be known, saw "
+                             "shape: %s" % (inputs_shape,))
+        if self._input_size is not None and self._input_size != input_depth:
+            raise ValueError("input_size=%d was given but the inputs have "
+                             "depth %d" % (self._input_size, input_depth))
+        if self._mask_var is not None:
+            built_rows = self._mask_var.get_shape()[0].value
+            if built_rows != self._mask_shape(input_depth)[0]:
+                raise ValueError("the mask was built for input depth %d but "
+                                 "the inputs have depth %d"
+                                 % (built_rows - self._h_depth, input_depth))
+        elif self._needs_mask_variable():
+            # Before LSTMCell.build: it marks the layer built, after which
+            # add_variable would only reuse existing variables.
+            self._create_mask_variable(input_depth)
+        self._input_depth = input_depth
+        super(WeightDropLSTMCell, self).build(inputs_shape)
+        # Built once per graph, outside any while loop (control_dependencies
+        # (None) also clears the control-flow context), so the mask is drawn
+        # and applied once per run; control inputs of the call site that are
+        # outside loops (e.g. an update op around dynamic_rnn) still apply.
+        outer_deps = _outer_control_inputs()
+        with tf.control_dependencies(None), \
+                tf.control_dependencies(outer_deps), \
+                tf.name_scope("effective_kernel"):
+            self._step_kernel = self._effective_kernel()
+        self.built = True
+
+    def _effective_kernel(self):
+        """The kernel each step multiplies by: DropConnect applied in
+        training (mask drawn per run, or read from the mask variable), the
+        plain ``kernel`` in eval or at keep rate 1.
+
+        Returns:
+          ``[input_depth + h_depth, 4 * num_units]`` tensor, or the kernel
+          variable itself when no dropout can apply.
+        """
+        kernel = self._kernel
+        if not self._drops_weights():
+            return kernel
+
+        def dropped():
+            weights = tf.convert_to_tensor(kernel)
+            if self._use_vd:
+                mask = self._mask_var.read_value()
+            else:
+                mask = bernoulli_mask(self._mask_shape(self._input_depth),
+                                      self._weight_drop_kr, weights.dtype,
+                                      derived_seed(self._seed, 2))
+            if self._drop_input_weights:
+                return apply_mask(weights, mask, self._weight_drop_kr)
+            w_input, w_hidden = tf.split(
+                weights, [self._input_depth, self._h_depth], axis=0)
+            return tf.concat(
+                [w_input, apply_mask(w_hidden, mask, self._weight_drop_kr)],
+                axis=0)
+
+        return smart_cond(self._is_train, dropped,
+                          lambda: tf.convert_to_tensor(kernel))
+
+    # ------------------------------------------------------------------
+    # Step.
+    # ------------------------------------------------------------------
+    def call(self, inputs, state):
+        """One LSTM step with the effective kernel.
+
+        Args:
+          inputs: ``[batch, input_depth]`` tensor.
+          state: ``LSTMStateTuple(c, m)`` (or their concatenation with
+            ``state_is_tuple=False``).
+
+        Returns:
+          ``(m, new_state)`` as ``LSTMCell`` returns them.
+        """
+        sigmoid = tf.sigmoid
+        if self._state_is_tuple:
+            c_prev, m_prev = state
+        else:
+            c_prev = tf.slice(state, [0, 0], [-1, self._num_units])
+            m_prev = tf.slice(state, [0, self._num_units],
+                              [-1, self._h_depth])
+
+        # i = input_gate, j = new_input, f = forget_gate, o = output_gate
+        lstm_matrix = tf.matmul(tf.concat([inputs, m_prev], 1),
+                                self._step_kernel)
+        lstm_matrix = tf.nn.bias_add(lstm_matrix, self._bias)
+        i, j, f, o = tf.split(value=lstm_matrix, num_or_size_splits=4, axis=1)
+
+        if self._use_peepholes:
+            c = (sigmoid(f + self._forget_bias + self._w_f_diag * c_prev)
+                 * c_prev
+                 + sigmoid(i + self._w_i_diag * c_prev) * self._activation(j))
+        else:
+            c = (sigmoid(f + self._forget_bias) * c_prev
+                 + sigmoid(i) * self._activation(j))
+        if self._cell_clip is not None:
+            c = tf.clip_by_value(c, -self._cell_clip, self._cell_clip)
+
+        if self._use_peepholes:
+            m = sigmoid(o + self._w_o_diag * c) * self._activation(c)
+        else:
+            m = sigmoid(o) * self._activation(c)
+
+        if self._num_proj is not None:
+            m = tf.matmul(m, self._proj_kernel)
+            if self._proj_clip is not None:
+                m = tf.clip_by_value(m, -self._proj_clip, self._proj_clip)
+
+        new_state = (LSTMStateTuple(c, m) if self._state_is_tuple
+                     else tf.concat([c, m], 1))
+        return m, new_state
+
+    # ------------------------------------------------------------------
+    # Mask updates and config.
+    # ------------------------------------------------------------------
+    def get_vd_update_op(self):
+        """Ops that resample the DropConnect mask variable.
+
+        The same ops on every call (built once, outside any loop, and added
+        to ``tf.GraphKeys.UPDATE_OPS`` once), so it also works on a finalized
+        graph. Called before the cell is built, it creates the mask variable
+        now, fixing the cell's variable scope to the current one.
+
+        Returns:
+          A list with the update op, or ``[]`` when there is no mask variable
+          (``use_vd=False``, keep rate 1, or ``is_train=False``).
+
+        Raises:
+          ValueError: called before build with ``drop_input_weights=True``
+            and no ``input_size``.
+        """
+        if not self._needs_mask_variable():
+            return []
+        if self._mask_var is None:
+            if self._drop_input_weights and self._input_size is None:
+                raise ValueError(
+                    "get_vd_update_op() before the cell is built needs "
+                    "input_size when drop_input_weights=True (the mask "
+                    "covers the input rows); got input_size=None")
+            self._create_mask_variable(self._input_size or 0)
+        return list(self._vd_update_ops)
+
+    def get_config(self):
+        """Every constructor argument (LSTMCell's plus this cell's), so
+        ``WeightDropLSTMCell.from_config(cell.get_config())`` rebuilds an
+        equal cell. A tensor ``is_train`` is stored as the tensor itself."""
+        config = {
+            "weight_drop_kr": self._weight_drop_kr,
+            "use_vd": self._use_vd,
+            "input_size": self._input_size,
+            "drop_input_weights": self._drop_input_weights,
+            "is_train": self._is_train,
+            "sparsity": self._sparsity,
+            "seed": self._seed,
+        }
+        base_config = super(WeightDropLSTMCell, self).get_config()
+        base_config.update(config)
+        return base_config
