@@ -26,17 +26,22 @@ def _train_params(variational_params, clip_alpha, eps, rank=None):
     return theta, common.clip_log_sigma2(log_sigma2, theta, clip_alpha, eps)
 
 
-def _sample(op, x, theta, log_sigma2, eps, noise_shape=None):
-    """op(x, theta) + sqrt(op(x^2, sigma^2) + eps) * N(0, 1)."""
+def _sample(op, x, theta, log_sigma2, eps, noise_shape=None, noise=None):
+    """op(x, theta) + sqrt(op(x^2, sigma^2) + eps) * noise, noise ~ N(0, 1).
+
+    `noise` may be given (e.g. held across RNN time steps); otherwise it is
+    drawn with `noise_shape` (default: the output's shape).
+    """
     return _reparameterize(op(x, theta),
                            op(tf.square(x), tf.exp(log_sigma2)), eps,
-                           noise_shape)
+                           noise_shape, noise)
 
 
-def _reparameterize(mean, variance, eps, noise_shape=None):
-    """mean + sqrt(variance + eps) * N(0, 1), noise of `noise_shape`."""
-    noise = tf.random_normal(tf.shape(mean) if noise_shape is None
-                             else noise_shape, dtype=mean.dtype)
+def _reparameterize(mean, variance, eps, noise_shape=None, noise=None):
+    """mean + sqrt(variance + eps) * noise, noise ~ N(0, 1)."""
+    if noise is None:
+        noise = tf.random_normal(tf.shape(mean) if noise_shape is None
+                                 else noise_shape, dtype=mean.dtype)
     return mean + tf.sqrt(variance + eps) * noise
 
 
@@ -87,7 +92,7 @@ def _sample_weights(theta, log_sigma2, eps):
 
 
 def matmul_train(x, variational_params, transpose_a=False, transpose_b=False,
-                 clip_alpha=None, eps=EPSILON, name=None):
+                 clip_alpha=None, eps=EPSILON, name=None, noise=None):
     """Training-time `x @ W`, W ~ N(theta, sigma^2), by local reparam.
 
     Returns `x @ theta + sqrt(x^2 @ sigma^2 + eps) * N(0, 1)` with fresh
@@ -103,6 +108,8 @@ def matmul_train(x, variational_params, transpose_a=False, transpose_b=False,
         from it before use.
       eps: small constant under the square root (finite gradients at 0).
       name: optional name scope.
+      noise: optional N(0, 1) tensor broadcastable to [batch, out] used
+        instead of fresh noise, e.g. to hold the noise over RNN time steps.
 
     Returns:
       float tensor [batch, out].
@@ -114,7 +121,7 @@ def matmul_train(x, variational_params, transpose_a=False, transpose_b=False,
         theta, log_sigma2 = _train_params(variational_params, clip_alpha,
                                           eps)
         return _sample(_matmul(transpose_a, transpose_b), x, theta,
-                       log_sigma2, eps)
+                       log_sigma2, eps, noise=noise)
 
 
 def matmul_eval(x, variational_params, transpose_a=False, transpose_b=False,

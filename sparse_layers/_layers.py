@@ -1,0 +1,239 @@
+"""Layer machinery shared by the VD and L0 `FullyConnected` / `Conv2D`.
+
+The technique-specific modules (`variational_dropout.layers`,
+`l0_regularization.layers`) only name their auxiliary variable, its
+initializer, their collection, their ops and their options.
+"""
+import tensorflow as tf
+from tensorflow.python.layers import base
+
+from sparse_layers import common
+from sparse_layers import layer_utils
+
+_DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
+                 "NCHW": "NCHW", "channels_first": "NCHW"}
+
+
+class Technique(object):
+    """What distinguishes the sparse techniques inside a layer.
+
+    Attributes:
+      aux_name: name of the auxiliary variable ('log_sigma2', 'log_alpha').
+      collection: graph collection the (kernel, aux) pair is added to.
+      nn: module with the stateless `*_train` / `*_eval` ops.
+      train_args, eval_args: layer options passed to the train / eval ops.
+    """
+
+    def __init__(self, aux_name, collection, nn, train_args, eval_args):
+        self.aux_name = aux_name
+        self.collection = collection
+        self.nn = nn
+        self.train_args = train_args
+        self.eval_args = eval_args
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("%s must be a positive int, got %r" % (name, value))
+    return value
+
+
+def _int_pair(value, name):
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2:
+        raise ValueError("%s must be an int or 2 ints, got %r" % (name, value))
+    for v in pair:
+        _positive_int(v, name)
+    return pair
+
+
+class SparseLayer(base.Layer):
+    """Base of the sparse layers: kernel + auxiliary variable + bias.
+
+    Subclasses set `TECHNIQUE` and implement `_kernel_shape(input_shape)`
+    and `_apply(op_name, inputs, params, **technique_kwargs)`.
+    """
+
+    TECHNIQUE = None
+
+    def __init__(self, activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=None,
+                 aux_initializer=None, technique_options=None,
+                 trainable=True, name=None, **kwargs):
+        super(SparseLayer, self).__init__(trainable=trainable, name=name,
+                                          **kwargs)
+        self.activation = tf.keras.activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = tf.keras.initializers.get(
+            kernel_initializer or "glorot_uniform")
+        self.bias_initializer = tf.keras.initializers.get(
+            bias_initializer or "zeros")
+        self.aux_initializer = tf.keras.initializers.get(aux_initializer)
+        self.technique_options = dict(technique_options or {})
+        self.kernel = self.aux = self.bias = None
+
+    def _kernel_shape(self, input_shape):
+        raise NotImplementedError
+
+    def _bias_size(self):
+        raise NotImplementedError
+
+    def build(self, input_shape):
+        """Creates `kernel`, the auxiliary variable and `bias`."""
+        shape = self._kernel_shape(tf.TensorShape(input_shape))
+        self.kernel = self.add_weight("kernel", shape,
+                                      initializer=self.kernel_initializer,
+                                      dtype=self.dtype)
+        self.aux = self.add_weight(self.TECHNIQUE.aux_name, shape,
+                                   initializer=self.aux_initializer,
+                                   dtype=self.dtype)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", [self._bias_size()],
+                                        initializer=self.bias_initializer,
+                                        dtype=self.dtype)
+        common.add_to_collection(self.TECHNIQUE.collection,
+                                 (self.kernel, self.aux))
+        self.built = True
+
+    def call(self, inputs, training=False):
+        """Train op (noise / sampled gates) or eval op, by `training`.
+
+        Args:
+          inputs: input tensor.
+          training: Python bool or scalar tf.bool tensor; with a tensor both
+            branches are built and chosen at run time.
+
+        Returns:
+          the layer output.
+        """
+        layer_utils.check_training(training)
+        inputs = tf.convert_to_tensor(inputs, dtype=self.dtype)
+        params = (self.kernel, self.aux)
+        options = self.technique_options
+
+        def run(mode, names):
+            kwargs = {k: options[k] for k in names}
+            return self._apply(mode, inputs, params, **kwargs)
+
+        outputs = layer_utils.smart_cond(
+            training, lambda: run("train", self.TECHNIQUE.train_args),
+            lambda: run("eval", self.TECHNIQUE.eval_args))
+        if self.use_bias:
+            outputs = self._add_bias(outputs)
+        if self.activation is not None:
+            outputs = self.activation(outputs)
+        return outputs
+
+    def _add_bias(self, outputs):
+        return tf.nn.bias_add(outputs, self.bias)
+
+    def get_config(self):
+        """Constructor arguments; `cls.from_config(config)` rebuilds it."""
+        config = {
+            "activation": tf.keras.activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": tf.keras.initializers.serialize(
+                self.kernel_initializer),
+            "bias_initializer": tf.keras.initializers.serialize(
+                self.bias_initializer),
+            self.TECHNIQUE.aux_name + "_initializer":
+                tf.keras.initializers.serialize(self.aux_initializer),
+        }
+        config.update(self.technique_options)
+        base_config = super(SparseLayer, self).get_config()
+        base_config.update(config)
+        return base_config
+
+
+class FullyConnected(SparseLayer):
+    """Dense layer `activation(x @ W + b)` with sparse weights.
+
+    Inputs of rank > 2 are contracted on their last axis (the train noise
+    is then shared across the middle axes).
+    """
+
+    def __init__(self, units, **kwargs):
+        super(FullyConnected, self).__init__(**kwargs)
+        self.units = _positive_int(units, "units")
+
+    def _kernel_shape(self, input_shape):
+        if input_shape.ndims is None or input_shape.ndims < 2 \
+                or input_shape[-1].value is None:
+            raise ValueError("FullyConnected inputs need rank >= 2 and a "
+                             "known last dimension, got shape %s"
+                             % input_shape)
+        return [input_shape[-1].value, self.units]
+
+    def _bias_size(self):
+        return self.units
+
+    def _apply(self, mode, inputs, params, **kwargs):
+        prefix = "matmul_" if inputs.shape.ndims == 2 else "broadcast_matmul_"
+        return getattr(self.TECHNIQUE.nn, prefix + mode)(inputs, params,
+                                                         **kwargs)
+
+    def compute_output_shape(self, input_shape):
+        """Input shape with its last dimension replaced by `units`."""
+        return tf.TensorShape(input_shape)[:-1].concatenate([self.units])
+
+    def get_config(self):
+        """Constructor arguments; `cls.from_config(config)` rebuilds it."""
+        config = super(FullyConnected, self).get_config()
+        config["units"] = self.units
+        return config
+
+
+class Conv2D(SparseLayer):
+    """2-D convolution `activation(conv(x, W) + b)` with sparse weights."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", **kwargs):
+        super(Conv2D, self).__init__(**kwargs)
+        self.filters = _positive_int(filters, "filters")
+        self.kernel_size = _int_pair(kernel_size, "kernel_size")
+        self.strides = _int_pair(strides, "strides")
+        if str(padding).upper() not in ("SAME", "VALID"):
+            raise ValueError("padding must be 'same' or 'valid', got %r"
+                             % (padding,))
+        self.padding = str(padding).lower()
+        if data_format not in _DATA_FORMATS:
+            raise ValueError("data_format must be one of %s, got %r"
+                             % (sorted(_DATA_FORMATS), data_format))
+        self.data_format = data_format
+        self._format = _DATA_FORMATS[data_format]
+
+    def _channel_axis(self):
+        return 1 if self._format == "NCHW" else -1
+
+    def _kernel_shape(self, input_shape):
+        if input_shape.ndims != 4 or \
+                input_shape[self._channel_axis()].value is None:
+            raise ValueError("Conv2D inputs need rank 4 and a known channel "
+                             "dimension, got shape %s" % input_shape)
+        return list(self.kernel_size) + [
+            input_shape[self._channel_axis()].value, self.filters]
+
+    def _bias_size(self):
+        return self.filters
+
+    def _op_strides(self):
+        if self._format == "NCHW":
+            return [1, 1] + list(self.strides)
+        return [1] + list(self.strides) + [1]
+
+    def _apply(self, mode, inputs, params, **kwargs):
+        return getattr(self.TECHNIQUE.nn, "conv2d_" + mode)(
+            inputs, params, self._op_strides(), self.padding.upper(),
+            data_format=self._format, **kwargs)
+
+    def _add_bias(self, outputs):
+        return tf.nn.bias_add(outputs, self.bias, data_format=self._format)
+
+    def get_config(self):
+        """Constructor arguments; `cls.from_config(config)` rebuilds it."""
+        config = super(Conv2D, self).get_config()
+        config.update({"filters": self.filters,
+                       "kernel_size": self.kernel_size,
+                       "strides": self.strides, "padding": self.padding,
+                       "data_format": self.data_format})
+        return config

@@ -1,0 +1,149 @@
+"""RNN cell machinery shared by the VD and L0 `RNNCell` / `LSTMCell`.
+
+A cell gets its pre-activation `[x, h] @ W` from a technique object
+(`variational_dropout.rnn` / `l0_regularization.rnn`). The technique builds
+its noise or gate sample lazily, at the cell's first call, under
+`tf.control_dependencies(None)`: in TF 1.13 that also leaves the
+`tf.while_loop` context of `dynamic_rnn`, so the sample is made once per
+`session.run` and the same value is used at every time step.
+"""
+import tensorflow as tf
+
+from sparse_layers import layer_utils
+
+
+def concat_matmul(weights):
+    """Returns fn(x, h) = concat([x, h], 1) @ weights."""
+    return lambda x, h: tf.matmul(tf.concat([x, h], 1), weights)
+
+
+def split_rows(tensor, input_size):
+    """(tensor[:input_size], tensor[input_size:]): input and hidden parts."""
+    return tensor[:input_size], tensor[input_size:]
+
+
+class Technique(object):
+    """Base of the per-technique pre-activation builders.
+
+    Args:
+      kernel_weights: (theta, aux) pair, each [input_size + num_units,
+        num_gates * num_units].
+      training: Python bool or scalar tf.bool tensor.
+    """
+
+    def __init__(self, kernel_weights, training):
+        self.params = layer_utils.check_params(kernel_weights,
+                                               "kernel_weights", rank=2)
+        self.training = layer_utils.check_training(training)
+
+    def make(self, inputs, input_size, num_units):
+        """Returns fn(x, h) -> pre-activations; called outside the loop.
+
+        Args:
+          inputs: the first step's input (only its static shape and dtype
+            are used; it may live inside a while loop).
+          input_size, num_units: python ints.
+        """
+        raise NotImplementedError
+
+
+class _SparseCell(tf.nn.rnn_cell.RNNCell):
+    """Shared parts: argument checks, lazy held sample, pre-activations."""
+
+    _NUM_GATES = 1
+
+    def __init__(self, technique, bias_weights, num_units, activation=None,
+                 reuse=None, name=None):
+        super(_SparseCell, self).__init__(_reuse=reuse, name=name)
+        if isinstance(num_units, bool) or not isinstance(num_units, int) \
+                or num_units < 1:
+            raise ValueError("num_units must be a positive int, got %r"
+                             % (num_units,))
+        self._num_units = num_units
+        self._technique = technique
+        self._activation = activation or tf.tanh
+        width = self._NUM_GATES * num_units
+        theta = technique.params[0]
+        if theta.shape[1].value not in (None, width):
+            raise RuntimeError(
+                "kernel_weights must have shape [input_size + num_units, %d] "
+                "(%d x num_units=%d), got %s"
+                % (width, self._NUM_GATES, num_units, theta.shape))
+        if theta.shape[0].value is not None and \
+                theta.shape[0].value <= num_units:
+            raise RuntimeError(
+                "kernel_weights must have more than num_units=%d rows "
+                "(input_size + num_units), got %s" % (num_units, theta.shape))
+        self._bias = tf.convert_to_tensor(bias_weights)
+        if not self._bias.shape.is_compatible_with([width]):
+            raise RuntimeError("bias_weights must have shape [%d], got %s"
+                               % (width, self._bias.shape))
+        self._preactivation = None
+
+    @property
+    def state_size(self):
+        return self._num_units
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def build(self, inputs_shape):
+        """Checks the input width against the kernel's rows."""
+        inputs_shape = tf.TensorShape(inputs_shape)
+        input_size = inputs_shape[-1].value
+        rows = self._technique.params[0].shape[0].value
+        if input_size is None:
+            raise ValueError("the cell's inputs need a known last dimension, "
+                             "got shape %s" % inputs_shape)
+        if rows is not None and rows != input_size + self._num_units:
+            raise RuntimeError(
+                "kernel_weights has %d rows but input_size + num_units = "
+                "%d + %d" % (rows, input_size, self._num_units))
+        self._input_size = input_size
+        self.built = True
+
+    def _gates(self, inputs, h):
+        """[x, h] @ W + b with the run's held noise / gates."""
+        if self._preactivation is None:
+            # Outside any while loop / control dependency: one sample per run.
+            with tf.control_dependencies(None):
+                self._preactivation = self._technique.make(
+                    inputs, self._input_size, self._num_units)
+        return self._preactivation(inputs, h) + self._bias
+
+
+class SparseRNNCell(_SparseCell):
+    """h' = activation([x, h] @ W + b)."""
+
+    def call(self, inputs, state):
+        """One step; returns (output, new_state), both h'."""
+        output = self._activation(self._gates(inputs, state))
+        return output, output
+
+
+class SparseLSTMCell(_SparseCell):
+    """LSTM with the gate layout of `tf.nn.rnn_cell.LSTMCell` (i, j, f, o)."""
+
+    _NUM_GATES = 4
+
+    def __init__(self, technique, bias_weights, num_units, forget_bias=1.0,
+                 activation=None, reuse=None, name=None):
+        super(SparseLSTMCell, self).__init__(technique, bias_weights,
+                                             num_units, activation, reuse,
+                                             name)
+        self._forget_bias = forget_bias
+
+    @property
+    def state_size(self):
+        return tf.nn.rnn_cell.LSTMStateTuple(self._num_units,
+                                             self._num_units)
+
+    def call(self, inputs, state):
+        """One step; state is an `LSTMStateTuple(c, h)`."""
+        c, h = state
+        i, j, f, o = tf.split(self._gates(inputs, h), 4, axis=1)
+        new_c = (c * tf.sigmoid(f + self._forget_bias)
+                 + tf.sigmoid(i) * self._activation(j))
+        new_h = self._activation(new_c) * tf.sigmoid(o)
+        return new_h, tf.nn.rnn_cell.LSTMStateTuple(new_c, new_h)

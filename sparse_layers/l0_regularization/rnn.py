@@ -1,0 +1,84 @@
+"""RNN and LSTM cells with L0 hard-concrete gated weights.
+
+In training one gate per weight is sampled once per `session.run` and held
+for all time steps (the gated kernel is built outside the `dynamic_rnn`
+loop); at evaluation the kernel is scaled by the deterministic gate
+`hard_concrete_mean(log_alpha)`.
+"""
+from sparse_layers import _rnn
+from sparse_layers import layer_utils
+from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
+from sparse_layers.l0_regularization import nn
+
+
+class _L0Technique(_rnn.Technique):
+
+    def __init__(self, kernel_weights, training, beta, gamma, zeta, eps):
+        super(_L0Technique, self).__init__(kernel_weights, training)
+        self.beta, self.gamma, self.zeta, self.eps = beta, gamma, zeta, eps
+
+    def make(self, inputs, input_size, num_units):
+        weights = layer_utils.smart_cond(
+            self.training,
+            lambda: nn.train_weights(self.params, self.beta, self.gamma,
+                                     self.zeta, self.eps),
+            lambda: nn.eval_weights(self.params, self.gamma, self.zeta))
+        return _rnn.concat_matmul(weights)
+
+
+class RNNCell(_rnn.SparseRNNCell):
+    """Basic RNN cell `h' = activation([x, h] @ W + b)`, L0-gated weights.
+
+    Args:
+      kernel_weights: (theta, log_alpha), each of shape
+        [input_size + num_units, num_units].
+      bias_weights: tensor [num_units].
+      num_units: positive int.
+      training: Python bool or scalar tf.bool tensor; in training the gates
+        are sampled once per run and held over time steps.
+      beta, gamma, zeta: hard-concrete temperature and stretch interval.
+      eps: numerical floor.
+      activation: default tanh.
+      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
+
+    Raises:
+      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
+      ValueError: bad `num_units`.
+    """
+
+    def __init__(self, kernel_weights, bias_weights, num_units,
+                 training=False, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                 eps=EPSILON, activation=None, reuse=None, name=None):
+        super(RNNCell, self).__init__(
+            _L0Technique(kernel_weights, training, beta, gamma, zeta, eps),
+            bias_weights, num_units, activation=activation, reuse=reuse,
+            name=name)
+
+
+class LSTMCell(_rnn.SparseLSTMCell):
+    """LSTM cell (gate layout of `tf.nn.rnn_cell.LSTMCell`) with L0-gated
+    weights.
+
+    Args:
+      kernel_weights: (theta, log_alpha), each of shape
+        [input_size + num_units, 4 * num_units].
+      bias_weights: tensor [4 * num_units].
+      num_units: positive int.
+      training, beta, gamma, zeta, eps: as for `RNNCell`.
+      forget_bias: added to the forget gate (1.0 like `LSTMCell`).
+      activation: default tanh.
+      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
+
+    Raises:
+      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
+      ValueError: bad `num_units`.
+    """
+
+    def __init__(self, kernel_weights, bias_weights, num_units,
+                 training=False, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                 eps=EPSILON, forget_bias=1.0, activation=None, reuse=None,
+                 name=None):
+        super(LSTMCell, self).__init__(
+            _L0Technique(kernel_weights, training, beta, gamma, zeta, eps),
+            bias_weights, num_units, forget_bias=forget_bias,
+            activation=activation, reuse=reuse, name=name)

@@ -1,0 +1,129 @@
+"""RNN and LSTM cells with sparse variational dropout weights.
+
+After Lobacheva, Chirkova, Vetrov 2017 ("Bayesian Sparsification of
+Recurrent Neural Networks"), in training the noise is drawn once per
+`session.run` and held for all time steps:
+
+* input-to-hidden part: local reparameterization with one noise vector
+  per example and pre-activation unit, `x @ theta_x + sqrt(x^2 @ sigma2_x
+  + eps) * noise_x` (noise_x of shape [batch, gates * num_units], hence a
+  static batch size is needed);
+* hidden-to-hidden part: one weight sample `W_h = theta_h + sigma_h *
+  noise_h` shared by the batch.
+
+At evaluation the weights with log(alpha) >= threshold are zeroed.
+"""
+import tensorflow as tf
+
+from sparse_layers import _rnn
+from sparse_layers import common
+from sparse_layers import layer_utils
+from sparse_layers.common import EPSILON, THRESHOLD
+from sparse_layers.variational_dropout import nn
+
+
+class _VDTechnique(_rnn.Technique):
+
+    def __init__(self, kernel_weights, training, clip_alpha, threshold, eps):
+        super(_VDTechnique, self).__init__(kernel_weights, training)
+        self.clip_alpha, self.threshold, self.eps = clip_alpha, threshold, eps
+
+    def _eval_fn(self):
+        return _rnn.concat_matmul(
+            nn.eval_weights(self.params, self.threshold, self.eps))
+
+    def _train_fn(self, inputs, input_size):
+        batch = inputs.shape[0].value
+        if batch is None:
+            raise ValueError(
+                "the variational-dropout RNN cell holds per-example input "
+                "noise over time steps and needs a static batch size in "
+                "training; got inputs of shape %s" % inputs.shape)
+        theta, log_sigma2 = self.params
+        log_sigma2 = common.clip_log_sigma2(log_sigma2, theta,
+                                            self.clip_alpha, self.eps)
+        theta_x, theta_h = _rnn.split_rows(theta, input_size)
+        log_sigma2_x, log_sigma2_h = _rnn.split_rows(log_sigma2, input_size)
+        noise_x = tf.random_normal([batch, tf.shape(theta)[1]],
+                                   dtype=theta.dtype)
+        weights_h = nn.train_weights((theta_h, log_sigma2_h), eps=self.eps)
+
+        def preactivation(x, h):
+            return (nn.matmul_train(x, (theta_x, log_sigma2_x),
+                                    eps=self.eps, noise=noise_x)
+                    + tf.matmul(h, weights_h))
+        return preactivation
+
+    def make(self, inputs, input_size, num_units):
+        if self.training is False:
+            return self._eval_fn()
+        train_fn = self._train_fn(inputs, input_size)
+        if self.training is True:
+            return train_fn
+        eval_fn = self._eval_fn()
+        return lambda x, h: layer_utils.smart_cond(
+            self.training, lambda: train_fn(x, h), lambda: eval_fn(x, h))
+
+
+class RNNCell(_rnn.SparseRNNCell):
+    """Basic RNN cell `h' = activation([x, h] @ W + b)`, sparse VD weights.
+
+    Args:
+      kernel_weights: (theta, log_sigma2), each of shape
+        [input_size + num_units, num_units].
+      bias_weights: tensor [num_units].
+      num_units: positive int.
+      training: Python bool or scalar tf.bool tensor; in training the noise
+        is held over time steps (see module doc) and the static batch size
+        of the inputs must be known.
+      clip_alpha: None, or clip log(alpha) to [-clip_alpha, clip_alpha] in
+        training.
+      threshold: at evaluation, weights with log(alpha) >= threshold are 0.
+      eps: numerical floor.
+      activation: default tanh.
+      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
+
+    Raises:
+      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
+      ValueError: bad `num_units`; unknown static batch size in training
+        (at the first call).
+    """
+
+    def __init__(self, kernel_weights, bias_weights, num_units,
+                 training=False, clip_alpha=None, threshold=THRESHOLD,
+                 eps=EPSILON, activation=None, reuse=None, name=None):
+        super(RNNCell, self).__init__(
+            _VDTechnique(kernel_weights, training, clip_alpha, threshold,
+                         eps), bias_weights, num_units,
+            activation=activation, reuse=reuse, name=name)
+
+
+class LSTMCell(_rnn.SparseLSTMCell):
+    """LSTM cell (gate layout of `tf.nn.rnn_cell.LSTMCell`) with sparse VD
+    weights.
+
+    Args:
+      kernel_weights: (theta, log_sigma2), each of shape
+        [input_size + num_units, 4 * num_units].
+      bias_weights: tensor [4 * num_units].
+      num_units: positive int.
+      training, clip_alpha, threshold, eps: as for `RNNCell`.
+      forget_bias: added to the forget gate (1.0 like `LSTMCell`).
+      activation: default tanh.
+      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
+
+    Raises:
+      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
+      ValueError: bad `num_units`; unknown static batch size in training
+        (at the first call).
+    """
+
+    def __init__(self, kernel_weights, bias_weights, num_units,
+                 training=False, clip_alpha=None, threshold=THRESHOLD,
+                 eps=EPSILON, forget_bias=1.0, activation=None, reuse=None,
+                 name=None):
+        super(LSTMCell, self).__init__(
+            _VDTechnique(kernel_weights, training, clip_alpha, threshold,
+                         eps), bias_weights, num_units,
+            forget_bias=forget_bias, activation=activation, reuse=reuse,
+            name=name)
