@@ -14,9 +14,11 @@ import tensorflow as tf
 from tensorflow.python.keras.engine import base_layer_utils
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
+from quantization.lstm import LSTMQuantizer
 from variational_dropout import (BernoulliInitializer, apply_mask,
                                  bernoulli_mask, check_keep_prob,
-                                 check_training, derived_seed, smart_cond)
+                                 check_training, derived_seed, scaled_mask,
+                                 smart_cond)
 
 __all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES"]
 
@@ -72,13 +74,28 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
       sparsity: ``None``, ``'variational_dropout'`` or ``'l0'`` (weight
         sparsification through ``sparse_layers``).
       seed: optional op seed for the masks.
+      is_quant: quantization-aware training: fake quantization of the
+        weights after the DropConnect mask and of every tensor of the step,
+        with learned ranges in ``<scope>/quant/<tensor>/min|max`` (see the
+        ``quantization`` package). Ranges are learned (EMA, once per run)
+        while ``is_train`` is True and frozen when it is False. Same weight
+        variables as the float cell, so a float checkpoint restores into it
+        (initialize the new ``quant/`` variables). float32 only.
+      quant_delay: global step before which fake quantization is bypassed
+        in training (ranges are still learned); needs a global step.
+      weight_bits, activation_bits: bit widths in [2, 8].
+      quant_activation: ``'standard'`` (sigmoid / tanh on TFLite's fixed
+        uint8 output ranges [0, 1) and [-1, 1)) or ``'hard'`` (hard sigmoid
+        ``clip(0.2 x + 0.5, 0, 1)`` and ReLU).
       **kwargs: base layer keywords (``trainable``...), as for ``LSTMCell``.
 
     Raises:
       ValueError: ``weight_drop_kr`` outside ``(0, 1]``, an unknown
         ``sparsity``, a non-bool ``use_vd``/``drop_input_weights``, an
         ``is_train`` that is neither a bool nor a scalar bool tensor, or an
-        ``input_size`` that is not a positive int.
+        ``input_size`` that is not a positive int; with ``is_quant``: bad
+        bit widths, delay or ``quant_activation``, a non-float32 dtype or a
+        custom ``activation``.
 
     Example::
 
@@ -95,7 +112,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  forget_bias=1.0, state_is_tuple=True, activation=None,
                  reuse=None, name=None, dtype=None, weight_drop_kr=1.0,
                  use_vd=False, input_size=None, drop_input_weights=False,
-                 is_train=True, sparsity=None, seed=None, **kwargs):
+                 is_train=True, sparsity=None, seed=None, is_quant=False,
+                 quant_delay=0, weight_bits=8, activation_bits=8,
+                 quant_activation="standard", **kwargs):
         weight_drop_kr = check_keep_prob(weight_drop_kr, "weight_drop_kr")
         for arg_name, value in (("use_vd", use_vd),
                                 ("drop_input_weights", drop_input_weights)):
@@ -134,6 +153,19 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         self._mask_var = None
         self._vd_update_ops = []
         self._step_kernel = None
+        self._is_quant = bool(is_quant)
+        self._quantizer = LSTMQuantizer(
+            num_units, num_proj=num_proj, use_peepholes=use_peepholes,
+            cell_clip=cell_clip, proj_clip=proj_clip, forget_bias=forget_bias,
+            weight_bits=weight_bits, activation_bits=activation_bits,
+            quant_activation=quant_activation, quant_delay=quant_delay)
+        if self._is_quant and activation not in (None, tf.tanh, "tanh"):
+            raise ValueError("is_quant=True computes tanh (or ReLU with "
+                             "quant_activation='hard'); got activation=%r"
+                             % (activation,))
+        if self._is_quant and dtype not in (None, tf.float32, "float32"):
+            raise ValueError("is_quant=True needs float32 (fake-quant ops "
+                             "are float32 only); got dtype=%r" % (dtype,))
 
     def _make_unique_name(self, name_uid_map=None, avoid_names=None,
                           namespace="", zero_based=False):
@@ -159,6 +191,12 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         DropConnect applied in training; the ``kernel`` variable itself
         when no dropout can apply; None before build."""
         return self._step_kernel
+
+    @property
+    def quantizer(self):
+        """The ``quantization.lstm.LSTMQuantizer`` used when ``is_quant``
+        (its ``run_ranges`` hold the per-run range tensors after build)."""
+        return self._quantizer
 
     @property
     def mask_variable(self):
@@ -231,6 +269,13 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             # add_variable would only reuse existing variables.
             self._create_mask_variable(input_depth)
         self._input_depth = input_depth
+        if self._is_quant and self._quantizer.ranges.min_vars is None:
+            # Before LSTMCell.build, like the mask variable.
+            with tf.control_dependencies(None):
+                self._quantizer.create_variables(
+                    lambda name, shape, init: self.add_variable(
+                        name, shape=shape, initializer=init,
+                        trainable=False, use_resource=True))
         super(WeightDropLSTMCell, self).build(inputs_shape)
         # Built once per graph, outside any while loop (control_dependencies
         # (None) also clears the control-flow context), so the mask is drawn
@@ -241,6 +286,14 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                 tf.control_dependencies(outer_deps), \
                 tf.name_scope("effective_kernel"):
             self._step_kernel = self._effective_kernel()
+            if self._is_quant:
+                peepholes = ((self._w_i_diag, self._w_f_diag, self._w_o_diag)
+                             if self._use_peepholes else None)
+                self._quantizer.prepare(
+                    self._is_train, tf.convert_to_tensor(self._step_kernel),
+                    tf.convert_to_tensor(self._bias), peepholes,
+                    self._proj_kernel if self._num_proj is not None
+                    else None)
         self.built = True
 
     def _effective_kernel(self):
@@ -266,11 +319,13 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                                       derived_seed(self._seed, 2))
             if self._drop_input_weights:
                 return apply_mask(weights, mask, self._weight_drop_kr)
-            w_input, w_hidden = tf.split(
-                weights, [self._input_depth, self._h_depth], axis=0)
-            return tf.concat(
-                [w_input, apply_mask(w_hidden, mask, self._weight_drop_kr)],
-                axis=0)
+            # Input rows get a multiplier of exactly 1. One full-size
+            # multiply (and one in the gradient) is cheaper than splitting
+            # and re-concatenating the kernel.
+            multiplier = tf.pad(
+                scaled_mask(mask, self._weight_drop_kr, weights.dtype),
+                [[self._input_depth, 0], [0, 0]], constant_values=1)
+            return weights * multiplier
 
         return smart_cond(self._is_train, dropped,
                           lambda: tf.convert_to_tensor(kernel))
@@ -296,6 +351,12 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             c_prev = tf.slice(state, [0, 0], [-1, self._num_units])
             m_prev = tf.slice(state, [0, self._num_units],
                               [-1, self._h_depth])
+
+        if self._is_quant:
+            m, c = self._quantizer.step(inputs, c_prev, m_prev)
+            new_state = (LSTMStateTuple(c, m) if self._state_is_tuple
+                         else tf.concat([c, m], 1))
+            return m, new_state
 
         # i = input_gate, j = new_input, f = forget_gate, o = output_gate
         lstm_matrix = tf.matmul(tf.concat([inputs, m_prev], 1),
@@ -369,6 +430,11 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             "is_train": self._is_train,
             "sparsity": self._sparsity,
             "seed": self._seed,
+            "is_quant": self._is_quant,
+            "quant_delay": self._quantizer.quant_delay,
+            "weight_bits": self._quantizer.weight_bits,
+            "activation_bits": self._quantizer.activation_bits,
+            "quant_activation": self._quantizer.quant_activation,
         }
         base_config = super(WeightDropLSTMCell, self).get_config()
         base_config.update(config)

@@ -1,0 +1,415 @@
+"""Export of a trained (quantization-aware) LSTM cell stack to TFLite.
+
+:func:`export_tflite` rebuilds the stack in a fresh graph in eval mode with
+a fixed batch and a fixed number of steps, unrolled with strided slices (TOCO
+in TF 1.13 converts no while loop and no quantized ``Unpack``), copies the
+trained values in, replaces every weight-side tensor by a constant, and
+writes
+
+* a float TFLite model of the float cells (``is_quant=False``), and
+* a fully 8-bit (``inference_type=tf.uint8``) model of the fake-quant cells:
+  every tensor, including the inputs and the initial state, carries a
+  fake-quant range, so TOCO finds min/max everywhere.
+
+Both models take ``inputs`` ``[batch, steps, depth]`` and, per layer, the
+state ``state_<l>_c`` / ``state_<l>_h``; they return ``outputs``
+``[batch, steps, h_depth]`` and the final ``final_<l>_c`` / ``final_<l>_h``,
+so a caller can run a long sequence window by window.
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from quantization import fake_quant as fq
+
+INPUT_NAME = "inputs"
+OUTPUT_NAME = "outputs"
+_KEPT_OPS = ("FakeQuantWithMinMaxVars",)
+
+
+def _as_cell_list(cells):
+    """Validates ``cells`` and returns them as a list."""
+    if not isinstance(cells, (list, tuple)):
+        cells = [cells]
+    if not cells:
+        raise ValueError("cells must be a cell or a non-empty list of cells; "
+                         "got an empty list")
+    for cell in cells:
+        if not hasattr(cell, "get_config") or not getattr(cell, "built",
+                                                          False):
+            raise ValueError("cells must be built WeightDropLSTMCell "
+                             "objects (call them in the training graph "
+                             "first); got %r" % (cell,))
+    return list(cells)
+
+
+def relative_variable_names(variables):
+    """Names of a layer's variables relative to the layer's scope.
+
+    Args:
+      variables: list of variables of one layer (at least one).
+
+    Returns:
+      list of str, e.g. ``'kernel'``, ``'quant/state/min'``.
+    """
+    names = [v.name.split(":")[0] for v in variables]
+    prefix = os.path.commonprefix([n + "/" for n in names])
+    prefix = prefix[:prefix.rfind("/") + 1]
+    if len(names) == 1:
+        prefix = names[0][:names[0].rfind("/") + 1]
+    return [n[len(prefix):] for n in names]
+
+
+def read_cell_values(cells, session=None, checkpoint=None):
+    """Trained values of each cell's variables, by name relative to the cell.
+
+    Args:
+      cells: list of built cells.
+      session: a ``tf.Session`` on the cells' graph, or None.
+      checkpoint: a checkpoint path (or directory), used if no session.
+
+    Returns:
+      list (one per cell) of dict relative name -> numpy array.
+
+    Raises:
+      ValueError: if neither or both of ``session``/``checkpoint`` are given.
+    """
+    if (session is None) == (checkpoint is None):
+        raise ValueError("give exactly one of session= or checkpoint=; got "
+                         "session=%r, checkpoint=%r" % (session, checkpoint))
+    if checkpoint is not None and os.path.isdir(checkpoint):
+        checkpoint = tf.train.latest_checkpoint(checkpoint)
+    reader = (tf.train.load_checkpoint(checkpoint)
+              if checkpoint is not None else None)
+    result = []
+    for cell in cells:
+        variables = cell.weights
+        if reader is not None:
+            values = [reader.get_tensor(v.op.name) for v in variables]
+        else:
+            values = session.run(variables)
+        result.append(dict(zip(relative_variable_names(variables), values)))
+    return result
+
+
+def unroll(cells, inputs, initial_state):
+    """Runs a cell stack over a fixed number of steps, without a while loop
+    and without ``Unpack`` (the time axis is sliced with strided slices).
+
+    Args:
+      cells: list of cells, bottom first.
+      inputs: ``[batch, steps, depth]`` tensor with a static ``steps``.
+      initial_state: list (per cell) of ``LSTMStateTuple(c, h)``.
+
+    Returns:
+      ``(outputs, final_state)``: the top cell's outputs per step (a list of
+      ``[batch, h_depth]`` tensors) and the list of final states.
+    """
+    steps = inputs.get_shape()[1].value
+    state = list(initial_state)
+    outputs = []
+    for t in range(steps):
+        x = inputs[:, t, :]
+        for layer, cell in enumerate(cells):
+            with tf.variable_scope("layer_%d" % layer,
+                                   reuse=tf.AUTO_REUSE):
+                x, state[layer] = cell(x, state[layer])
+        outputs.append(x)
+    return outputs, state
+
+
+def nudged_quantization(range_min, range_max, num_bits=8):
+    """The uint8 (scale, zero point) ``tf.fake_quant_with_min_max_vars`` uses
+    for a range (it nudges the range so that 0 is on the grid).
+
+    Args:
+      range_min, range_max: floats.
+      num_bits: bit width.
+
+    Returns:
+      ``(scale, zero_point)``: float and int.
+    """
+    quant_max = 2 ** num_bits - 1
+    scale = (float(range_max) - float(range_min)) / quant_max
+    zero_point = -float(range_min) / scale
+    return scale, int(np.clip(np.round(zero_point), 0, quant_max))
+
+
+def _folded_graph_def(session, input_tensors, output_tensors):
+    """GraphDef of the subgraph from inputs to outputs in which every tensor
+    that does not depend on an input is replaced by its current value (a
+    Const): variables, masks, weight ranges and learned activation ranges.
+    """
+    graph = session.graph
+    live = set(t.op for t in input_tensors)
+    frontier = list(live)
+    while frontier:
+        op = frontier.pop()
+        for out in op.outputs:
+            for consumer in out.consumers():
+                if consumer not in live:
+                    live.add(consumer)
+                    frontier.append(consumer)
+    needed, frontier = set(), [t.op for t in output_tensors]
+    folded = {}
+    while frontier:
+        op = frontier.pop()
+        if op in needed:
+            continue
+        needed.add(op)
+        for tensor in op.inputs:
+            # A weight's FakeQuant stays (its input and range become
+            # constants): TOCO needs it to quantize that weight narrow-range.
+            if tensor.op in live or tensor.op.type in _KEPT_OPS:
+                frontier.append(tensor.op)
+            elif tensor.op.type != "Const":
+                folded[tensor.name] = tensor
+            else:
+                needed.add(tensor.op)
+    values = session.run(folded)
+    graph_def = tf.GraphDef()
+    const_names = {}
+    for i, (name, value) in enumerate(sorted(values.items())):
+        node = graph_def.node.add()
+        node.name = "folded_%d" % i
+        node.op = "Const"
+        node.attr["dtype"].type = folded[name].dtype.as_datatype_enum
+        node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
+        const_names[name] = node.name
+    for op in graph.get_operations():
+        if op not in needed:
+            continue
+        node = graph_def.node.add()
+        node.CopyFrom(op.node_def)
+        if "_class" in node.attr:
+            del node.attr["_class"]
+        del node.input[:]
+        for tensor in op.inputs:
+            node.input.append(const_names.get(tensor.name, tensor.name))
+        # Control inputs inside the live graph only (training-time
+        # accumulations are absent in eval, so nothing is lost).
+        node.input.extend("^" + c.name for c in op.control_inputs
+                          if c in needed)
+    keep = set(t.op.name for t in list(input_tensors) + list(output_tensors))
+    return _shorten_names(graph_def, keep)
+
+
+def _shorten_names(graph_def, keep):
+    """Renames every node but ``keep`` to a short name: an unrolled model
+    has hundreds of tensors, and their scoped names would otherwise be a
+    large part of a small model file."""
+    new_names = {}
+    for i, node in enumerate(graph_def.node):
+        new_names[node.name] = (node.name if node.name in keep
+                                else "t%x" % i)
+    for node in graph_def.node:
+        node.name = new_names[node.name]
+        for k, ref in enumerate(node.input):
+            control = ref.startswith("^")
+            name, sep, port = ref.lstrip("^").partition(":")
+            node.input[k] = ("^" if control else "") + new_names[name] + \
+                sep + port
+    return graph_def
+
+
+def _ensure_toco_on_path():
+    """TFLiteConverter runs the ``toco_from_protos`` script; inside a venv
+    that is not activated it is not on PATH, so add the interpreter's dir."""
+    if shutil.which("toco_from_protos") is None:
+        os.environ["PATH"] = (os.path.dirname(sys.executable) + os.pathsep
+                              + os.environ.get("PATH", ""))
+
+
+def _eval_config(cell, is_quant):
+    config = dict(cell.get_config())
+    config.update(is_train=False, is_quant=is_quant, quant_delay=0)
+    return config
+
+
+def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
+    """Builds the unrolled eval graph, loads ``values`` and converts it.
+
+    Returns:
+      ``(tflite_bytes, input_stats)``.
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        new_cells = [type(c).from_config(_eval_config(c, is_quant))
+                     for c in cells]
+        depth = cells[0].weights[0].get_shape()[0].value - _h_depth(cells[0])
+        inputs = tf.placeholder(tf.float32, [batch_size, num_steps, depth],
+                                name=INPUT_NAME)
+        state_inputs, initial_state = [], []
+        for layer, cell in enumerate(new_cells):
+            c = tf.placeholder(tf.float32, [batch_size, cell.state_size.c],
+                               name="state_%d_c" % layer)
+            h = tf.placeholder(tf.float32, [batch_size, cell.state_size.h],
+                               name="state_%d_h" % layer)
+            state_inputs += [c, h]
+            initial_state.append(tf.nn.rnn_cell.LSTMStateTuple(c, h))
+        outputs, final = unroll(new_cells, inputs, initial_state)
+        stacked = tf.stack(outputs, axis=1)
+        if is_quant:
+            # Pack's output on the same grid as its inputs (TFLite's
+            # quantized Pack needs equal zero points).
+            lo, hi = new_cells[-1].quantizer.run_ranges["output"]
+            stacked = fq.fake_quant(stacked, lo, hi,
+                                    new_cells[-1].quantizer.activation_bits)
+        output_tensors = [tf.identity(stacked, name=OUTPUT_NAME)]
+        for layer, state in enumerate(final):
+            output_tensors += [tf.identity(state.c, "final_%d_c" % layer),
+                               tf.identity(state.h, "final_%d_h" % layer)]
+        config = tf.ConfigProto(intra_op_parallelism_threads=1,
+                                inter_op_parallelism_threads=1)
+        with tf.Session(graph=graph, config=config) as session:
+            session.run(tf.global_variables_initializer())
+            for cell, cell_values in zip(new_cells, values):
+                _load_values(cell, cell_values, session)
+            stats = {}
+            if is_quant:
+                stats = _input_stats(new_cells, session)
+            graph_def = _folded_graph_def(session, [inputs] + state_inputs,
+                                          output_tensors)
+    frozen = tf.Graph()
+    with frozen.as_default():
+        tf.import_graph_def(graph_def, name="")
+        converter = tf.lite.TFLiteConverter(
+            graph_def,
+            [frozen.get_tensor_by_name(t.name) for t in
+             [inputs] + state_inputs],
+            [frozen.get_tensor_by_name(t.name) for t in output_tensors])
+        if is_quant:
+            converter.inference_type = tf.uint8
+            converter.quantized_input_stats = stats
+        _ensure_toco_on_path()
+        return converter.convert()
+
+
+def _h_depth(cell):
+    return cell.state_size.h
+
+
+def _load_values(cell, values, session):
+    """Assigns trained values to a freshly built cell, by relative name."""
+    names = relative_variable_names(cell.weights)
+    for name, variable in zip(names, cell.weights):
+        if name not in values:
+            raise ValueError(
+                "the trained cell has no variable %r; an 8-bit export "
+                "needs a cell trained with is_quant=True (has: %s)"
+                % (name, sorted(values)))
+        variable.load(values[name], session)
+
+
+def _input_stats(cells, session):
+    """``quantized_input_stats`` (mean = zero point, std = 1 / scale) of the
+    model inputs, from the ranges their first fake-quant uses."""
+    ranges = session.run({
+        name: cell.quantizer.run_ranges[key]
+        for layer, cell in enumerate(cells)
+        for name, key in (("state_%d_c" % layer, "state"),
+                          ("state_%d_h" % layer, "output"))})
+    ranges[INPUT_NAME] = session.run(cells[0].quantizer.run_ranges["input"])
+    stats = {}
+    for name, (lo, hi) in ranges.items():
+        scale, zero_point = nudged_quantization(lo, hi)
+        stats[name] = (float(zero_point), 1.0 / scale)
+    return stats
+
+
+def export_tflite(cells, batch_size, num_steps, float_path=None,
+                  quant_path=None, session=None, checkpoint=None):
+    """Writes float and fully 8-bit TFLite models of a trained cell stack.
+
+    Args:
+      cells: a built ``WeightDropLSTMCell`` or a list of them (bottom first),
+        as used in the training graph. For ``quant_path`` they must have been
+        built with ``is_quant=True`` (their learned ranges are exported).
+      batch_size: int, the models' fixed batch.
+      num_steps: int, the number of unrolled steps per model call.
+      float_path: where to write the float model, or None to skip.
+      quant_path: where to write the uint8 model, or None to skip.
+      session: a session holding the trained values, or
+      checkpoint: a checkpoint path / directory holding them (exactly one).
+
+    Returns:
+      dict with ``'float_bytes'`` / ``'quant_bytes'`` (file sizes, for the
+      models written).
+
+    Raises:
+      ValueError: bad sizes, unbuilt cells, both or neither of
+        ``session`` / ``checkpoint``, or an 8-bit export of float cells.
+      tf.lite.ConverterError (``ConverterError``): if TOCO rejects a graph.
+    """
+    cells = _as_cell_list(cells)
+    for name, value in (("batch_size", batch_size), ("num_steps", num_steps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("%s must be a positive int; got %r"
+                             % (name, value))
+    values = read_cell_values(cells, session=session, checkpoint=checkpoint)
+    sizes = {}
+    for path, is_quant, key in ((float_path, False, "float_bytes"),
+                                (quant_path, True, "quant_bytes")):
+        if path is None:
+            continue
+        model = _build_and_convert(cells, values, batch_size, num_steps,
+                                   is_quant)
+        with open(path, "wb") as handle:
+            handle.write(model)
+        sizes[key] = len(model)
+    return sizes
+
+
+class TFLiteRunner(object):
+    """Runs an exported model with ``tf.lite.Interpreter`` on float arrays,
+    quantizing inputs and dequantizing outputs for uint8 models.
+
+    Args:
+      path: a ``.tflite`` file written by :func:`export_tflite`.
+    """
+
+    def __init__(self, path):
+        self.interpreter = tf.lite.Interpreter(model_path=path)
+        self.interpreter.allocate_tensors()
+        self.inputs = {d["name"]: d
+                       for d in self.interpreter.get_input_details()}
+        self.outputs = {d["name"]: d
+                        for d in self.interpreter.get_output_details()}
+
+    def output_quantization(self, name=OUTPUT_NAME):
+        """``(scale, zero_point)`` of an output (``(0.0, 0)`` if float)."""
+        return self.outputs[name]["quantization"]
+
+    def run(self, inputs, state=None):
+        """One call of the model.
+
+        Args:
+          inputs: ``[batch, steps, depth]`` float array.
+          state: optional dict input name (``'state_0_c'``...) -> float
+            array; zeros for missing entries.
+
+        Returns:
+          dict output name -> float array.
+        """
+        state = dict(state or {})
+        state[INPUT_NAME] = inputs
+        for name, detail in self.inputs.items():
+            value = np.asarray(state.get(name, np.zeros(detail["shape"])),
+                               np.float32)
+            if detail["dtype"] == np.uint8:
+                scale, zero_point = detail["quantization"]
+                value = np.clip(np.round(value / scale + zero_point), 0, 255)
+            self.interpreter.set_tensor(detail["index"],
+                                        value.astype(detail["dtype"]))
+        self.interpreter.invoke()
+        result = {}
+        for name, detail in self.outputs.items():
+            value = self.interpreter.get_tensor(detail["index"])
+            if detail["dtype"] == np.uint8:
+                scale, zero_point = detail["quantization"]
+                value = (value.astype(np.float32) - zero_point) * scale
+            result[name] = value
+        return result

@@ -1,0 +1,319 @@
+"""Fake-quantization building blocks: fixed activation ranges, weight
+quantization, and learned activation ranges held in resource variables.
+
+Everything here is graph-mode TensorFlow 1.13.  Quantization is simulated with
+``tf.fake_quant_with_min_max_vars`` (round to the ``2**bits`` grid of
+``[min, max]``, nudged so that 0 is on the grid), the op that
+``tf.contrib.quantize`` inserts and TOCO turns into uint8 tensors.
+
+Learned ranges (:class:`RangeSet`) follow a once-per-``session.run`` life
+cycle so that every time step of a recurrent loop sees the same range:
+
+* once per run, outside any while loop, :meth:`RangeSet.run_ranges` reads the
+  range variables; in training it first folds the previous run's observations
+  into their exponential moving averages (EMA) and clears the accumulator;
+* inside the loop every time step quantizes with those run ranges and, in
+  training, adds its per-tensor minima / maxima to one accumulator variable
+  (:meth:`RangeSet.observe`, a single ``assign_add`` per step).
+
+The range variables are resource variables, read once with ``read_value``:
+a ref variable read through ``tf.identity`` aliases the variable's memory, so
+assignments made while a loop runs would change a "frozen" range between
+time steps.
+"""
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import smart_cond as _smart_cond
+
+# Width given to a range that collapsed to a point: a [0, 0] range has a zero
+# quantization scale, which TOCO rejects ("quantization scale ... is 0").
+MIN_RANGE_WIDTH = 1e-3
+
+
+def check_num_bits(name, num_bits):
+    """Validates a bit width for ``tf.fake_quant_with_min_max_vars``.
+
+    Args:
+      name: argument name, for the error message.
+      num_bits: the value given.
+
+    Returns:
+      ``num_bits`` as an int.
+
+    Raises:
+      ValueError: unless ``num_bits`` is an integer in [2, 8] (the op's limits).
+    """
+    if isinstance(num_bits, bool) or not isinstance(num_bits, (int, np.integer)) \
+            or not 2 <= num_bits <= 8:
+        raise ValueError("%s must be an integer in [2, 8]; got %r"
+                         % (name, num_bits))
+    return int(num_bits)
+
+
+def smart_cond(pred, true_fn, false_fn, name=None):
+    """``tf.cond`` that is resolved in Python when ``pred`` is a Python bool
+    or a constant tensor (``tf_utils.smart_cond`` semantics).
+
+    Args:
+      pred: Python bool or scalar bool tensor.
+      true_fn, false_fn: callables returning matching structures of tensors.
+      name: optional name scope for the cond.
+
+    Returns:
+      The result of the selected callable.
+    """
+    return _smart_cond.smart_cond(pred, true_fn, false_fn, name=name)
+
+
+def fixed_output_range(kind, num_bits):
+    """The output range TFLite's quantized kernels impose on an activation.
+
+    TFLite's uint8 Logistic writes scale 1/256, zero point 0, i.e. [0, 255/256];
+    its uint8 Tanh writes scale 1/128, zero point 128, i.e. [-1, 127/128].  The
+    same grids generalize to ``num_bits``.
+
+    Args:
+      kind: ``'sigmoid'`` (also used for hard-sigmoid) or ``'tanh'``.
+      num_bits: activation bit width.
+
+    Returns:
+      ``(min, max)`` Python floats.
+
+    Raises:
+      ValueError: for an unknown ``kind``.
+    """
+    levels = float(2 ** num_bits)
+    if kind == "sigmoid":
+        return 0.0, (levels - 1.0) / levels
+    if kind == "tanh":
+        return -1.0, 1.0 - 2.0 / levels
+    raise ValueError("kind must be 'sigmoid' or 'tanh'; got %r" % (kind,))
+
+
+def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
+               name=None):
+    """Fake-quantizes ``x`` to ``num_bits`` on ``[range_min, range_max]``.
+
+    Args:
+      x: float32 tensor of any shape.
+      range_min, range_max: float32 scalars (tensors or Python floats); no
+        gradient flows into them (ranges are learned by EMA, not by SGD).
+      num_bits: bit width in [2, 8].
+      narrow_range: use ``[1, 2**bits - 1]`` (weights) instead of
+        ``[0, 2**bits - 1]``.
+      name: optional op name.
+
+    Returns:
+      A tensor like ``x`` whose values lie on the quantization grid; its
+      gradient is the straight-through estimator inside the range.
+    """
+    range_min = tf.stop_gradient(tf.convert_to_tensor(range_min, x.dtype))
+    range_max = tf.stop_gradient(tf.convert_to_tensor(range_max, x.dtype))
+    return tf.fake_quant_with_min_max_vars(x, range_min, range_max,
+                                           num_bits=num_bits,
+                                           narrow_range=narrow_range, name=name)
+
+
+def quantize_weight(weight, num_bits, name=None):
+    """Last-value weight quantization: the range is the weight's own min/max.
+
+    Args:
+      weight: float32 tensor (e.g. a kernel after its DropConnect mask).
+      num_bits: bit width in [2, 8].
+      name: optional op name.
+
+    Returns:
+      ``weight`` on the narrow-range grid of ``[min(weight), max(weight)]``.
+    """
+    return fake_quant(weight, tf.reduce_min(weight), tf.reduce_max(weight),
+                      num_bits, narrow_range=True, name=name)
+
+
+def sanitize_range(range_min, range_max, limit=None):
+    """Makes a learned range usable by TOCO: contains 0, never empty, and
+    inside ``[-limit, limit]`` when a clip limit applies.
+
+    Args:
+      range_min, range_max: float32 tensors of equal shape.
+      limit: optional positive float clip value (cell_clip / proj_clip):
+        quantizing to a range inside it performs the clip.
+
+    Returns:
+      ``(min, max)`` tensors.
+    """
+    range_min = tf.minimum(range_min, 0.0)
+    range_max = tf.maximum(range_max, 0.0)
+    if limit is not None:
+        range_min = tf.maximum(range_min, -float(limit))
+        range_max = tf.minimum(range_max, float(limit))
+    range_max = tf.maximum(range_max, range_min + MIN_RANGE_WIDTH)
+    return range_min, range_max
+
+
+def ema_fold(ema, observed_sum, count, initialized, decay):
+    """Train-mode range update: one EMA step from one run's observations.
+
+    ``new = ema + w * (observed_sum / count - ema)`` where ``w`` is
+    ``1 - decay``, or 1 for the first observation (the initial guess is then
+    replaced, not averaged).  Without observations (``count == 0``) the EMA
+    is returned unchanged.
+
+    Args:
+      ema: float32 vector of current EMA values.
+      observed_sum: float32 vector, the sum over time steps of the per-step
+        statistic for each entry of ``ema``.
+      count: float32 scalar, number of time steps observed.
+      initialized: float32 scalar, 0 before the first fold, 1 after.
+      decay: Python float in [0, 1).
+
+    Returns:
+      The updated float32 vector.
+    """
+    mean = observed_sum / tf.maximum(count, 1.0)
+    weight = tf.where(initialized > 0.0, 1.0 - decay, 1.0)
+    return tf.where(tf.fill(tf.shape(ema), count > 0.0),
+                    ema + weight * (mean - ema), ema)
+
+
+def ema_frozen(ema):
+    """Eval-mode counterpart of :func:`ema_fold`: ranges stay as they are.
+
+    Args:
+      ema: float32 vector of EMA values.
+
+    Returns:
+      ``ema`` unchanged.
+    """
+    return ema
+
+
+class RangeSet(object):
+    """Learned quantization ranges for a fixed set of named tensors of one
+    layer, stored as variables in the layer's scope.
+
+    Variables (created by :meth:`create_variables` through the layer's
+    ``add_weight``, so they follow its scope, reuse and checkpoints):
+    ``quant/<name>/min`` and ``quant/<name>/max`` for each name (the EMA
+    ranges), ``quant/observed`` (per-run accumulator: sums of per-step minima
+    and maxima, then the step count) and ``quant/initialized``.
+    All are non-trainable resource variables.
+
+    Args:
+      names: sequence of tensor names (strings, unique).
+      ema_decay: EMA decay per run, in [0, 1).
+      limits: optional dict name -> clip value bounding that range.
+      init_range: ``(min, max)`` used before anything was observed.
+
+    Raises:
+      ValueError: for duplicate names or a decay outside [0, 1).
+    """
+
+    def __init__(self, names, ema_decay=0.999, limits=None,
+                 init_range=(-6.0, 6.0)):
+        names = list(names)
+        if len(set(names)) != len(names):
+            raise ValueError("names must be unique; got %r" % (names,))
+        if not 0.0 <= ema_decay < 1.0:
+            raise ValueError("ema_decay must be in [0, 1); got %r"
+                             % (ema_decay,))
+        self.names = names
+        self.ema_decay = float(ema_decay)
+        self.limits = dict(limits or {})
+        self.init_range = init_range
+        self._index = {n: i for i, n in enumerate(names)}
+        self.min_vars = self.max_vars = None
+        self.observed = self.initialized = None
+        self._token = None
+
+    def create_variables(self, add_weight):
+        """Creates the variables.
+
+        Args:
+          add_weight: callable ``(name, shape, initializer) -> variable``,
+            normally a closure over the layer's ``add_weight`` with
+            ``trainable=False, use_resource=True``.
+        """
+        const = tf.constant_initializer
+        self.min_vars = [add_weight("quant/%s/min" % n, [],
+                                    const(self.init_range[0]))
+                         for n in self.names]
+        self.max_vars = [add_weight("quant/%s/max" % n, [],
+                                    const(self.init_range[1]))
+                         for n in self.names]
+        self.observed = add_weight("quant/observed",
+                                   [2 * len(self.names) + 1], const(0.0))
+        self.initialized = add_weight("quant/initialized", [], const(0.0))
+
+    def _read(self):
+        return (tf.stack([v.read_value() for v in self.min_vars]),
+                tf.stack([v.read_value() for v in self.max_vars]))
+
+    def _fold(self):
+        """Training: folds the last run's observations in, clears them."""
+        ema_min, ema_max = self._read()
+        observed = self.observed.read_value()
+        k = len(self.names)
+        count = observed[2 * k]
+        new_min = ema_fold(ema_min, observed[:k], count,
+                           self.initialized.read_value(), self.ema_decay)
+        new_max = ema_fold(ema_max, observed[k:2 * k], count,
+                           self.initialized.read_value(), self.ema_decay)
+        updates = [v.assign(new_min[i]) for i, v in enumerate(self.min_vars)]
+        updates += [v.assign(new_max[i]) for i, v in enumerate(self.max_vars)]
+        with tf.control_dependencies([new_min, new_max]):
+            updates.append(self.observed.assign(tf.zeros_like(observed)))
+            updates.append(self.initialized.assign(
+                tf.maximum(self.initialized.read_value(),
+                           tf.cast(count > 0.0, tf.float32))))
+        with tf.control_dependencies(updates):
+            return tf.identity(new_min), tf.identity(new_max)
+
+    def _frozen(self):
+        ema_min, ema_max = self._read()
+        return ema_frozen(ema_min), ema_frozen(ema_max)
+
+    def run_ranges(self, training):
+        """Builds the once-per-run range tensors; call outside any loop.
+
+        Args:
+          training: Python bool or scalar bool tensor; True folds the last
+            run's observations into the EMA first (ranges are learned),
+            False only reads (ranges are frozen).
+
+        Returns:
+          dict name -> ``(min, max)`` float32 scalar tensors, sanitized.
+        """
+        ema_min, ema_max = smart_cond(training, self._fold, self._frozen,
+                                      name="quant_ranges")
+        # Every in-loop accumulation depends on this, so it happens after the
+        # accumulator was cleared.
+        self._token = ema_min[0]
+        ranges = {}
+        for name, i in self._index.items():
+            ranges[name] = sanitize_range(ema_min[i], ema_max[i],
+                                          self.limits.get(name))
+        return ranges
+
+    def observe(self, tensors):
+        """Training-only accumulation of one time step's statistics.
+
+        Args:
+          tensors: dict name -> float32 tensor, one entry per name.
+
+        Returns:
+          The ``assign_add`` op on the accumulator.
+
+        Raises:
+          ValueError: if names are missing or unknown, or
+            :meth:`run_ranges` was not called first.
+        """
+        if set(tensors) != set(self.names):
+            raise ValueError("observe needs exactly the tensors %r; got %r"
+                             % (sorted(self.names), sorted(tensors)))
+        if self._token is None:
+            raise ValueError("run_ranges must be called before observe")
+        stats = ([tf.reduce_min(tensors[n]) for n in self.names]
+                 + [tf.reduce_max(tensors[n]) for n in self.names]
+                 + [tf.ones([], tf.float32)])
+        with tf.control_dependencies([tf.identity(self._token)]):
+            return self.observed.assign_add(tf.stack(stats)).op

@@ -1,0 +1,288 @@
+"""The quantization-aware LSTM time step used by ``WeightDropLSTMCell`` when
+``is_quant=True``.
+
+It computes what ``tf.nn.rnn_cell.LSTMCell`` computes (gate order i, j, f, o;
+optional peepholes, cell clip, projection and projection clip), with every
+tensor a full-integer graph needs fake-quantized:
+
+* weights after their DropConnect / sparsity mask (last value, narrow range);
+* the step's input, the incoming state (``c`` with the ``state`` range, ``h``
+  with the ``output`` range, so initial and carried state share one grid),
+  the ``[x, h]`` concatenation (on the union of both grids, as TFLite's
+  Concatenation requantizes), ``matmul + bias``, every product and sum, the
+  gates (fixed TFLite output ranges), the cell state, the output and the
+  projection.
+
+Because each Add and Mul inside the step is followed directly by its own
+fake-quant, ``tf.contrib.quantize.create_training_graph`` /
+``create_eval_graph`` add nothing inside the cell (they skip tensors already
+followed by a FakeQuant, and the kernel reaching MatMul is a FakeQuant output,
+not a variable read or a Mul).
+
+The forget bias is folded into the ``f`` block of the bias (so TFLite sees a
+single FullyConnected), and clips are realized by bounding the ``state`` /
+``output`` ranges to the clip value (the fake-quant saturates there).
+"""
+import tensorflow as tf
+
+from quantization import fake_quant as fq
+
+QUANT_ACTIVATIONS = ("standard", "hard")
+
+# Hard sigmoid clip(slope * x + offset, 0, 1), as in the Keras / TF1 port.
+HARD_SIGMOID_SLOPE = 0.2
+HARD_SIGMOID_OFFSET = 0.5
+
+
+def range_names(use_peepholes, has_projection):
+    """Names of the learned ranges an LSTM step needs.
+
+    Args:
+      use_peepholes: whether the cell has diagonal peephole weights.
+      has_projection: whether the cell has ``num_proj``.
+
+    Returns:
+      list of str.
+    """
+    names = ["input", "gates", "forget_state", "input_state", "state",
+             "output"]
+    if use_peepholes:
+        for gate in "ifo":
+            names += ["peephole_" + gate, "gate_" + gate]
+    if has_projection:
+        names.append("cell_output")
+    return names
+
+
+def fold_forget_bias(bias, forget_bias, num_units):
+    """Adds ``forget_bias`` to the ``f`` block of an ``[4 * num_units]`` bias
+    laid out as i, j, f, o.
+
+    Args:
+      bias: float tensor of shape ``[4 * num_units]``.
+      forget_bias: Python float.
+      num_units: int.
+
+    Returns:
+      Tensor like ``bias``.
+    """
+    if not forget_bias:
+        return bias
+    offset = tf.concat([tf.zeros([2 * num_units], bias.dtype),
+                        tf.fill([num_units], tf.cast(forget_bias, bias.dtype)),
+                        tf.zeros([num_units], bias.dtype)], 0)
+    return bias + offset
+
+
+class LSTMQuantizer(object):
+    """Fake-quantization state and step math for one LSTM cell.
+
+    Life cycle: :meth:`create_variables` in the cell's ``build``;
+    :meth:`prepare` once per graph, outside any while loop (weights and
+    ranges are per run); :meth:`step` at every time step.
+
+    Args:
+      num_units: int, cell size.
+      num_proj: int or None, projection size.
+      use_peepholes: bool.
+      cell_clip, proj_clip: float or None, as in ``LSTMCell``.
+      forget_bias: float.
+      weight_bits, activation_bits: ints in [2, 8].
+      quant_activation: ``'standard'`` (sigmoid / tanh with TFLite's fixed
+        output ranges) or ``'hard'`` (hard sigmoid and ReLU).
+      quant_delay: int >= 0; in training, fake quantization is bypassed while
+        the global step is below it (ranges are still learned).
+      ema_decay: float in [0, 1), per run.
+
+    Raises:
+      ValueError: for a bad bit width, activation mode or delay.
+    """
+
+    def __init__(self, num_units, num_proj=None, use_peepholes=False,
+                 cell_clip=None, proj_clip=None, forget_bias=1.0,
+                 weight_bits=8, activation_bits=8,
+                 quant_activation="standard", quant_delay=0,
+                 ema_decay=0.999):
+        self.weight_bits = fq.check_num_bits("weight_bits", weight_bits)
+        self.activation_bits = fq.check_num_bits("activation_bits",
+                                                 activation_bits)
+        if quant_activation not in QUANT_ACTIVATIONS:
+            raise ValueError("quant_activation must be one of %s; got %r"
+                             % (QUANT_ACTIVATIONS, quant_activation))
+        if isinstance(quant_delay, bool) or not isinstance(quant_delay, int) \
+                or quant_delay < 0:
+            raise ValueError("quant_delay must be an int >= 0; got %r"
+                             % (quant_delay,))
+        self.num_units = num_units
+        self.num_proj = num_proj
+        self.use_peepholes = use_peepholes
+        self.cell_clip = cell_clip
+        self.proj_clip = proj_clip
+        self.forget_bias = forget_bias
+        self.quant_activation = quant_activation
+        self.quant_delay = quant_delay
+        limits = {"state": cell_clip}
+        limits["output"] = proj_clip if num_proj else None
+        self.ranges = fq.RangeSet(range_names(use_peepholes, bool(num_proj)),
+                                  ema_decay=ema_decay, limits=limits)
+        self.run_ranges = None
+        self._weights = None
+        self._active = True
+        self._training = False
+
+    def create_variables(self, add_weight):
+        """Creates the range variables (see :class:`fake_quant.RangeSet`).
+
+        Args:
+          add_weight: callable ``(name, shape, initializer) -> variable``.
+        """
+        self.ranges.create_variables(add_weight)
+
+    def prepare(self, training, kernel, bias, peepholes=None,
+                projection=None):
+        """Builds the per-run tensors; call once, outside any while loop.
+
+        Args:
+          training: Python bool or scalar bool tensor.
+          kernel: ``[input_depth + h_depth, 4 * num_units]`` float32, the
+            kernel actually used this run (after DropConnect / sparsity).
+          bias: ``[4 * num_units]`` float32.
+          peepholes: ``(w_i_diag, w_f_diag, w_o_diag)`` or None.
+          projection: ``[num_units, num_proj]`` float32 or None.
+
+        Raises:
+          ValueError: if ``quant_delay > 0`` and the graph has no global
+            step while ``training`` may be True.
+        """
+        self._training = training
+        self._active = self._quant_active(training)
+        self.run_ranges = self.ranges.run_ranges(training)
+        bits = self.weight_bits
+        weights = {"kernel": fq.quantize_weight(kernel, bits),
+                   "bias": fold_forget_bias(bias, self.forget_bias,
+                                            self.num_units)}
+        if peepholes is not None:
+            for gate, diag in zip("ifo", peepholes):
+                weights["w_%s_diag" % gate] = fq.quantize_weight(diag, bits)
+        if projection is not None:
+            weights["projection"] = fq.quantize_weight(projection, bits)
+        self._weights = weights
+        in_lo, in_hi = self.run_ranges["input"]
+        out_lo, out_hi = self.run_ranges["output"]
+        self.run_ranges["concat"] = (tf.minimum(in_lo, out_lo),
+                                     tf.maximum(in_hi, out_hi))
+
+    def _quant_active(self, training):
+        """True, or a bool tensor: False in training before ``quant_delay``."""
+        if self.quant_delay == 0 or training is False:
+            return True
+        step = tf.train.get_global_step()
+        if step is None:
+            raise ValueError(
+                "quant_delay=%d needs a global step: call "
+                "tf.train.get_or_create_global_step() before building the "
+                "cell" % self.quant_delay)
+        reached = tf.greater_equal(step, self.quant_delay)
+        if training is True:
+            return reached
+        return tf.logical_or(tf.logical_not(training), reached)
+
+    def _quant(self, x, rng, bypass=None):
+        """Fake-quantizes ``x`` on ``rng`` when quantization is active, else
+        returns ``bypass(x)`` (or ``x``)."""
+        bits = self.activation_bits
+        return fq.smart_cond(
+            self._active, lambda: fq.fake_quant(x, rng[0], rng[1], bits),
+            lambda: x if bypass is None else bypass(x))
+
+    def _learned(self, x, name, seen, bypass=None):
+        """Quantizes ``x`` on its learned range and records it for the EMA."""
+        seen[name] = x
+        return self._quant(x, self.run_ranges[name], bypass)
+
+    def _gate(self, x, x_range):
+        """sigmoid (or hard sigmoid) of a quantized pre-activation."""
+        fixed = fq.fixed_output_range("sigmoid", self.activation_bits)
+        if self.quant_activation == "standard":
+            return self._quant(tf.sigmoid(x), fixed)
+        # Each op of clip(slope * x + offset, 0, 1) gets a range derived from
+        # the input's, so a full-integer graph has all its min/max.
+        scaled = self._quant(x * HARD_SIGMOID_SLOPE,
+                             (x_range[0] * HARD_SIGMOID_SLOPE,
+                              x_range[1] * HARD_SIGMOID_SLOPE))
+        shifted = self._quant(scaled + HARD_SIGMOID_OFFSET,
+                              (x_range[0] * HARD_SIGMOID_SLOPE
+                               + HARD_SIGMOID_OFFSET,
+                               x_range[1] * HARD_SIGMOID_SLOPE
+                               + HARD_SIGMOID_OFFSET))
+        return self._quant(shifted, fixed,
+                           lambda t: tf.clip_by_value(t, 0.0, 1.0))
+
+    def _squash(self, x, x_range):
+        """tanh (or ReLU) of a quantized tensor."""
+        if self.quant_activation == "standard":
+            return self._quant(tf.tanh(x),
+                               fq.fixed_output_range("tanh",
+                                                     self.activation_bits))
+        return self._quant(tf.nn.relu(x), (0.0, tf.maximum(x_range[1], 0.0)))
+
+    def _peephole(self, pre, gate, c, seen):
+        """``pre + w_<gate>_diag * c`` with both ops quantized."""
+        product = self._learned(self._weights["w_%s_diag" % gate] * c,
+                                "peephole_" + gate, seen)
+        return (self._learned(pre + product, "gate_" + gate, seen),
+                self.run_ranges["gate_" + gate])
+
+    def step(self, inputs, c_prev, m_prev):
+        """One quantization-aware LSTM time step.
+
+        Args:
+          inputs: ``[batch, input_depth]`` float32.
+          c_prev: ``[batch, num_units]`` float32.
+          m_prev: ``[batch, num_proj or num_units]`` float32.
+
+        Returns:
+          ``(m, c)``: the output / new ``h`` and the new cell state.
+        """
+        ranges, seen = self.run_ranges, {}
+        x = self._learned(inputs, "input", seen)
+        c_prev = self._quant(c_prev, ranges["state"])
+        m_prev = self._quant(m_prev, ranges["output"])
+        joined = self._quant(tf.concat([x, m_prev], 1), ranges["concat"])
+        gates = self._learned(
+            tf.nn.bias_add(tf.matmul(joined, self._weights["kernel"]),
+                           self._weights["bias"]), "gates", seen)
+        i, j, f, o = tf.split(gates, 4, axis=1)
+        i_range = f_range = o_range = ranges["gates"]
+        if self.use_peepholes:
+            i, i_range = self._peephole(i, "i", c_prev, seen)
+            f, f_range = self._peephole(f, "f", c_prev, seen)
+        kept = self._learned(self._gate(f, f_range) * c_prev, "forget_state",
+                             seen)
+        added = self._learned(self._gate(i, i_range)
+                              * self._squash(j, ranges["gates"]),
+                              "input_state", seen)
+        clip = self.cell_clip
+        c = self._learned(kept + added, "state", seen,
+                          None if clip is None else
+                          lambda t: tf.clip_by_value(t, -clip, clip))
+        if self.use_peepholes:
+            o, o_range = self._peephole(o, "o", c, seen)
+        m = self._gate(o, o_range) * self._squash(c, ranges["state"])
+        if self.num_proj:
+            m = self._learned(m, "cell_output", seen)
+            clip = self.proj_clip
+            m = self._learned(tf.matmul(m, self._weights["projection"]),
+                              "output", seen,
+                              None if clip is None else
+                              lambda t: tf.clip_by_value(t, -clip, clip))
+        else:
+            m = self._learned(m, "output", seen)
+        return self._observed(m, c, seen)
+
+    def _observed(self, m, c, seen):
+        """In training, ties the step's range accumulation to its outputs."""
+        def train():
+            with tf.control_dependencies([self.ranges.observe(seen)]):
+                return tf.identity(m), tf.identity(c)
+        return fq.smart_cond(self._training, train, lambda: (m, c))
