@@ -25,11 +25,13 @@ THRESHOLD = 3.0
 VD_COLLECTION = "theta_logsigma2"
 L0_COLLECTION = "theta_logalpha"
 
-_Math = collections.namedtuple("_Math", ["log", "square", "clip", "sigmoid"])
+_Math = collections.namedtuple(
+    "_Math", ["log", "square", "clip", "sigmoid", "logical_not", "equal"])
 
 #: Elementwise ops for graph tensors.
 TF_MATH = _Math(log=tf.log, square=tf.square, clip=tf.clip_by_value,
-                sigmoid=tf.sigmoid)
+                sigmoid=tf.sigmoid, logical_not=tf.logical_not,
+                equal=tf.equal)
 
 
 def _np_sigmoid(x):
@@ -41,7 +43,8 @@ def _np_sigmoid(x):
 
 #: The same ops for numpy arrays (used by the checkpoint report).
 NUMPY_MATH = _Math(log=np.log, square=np.square, clip=np.clip,
-                   sigmoid=_np_sigmoid)
+                   sigmoid=_np_sigmoid, logical_not=np.logical_not,
+                   equal=np.equal)
 
 
 def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
