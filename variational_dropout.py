@@ -1,8 +1,9 @@
 """Dropout whose mask is held fixed: in a variable, over time, or per word.
 
 This module is also the one place where the dropout math of the library is
-written: :func:`bernoulli_mask` draws a keep-mask and :func:`apply_mask`
-applies it with inverted-dropout scaling (``x * mask / keep_prob``);
+written: :func:`bernoulli_mask` draws a keep-mask, :func:`scaled_mask` turns
+it into the inverted-dropout multiplier and :func:`apply_mask` applies it
+(``x * mask / keep_prob``);
 ``weight_drop_lstm`` uses the same two functions for DropConnect.
 
 Public API (TensorFlow 1.13 graph mode):
@@ -19,12 +20,14 @@ from __future__ import absolute_import, division, print_function
 import numbers
 
 import tensorflow as tf
+from tensorflow.python.framework import random_seed
 from tensorflow.python.framework import smart_cond as _smart_cond_module
+from tensorflow.python.ops import gen_random_ops
 from tensorflow.python.ops.variables import PartitionedVariable
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
-    "bernoulli_mask", "apply_mask", "check_keep_prob", "check_training",
+    "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob", "check_training",
     "smart_cond", "derived_seed", "BernoulliInitializer",
 ]
 
@@ -114,9 +117,33 @@ def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
       A ``dtype`` tensor of ``shape`` holding 0s and 1s.
     """
     with tf.name_scope(name, "bernoulli_mask", [shape]):
-        uniform = tf.random_uniform(shape, dtype=dtype, seed=seed)
+        # The raw op samples [0, 1) directly; tf.random_uniform would add a
+        # full-size multiply and add for the range (masks can be large).
+        seed1, seed2 = random_seed.get_seed(seed)
+        uniform = gen_random_ops.random_uniform(
+            tf.convert_to_tensor(shape), dtype,
+            seed=seed1, seed2=seed2)
         # U ~ [0, 1): P(U < keep) = keep, and keep = 1 gives all ones.
         return tf.cast(uniform < tf.cast(keep_prob, dtype), dtype)
+
+
+def scaled_mask(mask, keep_prob, dtype):
+    """The inverted-dropout multiplier ``mask / keep_prob`` in ``dtype``.
+
+    Args:
+      mask: 0/1 tensor.
+      keep_prob: Python float or scalar tensor, the mask's keep probability.
+      dtype: float dtype of the result.
+
+    Returns:
+      A ``dtype`` tensor of ``mask``'s shape: 0 or ``1 / keep_prob``.
+    """
+    dtype = tf.as_dtype(dtype)
+    if isinstance(keep_prob, numbers.Real):
+        scale = 1.0 / float(keep_prob)
+    else:
+        scale = 1.0 / tf.cast(keep_prob, dtype)
+    return tf.cast(mask, dtype) * scale
 
 
 def apply_mask(x, mask, keep_prob, name=None):
@@ -133,12 +160,8 @@ def apply_mask(x, mask, keep_prob, name=None):
     """
     with tf.name_scope(name, "apply_mask", [x, mask]):
         x = tf.convert_to_tensor(x)
-        if isinstance(keep_prob, numbers.Real):
-            scale = 1.0 / float(keep_prob)
-        else:
-            scale = 1.0 / tf.cast(keep_prob, x.dtype)
         # Scale the (often smaller, broadcast) mask rather than x.
-        return x * (tf.cast(mask, x.dtype) * scale)
+        return x * scaled_mask(mask, keep_prob, x.dtype)
 
 
 class BernoulliInitializer(object):
