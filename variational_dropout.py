@@ -25,6 +25,8 @@ from tensorflow.python.framework import smart_cond as _smart_cond_module
 from tensorflow.python.ops import gen_random_ops
 from tensorflow.python.ops.variables import PartitionedVariable
 
+import mask_placement
+
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob", "check_training",
@@ -243,7 +245,10 @@ class VariationalDropout(object):
         self._seed = seed
         # control_dependencies(None) also leaves any while-loop / cond
         # context, so the update op is fetchable on its own.
-        with tf.control_dependencies(None):
+        # mask_variable_scope keeps the mask per worker/replica (never on a
+        # ps) and out of replicated checkpoints.
+        with tf.control_dependencies(None), \
+                mask_placement.mask_variable_scope():
             with tf.variable_scope(None, default_name=name
                                    or "variational_dropout") as scope:
                 self._scope_name = scope.name

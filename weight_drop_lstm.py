@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.python.keras.engine import base_layer_utils
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
+import mask_placement
 from quantization.lstm import LSTMQuantizer
 from variational_dropout import (BernoulliInitializer, apply_mask,
                                  bernoulli_mask, check_keep_prob,
@@ -227,8 +228,10 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         """Creates the mask variable and its update op, once."""
         seed = derived_seed(self._seed, 0)
         # Leave any loop/cond context and control dependencies: the update
-        # op must be fetchable on its own.
-        with tf.control_dependencies(None):
+        # op must be fetchable on its own. mask_variable_scope keeps the mask
+        # per worker/replica (never on a ps) and out of replicated checkpoints.
+        with tf.control_dependencies(None), \
+                mask_placement.mask_variable_scope():
             self._mask_var = self.add_variable(
                 _MASK_VARIABLE_NAME, shape=self._mask_shape(input_depth),
                 initializer=BernoulliInitializer(self._weight_drop_kr, seed),
