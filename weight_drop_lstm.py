@@ -16,6 +16,10 @@ from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
 import mask_placement
 from quantization.lstm import LSTMQuantizer
+from sparse_layers import common as sparse_common
+from sparse_layers.l0_regularization import layers as l0_layers
+from sparse_layers.l0_regularization import nn as l0_nn
+from sparse_layers.variational_dropout import nn as vd_nn
 from variational_dropout import (BernoulliInitializer, apply_mask,
                                  bernoulli_mask, check_keep_prob,
                                  check_training, derived_seed, scaled_mask,
@@ -27,6 +31,31 @@ __all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES"]
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")
 
 _MASK_VARIABLE_NAME = "weight_drop_mask"
+
+
+class _Sparsity(object):
+    """What a ``sparsity`` technique contributes to the cell: the auxiliary
+    variable (name, initializer as in ``sparse_layers``' layers), the
+    collection the ``(kernel, aux)`` pair joins, and the stateless
+    ``train_weights`` / ``eval_weights`` ops of ``sparse_layers``."""
+
+    def __init__(self, aux_name, make_initializer, collection, nn):
+        self.aux_name = aux_name
+        self.make_initializer = make_initializer
+        self.collection = collection
+        self.nn = nn
+
+
+_SPARSITY = {
+    # log_sigma2 starts at -10 (almost no noise), as in
+    # sparse_layers.variational_dropout.layers.
+    "variational_dropout": _Sparsity(
+        "log_sigma2", lambda: tf.constant_initializer(-10.),
+        sparse_common.VD_COLLECTION, vd_nn),
+    "l0": _Sparsity(
+        "log_alpha", l0_layers._default_log_alpha_initializer,  # pylint: disable=protected-access
+        sparse_common.L0_COLLECTION, l0_nn),
+}
 
 
 def _outer_control_inputs():
@@ -72,8 +101,18 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         plain kernel, deterministic). A tensor (e.g.
         ``tf.placeholder_with_default(True, [])``) lets one graph train and
         evaluate.
-      sparsity: ``None``, ``'variational_dropout'`` or ``'l0'`` (weight
-        sparsification through ``sparse_layers``).
+      sparsity: ``None``, ``'variational_dropout'`` or ``'l0'``: the
+        ``kernel`` becomes theta of a ``(kernel, log_sigma2)`` /
+        ``(kernel, log_alpha)`` pair (aux variable of the kernel's shape,
+        initialized as ``sparse_layers``' layers do) that joins the
+        technique's collection, so ``sparse_layers.losses`` and
+        ``sparse_layers.report`` include the cell. Training uses one weight
+        sample (VD: ``theta + sigma * N(0, 1)``; L0: ``theta * z``, z
+        hard-concrete) per run, shared by all steps and examples, from
+        ``sparse_layers.<technique>.nn.train_weights``; eval uses
+        ``eval_weights`` (VD: weights with log(alpha) >= 3 zeroed; L0:
+        theta times the mean gate). DropConnect applies on top when
+        ``weight_drop_kr < 1``. The projection is not sparsified.
       seed: optional op seed for the masks.
       is_quant: quantization-aware training: fake quantization of the
         weights after the DropConnect mask and of every tensor of the step,
@@ -93,8 +132,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     Raises:
       ValueError: ``weight_drop_kr`` outside ``(0, 1]``, an unknown
         ``sparsity``, a non-bool ``use_vd``/``drop_input_weights``, an
-        ``is_train`` that is neither a bool nor a scalar bool tensor, or an
-        ``input_size`` that is not a positive int; with ``is_quant``: bad
+        ``is_train`` that is neither a bool nor a scalar bool tensor, an
+        ``input_size`` that is not a positive int, or ``sparsity`` with
+        ``num_unit_shards``; with ``is_quant``: bad
         bit widths, delay or ``quant_activation``, a non-float32 dtype or a
         custom ``activation``.
 
@@ -131,10 +171,10 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if sparsity not in SPARSITY_CHOICES:
             raise ValueError("sparsity must be one of %s, got %r"
                              % (SPARSITY_CHOICES, sparsity))
-        if sparsity is not None:
-            raise NotImplementedError(
-                "sparsity=%r needs the sparse_layers package, which is not "
-                "available yet" % (sparsity,))
+        if sparsity is not None and num_unit_shards is not None:
+            raise ValueError("sparsity=%r needs an unpartitioned kernel; got "
+                             "num_unit_shards=%r" % (sparsity,
+                                                     num_unit_shards))
         is_train = check_training(is_train, "is_train")
         super(WeightDropLSTMCell, self).__init__(
             num_units, use_peepholes=use_peepholes, cell_clip=cell_clip,
@@ -154,6 +194,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         self._mask_var = None
         self._vd_update_ops = []
         self._step_kernel = None
+        self._sparse_aux = None
         self._is_quant = bool(is_quant)
         self._quantizer = LSTMQuantizer(
             num_units, num_proj=num_proj, use_peepholes=use_peepholes,
@@ -198,6 +239,12 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         """The ``quantization.lstm.LSTMQuantizer`` used when ``is_quant``
         (its ``run_ranges`` hold the per-run range tensors after build)."""
         return self._quantizer
+
+    @property
+    def sparse_aux_variable(self):
+        """``log_sigma2`` / ``log_alpha`` with ``sparsity`` (after build),
+        else None."""
+        return self._sparse_aux
 
     @property
     def mask_variable(self):
@@ -279,7 +326,17 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                     lambda name, shape, init: self.add_variable(
                         name, shape=shape, initializer=init,
                         trainable=False, use_resource=True))
+        if self._sparsity is not None and self._sparse_aux is None:
+            technique = _SPARSITY[self._sparsity]
+            self._sparse_aux = self.add_variable(
+                technique.aux_name,
+                shape=[input_depth + self._h_depth, 4 * self._num_units],
+                initializer=technique.make_initializer())
         super(WeightDropLSTMCell, self).build(inputs_shape)
+        if self._sparsity is not None:
+            sparse_common.add_to_collection(
+                _SPARSITY[self._sparsity].collection,
+                (self._kernel, self._sparse_aux))
         # Built once per graph, outside any while loop (control_dependencies
         # (None) also clears the control-flow context), so the mask is drawn
         # and applied once per run; control inputs of the call site that are
@@ -300,20 +357,34 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         self.built = True
 
     def _effective_kernel(self):
-        """The kernel each step multiplies by: DropConnect applied in
-        training (mask drawn per run, or read from the mask variable), the
-        plain ``kernel`` in eval or at keep rate 1.
+        """The kernel each step multiplies by, built once per graph.
+
+        Training: the ``sparsity`` weight sample (if any), then DropConnect
+        (mask drawn per run, or read from the mask variable). Eval: the
+        ``sparsity`` eval weights, else the plain ``kernel``.
 
         Returns:
           ``[input_depth + h_depth, 4 * num_units]`` tensor, or the kernel
-          variable itself when no dropout can apply.
+          variable itself when neither dropout nor sparsity applies.
         """
         kernel = self._kernel
-        if not self._drops_weights():
+        if self._sparsity is None and not self._drops_weights():
             return kernel
+        technique = _SPARSITY.get(self._sparsity)
 
-        def dropped():
-            weights = tf.convert_to_tensor(kernel)
+        def eval_weights():
+            if technique is None:
+                return tf.convert_to_tensor(kernel)
+            return technique.nn.eval_weights((kernel, self._sparse_aux))
+
+        def train_weights():
+            if technique is None:
+                weights = tf.convert_to_tensor(kernel)
+            else:
+                weights = technique.nn.train_weights(
+                    (kernel, self._sparse_aux))
+            if self._weight_drop_kr == 1.0:
+                return weights
             if self._use_vd:
                 mask = self._mask_var.read_value()
             else:
@@ -330,8 +401,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                 [[self._input_depth, 0], [0, 0]], constant_values=1)
             return weights * multiplier
 
-        return smart_cond(self._is_train, dropped,
-                          lambda: tf.convert_to_tensor(kernel))
+        return smart_cond(self._is_train, train_weights, eval_weights)
 
     # ------------------------------------------------------------------
     # Step.
