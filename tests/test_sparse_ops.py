@@ -90,6 +90,30 @@ def test_hard_concrete_sample_statistics(sess):
     np.testing.assert_allclose(z.mean(0), mean, atol=0.006)
 
 
+def test_standard_normal_statistics(sess):
+    # 400000 draws (odd-sized pieces exercise the half-split): moments and
+    # P(|z| < 1), P(|z| < 2) within 5 standard errors of N(0, 1) values.
+    tf.set_random_seed(7)
+    n = 400000
+    pieces = [common.standard_normal([79999]),
+              common.standard_normal([3, 5, 5333]),
+              common.standard_normal(tf.constant([n - 79999 - 79995]))]
+    assert pieces[1].shape.as_list() == [3, 5, 5333]
+    z = sess.run(tf.concat([tf.reshape(p, [-1]) for p in pieces], 0))
+    assert z.shape == (n,) and np.all(np.isfinite(z))
+    se = 1. / np.sqrt(n)
+    assert abs(z.mean()) < 5 * se
+    assert abs(z.var() - 1.) < 5 * np.sqrt(2.) * se
+    assert abs((z ** 4).mean() - 3.) < 5 * np.sqrt(96.) * se
+    assert abs((np.abs(z) < 1).mean() - 0.682689) < 5 * 0.466 * se
+    assert abs((np.abs(z) < 2).mean() - 0.954500) < 5 * 0.209 * se
+    # Two halves (cos and sin parts) are uncorrelated.
+    half = z[:79999]
+    assert abs(np.corrcoef(half[:len(half) // 2],
+                           half[len(half) // 2:2 * (len(half) // 2)])[0, 1]) \
+        < 5 * np.sqrt(2. / len(half))
+
+
 def test_negative_dkl_is_summed_kl_and_l0_norm(sess):
     rng = np.random.RandomState(1)
     theta, log_sigma2 = _params(rng, [5, 4])
@@ -222,11 +246,12 @@ def test_vd_embedding_train_gathers_before_sampling(sess):
     ids[:, 1] = 11
     out = vd.embedding_lookup_train((theta, log_sigma2), ids, clip_alpha=8.)
     noise_ops = [op for op in tf.get_default_graph().get_operations()
-                 if op.type == "RandomStandardNormal"]
+                 if op.type.startswith("Random")]
     assert len(noise_ops) == 1
-    # The noise has the shape of the looked-up rows, not of the vocabulary.
+    # The noise is drawn for the looked-up rows, not for the vocabulary:
+    # one uniform pair per two normals.
     noise_shape = sess.run(noise_ops[0].inputs[0])
-    np.testing.assert_array_equal(noise_shape, [n, 2, dim])
+    np.testing.assert_array_equal(noise_shape, [2, n * 2 * dim // 2])
     got = sess.run(out)
     for col, row in enumerate([7, 11]):
         ls2 = np.clip(log_sigma2[row] - np.log(theta[row] ** 2 + EPS), -8, 8) \

@@ -40,8 +40,9 @@ def _sample(op, x, theta, log_sigma2, eps, noise_shape=None, noise=None):
 def _reparameterize(mean, variance, eps, noise_shape=None, noise=None):
     """mean + sqrt(variance + eps) * noise, noise ~ N(0, 1)."""
     if noise is None:
-        noise = tf.random_normal(tf.shape(mean) if noise_shape is None
-                                 else noise_shape, dtype=mean.dtype)
+        noise = common.standard_normal(
+            tf.shape(mean) if noise_shape is None else noise_shape,
+            dtype=mean.dtype)
     return mean + tf.sqrt(variance + eps) * noise
 
 

@@ -44,8 +44,8 @@ class _VDTechnique(_rnn.Technique):
                                             self.clip_alpha, self.eps)
         theta_x, theta_h = _rnn.split_rows(theta, input_size)
         log_sigma2_x, log_sigma2_h = _rnn.split_rows(log_sigma2, input_size)
-        noise_x = tf.random_normal([batch, tf.shape(theta)[1]],
-                                   dtype=theta.dtype)
+        noise_x = common.standard_normal([batch, tf.shape(theta)[1]],
+                                         dtype=theta.dtype)
         weights_h = nn.train_weights((theta_h, log_sigma2_h), eps=self.eps)
 
         def preactivation(x, h):
