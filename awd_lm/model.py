@@ -1,0 +1,198 @@
+"""The AWD-LSTM language model as a reusable graph builder.
+
+`build_lm(features, mode, params)` builds embedding -> N weight-dropped LSTM
+layers -> tied softmax, with AWD-LSTM's regularization when
+``params['model'] == 'awd'`` and none when it is ``'plain'``.  It is the
+same code for the single-process training loop (`awd_lm.train`) and for
+an Estimator ``model_fn``: it takes tensors and returns tensors, and owns
+no session, placeholder or optimizer.  `build_train_op` adds the
+clipped-gradient NT-ASGD / SGD step.
+"""
+import collections
+
+import tensorflow as tf
+
+import variational_dropout
+import weight_drop_lstm
+from awd_lm import losses, ntasgd
+
+MODELS = ("awd", "plain")
+
+LMOutputs = collections.namedtuple("LMOutputs", [
+    "logits", "xent", "loss", "ar", "tar", "weight_decay", "initial_state",
+    "final_state", "cells"])
+LMOutputs.__doc__ = """What `build_lm` returns.
+
+Fields:
+  logits: float32 [batch, time, vocab].
+  xent: scalar, mean cross-entropy (nats per token) of the targets.
+  loss: scalar, the training objective: xent + ar + tar + weight_decay.
+  ar, tar, weight_decay: scalar regularization terms (0 for 'plain').
+  initial_state, final_state: tuples, one LSTMStateTuple(c, h) per layer
+    ([batch, units] each); feed final_state back as the next window's
+    initial state for stateful truncated BPTT.
+  cells: the WeightDropLSTMCell of each layer.
+"""
+
+REQUIRED_PARAMS = ("vocab_size", "emb_size", "hidden_size", "num_layers",
+                   "model")
+
+
+def layer_sizes(params):
+    """Units of each LSTM layer; the last equals emb_size (tied decoder)."""
+    n = params["num_layers"]
+    return [params["hidden_size"]] * (n - 1) + [params["emb_size"]]
+
+
+def check_params(params):
+    """Raises ValueError naming the first missing or invalid parameter."""
+    for key in REQUIRED_PARAMS:
+        if key not in params:
+            raise ValueError("params: missing %r" % key)
+    if params["model"] not in MODELS:
+        raise ValueError("params['model']: expected one of %s, got %r"
+                         % (MODELS, params["model"]))
+    for key in ("vocab_size", "emb_size", "hidden_size", "num_layers"):
+        if int(params[key]) < 1:
+            raise ValueError("params[%r]: expected an int >= 1, got %r"
+                             % (key, params[key]))
+    for key in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop"):
+        if not 0.0 <= params.get(key, 0.0) < 1.0:
+            raise ValueError("params[%r]: expected a drop rate in [0, 1), got "
+                             "%r" % (key, params[key]))
+
+
+def _training_flag(mode):
+    """A Python bool or a scalar bool tensor from an Estimator mode or flag."""
+    if isinstance(mode, str):
+        return mode == tf.estimator.ModeKeys.TRAIN
+    return mode
+
+
+def _keep(params, key, regularize):
+    return 1.0 - params.get(key, 0.0) if regularize else 1.0
+
+
+def build_lm(features, mode, params):
+    """Builds the language model's forward pass and loss.
+
+    Args:
+      features: dict with
+        'inputs': int32 [batch, time] word ids,
+        'targets': int32 [batch, time] the next word of each input,
+        'state' (optional): tuple of LSTMStateTuple(c, h), one per layer,
+          the carried state; zeros when absent.
+      mode: a `tf.estimator.ModeKeys` string (TRAIN regularizes) or a bool
+        (Python or scalar tensor) saying whether this is training.
+      params: dict with vocab_size, emb_size, hidden_size, num_layers,
+        model ('awd' or 'plain'); for 'awd' also the drop rates dropout
+        (output), dropouth (between layers), dropouti (embedding output),
+        dropoute (embedding rows), wdrop (recurrent weights), and
+        alpha (AR), beta (TAR), wdecay (L2).  Random ops take their seeds
+        from the graph-level seed (`tf.set_random_seed`).
+    Returns:
+      LMOutputs.
+    Raises:
+      ValueError: bad params (names the key).
+    """
+    check_params(params)
+    training = _training_flag(mode)
+    awd = params["model"] == "awd"
+    inputs, targets = features["inputs"], features["targets"]
+    vocab, emb_size = int(params["vocab_size"]), int(params["emb_size"])
+    init = tf.random_uniform_initializer(-0.1, 0.1)
+
+    with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
+        embedding = tf.get_variable("embedding", [vocab, emb_size],
+                                    initializer=init)
+        if awd and params.get("dropoute", 0.0) > 0:
+            x = variational_dropout.embedding_dropout(
+                embedding, inputs, 1.0 - params["dropoute"],
+                training=training)
+        else:
+            x = tf.nn.embedding_lookup(embedding, inputs)
+        x = _locked(x, _keep(params, "dropouti", awd), training)
+
+        batch = tf.shape(inputs)[0]
+        sizes = layer_sizes(params)
+        state_in = features.get("state")
+        cells, initial, final = [], [], []
+        raw = x
+        for i, units in enumerate(sizes):
+            cell = weight_drop_lstm.WeightDropLSTMCell(
+                units, weight_drop_kr=_keep(params, "wdrop", awd),
+                is_train=training, name="lstm_%d" % i)
+            cells.append(cell)
+            s0 = (state_in[i] if state_in is not None
+                  else cell.zero_state(batch, tf.float32))
+            initial.append(s0)
+            raw, s1 = tf.nn.dynamic_rnn(cell, x, initial_state=s0,
+                                        scope="layer_%d" % i)
+            final.append(s1)
+            last = i == len(sizes) - 1
+            x = _locked(raw, _keep(params, "dropout" if last else "dropouth",
+                                   awd), training)
+
+        bias = tf.get_variable("softmax_bias", [vocab],
+                               initializer=tf.zeros_initializer())
+        flat = tf.reshape(x, [-1, emb_size])
+        logits = tf.nn.bias_add(tf.matmul(flat, embedding, transpose_b=True),
+                                bias)
+        xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.reshape(targets, [-1]), logits=logits))
+        logits = tf.reshape(logits, tf.concat([tf.shape(inputs), [vocab]], 0))
+
+    zero = tf.constant(0.0)
+    ar = tar = wd = zero
+    if awd:
+        ar = losses.activation_regularization(x, params.get("alpha", 0.0))
+        tar = losses.temporal_activation_regularization(
+            raw, params.get("beta", 0.0))
+        if params.get("wdecay", 0.0) > 0:
+            wd = params["wdecay"] * tf.add_n(
+                [tf.nn.l2_loss(v) for v in tf.trainable_variables("lm/")])
+        # AR/TAR are training-time penalties only.
+        ar, tar = (variational_dropout.smart_cond(
+            training, lambda t=t: t, lambda: zero) for t in (ar, tar))
+    loss = xent + ar + tar + wd
+    return LMOutputs(logits, xent, loss, ar, tar, wd, tuple(initial),
+                     tuple(final), cells)
+
+
+def _locked(x, keep, training):
+    """Locked (variational) dropout over time, skipped when keep is 1."""
+    if keep >= 1.0:
+        return x
+    return variational_dropout.locked_dropout(x, keep, training=training,
+                                              time_axis=1)
+
+
+def build_train_op(loss, learning_rate, params, global_step=None):
+    """Clipped-gradient step: NT-ASGD when params['optimizer'] == 'ntasgd'.
+
+    Args:
+      loss: scalar tensor.
+      learning_rate: float or scalar tensor (the loop scales it by the BPTT
+        window length).
+      params: dict with 'clip' (global-norm clip, 0 for none), 'optimizer'
+        ('ntasgd' or 'sgd') and 'nonmono'.
+      global_step: optional step variable to increment.
+    Returns:
+      (train_op, optimizer).
+    Raises:
+      ValueError: unknown optimizer.
+    """
+    name = params.get("optimizer", "ntasgd")
+    if name == "ntasgd":
+        opt = ntasgd.NTASGDOptimizer(learning_rate,
+                                     nonmono=params.get("nonmono", 5))
+    elif name == "sgd":
+        opt = tf.train.GradientDescentOptimizer(learning_rate)
+    else:
+        raise ValueError("params['optimizer']: expected 'ntasgd' or 'sgd', "
+                         "got %r" % (name,))
+    grads_and_vars = opt.compute_gradients(loss)
+    grads, tvars = zip(*[(g, v) for g, v in grads_and_vars if g is not None])
+    if params.get("clip", 0.0) > 0:
+        grads, _ = tf.clip_by_global_norm(grads, params["clip"])
+    return opt.apply_gradients(zip(grads, tvars), global_step), opt

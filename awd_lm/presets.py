@@ -1,0 +1,73 @@
+"""Hyper-parameter sets of the language-model example.
+
+`params_for(preset, model, overrides)` merges DEFAULTS, the preset, the
+model's own settings and explicit overrides, in that order.
+"""
+DEFAULTS = {
+    # model
+    "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
+    # regularization (used by model 'awd' only)
+    "dropout": 0.4, "dropouth": 0.25, "dropouti": 0.4, "dropoute": 0.1,
+    "wdrop": 0.5, "alpha": 2.0, "beta": 1.0, "wdecay": 1.2e-6,
+    # optimization
+    "batch_size": 20, "eval_batch_size": 10, "bptt": 70,
+    "variable_bptt": True, "lr": 30.0, "clip": 0.25, "optimizer": "ntasgd",
+    "nonmono": 5,
+    # stopping rule, identical for every model of a run
+    "max_epochs": 500, "patience": 10,
+    "seed": 1111,
+    # embedded corpus (used when no --data-dir is given)
+    "hmm_seed": 1234, "hmm_states": 32, "hmm_vocab": 2000,
+    "hmm_train": 200000, "hmm_valid": 20000, "hmm_test": 20000,
+}
+
+PRESETS = {
+    # The paper's PTB settings (Merity et al. 2017, table 1 / appendix).
+    "awd-ptb": {},
+    # Minutes on 2 cores: small model and the embedded corpus.
+    "demo": {
+        "emb_size": 64, "hidden_size": 256, "num_layers": 2,
+        "batch_size": 32, "bptt": 35, "lr": 20.0,
+        "dropout": 0.4, "dropouth": 0.25, "dropouti": 0.4, "dropoute": 0.1,
+        "wdrop": 0.5, "nonmono": 2,
+        "max_epochs": 30, "patience": 3,
+    },
+}
+
+# The plain baseline: no regularization of any kind, plain SGD.
+MODEL_OVERRIDES = {
+    "awd": {},
+    "plain": {"optimizer": "sgd"},
+}
+
+
+def params_for(preset, model, overrides=None):
+    """The full parameter dict for one model of a run.
+
+    Args:
+      preset: a key of PRESETS.
+      model: 'awd' or 'plain'.
+      overrides: dict of explicit values (None values are ignored).
+    Returns:
+      dict.
+    Raises:
+      ValueError: unknown preset, model or override key.
+    """
+    if preset not in PRESETS:
+        raise ValueError("preset: expected one of %s, got %r"
+                         % (sorted(PRESETS), preset))
+    if model not in MODEL_OVERRIDES:
+        raise ValueError("model: expected one of %s, got %r"
+                         % (sorted(MODEL_OVERRIDES), model))
+    params = dict(DEFAULTS)
+    params.update(PRESETS[preset])
+    params.update(MODEL_OVERRIDES[model])
+    for key, value in (overrides or {}).items():
+        if key not in DEFAULTS:
+            raise ValueError("override %r: not a parameter (known: %s)"
+                             % (key, ", ".join(sorted(DEFAULTS))))
+        if value is not None:
+            params[key] = value
+    params["model"] = model
+    params["preset"] = preset
+    return params

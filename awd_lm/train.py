@@ -1,0 +1,357 @@
+"""Training loop of the language model: stateful truncated BPTT, NT-ASGD,
+early stopping, checkpoints, exact resume, TensorBoard summaries, JSON.
+
+Exact resume: every epoch runs in a freshly built graph whose random seed
+is a function of (seed, epoch) and starts from the previous epoch's
+checkpoint, and the Python-side state (validation history, best loss,
+BPTT-length generator) is a function of the saved state and the epoch.  A
+run killed at any point and resumed with ``resume=True`` therefore redoes
+the interrupted epoch exactly as an uninterrupted run would.
+"""
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from awd_lm import data, model
+
+STATE_FILE = "state.json"
+SUMMARY_FILE = "summary.json"
+
+
+class Graph(object):
+    """The training/evaluation graph of one model (one per epoch)."""
+
+    def __init__(self, params, graph_seed):
+        """Builds placeholders, model, train op and savers in a new graph.
+
+        Args:
+          params: the model's parameter dict (see `awd_lm.presets`).
+          graph_seed: int, the graph-level random seed.
+        """
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            tf.set_random_seed(graph_seed)
+            self.inputs = tf.placeholder(tf.int32, [None, None], "inputs")
+            self.targets = tf.placeholder(tf.int32, [None, None], "targets")
+            self.training = tf.placeholder_with_default(False, [], "training")
+            self.lr = tf.placeholder(tf.float32, [], "learning_rate")
+            self.state = tuple(
+                tf.nn.rnn_cell.LSTMStateTuple(
+                    tf.placeholder(tf.float32, [None, n], "c%d" % i),
+                    tf.placeholder(tf.float32, [None, n], "h%d" % i))
+                for i, n in enumerate(model.layer_sizes(params)))
+            features = {"inputs": self.inputs, "targets": self.targets,
+                        "state": self.state}
+            self.out = model.build_lm(features, self.training, params)
+            self.train_op, self.optimizer = model.build_train_op(
+                self.out.loss, self.lr, params)
+            self.averaging = getattr(self.optimizer, "averaging", None)
+            self.init = tf.global_variables_initializer()
+            self.last_saver = tf.train.Saver(max_to_keep=2)
+            self.best_saver = tf.train.Saver(max_to_keep=1)
+        self.graph.finalize()
+
+    def zero_state(self, batch):
+        """Numpy zeros for every state placeholder."""
+        return [np.zeros((batch, s.c.shape[1].value), np.float32)
+                for s in self.state for _ in (0, 1)]
+
+    def feed(self, x, y, state, extra=None):
+        """Feed dict for inputs, targets and the flat list of state arrays."""
+        feed = {self.inputs: x, self.targets: y}
+        flat = [t for s in self.state for t in (s.c, s.h)]
+        feed.update(zip(flat, state))
+        feed.update(extra or {})
+        return feed
+
+    def final_state_fetch(self):
+        return [t for s in self.out.final_state for t in (s.c, s.h)]
+
+
+def session_config(threads):
+    """ConfigProto with `threads` intra-op threads (0: TensorFlow's choice)."""
+    return tf.ConfigProto(intra_op_parallelism_threads=threads,
+                          inter_op_parallelism_threads=min(threads, 2))
+
+
+def evaluate(sess, g, stream, bptt):
+    """Mean cross-entropy (nats/token) of a batchified stream, state carried.
+
+    Args:
+      sess: session of `g`.
+      g: Graph.
+      stream: int32 [batch, length] from `data.batchify`.
+      bptt: window length.
+    Returns:
+      float.
+    """
+    state = g.zero_state(stream.shape[0])
+    total, count = 0.0, 0
+    fetches = [g.out.xent] + g.final_state_fetch()
+    for start, n in data.bptt_windows(stream.shape[1] - 1, bptt):
+        res = sess.run(fetches, g.feed(stream[:, start:start + n],
+                                       stream[:, start + 1:start + n + 1],
+                                       state))
+        total += res[0] * n
+        count += n
+        state = res[1:]
+    return total / count
+
+
+def train_epoch(sess, g, stream, params, epoch, progress=None):
+    """One pass of stateful truncated BPTT over the training stream.
+
+    The window lengths come from a generator seeded by (seed, epoch), and
+    the learning rate of a window is ``lr * length / bptt``.
+
+    Returns:
+      (mean training cross-entropy, tokens per second).
+    """
+    rng = np.random.RandomState([params["seed"], epoch])
+    windows = data.bptt_windows(stream.shape[1] - 1, params["bptt"], rng,
+                                variable=params["variable_bptt"])
+    state = g.zero_state(stream.shape[0])
+    fetches = [g.train_op, g.out.xent] + g.final_state_fetch()
+    total, count, start_time = 0.0, 0, time.time()
+    bar = progress(total=stream.size, desc="epoch %d" % epoch) \
+        if progress else None
+    for start, n in windows:
+        lr = params["lr"] * n / float(params["bptt"])
+        res = sess.run(fetches, g.feed(
+            stream[:, start:start + n], stream[:, start + 1:start + n + 1],
+            state, {g.lr: lr, g.training: True}))
+        if not np.isfinite(res[1]):
+            raise FloatingPointError("training loss is %r at epoch %d; lower "
+                                     "--lr or --clip" % (res[1], epoch))
+        total += res[1] * n
+        count += n
+        state = res[2:]
+        if bar is not None:
+            rate = count * stream.shape[0] / max(time.time() - start_time,
+                                                 1e-9)
+            bar.update(n * stream.shape[0])
+            bar.set_postfix(tok_s="%.0f" % rate, loss="%.3f" % res[1],
+                            ppl="%.1f" % math.exp(min(res[1], 50)))
+    if bar is not None:
+        bar.close()
+    elapsed = max(time.time() - start_time, 1e-9)
+    return total / count, count * stream.shape[0] / elapsed
+
+
+def _write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _scalars(writer, step, **values):
+    writer.add_summary(tf.Summary(value=[
+        tf.Summary.Value(tag=k, simple_value=float(v))
+        for k, v in sorted(values.items())]), step)
+    writer.flush()
+
+
+def ppl(loss):
+    """Perplexity of a mean cross-entropy in nats."""
+    return float(math.exp(min(loss, 700)))
+
+
+def fresh_state(params):
+    """The loop's Python-side state before epoch 1."""
+    return {"epoch": 0, "best_valid": None, "best_epoch": 0,
+            "since_best": 0, "val_history": [], "averaging_epoch": None,
+            "epochs": [], "train_seconds": 0.0, "done": False,
+            "params": params}
+
+
+def stop_reason(state, params):
+    """Why training stops after the last finished epoch, or None.
+
+    The rule, the same for every model: stop when validation has not
+    improved for `patience` epochs, or after `max_epochs`.
+    """
+    if state["since_best"] >= params["patience"]:
+        return "no improvement for %d epochs" % params["patience"]
+    if state["epoch"] >= params["max_epochs"]:
+        return "max epochs (%d)" % params["max_epochs"]
+    return None
+
+
+def run(corpus, params, run_dir, resume=False, log=print, progress=None,
+        threads=0, extra=None):
+    """Trains one model until the stopping rule, then scores its best checkpoint.
+
+    Args:
+      corpus: data.Corpus.
+      params: full parameter dict (`awd_lm.presets.params_for`).
+      run_dir: directory for checkpoints (last/, best/), TensorBoard events,
+        state.json and summary.json.
+      resume: continue from run_dir's state.json if present; otherwise any
+        earlier run there is deleted first.
+      log: callable printing one line.
+      progress: None or a tqdm-like class for per-epoch progress bars.
+      threads: intra-op threads (0 lets TensorFlow choose).
+      extra: dict merged into the summary (e.g. the corpus floor).
+    Returns:
+      the summary dict (also written to run_dir/summary.json).
+    """
+    params = dict(params, vocab_size=len(corpus.vocab))
+    state_path = os.path.join(run_dir, STATE_FILE)
+    if resume and os.path.exists(state_path):
+        with open(state_path) as f:
+            state = json.load(f)
+        if state["params"] != params:
+            changed = sorted(k for k in set(params) | set(state["params"])
+                             if params.get(k) != state["params"].get(k))
+            raise ValueError("resume: %s was made with different parameters "
+                             "(%s)" % (run_dir, ", ".join(changed)))
+        log("resuming %s after epoch %d" % (run_dir, state["epoch"]))
+    else:
+        if os.path.isdir(run_dir):
+            shutil.rmtree(run_dir)
+        state = fresh_state(params)
+    os.makedirs(run_dir, exist_ok=True)
+    train = data.batchify(corpus.train, params["batch_size"])
+    valid = data.batchify(corpus.valid, params["eval_batch_size"])
+    test = data.batchify(corpus.test, params["eval_batch_size"])
+    writer = tf.summary.FileWriter(run_dir)
+    last_prefix = os.path.join(run_dir, "last", "model.ckpt")
+    best_prefix = os.path.join(run_dir, "best", "model.ckpt")
+    config = session_config(threads)
+    name = params["model"]
+
+    if state["epoch"] == 0 and not state["done"]:
+        log("%-5s | %5s | %9s | %9s | %6s | %7s | %s" % (
+            name, "epoch", "train ppl", "valid ppl", "tok/s", "seconds",
+            "note"))
+    while not state["done"] and stop_reason(state, params) is None:
+        epoch = state["epoch"] + 1
+        start = time.time()
+        g = Graph(params, graph_seed=params["seed"] * 1009 + epoch)
+        with tf.Session(graph=g.graph, config=config) as sess:
+            if epoch == 1:
+                sess.run(g.init)
+            else:
+                g.last_saver.restore(sess, tf.train.latest_checkpoint(
+                    os.path.dirname(last_prefix)))
+            if g.averaging is not None:
+                g.optimizer.set_history(state["val_history"])
+            train_loss, tok_s = train_epoch(sess, g, train, params, epoch,
+                                            progress)
+            averaging = bool(g.averaging is not None
+                             and sess.run(g.averaging))
+            note = []
+            if averaging:
+                with g.optimizer.averaged_weights(sess):
+                    valid_loss = evaluate(sess, g, valid, params["bptt"])
+                    best = _is_best(state, valid_loss)
+                    if best:
+                        g.best_saver.save(sess, best_prefix)
+            else:
+                valid_loss = evaluate(sess, g, valid, params["bptt"])
+                best = _is_best(state, valid_loss)
+                if best:
+                    g.best_saver.save(sess, best_prefix)
+                if g.averaging is not None and g.optimizer.observe(
+                        sess, valid_loss):
+                    state["averaging_epoch"] = epoch
+                    note.append("averaging starts")
+            if g.averaging is not None:
+                state["val_history"] = list(g.optimizer.history)
+            else:
+                state["val_history"].append(valid_loss)
+            if best:
+                state.update(best_valid=valid_loss, best_epoch=epoch,
+                             since_best=0)
+                note.insert(0, "best")
+            else:
+                state["since_best"] += 1
+            seconds = time.time() - start
+            record = {"epoch": epoch, "train_loss": train_loss,
+                      "valid_loss": valid_loss, "train_ppl": ppl(train_loss),
+                      "valid_ppl": ppl(valid_loss), "tokens_per_s": tok_s,
+                      "seconds": seconds, "averaged": averaging,
+                      "lr": params["lr"]}
+            state["epochs"].append(record)
+            state["epoch"] = epoch
+            state["train_seconds"] += seconds
+            # Checkpoint first, state second: a kill in between redoes the
+            # epoch from the previous checkpoint, which is still consistent.
+            g.last_saver.save(sess, last_prefix, global_step=epoch)
+        _write_json(state_path, state)
+        _scalars(writer, epoch, train_loss=train_loss, valid_loss=valid_loss,
+                 train_ppl=ppl(train_loss), valid_ppl=ppl(valid_loss),
+                 learning_rate=params["lr"], averaging=float(averaging),
+                 tokens_per_s=tok_s)
+        log("%-5s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s" % (
+            name, epoch, ppl(train_loss), ppl(valid_loss), tok_s, seconds,
+            ", ".join(note)))
+
+    if not state["done"]:
+        state["stop_reason"] = stop_reason(state, params)
+        g = Graph(params, graph_seed=params["seed"] * 1009)
+        with tf.Session(graph=g.graph, config=config) as sess:
+            g.best_saver.restore(sess, best_prefix)
+            state["test_loss"] = evaluate(sess, g, test, params["bptt"])
+            state["best_valid_check"] = evaluate(sess, g, valid,
+                                                 params["bptt"])
+        state["done"] = True
+        _write_json(state_path, state)
+    writer.close()
+    summary = {
+        "model": name, "corpus": corpus.name, "params": params,
+        "epochs": state["epochs"], "epochs_run": state["epoch"],
+        "best_epoch": state["best_epoch"],
+        "best_valid_ppl": ppl(state["best_valid"]),
+        "test_ppl": ppl(state["test_loss"]),
+        "stop_reason": state["stop_reason"],
+        "averaging_epoch": state["averaging_epoch"],
+        "train_seconds": state["train_seconds"],
+        "unk_counts": corpus.unk_counts,
+    }
+    summary.update(extra or {})
+    _write_json(os.path.join(run_dir, SUMMARY_FILE), summary)
+    log("%-5s | stopped after epoch %d (%s); best epoch %d: valid ppl %.2f, "
+        "test ppl %.2f" % (name, state["epoch"], state["stop_reason"],
+                           state["best_epoch"], summary["best_valid_ppl"],
+                           summary["test_ppl"]))
+    return summary
+
+
+def _is_best(state, valid_loss):
+    return state["best_valid"] is None or valid_loss < state["best_valid"]
+
+
+def plot_curves(summaries, path, floor=None):
+    """PNG of validation perplexity per epoch, one line per model.
+
+    Args:
+      summaries: list of summary dicts from `run`.
+      path: output .png path.
+      floor: optional float, the source's perplexity, drawn as a line.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for s in summaries:
+        ep = [r["epoch"] for r in s["epochs"]]
+        ax.plot(ep, [r["valid_ppl"] for r in s["epochs"]], marker=".",
+                label="%s (test %.1f)" % (s["model"], s["test_ppl"]))
+    if floor:
+        ax.axhline(floor, color="gray", linestyle="--",
+                   label="source floor %.1f" % floor)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation perplexity")
+    ax.set_title(summaries[0]["corpus"] if summaries else "")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,167 @@
+"""Train the AWD-LSTM language model (and/or the plain LSTM baseline).
+
+Without --data-dir it trains on the embedded corpus: a seeded hidden Markov
+source whose exact test perplexity (the floor no model can beat) is
+printed beside the models'.  With --data-dir it reads a Penn Treebank
+layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
+
+  python examples/awd_lm.py --model both --preset demo
+  python examples/awd_lm.py --model awd --preset awd-ptb --data-dir DIR
+  python examples/awd_lm.py ... --resume      # continue a killed run
+
+Outputs in --out: <model>/ (checkpoints last/ and best/, TensorBoard
+events, state.json, summary.json), summary.json and valid_ppl.png.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
+
+from awd_lm import data, presets, synthetic, train  # noqa: E402
+
+HELP = {
+    "emb_size": "embedding size (= last LSTM layer, decoder tied)",
+    "hidden_size": "units of the other LSTM layers",
+    "num_layers": "LSTM layers",
+    "dropout": "locked dropout on the last layer's output (rate)",
+    "dropouth": "locked dropout between LSTM layers (rate)",
+    "dropouti": "locked dropout on the embedding output (rate)",
+    "dropoute": "embedding dropout: whole words (rate)",
+    "wdrop": "DropConnect on the recurrent weights (rate)",
+    "alpha": "AR weight", "beta": "TAR weight", "wdecay": "L2 weight decay",
+    "batch_size": "training batch size",
+    "eval_batch_size": "validation/test batch size",
+    "bptt": "truncated BPTT window length",
+    "variable_bptt": "vary the window length as in the paper (true/false)",
+    "lr": "SGD learning rate", "clip": "gradient global-norm clip",
+    "optimizer": "ntasgd or sgd (model plain defaults to sgd)",
+    "nonmono": "NT-ASGD trigger window",
+    "max_epochs": "stop after this many epochs",
+    "patience": "stop when validation has not improved for this many epochs",
+    "seed": "random seed (graph, BPTT lengths)",
+    "hmm_seed": "embedded corpus: source seed",
+    "hmm_states": "embedded corpus: hidden states",
+    "hmm_vocab": "embedded corpus: vocabulary size",
+    "hmm_train": "embedded corpus: training tokens",
+    "hmm_valid": "embedded corpus: validation tokens",
+    "hmm_test": "embedded corpus: test tokens",
+}
+
+
+def _bool(text):
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError("expected true or false, got %r" % text)
+
+
+def parse_args(argv=None):
+    """Command-line arguments; every preset value has an override flag."""
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=["awd", "plain", "both"], default="awd",
+                   help="model(s) to train (default awd)")
+    p.add_argument("--preset", choices=sorted(presets.PRESETS),
+                   default="demo", help="hyper-parameter set (default demo)")
+    p.add_argument("--data-dir", help="PTB-layout corpus directory; default: "
+                   "the embedded HMM corpus")
+    p.add_argument("--out", default="runs/awd_lm",
+                   help="output directory (default runs/awd_lm)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the runs found in --out")
+    p.add_argument("--threads", type=int, default=0,
+                   help="intra-op threads (0: all cores)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars")
+    group = p.add_argument_group("hyper-parameters (default: the preset's)")
+    for key, default in sorted(presets.DEFAULTS.items()):
+        kind = _bool if isinstance(default, bool) else type(default)
+        group.add_argument("--" + key.replace("_", "-"), dest=key, type=kind,
+                           default=None, metavar=kind.__name__.upper().lstrip(
+                               "_"), help=HELP.get(key, key))
+    return p.parse_args(argv)
+
+
+def load_corpus(args, params, log):
+    """(corpus, floor perplexity or None) for the arguments."""
+    if args.data_dir:
+        corpus = data.read_ptb(args.data_dir)
+        log("corpus %s: vocab %d, tokens train %d valid %d test %d; words "
+            "mapped to <unk>: valid %d, test %d" % (
+                args.data_dir, len(corpus.vocab), len(corpus.train),
+                len(corpus.valid), len(corpus.test),
+                corpus.unk_counts["valid"], corpus.unk_counts["test"]))
+        return corpus, None
+    corpus, hmm = synthetic.hmm_corpus(
+        seed=params["hmm_seed"], n_train=params["hmm_train"],
+        n_valid=params["hmm_valid"], n_test=params["hmm_test"],
+        n_states=params["hmm_states"], vocab_size=params["hmm_vocab"])
+    floor = synthetic.perplexity_floor(hmm, corpus.test)
+    log("corpus %s: tokens train %d valid %d test %d; source (floor) test "
+        "perplexity %.2f" % (corpus.name, len(corpus.train),
+                             len(corpus.valid), len(corpus.test), floor))
+    return corpus, floor
+
+
+def results_table(summaries, floor):
+    """The one results table, as a list of lines."""
+    lines = ["%-6s | %8s | %12s | %10s | %6s | %7s" % (
+        "model", "test ppl", "gap to floor", "best epoch", "epochs",
+        "seconds")]
+    if floor is not None:
+        lines.append("%-6s | %8.2f | %12s | %10s | %6s | %7s" % (
+            "floor", floor, "-", "-", "-", "-"))
+    for s in summaries:
+        gap = "%+.2f" % (s["test_ppl"] - floor) if floor is not None else "-"
+        lines.append("%-6s | %8.2f | %12s | %10d | %6d | %7.0f" % (
+            s["model"], s["test_ppl"], gap, s["best_epoch"], s["epochs_run"],
+            s["train_seconds"]))
+    by = {s["model"]: s for s in summaries}
+    if "awd" in by and "plain" in by:
+        lines.append("awd / plain test perplexity: %.3f" % (
+            by["awd"]["test_ppl"] / by["plain"]["test_ppl"]))
+    return lines
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    log = print
+    models = ["plain", "awd"] if args.model == "both" else [args.model]
+    overrides = {k: getattr(args, k) for k in presets.DEFAULTS}
+    try:
+        all_params = [presets.params_for(args.preset, m, overrides)
+                      for m in models]
+        corpus, floor = load_corpus(args, all_params[0], log)
+    except (data.DataError, ValueError) as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 2
+    progress = None
+    if not args.no_progress:
+        from tqdm import tqdm
+        progress = tqdm
+    start = time.time()
+    summaries = []
+    for params in all_params:
+        summaries.append(train.run(
+            corpus, params, os.path.join(args.out, params["model"]),
+            resume=args.resume, log=log, progress=progress,
+            threads=args.threads, extra={"floor_ppl": floor}))
+    lines = results_table(summaries, floor)
+    print("\n" + "\n".join(lines))
+    print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump({"floor_ppl": floor, "corpus": corpus.name,
+                   "models": summaries, "table": lines}, f, indent=1)
+    train.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
+                      floor)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
