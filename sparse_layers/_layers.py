@@ -14,6 +14,44 @@ _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}
 
 
+FULLY_CONNECTED_DOC = """
+    Other arguments:
+      units: positive int, output width.
+      activation: activation function, name or None.
+      use_bias: whether to add a bias.
+      kernel_initializer: initializer of theta (glorot uniform if None).
+      bias_initializer: initializer of the bias (zeros if None).
+      trainable, name, **kwargs: as for `tf.layers.Layer`.
+
+    Call: `layer(inputs, training=False)`; inputs [batch, ..., in];
+    `training` is a Python bool or a scalar tf.bool tensor.
+
+    Raises:
+      ValueError: non-positive `units`, or inputs without a known last
+        dimension (at build).
+      TypeError: `training` neither a bool nor a tf.bool tensor.
+"""
+
+CONV2D_DOC = """
+    Other arguments:
+      filters: positive int, output channels.
+      kernel_size: int or 2 ints.
+      strides: int or 2 ints.
+      padding: 'valid' or 'same' (any case).
+      data_format: 'channels_last'/'NHWC' or 'channels_first'/'NCHW'.
+      activation, use_bias, kernel_initializer, bias_initializer,
+      trainable, name, **kwargs: as for `FullyConnected`.
+
+    Call: `layer(inputs, training=False)`; inputs rank 4 in `data_format`;
+    `training` is a Python bool or a scalar tf.bool tensor.
+
+    Raises:
+      ValueError: bad `filters`, `kernel_size`, `strides`, `padding` or
+        `data_format`; inputs not rank 4 (at build).
+      TypeError: `training` neither a bool nor a tf.bool tensor.
+"""
+
+
 class Technique(object):
     """What distinguishes the sparse techniques inside a layer.
 
@@ -58,8 +96,8 @@ class SparseLayer(base.Layer):
 
     def __init__(self, activation=None, use_bias=True,
                  kernel_initializer=None, bias_initializer=None,
-                 aux_initializer=None, technique_options=None,
-                 trainable=True, name=None, **kwargs):
+                 trainable=True, name=None, *, aux_initializer=None,
+                 technique_options=None, **kwargs):
         super(SparseLayer, self).__init__(trainable=trainable, name=name,
                                           **kwargs)
         self.activation = tf.keras.activations.get(activation)
@@ -152,8 +190,8 @@ class FullyConnected(SparseLayer):
     is then shared across the middle axes).
     """
 
-    def __init__(self, units, **kwargs):
-        super(FullyConnected, self).__init__(**kwargs)
+    def __init__(self, units, *args, **kwargs):
+        super(FullyConnected, self).__init__(*args, **kwargs)
         self.units = _positive_int(units, "units")
 
     def _kernel_shape(self, input_shape):
@@ -187,8 +225,8 @@ class Conv2D(SparseLayer):
     """2-D convolution `activation(conv(x, W) + b)` with sparse weights."""
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
-                 data_format="channels_last", **kwargs):
-        super(Conv2D, self).__init__(**kwargs)
+                 data_format="channels_last", *args, **kwargs):
+        super(Conv2D, self).__init__(*args, **kwargs)
         self.filters = _positive_int(filters, "filters")
         self.kernel_size = _int_pair(kernel_size, "kernel_size")
         self.strides = _int_pair(strides, "strides")

@@ -12,6 +12,35 @@ import tensorflow as tf
 from sparse_layers import layer_utils
 
 
+RNN_CELL_DOC = """
+    Other arguments:
+      kernel_weights: (theta, aux) pair, each of shape
+        [input_size + num_units, num_units].
+      bias_weights: tensor [num_units].
+      num_units: positive int.
+      activation: default tanh.
+      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
+
+    Raises:
+      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes
+        named), or inputs whose width does not fit the kernel's rows.
+      ValueError: bad `num_units`.
+      TypeError: `training` neither a bool nor a tf.bool tensor.
+"""
+
+LSTM_CELL_DOC = """
+    Other arguments:
+      kernel_weights: (theta, aux) pair, each of shape
+        [input_size + num_units, 4 * num_units].
+      bias_weights: tensor [4 * num_units].
+      forget_bias: added to the forget gate (1.0 like `LSTMCell`).
+      num_units, activation, reuse, name: as for `RNNCell`.
+
+    Raises:
+      as `RNNCell`.
+"""
+
+
 def concat_matmul(weights):
     """Returns fn(x, h) = concat([x, h], 1) @ weights."""
     return lambda x, h: tf.matmul(tf.concat([x, h], 1), weights)

@@ -77,7 +77,9 @@ def smart_cond(training, train_fn, eval_fn):
 
 def in_xla_context():
     """True when ops are being built inside an XLA compilation context."""
-    context = tf.get_default_graph()._get_control_flow_context()  # pylint: disable=protected-access
+    # TF 1.13 has no public accessor for the current control-flow context.
+    graph = tf.get_default_graph()
+    context = graph._get_control_flow_context()  # pylint: disable=W0212
     return control_flow_util.GetContainingXLAContext(context) is not None
 
 

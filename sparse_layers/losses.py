@@ -10,6 +10,7 @@ and of the weighted value. Add the result to the data loss, e.g.
 """
 import tensorflow as tf
 
+from sparse_layers import _docs
 from sparse_layers import common
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
 from sparse_layers.l0_regularization import nn as l0_nn
@@ -59,6 +60,22 @@ def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
     return float(weight) * fraction
 
 
+_LOSS_DOC = """
+    Other arguments:
+      begin_step, end_step, global_step: linear ramp, see `ramp_weight`.
+      name: name scope, also the summaries' prefix.
+      summaries: write scalar summaries `<name>/weight` (current weight)
+        and `<name>/value` (weighted loss).
+
+    Returns:
+      float32 scalar tensor, the current weight times the summed penalty
+      (0 if the collection is empty).
+
+    Raises:
+      ValueError: see `ramp_weight`.
+"""
+
+
 def _collection_loss(penalty, collection, weight, begin_step, end_step,
                      global_step, name, summaries):
     with tf.name_scope(name):
@@ -73,6 +90,7 @@ def _collection_loss(penalty, collection, weight, begin_step, end_step,
         return loss
 
 
+@_docs.append(_LOSS_DOC)
 def kl_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
             clip_alpha=None, eps=EPSILON, collection=common.VD_COLLECTION,
             name="kl_loss", summaries=True):
@@ -81,25 +99,16 @@ def kl_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
     Args:
       weight: final weight of the summed KL (often 1 / training-set size
         when the data loss is a per-example mean).
-      begin_step, end_step, global_step: linear ramp, see `ramp_weight`.
       clip_alpha: None or clip bound of log(alpha) inside the KL.
       eps: numerical floor inside the log.
       collection: collection of (theta, log_sigma2) pairs.
-      name: name scope, also the summaries' prefix.
-      summaries: write scalar summaries `<name>/weight`, `<name>/value`.
-
-    Returns:
-      float32 scalar tensor, `ramp_weight(...) * sum KL` (0 if the
-      collection is empty).
-
-    Raises:
-      ValueError: see `ramp_weight`.
     """
     return _collection_loss(
         lambda pair: vd_nn.negative_dkl(pair, clip_alpha, eps), collection,
         weight, begin_step, end_step, global_step, name, summaries)
 
 
+@_docs.append(_LOSS_DOC)
 def l0_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
             beta=BETA, gamma=GAMMA, zeta=ZETA,
             collection=common.L0_COLLECTION, name="l0_loss",
@@ -108,18 +117,8 @@ def l0_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
 
     Args:
       weight: final weight of the summed expected number of non-zeros.
-      begin_step, end_step, global_step: linear ramp, see `ramp_weight`.
       beta, gamma, zeta: hard-concrete temperature and stretch interval.
       collection: collection of (theta, log_alpha) pairs.
-      name: name scope, also the summaries' prefix.
-      summaries: write scalar summaries `<name>/weight`, `<name>/value`.
-
-    Returns:
-      float32 scalar tensor, `ramp_weight(...) * sum l0_norm` (0 if the
-      collection is empty).
-
-    Raises:
-      ValueError: see `ramp_weight`.
     """
     return _collection_loss(
         lambda pair: l0_nn.l0_norm(pair[1], beta, gamma, zeta), collection,

@@ -142,6 +142,20 @@ def test_negative_dkl_is_summed_kl_and_l0_norm(sess):
         vd.negative_dkl()
 
 
+def _check_eval_outputs(got, x, x3, weights, conv_ref, lookup_ref):
+    """got = [matmul, transposed matmul, broadcast, conv NHWC, conv NCHW,
+    lookup int32, lookup int64] against numpy / tf.nn references."""
+    np.testing.assert_allclose(got[0], x @ weights, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], x @ weights, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[2], np.tensordot(x3, weights, 1),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[3], conv_ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[4], conv_ref.transpose(0, 3, 1, 2),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[5], lookup_ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[6], lookup_ref, rtol=1e-6, atol=1e-6)
+
+
 # ------------------------------------------------------------ VD eval ops
 def test_vd_eval_ops_equal_dense_ops_on_masked_weights(sess):
     rng = np.random.RandomState(2)
@@ -170,15 +184,7 @@ def test_vd_eval_ops_equal_dense_ops_on_masked_weights(sess):
     conv_ref = tf.nn.conv2d(ximg, cmasked, [1, 2, 2, 1], "SAME")
     lookup_ref = tf.nn.embedding_lookup(masked, ids32)
     got, conv_ref, lookup_ref = sess.run([ops, conv_ref, lookup_ref])
-    np.testing.assert_allclose(got[0], x @ masked, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[1], x @ masked, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[2], np.tensordot(x3, masked, 1),
-                               rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[3], conv_ref, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[4], conv_ref.transpose(0, 3, 1, 2),
-                               rtol=1e-5, atol=1e-5)
-    np.testing.assert_array_equal(got[5], lookup_ref)
-    np.testing.assert_array_equal(got[6], lookup_ref)
+    _check_eval_outputs(got, x, x3, masked, conv_ref, lookup_ref)
     assert ops[2].shape.as_list() == [4, 2, 3]
     # Eval is deterministic.
     np.testing.assert_array_equal(sess.run(ops[0]), sess.run(ops[0]))
@@ -303,15 +309,7 @@ def test_l0_eval_ops_equal_dense_ops_on_mean_gated_weights(sess):
     refs = [tf.nn.conv2d(img, ctheta * _np_mean_gate(clog), [1, 1, 1, 1],
                          "VALID"), tf.nn.embedding_lookup(gated, ids)]
     got, (conv_ref, lookup_ref) = sess.run([ops, refs])
-    np.testing.assert_allclose(got[0], x @ gated, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[1], x @ gated, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[2], np.tensordot(x3, gated, 1),
-                               rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[3], conv_ref, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[4], conv_ref.transpose(0, 3, 1, 2),
-                               rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[5], lookup_ref, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(got[6], lookup_ref, rtol=1e-6, atol=1e-6)
+    _check_eval_outputs(got, x, x3, gated, conv_ref, lookup_ref)
 
 
 def test_l0_train_gates_shared_across_batch_and_per_lookup(sess):
@@ -328,7 +326,8 @@ def test_l0_train_gates_shared_across_batch_and_per_lookup(sess):
     img[:, 0, 0, :] = 1.
     conv = l0.conv2d_train(img, (theta[None, None], log_alpha[None, None]),
                            [1, 1, 1, 1], "VALID")
-    emb = l0.embedding_lookup_train((theta, log_alpha), np.zeros([400], np.int32))
+    emb = l0.embedding_lookup_train((theta, log_alpha),
+                                    np.zeros([400], np.int32))
     w, w3, conv, emb = sess.run([w, w3, conv, emb])
     np.testing.assert_array_equal(w[:3], w[3:])
     np.testing.assert_array_equal(w3[:, 0], w3[:, 1])
@@ -408,9 +407,11 @@ def test_bad_parameter_tuples_raise_runtime_error(bad):
     params = {"one": (theta,), "three": (theta, theta, theta),
               "mismatch": (theta, tf.zeros([3, 4])),
               "not_a_tuple": theta}[bad]
-    ops = [lambda: vd.matmul_train(x, params), lambda: vd.matmul_eval(x, params),
+    ops = [lambda: vd.matmul_train(x, params),
+           lambda: vd.matmul_eval(x, params),
            lambda: vd.embedding_lookup_train(params, [0]),
-           lambda: l0.matmul_train(x, params), lambda: l0.matmul_eval(x, params),
+           lambda: l0.matmul_train(x, params),
+           lambda: l0.matmul_eval(x, params),
            lambda: l0.broadcast_matmul_eval(x, params),
            lambda: vd.negative_dkl(params)]
     for op in ops:

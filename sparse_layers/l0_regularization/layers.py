@@ -10,6 +10,7 @@ bool tensor picks at run time.
 """
 import tensorflow as tf
 
+from sparse_layers import _docs
 from sparse_layers import _layers
 from sparse_layers import common
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
@@ -21,87 +22,49 @@ _L0 = _layers.Technique(aux_name="log_alpha",
                         eval_args=("gamma", "zeta"))
 
 
-def _l0_options(beta, gamma, zeta, eps):
-    return {"beta": beta, "gamma": gamma, "zeta": zeta, "eps": eps}
+def _l0_options(log_alpha_initializer, beta, gamma, zeta, eps):
+    """Keyword arguments of the base layer for this technique."""
+    # Mean log(9): gates start mostly open, P(z != 0) close to 1.
+    default = tf.random_normal_initializer(mean=2.197, stddev=0.01)
+    return {"aux_initializer": log_alpha_initializer or default,
+            "technique_options": {"beta": beta, "gamma": gamma,
+                                  "zeta": zeta, "eps": eps}}
 
 
-def _default_log_alpha_initializer():
-    return tf.random_normal_initializer(mean=2.197, stddev=0.01)
-
-
+@_docs.append(_layers.FULLY_CONNECTED_DOC)
 class FullyConnected(_layers.FullyConnected):
     """Fully connected layer with L0 hard-concrete gated weights.
 
     Args:
-      units: positive int, output width.
-      activation: activation function, name or None.
-      use_bias: whether to add a bias.
-      kernel_initializer: initializer of theta (glorot uniform if None).
-      bias_initializer: initializer of the bias (zeros if None).
       log_alpha_initializer: initializer of the gates' log_alpha (normal,
         mean 2.197, stddev 0.01 if None).
       beta, gamma, zeta: hard-concrete temperature and stretch interval.
       eps: numerical floor (see `sparse_layers.common.EPSILON`).
-      trainable, name, **kwargs: as for `tf.layers.Layer`.
-
-    Call: `layer(inputs, training=False)`; inputs [batch, ..., in].
-
-    Raises:
-      ValueError: non-positive `units`, or inputs without a known last
-        dimension (at build).
     """
 
     TECHNIQUE = _L0
 
-    def __init__(self, units, activation=None, use_bias=True,
-                 kernel_initializer=None, bias_initializer=None,
-                 log_alpha_initializer=None, beta=BETA, gamma=GAMMA,
-                 zeta=ZETA, eps=EPSILON, trainable=True, name=None,
-                 **kwargs):
-        super(FullyConnected, self).__init__(
-            units, activation=activation, use_bias=use_bias,
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            aux_initializer=(log_alpha_initializer
-                             or _default_log_alpha_initializer()),
-            technique_options=_l0_options(beta, gamma, zeta, eps),
-            trainable=trainable, name=name, **kwargs)
+    def __init__(self, units, *args, log_alpha_initializer=None, beta=BETA,
+                 gamma=GAMMA, zeta=ZETA, eps=EPSILON, **kwargs):
+        kwargs.update(_l0_options(log_alpha_initializer, beta, gamma, zeta,
+                                  eps))
+        super(FullyConnected, self).__init__(units, *args, **kwargs)
 
 
+@_docs.append(_layers.CONV2D_DOC)
 class Conv2D(_layers.Conv2D):
     """2-D convolution with L0 hard-concrete gated weights.
 
     Args:
-      filters: positive int, output channels.
-      kernel_size: int or 2 ints.
-      strides: int or 2 ints.
-      padding: 'valid' or 'same' (any case).
-      data_format: 'channels_last'/'NHWC' or 'channels_first'/'NCHW'.
-      activation, use_bias, kernel_initializer, bias_initializer,
-      log_alpha_initializer, beta, gamma, zeta, eps, trainable, name:
-        as for `FullyConnected`.
-
-    Call: `layer(inputs, training=False)`; inputs rank 4 in `data_format`.
-
-    Raises:
-      ValueError: bad `filters`, `kernel_size`, `strides`, `padding` or
-        `data_format`; inputs not rank 4 (at build).
+      log_alpha_initializer and the technique options: as for
+        `FullyConnected`.
     """
 
     TECHNIQUE = _L0
 
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
-                 data_format="channels_last", activation=None, use_bias=True,
-                 kernel_initializer=None, bias_initializer=None,
+    def __init__(self, filters, kernel_size, *args,
                  log_alpha_initializer=None, beta=BETA, gamma=GAMMA,
-                 zeta=ZETA, eps=EPSILON, trainable=True, name=None,
-                 **kwargs):
-        super(Conv2D, self).__init__(
-            filters, kernel_size, strides=strides, padding=padding,
-            data_format=data_format, activation=activation,
-            use_bias=use_bias, kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            aux_initializer=(log_alpha_initializer
-                             or _default_log_alpha_initializer()),
-            technique_options=_l0_options(beta, gamma, zeta, eps),
-            trainable=trainable, name=name, **kwargs)
+                 zeta=ZETA, eps=EPSILON, **kwargs):
+        kwargs.update(_l0_options(log_alpha_initializer, beta, gamma, zeta,
+                                  eps))
+        super(Conv2D, self).__init__(filters, kernel_size, *args, **kwargs)

@@ -12,9 +12,34 @@ masked).
 """
 import tensorflow as tf
 
+from sparse_layers import _docs
 from sparse_layers import common
 from sparse_layers import layer_utils
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
+
+
+# The ops mirror sparse_layers.variational_dropout.nn argument for argument.
+_MIRROR = """
+    Args:
+      x, ids, transpose_a, transpose_b, strides, padding, data_format, name:
+        as for the op of the same name in
+        `sparse_layers.variational_dropout.nn`.
+      weight_parameters: (theta, log_alpha), tensors of one shape, the
+        shape the VD op expects of its `variational_params`.
+      %s
+
+    Returns:
+      the output of the VD op's shape%s.
+
+    Raises:
+      RuntimeError: malformed `weight_parameters` (shapes named).
+      ValueError, TypeError: as for the VD op (rank of x, data_format, ids).
+"""
+_TRAIN = _MIRROR % ("beta, gamma, zeta: hard-concrete temperature and "
+                    "stretch interval.\n      eps: keeps log(u) finite at "
+                    "u = 0.", "")
+_EVAL = _MIRROR % ("gamma, zeta: hard-concrete stretch interval.",
+                   "; deterministic")
 
 
 def train_weights(weight_parameters, beta=BETA, gamma=GAMMA, zeta=ZETA,
@@ -41,15 +66,8 @@ def train_weights(weight_parameters, beta=BETA, gamma=GAMMA, zeta=ZETA,
 def eval_weights(weight_parameters, gamma=GAMMA, zeta=ZETA):
     """theta * hard_concrete_mean(log_alpha), the deterministic weights.
 
-    Args:
-      weight_parameters: (theta, log_alpha), tensors of one shape.
-      gamma, zeta: hard-concrete stretch interval.
-
-    Returns:
-      tensor of theta's shape.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters`.
+    Arguments (without beta and eps), result shape and errors as for
+    `train_weights`.
     """
     theta, log_alpha = layer_utils.check_params(weight_parameters,
                                                 "weight_parameters")
@@ -61,194 +79,80 @@ def _checked(weight_parameters, rank):
     return weight_parameters
 
 
+@_docs.append(_TRAIN)
 def matmul_train(x, weight_parameters, transpose_a=False, transpose_b=False,
                  beta=BETA, gamma=GAMMA, zeta=ZETA, eps=EPSILON, name=None):
-    """Training-time `x @ (theta * z)`, z ~ hard-concrete, one per weight.
-
-    Args:
-      x: float tensor [batch, in] (or [in, batch] with `transpose_a`).
-      weight_parameters: (theta, log_alpha), each [in, out] (or [out, in]
-        with `transpose_b`).
-      transpose_a, transpose_b: as for `tf.matmul`.
-      beta, gamma, zeta: hard-concrete temperature and stretch interval.
-      eps: keeps log(u) finite at u = 0.
-      name: optional name scope.
-
-    Returns:
-      float tensor [batch, out].
-
-    Raises:
-      RuntimeError: malformed `weight_parameters`.
-    """
+    """Training-time `x @ (theta * z)`, z ~ hard-concrete, one per weight."""
     with tf.name_scope(name, "l0_matmul_train", [x]):
         return tf.matmul(x, train_weights(weight_parameters, beta, gamma,
                                           zeta, eps),
                          transpose_a=transpose_a, transpose_b=transpose_b)
 
 
+@_docs.append(_EVAL)
 def matmul_eval(x, weight_parameters, transpose_a=False, transpose_b=False,
                 gamma=GAMMA, zeta=ZETA, name=None):
-    """Evaluation-time `x @ (theta * hard_concrete_mean(log_alpha))`.
-
-    Args:
-      x: float tensor [batch, in] (or [in, batch] with `transpose_a`).
-      weight_parameters: (theta, log_alpha), each [in, out] (or [out, in]
-        with `transpose_b`).
-      transpose_a, transpose_b: as for `tf.matmul`.
-      gamma, zeta: hard-concrete stretch interval.
-      name: optional name scope.
-
-    Returns:
-      float tensor [batch, out]; deterministic.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters`.
-    """
+    """Evaluation-time `x @ (theta * hard_concrete_mean(log_alpha))`."""
     with tf.name_scope(name, "l0_matmul_eval", [x]):
         return tf.matmul(x, eval_weights(weight_parameters, gamma, zeta),
                          transpose_a=transpose_a, transpose_b=transpose_b)
 
 
+@_docs.append(_TRAIN)
 def broadcast_matmul_train(x, weight_parameters, beta=BETA, gamma=GAMMA,
                            zeta=ZETA, eps=EPSILON, name=None):
-    """`matmul_train` for x of rank >= 2, contracted on its last axis.
-
-    Args:
-      x: float tensor [batch, ..., in] of known rank >= 2.
-      weight_parameters: (theta, log_alpha), each [in, out].
-      beta, gamma, zeta: hard-concrete temperature and stretch interval.
-      eps: keeps log(u) finite at u = 0.
-      name: optional name scope.
-
-    Returns:
-      float tensor [batch, ..., out], static shape set.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters` or not rank 2.
-      ValueError: `x` of unknown rank or rank < 2.
-    """
+    """`matmul_train` for x of rank >= 2, contracted on its last axis."""
     with tf.name_scope(name, "l0_broadcast_matmul_train", [x]):
         return layer_utils.broadcast_matmul(
             x, train_weights(_checked(weight_parameters, 2), beta, gamma,
                              zeta, eps))
 
 
+@_docs.append(_EVAL)
 def broadcast_matmul_eval(x, weight_parameters, gamma=GAMMA, zeta=ZETA,
                           name=None):
-    """`matmul_eval` for x of rank >= 2, contracted on its last axis.
-
-    Args:
-      x: float tensor [batch, ..., in] of known rank >= 2.
-      weight_parameters: (theta, log_alpha), each [in, out].
-      gamma, zeta: hard-concrete stretch interval.
-      name: optional name scope.
-
-    Returns:
-      float tensor [batch, ..., out], static shape set.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters` or not rank 2.
-      ValueError: `x` of unknown rank or rank < 2.
-    """
+    """`matmul_eval` for x of rank >= 2, contracted on its last axis."""
     with tf.name_scope(name, "l0_broadcast_matmul_eval", [x]):
         return layer_utils.broadcast_matmul(
             x, eval_weights(_checked(weight_parameters, 2), gamma, zeta))
 
 
+@_docs.append(_TRAIN)
 def conv2d_train(x, weight_parameters, strides, padding, data_format="NHWC",
                  beta=BETA, gamma=GAMMA, zeta=ZETA, eps=EPSILON, name=None):
-    """Training-time conv2d with theta * z, z ~ hard-concrete per weight.
-
-    Args:
-      x: float tensor, rank 4, in `data_format`.
-      weight_parameters: (theta, log_alpha), each [h, w, in, out].
-      strides: 4 ints in `data_format` order.
-      padding: 'SAME' or 'VALID'.
-      data_format: 'NHWC' or 'NCHW' (NCHW also runs on CPU).
-      beta, gamma, zeta: hard-concrete temperature and stretch interval.
-      eps: keeps log(u) finite at u = 0.
-      name: optional name scope.
-
-    Returns:
-      float tensor, rank 4, in `data_format`.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters` or not rank 4.
-      ValueError: unknown `data_format`.
-    """
+    """Training-time conv2d with theta * z, z ~ hard-concrete per weight."""
     with tf.name_scope(name, "l0_conv2d_train", [x]):
         return layer_utils.conv2d(
             x, train_weights(_checked(weight_parameters, 4), beta, gamma,
                              zeta, eps), strides, padding, data_format)
 
 
+@_docs.append(_EVAL)
 def conv2d_eval(x, weight_parameters, strides, padding, data_format="NHWC",
                 gamma=GAMMA, zeta=ZETA, name=None):
-    """Evaluation-time conv2d with theta * hard_concrete_mean(log_alpha).
-
-    Args:
-      x: float tensor, rank 4, in `data_format`.
-      weight_parameters: (theta, log_alpha), each [h, w, in, out].
-      strides: 4 ints in `data_format` order.
-      padding: 'SAME' or 'VALID'.
-      data_format: 'NHWC' or 'NCHW'.
-      gamma, zeta: hard-concrete stretch interval.
-      name: optional name scope.
-
-    Returns:
-      float tensor, rank 4, in `data_format`; deterministic.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters` or not rank 4.
-      ValueError: unknown `data_format`.
-    """
+    """Evaluation-time conv2d with theta * hard_concrete_mean(log_alpha)."""
     with tf.name_scope(name, "l0_conv2d_eval", [x]):
         return layer_utils.conv2d(
             x, eval_weights(_checked(weight_parameters, 4), gamma, zeta),
             strides, padding, data_format)
 
 
+@_docs.append(_TRAIN)
 def embedding_lookup_train(weight_parameters, ids, name=None, beta=BETA,
                            gamma=GAMMA, zeta=ZETA, eps=EPSILON):
-    """Training-time lookup: gathered theta times gates sampled after the
-    gather, one per looked-up element (cost scales with ids, not vocab).
-
-    Args:
-      weight_parameters: (theta, log_alpha), each [vocab, dim].
-      ids: int32 or int64 tensor of any shape.
-      name: optional name scope.
-      beta, gamma, zeta: hard-concrete temperature and stretch interval.
-      eps: keeps log(u) finite at u = 0.
-
-    Returns:
-      float tensor ids.shape + [dim].
-
-    Raises:
-      RuntimeError: malformed `weight_parameters`.
-      TypeError: non-integer ids.
+    """Training-time lookup: gathered theta times gates sampled after
+    the gather, one per looked-up element (cost scales with ids, not
+    vocabulary).
     """
     with tf.name_scope(name, "l0_embedding_lookup_train", [ids]):
         return train_weights(_gathered(weight_parameters, ids), beta, gamma,
                              zeta, eps)
 
 
+@_docs.append(_EVAL)
 def embedding_lookup_eval(weight_parameters, ids, name=None, gamma=GAMMA,
                           zeta=ZETA):
-    """Evaluation-time lookup: gathered theta * hard_concrete_mean.
-
-    Args:
-      weight_parameters: (theta, log_alpha), each [vocab, dim].
-      ids: int32 or int64 tensor of any shape.
-      name: optional name scope.
-      gamma, zeta: hard-concrete stretch interval.
-
-    Returns:
-      float tensor ids.shape + [dim]; deterministic.
-
-    Raises:
-      RuntimeError: malformed `weight_parameters`.
-      TypeError: non-integer ids.
-    """
+    """Evaluation-time lookup: gathered theta * hard_concrete_mean."""
     with tf.name_scope(name, "l0_embedding_lookup_eval", [ids]):
         return eval_weights(_gathered(weight_parameters, ids), gamma, zeta)
 

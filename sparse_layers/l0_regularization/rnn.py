@@ -5,6 +5,8 @@ for all time steps (the gated kernel is built outside the `dynamic_rnn`
 loop); at evaluation the kernel is scaled by the deterministic gate
 `hard_concrete_mean(log_alpha)`.
 """
+from sparse_layers import _docs
+from sparse_layers import _docs
 from sparse_layers import _rnn
 from sparse_layers import layer_utils
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
@@ -26,24 +28,16 @@ class _L0Technique(_rnn.Technique):
         return _rnn.concat_matmul(weights)
 
 
+@_docs.append(_rnn.RNN_CELL_DOC)
 class RNNCell(_rnn.SparseRNNCell):
     """Basic RNN cell `h' = activation([x, h] @ W + b)`, L0-gated weights.
 
     Args:
-      kernel_weights: (theta, log_alpha), each of shape
-        [input_size + num_units, num_units].
-      bias_weights: tensor [num_units].
-      num_units: positive int.
       training: Python bool or scalar tf.bool tensor; in training the gates
         are sampled once per run and held over time steps.
+      kernel_weights: (theta, log_alpha), see below.
       beta, gamma, zeta: hard-concrete temperature and stretch interval.
       eps: numerical floor.
-      activation: default tanh.
-      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
-
-    Raises:
-      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
-      ValueError: bad `num_units`.
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
@@ -55,23 +49,13 @@ class RNNCell(_rnn.SparseRNNCell):
             name=name)
 
 
+@_docs.append(_rnn.LSTM_CELL_DOC)
 class LSTMCell(_rnn.SparseLSTMCell):
-    """LSTM cell (gate layout of `tf.nn.rnn_cell.LSTMCell`) with L0-gated
-    weights.
+    """LSTM cell (gate layout of `tf.nn.rnn_cell.LSTMCell`), L0-gated.
 
     Args:
-      kernel_weights: (theta, log_alpha), each of shape
-        [input_size + num_units, 4 * num_units].
-      bias_weights: tensor [4 * num_units].
-      num_units: positive int.
+      kernel_weights: (theta, log_alpha), see below.
       training, beta, gamma, zeta, eps: as for `RNNCell`.
-      forget_bias: added to the forget gate (1.0 like `LSTMCell`).
-      activation: default tanh.
-      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
-
-    Raises:
-      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
-      ValueError: bad `num_units`.
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,

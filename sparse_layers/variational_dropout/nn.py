@@ -12,12 +12,29 @@ above `threshold` set to zero.
 """
 import tensorflow as tf
 
+from sparse_layers import _docs
 from sparse_layers import common
 from sparse_layers import layer_utils
 from sparse_layers.common import EPSILON, THRESHOLD
 
 # Coefficients of Molchanov et al.'s approximation of -KL(q || log-uniform).
 _K1, _K2, _K3 = 0.63576, 1.8732, 1.48695
+
+
+def _eval_doc(train_op):
+    """Docstring tail of an eval op whose other arguments mirror `train_op`."""
+    return """
+    Args:
+      threshold: weights whose unclipped log(alpha) >= threshold are zero.
+      eps: small constant inside the log.
+      other arguments: as for `{0}`.
+
+    Returns:
+      as `{0}`, but deterministic.
+
+    Raises:
+      as `{0}`.
+    """.format(train_op)
 
 
 def _train_params(variational_params, clip_alpha, eps, rank=None):
@@ -125,25 +142,10 @@ def matmul_train(x, variational_params, transpose_a=False, transpose_b=False,
                        log_sigma2, eps, noise=noise)
 
 
+@_docs.append(_eval_doc("matmul_train"))
 def matmul_eval(x, variational_params, transpose_a=False, transpose_b=False,
                 threshold=THRESHOLD, eps=EPSILON, name=None):
-    """Evaluation-time `x @ (theta * mask)`, mask = log(alpha) < threshold.
-
-    Args:
-      x: float tensor [batch, in] (or [in, batch] with `transpose_a`).
-      variational_params: (theta, log_sigma2), each [in, out] (or [out, in]
-        with `transpose_b`).
-      transpose_a, transpose_b: as for `tf.matmul`.
-      threshold: weights whose unclipped log(alpha) >= threshold are zero.
-      eps: small constant inside the log.
-      name: optional name scope.
-
-    Returns:
-      float tensor [batch, out]; deterministic.
-
-    Raises:
-      RuntimeError: `variational_params` is not a 2-tuple of one shape.
-    """
+    """Evaluation-time `x @ (theta * mask)`, mask = log(alpha) < threshold."""
     with tf.name_scope(name, "vd_matmul_eval", [x]):
         weights = eval_weights(variational_params, threshold, eps)
         return _matmul(transpose_a, transpose_b)(x, weights)
@@ -185,24 +187,10 @@ def broadcast_matmul_train(x, variational_params, clip_alpha=None,
                        eps, noise_shape)
 
 
+@_docs.append(_eval_doc("broadcast_matmul_train"))
 def broadcast_matmul_eval(x, variational_params, threshold=THRESHOLD,
                           eps=EPSILON, name=None):
-    """`matmul_eval` for x of rank >= 2, contracted on its last axis.
-
-    Args:
-      x: float tensor [batch, ..., in] of known rank >= 2.
-      variational_params: (theta, log_sigma2), each [in, out].
-      threshold: weights whose unclipped log(alpha) >= threshold are zero.
-      eps: small constant inside the log.
-      name: optional name scope.
-
-    Returns:
-      float tensor [batch, ..., out], static shape set.
-
-    Raises:
-      RuntimeError: malformed `variational_params` or not rank 2.
-      ValueError: `x` of unknown rank or rank < 2.
-    """
+    """`matmul_eval` for x of rank >= 2, contracted on its last axis."""
     with tf.name_scope(name, "vd_broadcast_matmul_eval", [x]):
         layer_utils.check_params(variational_params, rank=2)
         return layer_utils.broadcast_matmul(
@@ -241,27 +229,10 @@ def conv2d_train(x, variational_params, strides, padding,
                        log_sigma2, eps)
 
 
+@_docs.append(_eval_doc("conv2d_train"))
 def conv2d_eval(x, variational_params, strides, padding, data_format="NHWC",
                 threshold=THRESHOLD, eps=EPSILON, name=None):
-    """Evaluation-time conv2d with theta * (log(alpha) < threshold).
-
-    Args:
-      x: float tensor, rank 4, in `data_format`.
-      variational_params: (theta, log_sigma2), each [h, w, in, out].
-      strides: 4 ints in `data_format` order.
-      padding: 'SAME' or 'VALID'.
-      data_format: 'NHWC' or 'NCHW'.
-      threshold: weights whose unclipped log(alpha) >= threshold are zero.
-      eps: small constant inside the log.
-      name: optional name scope.
-
-    Returns:
-      float tensor, rank 4, in `data_format`; deterministic.
-
-    Raises:
-      RuntimeError: malformed `variational_params` or not rank 4.
-      ValueError: unknown `data_format`.
-    """
+    """Evaluation-time conv2d with theta * (log(alpha) < threshold)."""
     with tf.name_scope(name, "vd_conv2d_eval", [x]):
         layer_utils.check_params(variational_params, rank=4)
         return _conv(strides, padding, data_format)(
@@ -304,24 +275,10 @@ def embedding_lookup_train(variational_params, ids, name=None,
         return _sample_weights(theta_g, log_sigma2_g, eps)
 
 
+@_docs.append(_eval_doc("embedding_lookup_train"))
 def embedding_lookup_eval(variational_params, ids, name=None,
                           threshold=THRESHOLD, eps=EPSILON):
-    """Evaluation-time embedding lookup: gathered theta * (log_alpha < t).
-
-    Args:
-      variational_params: (theta, log_sigma2), each [vocab, dim].
-      ids: int32 or int64 tensor of any shape.
-      name: optional name scope.
-      threshold: weights whose unclipped log(alpha) >= threshold are zero.
-      eps: small constant inside the log.
-
-    Returns:
-      float tensor ids.shape + [dim]; deterministic.
-
-    Raises:
-      RuntimeError: malformed `variational_params`.
-      TypeError: non-integer ids.
-    """
+    """Evaluation-time embedding lookup: gathered theta * (log_alpha < t)."""
     with tf.name_scope(name, "vd_embedding_lookup_eval", [ids]):
         theta, log_sigma2 = layer_utils.check_params(variational_params)
         return eval_weights((layer_utils.gather(theta, ids),

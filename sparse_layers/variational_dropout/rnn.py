@@ -15,6 +15,8 @@ At evaluation the weights with log(alpha) >= threshold are zeroed.
 """
 import tensorflow as tf
 
+from sparse_layers import _docs
+from sparse_layers import _docs
 from sparse_layers import _rnn
 from sparse_layers import common
 from sparse_layers import layer_utils
@@ -65,28 +67,20 @@ class _VDTechnique(_rnn.Technique):
             self.training, lambda: train_fn(x, h), lambda: eval_fn(x, h))
 
 
+@_docs.append(_rnn.RNN_CELL_DOC)
 class RNNCell(_rnn.SparseRNNCell):
     """Basic RNN cell `h' = activation([x, h] @ W + b)`, sparse VD weights.
 
     Args:
-      kernel_weights: (theta, log_sigma2), each of shape
-        [input_size + num_units, num_units].
-      bias_weights: tensor [num_units].
-      num_units: positive int.
+      kernel_weights: (theta, log_sigma2), see below.
       training: Python bool or scalar tf.bool tensor; in training the noise
         is held over time steps (see module doc) and the static batch size
-        of the inputs must be known.
+        of the inputs must be known: otherwise the first call raises
+        ValueError.
       clip_alpha: None, or clip log(alpha) to [-clip_alpha, clip_alpha] in
         training.
       threshold: at evaluation, weights with log(alpha) >= threshold are 0.
       eps: numerical floor.
-      activation: default tanh.
-      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
-
-    Raises:
-      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
-      ValueError: bad `num_units`; unknown static batch size in training
-        (at the first call).
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
@@ -98,24 +92,13 @@ class RNNCell(_rnn.SparseRNNCell):
             activation=activation, reuse=reuse, name=name)
 
 
+@_docs.append(_rnn.LSTM_CELL_DOC)
 class LSTMCell(_rnn.SparseLSTMCell):
-    """LSTM cell (gate layout of `tf.nn.rnn_cell.LSTMCell`) with sparse VD
-    weights.
+    """LSTM cell (gate layout of `tf.nn.rnn_cell.LSTMCell`), sparse VD.
 
     Args:
-      kernel_weights: (theta, log_sigma2), each of shape
-        [input_size + num_units, 4 * num_units].
-      bias_weights: tensor [4 * num_units].
-      num_units: positive int.
+      kernel_weights: (theta, log_sigma2), see below.
       training, clip_alpha, threshold, eps: as for `RNNCell`.
-      forget_bias: added to the forget gate (1.0 like `LSTMCell`).
-      activation: default tanh.
-      reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
-
-    Raises:
-      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes named).
-      ValueError: bad `num_units`; unknown static batch size in training
-        (at the first call).
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
