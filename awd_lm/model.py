@@ -88,7 +88,8 @@ def build_lm(features, mode, params):
         model ('awd' or 'plain'); for 'awd' also the drop rates dropout
         (output), dropouth (between layers), dropouti (embedding output),
         dropoute (embedding rows), wdrop (recurrent weights), and
-        alpha (AR), beta (TAR), wdecay (L2).  Random ops take their seeds
+        alpha (AR), beta (TAR), wdecay (L2); optional use_vd (masks in
+        variables, see WeightDropLSTMCell).  Random ops take their seeds
         from the graph-level seed (`tf.set_random_seed`).
     Returns:
       LMOutputs.
@@ -121,6 +122,7 @@ def build_lm(features, mode, params):
         for i, units in enumerate(sizes):
             cell = weight_drop_lstm.WeightDropLSTMCell(
                 units, weight_drop_kr=_keep(params, "wdrop", awd),
+                use_vd=bool(params.get("use_vd", False)),
                 is_train=training, name="lstm_%d" % i)
             cells.append(cell)
             s0 = (state_in[i] if state_in is not None
