@@ -223,10 +223,17 @@ def _ensure_toco_on_path():
                               + os.environ.get("PATH", ""))
 
 
-def _eval_config(cell, is_quant):
+def _eval_cell(cell, is_quant):
+    """An unbuilt eval-mode copy of ``cell``: fake-quant for the uint8
+    model; for the float model the float cell, or for
+    ``quant_activation='hard'`` the quantized cell with every fake-quant
+    bypassed (float hard sigmoid / ReLU, the function that was trained)."""
     config = dict(cell.get_config())
-    config.update(is_train=False, is_quant=is_quant, quant_delay=0)
-    return config
+    hard = config.get("quant_activation") == "hard" and config["is_quant"]
+    config.update(is_train=False, is_quant=is_quant or hard, quant_delay=0)
+    copy = type(cell).from_config(config)
+    copy.quantizer.float_only = hard and not is_quant
+    return copy
 
 
 def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
@@ -237,9 +244,8 @@ def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
     """
     graph = tf.Graph()
     with graph.as_default():
-        new_cells = [type(c).from_config(_eval_config(c, is_quant))
-                     for c in cells]
-        depth = cells[0].weights[0].get_shape()[0].value - _h_depth(cells[0])
+        new_cells = [_eval_cell(c, is_quant) for c in cells]
+        depth = values[0]["kernel"].shape[0] - cells[0].state_size.h
         inputs = tf.placeholder(tf.float32, [batch_size, num_steps, depth],
                                 name=INPUT_NAME)
         state_inputs, initial_state = [], []
@@ -288,10 +294,6 @@ def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
         return converter.convert()
 
 
-def _h_depth(cell):
-    return cell.state_size.h
-
-
 def _load_values(cell, values, session):
     """Assigns trained values to a freshly built cell, by relative name."""
     names = relative_variable_names(cell.weights)
@@ -312,7 +314,8 @@ def _input_stats(cells, session):
         for layer, cell in enumerate(cells)
         for name, key in (("state_%d_c" % layer, "state"),
                           ("state_%d_h" % layer, "output"))})
-    ranges[INPUT_NAME] = session.run(cells[0].quantizer.run_ranges["input"])
+    # The first fake-quant the inputs meet is the bottom cell's concat.
+    ranges[INPUT_NAME] = session.run(cells[0].quantizer.run_ranges["concat"])
     stats = {}
     for name, (lo, hi) in ranges.items():
         scale, zero_point = nudged_quantization(lo, hi)

@@ -125,6 +125,7 @@ def quantize_weight(weight, num_bits, name=None):
     Returns:
       ``weight`` on the narrow-range grid of ``[min(weight), max(weight)]``.
     """
+    weight = tf.convert_to_tensor(weight)
     return fake_quant(weight, tf.reduce_min(weight), tf.reduce_max(weight),
                       num_bits, narrow_range=True, name=name)
 

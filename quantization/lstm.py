@@ -129,6 +129,9 @@ class LSTMQuantizer(object):
         self._weights = None
         self._active = True
         self._training = False
+        # Set (before build) to compute the same function in float: every
+        # fake-quant bypassed, hard activations kept (float export).
+        self.float_only = False
 
     def create_variables(self, add_weight):
         """Creates the range variables (see :class:`fake_quant.RangeSet`).
@@ -155,17 +158,17 @@ class LSTMQuantizer(object):
             step while ``training`` may be True.
         """
         self._training = training
-        self._active = self._quant_active(training)
+        self._active = (False if self.float_only
+                        else self._quant_active(training))
         self.run_ranges = self.ranges.run_ranges(training)
-        bits = self.weight_bits
-        weights = {"kernel": fq.quantize_weight(kernel, bits),
+        weights = {"kernel": self._weight(kernel),
                    "bias": fold_forget_bias(bias, self.forget_bias,
                                             self.num_units)}
         if peepholes is not None:
             for gate, diag in zip("ifo", peepholes):
-                weights["w_%s_diag" % gate] = fq.quantize_weight(diag, bits)
+                weights["w_%s_diag" % gate] = self._weight(diag)
         if projection is not None:
-            weights["projection"] = fq.quantize_weight(projection, bits)
+            weights["projection"] = self._weight(projection)
         self._weights = weights
         in_lo, in_hi = self.run_ranges["input"]
         out_lo, out_hi = self.run_ranges["output"]
@@ -187,6 +190,13 @@ class LSTMQuantizer(object):
             return reached
         return tf.logical_or(tf.logical_not(training), reached)
 
+    def _weight(self, weight):
+        """Quantizes a weight (last value) when quantization is active."""
+        weight = tf.convert_to_tensor(weight)
+        return fq.smart_cond(
+            self._active, lambda: fq.quantize_weight(weight, self.weight_bits),
+            lambda: weight)
+
     def _quant(self, x, rng, bypass=None):
         """Fake-quantizes ``x`` on ``rng`` when quantization is active, else
         returns ``bypass(x)`` (or ``x``)."""
@@ -205,17 +215,13 @@ class LSTMQuantizer(object):
         fixed = fq.fixed_output_range("sigmoid", self.activation_bits)
         if self.quant_activation == "standard":
             return self._quant(tf.sigmoid(x), fixed)
-        # Each op of clip(slope * x + offset, 0, 1) gets a range derived from
-        # the input's, so a full-integer graph has all its min/max.
+        # clip(slope * x + offset, 0, 1): the product gets the range derived
+        # from the input's; the sum is quantized on the sigmoid's fixed
+        # range, which performs the clip (the Add saturates in TFLite too).
         scaled = self._quant(x * HARD_SIGMOID_SLOPE,
                              (x_range[0] * HARD_SIGMOID_SLOPE,
                               x_range[1] * HARD_SIGMOID_SLOPE))
-        shifted = self._quant(scaled + HARD_SIGMOID_OFFSET,
-                              (x_range[0] * HARD_SIGMOID_SLOPE
-                               + HARD_SIGMOID_OFFSET,
-                               x_range[1] * HARD_SIGMOID_SLOPE
-                               + HARD_SIGMOID_OFFSET))
-        return self._quant(shifted, fixed,
+        return self._quant(scaled + HARD_SIGMOID_OFFSET, fixed,
                            lambda t: tf.clip_by_value(t, 0.0, 1.0))
 
     def _squash(self, x, x_range):
@@ -224,7 +230,9 @@ class LSTMQuantizer(object):
             return self._quant(tf.tanh(x),
                                fq.fixed_output_range("tanh",
                                                      self.activation_bits))
-        return self._quant(tf.nn.relu(x), (0.0, tf.maximum(x_range[1], 0.0)))
+        # TFLite 1.13 has no uint8 Relu kernel; max(x, 0) stays on the
+        # input's grid (0 is on it), so it keeps the input's range.
+        return self._quant(tf.maximum(x, 0.0), x_range)
 
     def _peephole(self, pre, gate, c, seen):
         """``pre + w_<gate>_diag * c`` with both ops quantized."""
@@ -245,10 +253,16 @@ class LSTMQuantizer(object):
           ``(m, c)``: the output / new ``h`` and the new cell state.
         """
         ranges, seen = self.run_ranges, {}
-        x = self._learned(inputs, "input", seen)
+        # The input is quantized once, by the concatenation, on the union of
+        # the input's learned range and the output range (TFLite's
+        # Concatenation requantizes to its output grid). A separate input
+        # fake-quant would requantize an already-quantized tensor (the layer
+        # below's output), which TOCO does not convert faithfully.
+        seen["input"] = inputs
         c_prev = self._quant(c_prev, ranges["state"])
         m_prev = self._quant(m_prev, ranges["output"])
-        joined = self._quant(tf.concat([x, m_prev], 1), ranges["concat"])
+        joined = self._quant(tf.concat([inputs, m_prev], 1),
+                             ranges["concat"])
         gates = self._learned(
             tf.nn.bias_add(tf.matmul(joined, self._weights["kernel"]),
                            self._weights["bias"]), "gates", seen)

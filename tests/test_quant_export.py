@@ -1,0 +1,187 @@
+"""export_tflite: float and fully 8-bit TFLite models of a trained
+quantization-aware cell stack, run with tf.lite.Interpreter and compared with
+the TF fake-quant eval graph and a numpy float LSTM."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from quantization import TFLiteRunner, export_tflite
+from quantization.export import read_cell_values, relative_variable_names
+from test_quant_reference import lstm_float_step
+from weight_drop_lstm import WeightDropLSTMCell
+
+B, T, D, N = 4, 6, 5, 12
+CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1,
+                        inter_op_parallelism_threads=1)
+
+
+# The fixture's stack: a plain layer under one with peepholes, projection
+# and both clips.
+STACK = [dict(), dict(use_peepholes=True, num_proj=7, cell_clip=0.6,
+                      proj_clip=0.4)]
+
+
+def _train_stack(layers=STACK, steps=30, seed=0):
+    """Trains a small QAT stack on a running-mean task; builds beside it
+    ``tf.nn.rnn_cell.LSTMCell`` copies (the float reference) in eval.
+
+    Returns:
+      dict with the session, cells, eval functions and data.
+    """
+    rng = np.random.RandomState(seed)
+    data = rng.randn(64, 2 * T, D).astype(np.float32)
+    target = np.cumsum(data[:, :, :1], axis=1) / np.arange(1, 2 * T + 1)[
+        None, :, None]
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(seed)
+        x = tf.placeholder(tf.float32, [None, None, D])
+        y = tf.placeholder(tf.float32, [None, None, 1])
+        is_train = tf.placeholder_with_default(True, [])
+        cells = [WeightDropLSTMCell(N, weight_drop_kr=0.7, is_quant=True,
+                                    is_train=is_train, **kwargs)
+                 for kwargs in layers]
+        out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x,
+                                   dtype=tf.float32)
+        loss = tf.reduce_mean((tf.layers.dense(out, 1) - y) ** 2)
+        train = tf.train.AdamOptimizer(0.02).minimize(loss)
+        sess = tf.Session(graph=graph, config=CONFIG)
+        sess.run(tf.global_variables_initializer())
+        for i in range(steps):
+            idx = rng.randint(0, 64, B)
+            sess.run(train, {x: data[idx], y: target[idx]})
+        saver = tf.train.Saver()
+        with tf.variable_scope("reference"):
+            references = [tf.nn.rnn_cell.LSTMCell(
+                N, **{k: v for k, v in kwargs.items()
+                      if k != "quant_activation"}) for kwargs in layers]
+            ref_out, _ = tf.nn.dynamic_rnn(
+                tf.nn.rnn_cell.MultiRNNCell(references), x, dtype=tf.float32)
+        for cell, reference in zip(cells, references):
+            values = dict(zip(relative_variable_names(cell.weights),
+                              sess.run(cell.weights)))
+            for name, variable in zip(
+                    relative_variable_names(reference.weights),
+                    reference.weights):
+                variable.load(values[name], sess)
+    return dict(sess=sess, cells=cells, saver=saver, data=data[:B],
+                eval=lambda inputs: sess.run(out, {x: inputs,
+                                                   is_train: False}),
+                float_eval=lambda inputs: sess.run(ref_out, {x: inputs}))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A trained 2-layer stack exported to float and uint8 (session)."""
+    folder = tmp_path_factory.mktemp("export")
+    model = _train_stack()
+    model["float"] = str(folder / "float.tflite")
+    model["quant"] = str(folder / "quant.tflite")
+    model["sizes"] = export_tflite(model["cells"], B, T, model["float"],
+                                   model["quant"], session=model["sess"])
+    model["ckpt"] = model["saver"].save(model["sess"], str(folder / "m"))
+    model["folder"] = folder
+    yield model
+    model["sess"].close()
+
+
+def _steps(runner, got, want):
+    """Mean and max |difference| in output quantization steps."""
+    scale = runner.output_quantization()[0]
+    diff = np.abs(got - want) / scale
+    return diff.mean(), diff.max()
+
+
+def test_uint8_model_agrees_with_fake_quant_graph(trained):
+    runner = TFLiteRunner(trained["quant"])
+    assert runner.inputs["inputs"]["dtype"] == np.uint8
+    got = runner.run(trained["data"][:, :T])["outputs"]
+    mean, worst = _steps(runner, got, trained["eval"](trained["data"][:, :T]))
+    print("uint8 vs fake-quant TF: %.3f steps mean, %.1f max" % (mean, worst))
+    assert mean <= 3.0
+
+
+def test_float_model_matches_lstmcell(trained):
+    got = TFLiteRunner(trained["float"]).run(
+        trained["data"][:, :T])["outputs"]
+    want = trained["float_eval"](trained["data"][:, :T])
+    np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+def test_state_in_state_out_runs_window_by_window(trained):
+    data = trained["data"]
+    for path, want in ((trained["quant"], trained["eval"](data)),
+                       (trained["float"], trained["float_eval"](data))):
+        runner = TFLiteRunner(path)
+        first = runner.run(data[:, :T])
+        state = {name.replace("final", "state"): value
+                 for name, value in first.items() if name != "outputs"}
+        second = runner.run(data[:, T:], state)
+        got = np.concatenate([first["outputs"], second["outputs"]], 1)
+        if path == trained["quant"]:
+            assert _steps(runner, got, want)[0] <= 3.0
+        else:
+            np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+def test_checkpoint_values_equal_session_values(trained):
+    from_ckpt = read_cell_values(trained["cells"],
+                                 checkpoint=trained["ckpt"])
+    from_sess = read_cell_values(trained["cells"], session=trained["sess"])
+    assert [sorted(v) for v in from_ckpt] == [sorted(v) for v in from_sess]
+    assert "quant/gates/max" in from_ckpt[1]
+    for ckpt, live in zip(from_ckpt, from_sess):
+        for name in live:
+            np.testing.assert_array_equal(ckpt[name], live[name])
+
+
+def test_hard_activation_models(tmp_path):
+    model = _train_stack(layers=[dict(quant_activation="hard")], steps=10,
+                         seed=1)
+    paths = str(tmp_path / "f.tflite"), str(tmp_path / "q.tflite")
+    inputs = model["data"][:, :T]
+    with model["sess"]:
+        export_tflite(model["cells"], B, T, *paths, session=model["sess"])
+        want = model["eval"](inputs)
+        cell = model["cells"][0]
+        values = dict(zip(relative_variable_names(cell.weights),
+                          model["sess"].run(cell.weights)))
+    runner = TFLiteRunner(paths[1])
+    assert _steps(runner, runner.run(inputs)["outputs"], want)[0] <= 3.0
+    # The float model computes the trained function: hard sigmoid and ReLU.
+    c = h = np.zeros((B, N), np.float32)
+    outputs = []
+    for t in range(T):
+        h, c = lstm_float_step(inputs[:, t], c, h, values["kernel"],
+                               values["bias"], hard=True)
+        outputs.append(h)
+    got = TFLiteRunner(paths[0]).run(inputs)["outputs"]
+    np.testing.assert_allclose(got, np.stack(outputs, 1), atol=2e-5)
+
+
+def test_uint8_file_is_at_most_30_percent_of_float(sess, tmp_path):
+    # Weights dominate the file once the layer is not tiny.
+    cell = WeightDropLSTMCell(96, is_quant=True)
+    tf.nn.dynamic_rnn(cell, tf.zeros([1, 2, 32]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    sizes = export_tflite(cell, 1, 2, str(tmp_path / "f"),
+                          str(tmp_path / "q"), session=sess)
+    assert sizes["quant_bytes"] == os.path.getsize(str(tmp_path / "q"))
+    assert sizes["quant_bytes"] <= 0.3 * sizes["float_bytes"]
+
+
+def test_export_bad_arguments(sess, tmp_path):
+    float_cell = WeightDropLSTMCell(4)
+    with pytest.raises(ValueError, match="built"):
+        export_tflite(float_cell, 1, 2, quant_path="x", session=sess)
+    tf.nn.dynamic_rnn(float_cell, tf.zeros([1, 2, 3]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    with pytest.raises(ValueError, match="is_quant=True"):
+        export_tflite(float_cell, 1, 2, quant_path=str(tmp_path / "q"),
+                      session=sess)
+    with pytest.raises(ValueError, match="batch_size"):
+        export_tflite(float_cell, 0, 2, session=sess)
+    with pytest.raises(ValueError, match="exactly one"):
+        export_tflite(float_cell, 1, 2, session=sess, checkpoint="x")
