@@ -17,7 +17,6 @@ from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 import mask_placement
 from quantization.lstm import LSTMQuantizer
 from sparse_layers import common as sparse_common
-from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import nn as vd_nn
 from variational_dropout import (BernoulliInitializer, apply_mask,
@@ -46,14 +45,15 @@ class _Sparsity(object):
         self.nn = nn
 
 
+# Initial values as the sparse_layers layers document them: log_sigma2 =
+# -10 (almost no noise); log_alpha ~ N(2.197 = log 9, 0.01) (gates open).
 _SPARSITY = {
-    # log_sigma2 starts at -10 (almost no noise), as in
-    # sparse_layers.variational_dropout.layers.
     "variational_dropout": _Sparsity(
         "log_sigma2", lambda: tf.constant_initializer(-10.),
         sparse_common.VD_COLLECTION, vd_nn),
     "l0": _Sparsity(
-        "log_alpha", l0_layers._default_log_alpha_initializer,  # pylint: disable=protected-access
+        "log_alpha",
+        lambda: tf.random_normal_initializer(mean=2.197, stddev=0.01),
         sparse_common.L0_COLLECTION, l0_nn),
 }
 
