@@ -23,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 from sparse_layers.l0_regularization import nn as l0_nn  # noqa: E402
 from sparse_layers.variational_dropout import nn as vd_nn  # noqa: E402
 
-REPEATS = 7
+REPEATS = 11
 ITERS = 20
 
 

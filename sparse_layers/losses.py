@@ -80,6 +80,11 @@ def _collection_loss(penalty, collection, weight, begin_step, end_step,
                      global_step, name, summaries):
     with tf.name_scope(name):
         pairs = tf.get_collection(collection)
+        if not pairs:
+            # Usually the loss was built before the layers that fill it.
+            tf.logging.warning("%s: collection %r is empty; build the "
+                               "loss after the sparse layers/cells", name,
+                               collection)
         total = tf.add_n([penalty(pair) for pair in pairs]) if pairs \
             else tf.constant(0.)
         current = ramp_weight(weight, begin_step, end_step, global_step)
