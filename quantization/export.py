@@ -95,6 +95,15 @@ def read_cell_values(cells, session=None, checkpoint=None):
     return result
 
 
+def _build_cells(cells, batch_size, depth):
+    """Builds each cell (in the scopes :func:`unroll` uses) with one call on
+    zeros; the call's ops feed no output and are pruned from the model."""
+    x = tf.zeros([batch_size, depth])
+    for layer, cell in enumerate(cells):
+        with tf.variable_scope("layer_%d" % layer, reuse=tf.AUTO_REUSE):
+            x, _ = cell(x, cell.zero_state(batch_size, tf.float32))
+
+
 def unroll(cells, inputs, initial_state):
     """Runs a cell stack over a fixed number of steps, without a while loop
     and without ``Unpack`` (the time axis is sliced with strided slices).
@@ -248,6 +257,7 @@ def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
         depth = values[0]["kernel"].shape[0] - cells[0].state_size.h
         inputs = tf.placeholder(tf.float32, [batch_size, num_steps, depth],
                                 name=INPUT_NAME)
+        _build_cells(new_cells, batch_size, depth)
         state_inputs, initial_state = [], []
         for layer, cell in enumerate(new_cells):
             c = tf.placeholder(tf.float32, [batch_size, cell.state_size.c],
@@ -255,6 +265,13 @@ def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
             h = tf.placeholder(tf.float32, [batch_size, cell.state_size.h],
                                name="state_%d_h" % layer)
             state_inputs += [c, h]
+            if is_quant:
+                # The cells quantize the state they produce, not the state
+                # they receive: put the state inputs on the same grids.
+                ranges = cell.quantizer.run_ranges
+                bits = cell.quantizer.activation_bits
+                c = fq.fake_quant(c, *ranges["state"], num_bits=bits)
+                h = fq.fake_quant(h, *ranges["output"], num_bits=bits)
             initial_state.append(tf.nn.rnn_cell.LSTMStateTuple(c, h))
         outputs, final = unroll(new_cells, inputs, initial_state)
         stacked = tf.stack(outputs, axis=1)

@@ -258,9 +258,10 @@ class LSTMQuantizer(object):
         # Concatenation requantizes to its output grid). A separate input
         # fake-quant would requantize an already-quantized tensor (the layer
         # below's output), which TOCO does not convert faithfully.
+        # The incoming state is not quantized again: every step's c and m
+        # leave it on the state / output grids, and a zero initial state is
+        # on every grid (the export quantizes its state inputs explicitly).
         seen["input"] = inputs
-        c_prev = self._quant(c_prev, ranges["state"])
-        m_prev = self._quant(m_prev, ranges["output"])
         joined = self._quant(tf.concat([inputs, m_prev], 1),
                              ranges["concat"])
         gates = self._learned(
@@ -283,20 +284,24 @@ class LSTMQuantizer(object):
         if self.use_peepholes:
             o, o_range = self._peephole(o, "o", c, seen)
         m = self._gate(o, o_range) * self._squash(c, ranges["state"])
+        clip = None
         if self.num_proj:
             m = self._learned(m, "cell_output", seen)
             clip = self.proj_clip
-            m = self._learned(tf.matmul(m, self._weights["projection"]),
-                              "output", seen,
-                              None if clip is None else
-                              lambda t: tf.clip_by_value(t, -clip, clip))
-        else:
-            m = self._learned(m, "output", seen)
-        return self._observed(m, c, seen)
+            m = tf.matmul(m, self._weights["projection"])
+        seen["output"] = m
+        return self._observed_output(
+            m, seen, None if clip is None else
+            lambda t: tf.clip_by_value(t, -clip, clip)), c
 
-    def _observed(self, m, c, seen):
-        """In training, ties the step's range accumulation to its outputs."""
+    def _observed_output(self, m, seen, bypass):
+        """Quantizes the step's output; in training only after the step's
+        statistics were accumulated (the output feeds the loop, so the
+        accumulation runs at every step)."""
+        def quantized():
+            return self._quant(m, self.run_ranges["output"], bypass)
+
         def train():
             with tf.control_dependencies([self.ranges.observe(seen)]):
-                return tf.identity(m), tf.identity(c)
-        return fq.smart_cond(self._training, train, lambda: (m, c))
+                return quantized()
+        return fq.smart_cond(self._training, train, quantized)
