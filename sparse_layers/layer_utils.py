@@ -4,6 +4,11 @@ from tensorflow.python.ops import control_flow_util
 from tensorflow.python.layers import utils as tf_layers_utils
 
 
+def _shape_str(value):
+    shape = getattr(value, "shape", None)
+    return str(tf.TensorShape(shape)) if shape is not None else "unknown"
+
+
 def check_params(params, name="variational_params", rank=None):
     """Validates a (theta, aux) parameter pair and returns it as tensors.
 
@@ -21,9 +26,13 @@ def check_params(params, name="variational_params", rank=None):
         is not `rank`.
     """
     if not isinstance(params, (tuple, list)) or len(params) != 2:
-        got = (("a %s of length %d" % (type(params).__name__, len(params)))
-               if isinstance(params, (tuple, list))
-               else type(params).__name__)
+        if isinstance(params, (tuple, list)):
+            got = "a %s of length %d with shapes %s" % (
+                type(params).__name__, len(params),
+                ", ".join(_shape_str(p) for p in params))
+        else:
+            got = "a %s of shape %s" % (type(params).__name__,
+                                        _shape_str(params))
         raise RuntimeError(
             "%s must be a 2-tuple (theta, aux) of tensors of one shape, got %s"
             % (name, got))
