@@ -140,6 +140,7 @@ def hard_concrete_sample(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA,
     Returns:
       float tensor of gates in [0, 1], the shape of `log_alpha`.
     """
+    log_alpha = tf.convert_to_tensor(log_alpha)  # a Variable's dtype is _ref
     u = tf.random_uniform(tf.shape(log_alpha), dtype=log_alpha.dtype)
     s = tf.sigmoid((tf.log(u + eps) - tf.log(1. - u) + log_alpha) / beta)
     return _stretch_and_clip(s, gamma, zeta, TF_MATH)

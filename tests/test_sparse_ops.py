@@ -72,8 +72,9 @@ def test_hard_concrete_sample_statistics(sess):
     beta, gamma, zeta = common.BETA, common.GAMMA, common.ZETA
     log_alpha = np.array([-2., 0., 1.5], np.float32)
     n = 200000
-    z = sess.run(common.hard_concrete_sample(
-        tf.constant(np.tile(log_alpha, [n, 1]))))
+    variable = tf.Variable(np.tile(log_alpha, [n, 1]))  # ref dtype works
+    sess.run(variable.initializer)
+    z = sess.run(common.hard_concrete_sample(variable))
     assert z.min() >= 0. and z.max() <= 1.
 
     def logit(p):

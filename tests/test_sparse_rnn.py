@@ -142,6 +142,26 @@ def test_cell_bad_inputs_raise(technique):
             tf.nn.dynamic_rnn(cell, unknown_batch, dtype=tf.float32)
     else:  # L0 gates do not depend on the batch
         tf.nn.dynamic_rnn(cell, unknown_batch, dtype=tf.float32)
+    # Evaluation needs no noise, hence no static batch size.
+    cell = module.LSTMCell((theta, theta), bias, 3, training=False)
+    tf.nn.dynamic_rnn(cell, unknown_batch, dtype=tf.float32, scope="eval")
     with pytest.raises(TypeError, match="training"):
         module.RNNCell((tf.zeros([5, 3]),) * 2, tf.zeros([3]), 3,
                        training="yes")
+
+
+def test_vd_cell_clip_alpha_applies_in_training(sess):
+    # log_sigma2 = -40 means no noise; clip_alpha = 0 forces alpha = 1,
+    # i.e. noise std |theta| on every weight.
+    rng = np.random.RandomState(5)
+    theta, aux, bias = _weights(rng, 1, -40.)
+    inputs = tf.constant(rng.randn(BATCH, STEPS, INPUT), tf.float32)
+    outs = [tf.nn.dynamic_rnn(
+        vd_rnn.RNNCell((theta, aux), bias, UNITS, training=training,
+                       clip_alpha=clip), inputs, dtype=tf.float32,
+        scope="rnn%d" % i)[0]
+        for i, (training, clip) in enumerate([(False, None), (True, None),
+                                              (True, 0.)])]
+    eval_out, unclipped, clipped = sess.run(outs)
+    np.testing.assert_allclose(unclipped, eval_out, atol=2e-3)
+    assert np.abs(clipped - eval_out).max() > 0.1
