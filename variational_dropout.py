@@ -29,8 +29,8 @@ import mask_placement
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
-    "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob", "check_training",
-    "smart_cond", "derived_seed", "BernoulliInitializer",
+    "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob",
+    "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
 ]
 
 
