@@ -65,13 +65,13 @@ class Technique(object):
                                                "kernel_weights", rank=2)
         self.training = layer_utils.check_training(training)
 
-    def make(self, inputs, input_size, num_units):
+    def make(self, inputs, input_size):
         """Returns fn(x, h) -> pre-activations; called outside the loop.
 
         Args:
           inputs: the first step's input (only its static shape and dtype
             are used; it may live inside a while loop).
-          input_size, num_units: python ints.
+          input_size: python int, the width of the inputs.
         """
         raise NotImplementedError
 
@@ -108,13 +108,16 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
             raise RuntimeError("bias_weights must have shape [%d], got %s"
                                % (width, self._bias.shape))
         self._preactivation = None
+        self._input_size = None
 
     @property
     def state_size(self):
+        """num_units: the state is h."""
         return self._num_units
 
     @property
     def output_size(self):
+        """num_units."""
         return self._num_units
 
     def build(self, inputs_shape):
@@ -138,7 +141,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
             # Outside any while loop / control dependency: one sample per run.
             with tf.control_dependencies(None):
                 self._preactivation = self._technique.make(
-                    inputs, self._input_size, self._num_units)
+                    inputs, self._input_size)
         return self._preactivation(inputs, h) + self._bias
 
 
@@ -165,6 +168,7 @@ class SparseLSTMCell(_SparseCell):
 
     @property
     def state_size(self):
+        """LSTMStateTuple(c=num_units, h=num_units)."""
         return tf.nn.rnn_cell.LSTMStateTuple(self._num_units,
                                              self._num_units)
 

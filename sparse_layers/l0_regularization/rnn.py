@@ -19,7 +19,7 @@ class _L0Technique(_rnn.Technique):
         super(_L0Technique, self).__init__(kernel_weights, training)
         self.beta, self.gamma, self.zeta, self.eps = beta, gamma, zeta, eps
 
-    def make(self, inputs, input_size, num_units):
+    def make(self, inputs, input_size):
         weights = layer_utils.smart_cond(
             self.training,
             lambda: nn.train_weights(self.params, self.beta, self.gamma,

@@ -56,7 +56,7 @@ class _VDTechnique(_rnn.Technique):
                     + tf.matmul(h, weights_h))
         return preactivation
 
-    def make(self, inputs, input_size, num_units):
+    def make(self, inputs, input_size):
         if self.training is False:
             return self._eval_fn()
         train_fn = self._train_fn(inputs, input_size)
