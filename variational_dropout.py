@@ -31,6 +31,7 @@ __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob",
     "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
+    "make_mask_variable",
 ]
 
 
@@ -192,6 +193,48 @@ class BernoulliInitializer(object):
 # --------------------------------------------------------------------------
 # Mask-variable dropout.
 # --------------------------------------------------------------------------
+def make_mask_variable(create_variable, name, shape, keep_prob, dtype=None,
+                       seed=None):
+    """Creates a 0/1 dropout-mask variable and the op that resamples it.
+
+    The variable starts from a sampled Bernoulli(``keep_prob``) mask, so the
+    first step already drops; the update op assigns a new sample. Both are
+    built outside any while loop, cond and control dependency (so the op can
+    be fetched on its own, also on a finalized graph) and inside
+    ``mask_placement.mask_variable_scope`` (the mask stays per worker /
+    replica, never on a ps). The op is added to ``tf.GraphKeys.UPDATE_OPS``.
+    ``VariationalDropout`` and ``WeightDropLSTMCell(use_vd=True)`` both
+    create their masks here.
+
+    Args:
+      create_variable: callable ``(name, shape, dtype, initializer)``
+        returning a non-trainable resource variable (resource reads are
+        snapshots: a forward pass and its gradient see one mask).
+      name: the variable's name.
+      shape: fully defined shape, a list of ints.
+      keep_prob: Python float in ``(0, 1]``.
+      dtype: float dtype, or None for ``create_variable``'s default.
+      seed: optional op seed; the initial value and the update derive
+        distinct seeds from it.
+
+    Returns:
+      ``(variable, update_op)``.
+    """
+    # control_dependencies(None) also leaves any while-loop / cond context.
+    with tf.control_dependencies(None), \
+            mask_placement.mask_variable_scope():
+        variable = create_variable(
+            name, shape, dtype,
+            BernoulliInitializer(keep_prob, derived_seed(seed, 0)))
+        with tf.name_scope(name + "_update"):
+            sample = bernoulli_mask(shape, keep_prob,
+                                    variable.dtype.base_dtype,
+                                    derived_seed(seed, 1))
+            update = variable.assign(sample, read_value=False)
+    tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update)
+    return variable, update
+
+
 class VariationalDropout(object):
     """Dropout whose mask is a non-trainable variable, resampled on demand.
 
@@ -243,26 +286,15 @@ class VariationalDropout(object):
             raise ValueError("dtype must be a float dtype, got %s"
                              % self._dtype.name)
         self._seed = seed
-        # control_dependencies(None) also leaves any while-loop / cond
-        # context, so the update op is fetchable on its own.
-        # mask_variable_scope keeps the mask per worker/replica (never on a
-        # ps) and out of replicated checkpoints.
-        with tf.control_dependencies(None), \
-                mask_placement.mask_variable_scope():
-            with tf.variable_scope(None, default_name=name
-                                   or "variational_dropout") as scope:
-                self._scope_name = scope.name
-                self._mask = tf.get_variable(
-                    "mask", shape=shape, dtype=self._dtype,
-                    initializer=BernoulliInitializer(
-                        self._keep_prob, derived_seed(seed, 0)),
-                    trainable=False, use_resource=True)
-                sample = bernoulli_mask(shape.as_list(), self._keep_prob,
-                                        self._dtype, derived_seed(seed, 1),
-                                        name="resample")
-                update = self._mask.assign(sample, read_value=False)
+        with tf.variable_scope(None, default_name=name
+                               or "variational_dropout") as scope:
+            self._scope_name = scope.name
+            self._mask, update = make_mask_variable(
+                lambda var_name, var_shape, var_dtype, init: tf.get_variable(
+                    var_name, shape=var_shape, dtype=var_dtype,
+                    initializer=init, trainable=False, use_resource=True),
+                "mask", shape.as_list(), self._keep_prob, self._dtype, seed)
         self._update_ops = [update]
-        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update)
 
     @property
     def mask(self):

@@ -14,15 +14,14 @@ import tensorflow as tf
 from tensorflow.python.keras.engine import base_layer_utils
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
-import mask_placement
 from quantization.lstm import LSTMQuantizer
 from sparse_layers import common as sparse_common
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import nn as vd_nn
-from variational_dropout import (BernoulliInitializer, apply_mask,
-                                 bernoulli_mask, check_keep_prob,
-                                 check_training, derived_seed, scaled_mask,
-                                 smart_cond)
+from variational_dropout import (apply_mask, bernoulli_mask,
+                                 check_keep_prob, check_training,
+                                 derived_seed, make_mask_variable,
+                                 scaled_mask, smart_cond)
 
 __all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES"]
 
@@ -272,25 +271,15 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     # Variables.
     # ------------------------------------------------------------------
     def _create_mask_variable(self, input_depth):
-        """Creates the mask variable and its update op, once."""
-        seed = derived_seed(self._seed, 0)
-        # Leave any loop/cond context and control dependencies: the update
-        # op must be fetchable on its own. mask_variable_scope keeps the mask
-        # per worker/replica (never on a ps) and out of replicated checkpoints.
-        with tf.control_dependencies(None), \
-                mask_placement.mask_variable_scope():
-            self._mask_var = self.add_variable(
-                _MASK_VARIABLE_NAME, shape=self._mask_shape(input_depth),
-                initializer=BernoulliInitializer(self._weight_drop_kr, seed),
-                trainable=False, use_resource=True)
-            with tf.name_scope(self._mask_var.op.name + "/update/"):
-                sample = bernoulli_mask(
-                    self._mask_var.get_shape().as_list(),
-                    self._weight_drop_kr, self._mask_var.dtype,
-                    derived_seed(self._seed, 1))
-                update = self._mask_var.assign(sample, read_value=False)
+        """Creates the mask variable and its update op, once (see
+        ``variational_dropout.make_mask_variable``)."""
+        self._mask_var, update = make_mask_variable(
+            lambda name, shape, dtype, init: self.add_variable(
+                name, shape=shape, dtype=dtype, initializer=init,
+                trainable=False, use_resource=True),
+            _MASK_VARIABLE_NAME, self._mask_shape(input_depth),
+            self._weight_drop_kr, seed=self._seed)
         self._vd_update_ops = [update]
-        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update)
 
     def build(self, inputs_shape):
         """Creates the LSTMCell variables (same names), the mask variable
