@@ -131,9 +131,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     Raises:
       ValueError: ``weight_drop_kr`` outside ``(0, 1]``, an unknown
         ``sparsity``, a non-bool ``use_vd``/``drop_input_weights``, an
-        ``is_train`` that is neither a bool nor a scalar bool tensor, an
-        ``input_size`` that is not a positive int, or ``sparsity`` with
-        ``num_unit_shards``; with ``is_quant``: bad
+        ``is_train`` that is neither a bool nor a scalar bool tensor, a
+        ``num_units``/``input_size`` that is not a positive int, or
+        ``sparsity`` with ``num_unit_shards``; with ``is_quant``: bad
         bit widths, delay or ``quant_activation``, a non-float32 dtype or a
         custom ``activation``.
 
@@ -155,6 +155,11 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  is_train=True, sparsity=None, seed=None, is_quant=False,
                  quant_delay=0, weight_bits=8, activation_bits=8,
                  quant_activation="standard", **kwargs):
+        if (isinstance(num_units, bool)
+                or not isinstance(num_units, numbers.Integral)
+                or num_units <= 0):
+            raise ValueError("num_units must be a positive int, got %r"
+                             % (num_units,))
         weight_drop_kr = check_keep_prob(weight_drop_kr, "weight_drop_kr")
         for arg_name, value in (("use_vd", use_vd),
                                 ("drop_input_weights", drop_input_weights)):

@@ -83,7 +83,9 @@ def test_checkpoint_moves_between_lstm_cell_and_weight_drop(sess, tmp_path):
     sess.run(tf.global_variables_initializer())
     path = tf.train.Saver().save(sess, str(tmp_path / "ckpt"))
     want = sess.run(out_ref)
-    with tf.Graph().as_default(), tf.Session() as sess2:
+    config = tf.ConfigProto(intra_op_parallelism_threads=1,
+                            inter_op_parallelism_threads=1)
+    with tf.Graph().as_default(), tf.Session(config=config) as sess2:
         cell = WeightDropLSTMCell(UNITS, weight_drop_kr=0.4, is_train=False)
         out = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)[0]
         tf.train.Saver().restore(sess2, path)
@@ -347,10 +349,12 @@ def test_config_round_trip():
     (dict(use_vd=1), "use_vd"),
     (dict(input_size=0), "input_size"),
     (dict(is_train="yes"), "is_train"),
+    (dict(num_units=0), "num_units"),
+    (dict(num_units=2.5), "num_units"),
 ])
 def test_constructor_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        WeightDropLSTMCell(UNITS, **kwargs)
+        WeightDropLSTMCell(**dict({"num_units": UNITS}, **kwargs))
 
 
 def test_bad_is_train_tensor_and_input_size_mismatch():
