@@ -113,22 +113,17 @@ class LSTMQuantizer(object):
                 or quant_delay < 0:
             raise ValueError("quant_delay must be an int >= 0; got %r"
                              % (quant_delay,))
-        self.num_units = num_units
-        self.num_proj = num_proj
-        self.use_peepholes = use_peepholes
-        self.cell_clip = cell_clip
-        self.proj_clip = proj_clip
-        self.forget_bias = forget_bias
-        self.quant_activation = quant_activation
-        self.quant_delay = quant_delay
-        limits = {"state": cell_clip}
-        limits["output"] = proj_clip if num_proj else None
-        self.ranges = fq.RangeSet(range_names(use_peepholes, bool(num_proj)),
-                                  ema_decay=ema_decay, limits=limits)
-        self.run_ranges = None
-        self._weights = None
-        self._active = True
-        self._training = False
+        self.num_units, self.num_proj = num_units, num_proj
+        self.use_peepholes, self.forget_bias = use_peepholes, forget_bias
+        self.cell_clip, self.proj_clip = cell_clip, proj_clip
+        self.quant_activation, self.quant_delay = quant_activation, quant_delay
+        # Clips are realized by bounding the ranges of the clipped tensors.
+        self.ranges = fq.RangeSet(
+            range_names(use_peepholes, bool(num_proj)), ema_decay=ema_decay,
+            limits={"state": cell_clip,
+                    "output": proj_clip if num_proj else None})
+        self.run_ranges = self._weights = None
+        self._active, self._training = True, False
         # Set (before build) to compute the same function in float: every
         # fake-quant bypassed, hard activations kept (float export).
         self.float_only = False
