@@ -42,7 +42,9 @@ class NTASGDOptimizer(tf.train.Optimizer):
     The switch state (``averaging``), the number of averaged steps and the
     averages are variables, so `tf.train.Saver` checkpoints them; the list
     of observed validation losses is Python state in `history` (restore it
-    after a resume with `set_history`).
+    after a resume with `set_history`).  `observe` and `averaged_weights`
+    run their ops by name, so they also work in a session on a copy of the
+    graph made with `tf.train.import_meta_graph`.
     """
 
     def __init__(self, learning_rate, nonmono=5, use_locking=False,
@@ -156,12 +158,12 @@ class NTASGDOptimizer(tf.train.Optimizer):
         Returns:
           bool: True if this call switched averaging on.
         """
-        fire = (not sess.run(self.averaging)
+        fire = (not sess.run(self.averaging.name)
                 and nonmonotone_trigger(self.history, val_loss,
                                         self._nonmono))
         self.history.append(float(val_loss))
         if fire:
-            sess.run(self.trigger_op())
+            sess.run(self.trigger_op().name)
         return fire
 
     def swap_ops(self):
@@ -202,8 +204,8 @@ class NTASGDOptimizer(tf.train.Optimizer):
                 evaluate(); saver.save(sess, path)
         """
         swap_in, swap_out = self.swap_ops()
-        sess.run(swap_in)
+        sess.run(swap_in.name)
         try:
             yield
         finally:
-            sess.run(swap_out)
+            sess.run(swap_out.name)

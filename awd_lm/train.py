@@ -1,8 +1,8 @@
 """Training loop of the language model: stateful truncated BPTT, NT-ASGD,
 early stopping, checkpoints, exact resume, TensorBoard summaries, JSON.
 
-Exact resume: every epoch runs in a freshly built graph whose random seed
-is a function of (seed, epoch) and starts from the previous epoch's
+Exact resume: every epoch runs in a fresh copy of the graph whose random
+ops are seeded by (seed, epoch) and starts from the previous epoch's
 checkpoint, and the Python-side state (validation history, best loss,
 BPTT-length generator) is a function of the saved state and the epoch.  A
 run killed at any point and resumed with ``resume=True`` therefore redoes
@@ -25,53 +25,76 @@ SUMMARY_FILE = "summary.json"
 
 
 class Graph(object):
-    """The training/evaluation graph of one model (one per epoch)."""
+    """The training/evaluation graph of one model, built once.
 
-    def __init__(self, params, graph_seed):
-        """Builds placeholders, model, train op and savers in a new graph.
+    Each epoch runs in `instance(seed)`: a copy of this graph (through its
+    MetaGraphDef) whose random ops are reseeded from `seed`, so an epoch's
+    dropout masks depend only on (seed, epoch), never on how many epochs
+    ran earlier in the same process.  Feeds and fetches go by name, so they
+    work on any instance.
+    """
+
+    def __init__(self, params):
+        """Builds placeholders, model, train op and savers.
 
         Args:
           params: the model's parameter dict (see `awd_lm.presets`).
-          graph_seed: int, the graph-level random seed.
         """
-        self.graph = tf.Graph()
-        with self.graph.as_default():
-            tf.set_random_seed(graph_seed)
-            self.inputs = tf.placeholder(tf.int32, [None, None], "inputs")
-            self.targets = tf.placeholder(tf.int32, [None, None], "targets")
-            self.training = tf.placeholder_with_default(False, [], "training")
-            self.lr = tf.placeholder(tf.float32, [], "learning_rate")
-            self.state = tuple(
+        graph = tf.Graph()
+        with graph.as_default():
+            inputs = tf.placeholder(tf.int32, [None, None], "inputs")
+            targets = tf.placeholder(tf.int32, [None, None], "targets")
+            training = tf.placeholder_with_default(False, [], "training")
+            lr = tf.placeholder(tf.float32, [], "learning_rate")
+            state = tuple(
                 tf.nn.rnn_cell.LSTMStateTuple(
                     tf.placeholder(tf.float32, [None, n], "c%d" % i),
                     tf.placeholder(tf.float32, [None, n], "h%d" % i))
                 for i, n in enumerate(model.layer_sizes(params)))
-            features = {"inputs": self.inputs, "targets": self.targets,
-                        "state": self.state}
-            self.out = model.build_lm(features, self.training, params)
-            self.train_op, self.optimizer = model.build_train_op(
-                self.out.loss, self.lr, params)
-            self.averaging = getattr(self.optimizer, "averaging", None)
-            self.init = tf.global_variables_initializer()
-            self.last_saver = tf.train.Saver(max_to_keep=2)
-            self.best_saver = tf.train.Saver(max_to_keep=1)
-        self.graph.finalize()
+            features = {"inputs": inputs, "targets": targets,
+                        "state": state}
+            out = model.build_lm(features, training, params)
+            train_op, self.optimizer = model.build_train_op(out.loss, lr,
+                                                            params)
+            self.ntasgd = hasattr(self.optimizer, "averaging")
+            init = tf.global_variables_initializer()
+            self.saver_defs = [tf.train.Saver(max_to_keep=n).as_saver_def()
+                               for n in (2, 1)]
+            self.meta_graph = tf.train.export_meta_graph()
+        self.inputs, self.targets = inputs.name, targets.name
+        self.training, self.lr = training.name, lr.name
+        self.xent, self.train_op, self.init = out.xent.name, train_op.name, \
+            init.name
+        self.state = [t.name for s in state for t in s]
+        self.final_state = [t.name for s in out.final_state for t in s]
+        self.state_sizes = [t.shape[1].value for s in state for t in s]
+        self.averaging = (self.optimizer.averaging.name if self.ntasgd
+                          else None)
+
+    def instance(self, seed):
+        """(tf.Graph, last-epoch Saver, best Saver) with reseeded random ops."""
+        meta = tf.MetaGraphDef()
+        meta.CopyFrom(self.meta_graph)
+        for node in meta.graph_def.node:
+            if "seed" in node.attr and "seed2" in node.attr:
+                node.attr["seed"].i = seed
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.train.import_meta_graph(meta)
+            savers = [tf.train.Saver(saver_def=d) for d in self.saver_defs]
+        graph.finalize()
+        return graph, savers[0], savers[1]
 
     def zero_state(self, batch):
         """Numpy zeros for every state placeholder."""
-        return [np.zeros((batch, s.c.shape[1].value), np.float32)
-                for s in self.state for _ in (0, 1)]
+        return [np.zeros((batch, n), np.float32) for n in self.state_sizes]
 
     def feed(self, x, y, state, extra=None):
         """Feed dict for inputs, targets and the flat list of state arrays."""
         feed = {self.inputs: x, self.targets: y}
-        flat = [t for s in self.state for t in (s.c, s.h)]
-        feed.update(zip(flat, state))
+        feed.update(zip(self.state, state))
         feed.update(extra or {})
         return feed
-
-    def final_state_fetch(self):
-        return [t for s in self.out.final_state for t in (s.c, s.h)]
 
 
 def session_config(threads):
@@ -93,7 +116,7 @@ def evaluate(sess, g, stream, bptt):
     """
     state = g.zero_state(stream.shape[0])
     total, count = 0.0, 0
-    fetches = [g.out.xent] + g.final_state_fetch()
+    fetches = [g.xent] + g.final_state
     for start, n in data.bptt_windows(stream.shape[1] - 1, bptt):
         res = sess.run(fetches, g.feed(stream[:, start:start + n],
                                        stream[:, start + 1:start + n + 1],
@@ -117,7 +140,7 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     windows = data.bptt_windows(stream.shape[1] - 1, params["bptt"], rng,
                                 variable=params["variable_bptt"])
     state = g.zero_state(stream.shape[0])
-    fetches = [g.train_op, g.out.xent] + g.final_state_fetch()
+    fetches = [g.train_op, g.xent] + g.final_state
     total, count, start_time = 0.0, 0, time.time()
     bar = progress(total=stream.size, desc="epoch %d" % epoch) \
         if progress else None
@@ -231,16 +254,20 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         log("%-5s | %5s | %9s | %9s | %6s | %7s | %s" % (
             name, "epoch", "train ppl", "valid ppl", "tok/s", "seconds",
             "note"))
+    g = Graph(params)
     while not state["done"] and stop_reason(state, params) is None:
         epoch = state["epoch"] + 1
         start = time.time()
-        g = Graph(params, graph_seed=params["seed"] * 1009 + epoch)
-        with tf.Session(graph=g.graph, config=config) as sess:
+        graph, last_saver, best_saver = g.instance(
+            params["seed"] * 1009 + epoch)
+        with tf.Session(graph=graph, config=config) as sess:
             if epoch == 1:
                 sess.run(g.init)
             else:
-                g.last_saver.restore(sess, tf.train.latest_checkpoint(
-                    os.path.dirname(last_prefix)))
+                # The checkpoint of the last finished epoch by name: a kill
+                # during a later save may have moved "latest" already.
+                last_saver.restore(sess, "%s-%d" % (last_prefix,
+                                                      epoch - 1))
             if g.averaging is not None:
                 g.optimizer.set_history(state["val_history"])
             train_loss, tok_s = train_epoch(sess, g, train, params, epoch,
@@ -253,12 +280,12 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
                     valid_loss = evaluate(sess, g, valid, params["bptt"])
                     best = _is_best(state, valid_loss)
                     if best:
-                        g.best_saver.save(sess, best_prefix)
+                        best_saver.save(sess, best_prefix)
             else:
                 valid_loss = evaluate(sess, g, valid, params["bptt"])
                 best = _is_best(state, valid_loss)
                 if best:
-                    g.best_saver.save(sess, best_prefix)
+                    best_saver.save(sess, best_prefix)
                 if g.averaging is not None and g.optimizer.observe(
                         sess, valid_loss):
                     state["averaging_epoch"] = epoch
@@ -284,7 +311,10 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
             state["train_seconds"] += seconds
             # Checkpoint first, state second: a kill in between redoes the
             # epoch from the previous checkpoint, which is still consistent.
-            g.last_saver.save(sess, last_prefix, global_step=epoch)
+            # A Saver per epoch: tell it the kept one so max_to_keep holds.
+            last_saver.recover_last_checkpoints(
+                ["%s-%d" % (last_prefix, e) for e in (epoch - 1,) if e > 0])
+            last_saver.save(sess, last_prefix, global_step=epoch)
         _write_json(state_path, state)
         _scalars(writer, epoch, train_loss=train_loss, valid_loss=valid_loss,
                  train_ppl=ppl(train_loss), valid_ppl=ppl(valid_loss),
@@ -296,9 +326,9 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
 
     if not state["done"]:
         state["stop_reason"] = stop_reason(state, params)
-        g = Graph(params, graph_seed=params["seed"] * 1009)
-        with tf.Session(graph=g.graph, config=config) as sess:
-            g.best_saver.restore(sess, best_prefix)
+        graph, _, best_saver = g.instance(params["seed"] * 1009)
+        with tf.Session(graph=graph, config=config) as sess:
+            best_saver.restore(sess, best_prefix)
             state["test_loss"] = evaluate(sess, g, test, params["bptt"])
             state["best_valid_check"] = evaluate(sess, g, valid,
                                                  params["bptt"])

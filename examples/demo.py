@@ -7,14 +7,23 @@ validation epoch, its gap to the floor, epochs and seconds.  Outputs
 (checkpoints, TensorBoard events, summary.json, valid_ppl.png) go to
 runs/demo/.
 """
+import importlib.util
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import awd_lm  # noqa: E402  (examples/awd_lm.py, the one script)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_script():
+    """examples/awd_lm.py as a module (named apart from the awd_lm package)."""
+    spec = importlib.util.spec_from_file_location(
+        "awd_lm_script", os.path.join(HERE, "awd_lm.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 if __name__ == "__main__":
-    out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
-        __file__))), "runs", "demo")
-    sys.exit(awd_lm.main(["--model", "both", "--preset", "demo", "--out", out]
-                         + sys.argv[1:]))
+    out = os.path.join(os.path.dirname(HERE), "runs", "demo")
+    sys.exit(load_script().main(["--model", "both", "--preset", "demo",
+                                 "--out", out] + sys.argv[1:]))

@@ -1,0 +1,134 @@
+"""examples/awd_lm.py end to end on tiny corpora: a two-epoch run, bad data,
+and kill-and-resume equal to an uninterrupted run."""
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "examples", "awd_lm.py")
+
+def _load_script():
+    # Loaded under another name: "awd_lm" is the package the script uses.
+    spec = importlib.util.spec_from_file_location("awd_lm_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+script = _load_script()
+
+TINY = ["--preset", "demo", "--emb-size", "8", "--hidden-size", "16",
+        "--num-layers", "2", "--batch-size", "4", "--eval-batch-size", "2",
+        "--bptt", "8", "--threads", "1", "--no-progress", "--lr", "5"]
+
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
+
+
+def write_ptb(d, shuffled_valid=False):
+    """A patterned corpus; with `shuffled_valid` the validation text is the
+    same words in random order, so validation worsens as training fits
+    the pattern (which makes NT-ASGD switch to averaging)."""
+    lines = [" ".join(WORDS[(i * 3 + j) % 8] for j in range(4 + i % 5))
+             for i in range(120)]
+    valid = lines[80:100]
+    if shuffled_valid:
+        rng = np.random.RandomState(0)
+        valid = [" ".join(rng.choice(WORDS, 6)) for _ in range(20)]
+    for split, chunk in (("train", lines[:80]), ("valid", valid),
+                         ("test", lines[100:] + ["zebra cat"])):
+        with open(os.path.join(d, split + ".txt"), "w") as f:
+            f.write("\n".join(chunk) + "\n")
+
+
+def test_two_epoch_run_on_ptb_layout(tmpdir, capsys):
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir)
+    out = str(tmpdir.join("out"))
+    rc = script.main(TINY + ["--model", "both", "--data-dir", data_dir,
+                             "--max-epochs", "2", "--out", out])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "mapped to <unk>: valid 0, test 1" in printed
+    assert "awd / plain test perplexity" in printed
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    assert [m["model"] for m in summary["models"]] == ["plain", "awd"]
+    for m in summary["models"]:
+        assert m["epochs_run"] == 2 and len(m["epochs"]) == 2
+        assert m["stop_reason"] == "max epochs (2)"
+        # Scored at the best-validation checkpoint.
+        best = min(m["epochs"], key=lambda r: r["valid_loss"])
+        assert m["best_epoch"] == best["epoch"]
+        assert 1 < m["test_ppl"] < 20  # 9-word vocabulary
+        run_dir = os.path.join(out, m["model"])
+        assert os.path.exists(os.path.join(run_dir, "best", "checkpoint"))
+        assert any(n.startswith("events.out") for n in os.listdir(run_dir))
+    assert os.path.getsize(os.path.join(out, "valid_ppl.png")) > 1000
+
+
+def test_bad_data_exits_2_with_one_line(tmpdir):
+    d = str(tmpdir)
+    write_ptb(d)
+    with open(os.path.join(d, "valid.txt"), "wb") as f:
+        f.write(b"ok\n\xc3\x28 bad\n")
+    rc, err = None, None
+    proc = subprocess.run([sys.executable, SCRIPT, "--data-dir", d,
+                           "--out", os.path.join(d, "o")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=120)
+    rc, err = proc.returncode, proc.stderr.strip()
+    assert rc == 2
+    assert err.splitlines() == [
+        "error: %s: undecodable bytes at byte offset 3 (not UTF-8: invalid "
+        "continuation byte)" % os.path.join(d, "valid.txt")]
+
+
+def losses(run_dir):
+    with open(os.path.join(run_dir, "state.json")) as f:
+        state = json.load(f)
+    return ([(r["epoch"], r["train_loss"], r["valid_loss"], r["averaged"])
+             for r in state["epochs"]], state["test_loss"],
+            state["averaging_epoch"])
+
+
+def test_kill_and_resume_equals_uninterrupted(tmpdir):
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir, shuffled_valid=True)
+    args = TINY + ["--model", "awd", "--max-epochs", "4", "--nonmono", "1",
+                   "--patience", "9", "--data-dir", data_dir]
+    ref = str(tmpdir.join("ref"))
+    assert script.main(args + ["--out", ref]) == 0
+    cut = str(tmpdir.join("cut"))
+    state = os.path.join(cut, "awd", "state.json")
+    proc = subprocess.Popen([sys.executable, SCRIPT] + args + ["--out", cut],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not os.path.exists(state) and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)  # mid-epoch 2 (or later)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with open(state) as f:
+        killed_at = json.load(f)
+    assert not killed_at["done"]
+    rc = subprocess.run([sys.executable, SCRIPT] + args + ["--out", cut,
+                                                          "--resume"],
+                        stdout=subprocess.PIPE, timeout=120).returncode
+    assert rc == 0
+    want, got = losses(os.path.join(ref, "awd")), losses(os.path.join(cut,
+                                                                      "awd"))
+    assert want[2] is not None  # the run switched to averaging on the way
+    assert got[0] == pytest.approx(want[0], rel=1e-6)
+    assert got[1:] == pytest.approx(want[1:], rel=1e-6)
