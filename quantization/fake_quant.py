@@ -41,10 +41,11 @@ def check_num_bits(name, num_bits):
       ``num_bits`` as an int.
 
     Raises:
-      ValueError: unless ``num_bits`` is an integer in [2, 8] (the op's limits).
+      ValueError: unless ``num_bits`` is an integer in [2, 8] (the op's
+        limits).
     """
-    if isinstance(num_bits, bool) or not isinstance(num_bits, (int, np.integer)) \
-            or not 2 <= num_bits <= 8:
+    if isinstance(num_bits, bool) or not isinstance(
+            num_bits, (int, np.integer)) or not 2 <= num_bits <= 8:
         raise ValueError("%s must be an integer in [2, 8]; got %r"
                          % (name, num_bits))
     return int(num_bits)
@@ -68,9 +69,9 @@ def smart_cond(pred, true_fn, false_fn, name=None):
 def fixed_output_range(kind, num_bits):
     """The output range TFLite's quantized kernels impose on an activation.
 
-    TFLite's uint8 Logistic writes scale 1/256, zero point 0, i.e. [0, 255/256];
-    its uint8 Tanh writes scale 1/128, zero point 128, i.e. [-1, 127/128].  The
-    same grids generalize to ``num_bits``.
+    TFLite's uint8 Logistic writes scale 1/256, zero point 0, i.e.
+    [0, 255/256]; its uint8 Tanh writes scale 1/128, zero point 128, i.e.
+    [-1, 127/128]. The same grids generalize to ``num_bits``.
 
     Args:
       kind: ``'sigmoid'`` (also used for hard-sigmoid) or ``'tanh'``.
@@ -109,9 +110,9 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
     """
     range_min = tf.stop_gradient(tf.convert_to_tensor(range_min, x.dtype))
     range_max = tf.stop_gradient(tf.convert_to_tensor(range_max, x.dtype))
-    return tf.fake_quant_with_min_max_vars(x, range_min, range_max,
-                                           num_bits=num_bits,
-                                           narrow_range=narrow_range, name=name)
+    return tf.fake_quant_with_min_max_vars(
+        x, range_min, range_max, num_bits=num_bits,
+        narrow_range=narrow_range, name=name)
 
 
 def quantize_weight(weight, num_bits, name=None):

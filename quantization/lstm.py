@@ -6,12 +6,14 @@ optional peepholes, cell clip, projection and projection clip), with every
 tensor a full-integer graph needs fake-quantized:
 
 * weights after their DropConnect / sparsity mask (last value, narrow range);
-* the step's input, the incoming state (``c`` with the ``state`` range, ``h``
-  with the ``output`` range, so initial and carried state share one grid),
-  the ``[x, h]`` concatenation (on the union of both grids, as TFLite's
-  Concatenation requantizes), ``matmul + bias``, every product and sum, the
-  gates (fixed TFLite output ranges), the cell state, the output and the
-  projection.
+* the ``[x, h]`` concatenation, on the union of the input's learned range
+  and the output range (TFLite's Concatenation requantizes its inputs to its
+  output grid), which quantizes the step's input;
+* ``matmul + bias``, every product and sum, the gates (fixed TFLite output
+  ranges), the cell state (``state`` range), the output (``output`` range)
+  and the projection. The carried state is therefore on its grids already;
+  it is not quantized again (a zero initial state is on every grid, and the
+  export quantizes its state inputs onto the same grids).
 
 Because each Add and Mul inside the step is followed directly by its own
 fake-quant, ``tf.contrib.quantize.create_training_graph`` /
