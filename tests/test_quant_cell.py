@@ -196,6 +196,7 @@ def test_float_checkpoint_restores_into_quantized_graph(tmp_path):
         float_values = sess.run(float_out)
         tf.train.Saver().save(sess, path)
     with tf.Graph().as_default(), tf.Session(config=config) as sess:
+        tf.set_random_seed(5)
         is_train = tf.placeholder_with_default(True, [])
         cell = WeightDropLSTMCell(N, weight_drop_kr=0.5, is_train=is_train,
                                   is_quant=True)
@@ -216,3 +217,32 @@ def test_float_checkpoint_restores_into_quantized_graph(tmp_path):
     step = nudge(min(lo, 0), max(hi, 0))[2]
     assert np.mean(np.abs(quant_values - float_values)) < 3 * step
     assert np.abs(quant_values - fake_quant(float_values, lo, hi)).max() > 0
+
+
+def test_trains_in_monitored_session_with_finalized_graph(tmp_path):
+    """Per-run range ops are built with the graph, so a finalized graph
+    (MonitoredTrainingSession) trains and learns ranges."""
+    x_data, _, _ = _data(6)
+    tf.set_random_seed(6)
+    step = tf.train.get_or_create_global_step()
+    cell = WeightDropLSTMCell(N, is_quant=True, weight_drop_kr=0.5,
+                              use_vd=True, quant_delay=1)
+    out, _ = tf.nn.dynamic_rnn(cell, tf.constant(x_data), dtype=tf.float32)
+    loss = tf.reduce_mean(tf.square(out - 0.1))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=step)
+    with tf.control_dependencies([train]):
+        train = tf.group(*cell.get_vd_update_op())
+    observed = _variables(cell)["quant/observed"]
+    with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path), save_checkpoint_secs=None,
+            save_summaries_steps=None, log_step_count_steps=None,
+            config=tf.ConfigProto(intra_op_parallelism_threads=1,
+                                  inter_op_parallelism_threads=1)) as sess:
+        assert tf.get_default_graph().finalized
+        for _ in range(3):
+            sess.run(train)
+        assert sess.run(observed)[-1] == T
+        lo, hi = sess.run([_variables(cell)["quant/state/min"],
+                           _variables(cell)["quant/state/max"]])
+    assert lo < 0 < hi and (lo, hi) != (-6.0, 6.0)
