@@ -239,7 +239,10 @@ def _eval_cell(cell, is_quant):
     bypassed (float hard sigmoid / ReLU, the function that was trained)."""
     config = dict(cell.get_config())
     hard = config.get("quant_activation") == "hard" and config["is_quant"]
-    config.update(is_train=False, is_quant=is_quant or hard, quant_delay=0)
+    # The model's state inputs / outputs are (c, h) pairs whatever the
+    # trained cell's state_is_tuple (the variables do not depend on it).
+    config.update(is_train=False, is_quant=is_quant or hard, quant_delay=0,
+                  state_is_tuple=True)
     copy = type(cell).from_config(config)
     copy.quantizer.float_only = hard and not is_quant
     return copy
@@ -254,7 +257,7 @@ def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
     graph = tf.Graph()
     with graph.as_default():
         new_cells = [_eval_cell(c, is_quant) for c in cells]
-        depth = values[0]["kernel"].shape[0] - cells[0].state_size.h
+        depth = values[0]["kernel"].shape[0] - new_cells[0].state_size.h
         inputs = tf.placeholder(tf.float32, [batch_size, num_steps, depth],
                                 name=INPUT_NAME)
         _build_cells(new_cells, batch_size, depth)

@@ -17,10 +17,10 @@ CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1,
                         inter_op_parallelism_threads=1)
 
 
-# The fixture's stack: a plain layer under one with peepholes, projection
-# and both clips.
-STACK = [dict(), dict(use_peepholes=True, num_proj=7, cell_clip=0.6,
-                      proj_clip=0.4)]
+# The fixture's stack: a plain layer (concatenated state) under one with
+# peepholes, projection and both clips.
+STACK = [dict(state_is_tuple=False),
+         dict(use_peepholes=True, num_proj=7, cell_clip=0.6, proj_clip=0.4)]
 
 
 def _train_stack(layers=STACK, steps=30, seed=0):
