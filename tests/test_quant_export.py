@@ -23,7 +23,7 @@ STACK = [dict(state_is_tuple=False),
          dict(use_peepholes=True, num_proj=7, cell_clip=0.6, proj_clip=0.4)]
 
 
-def _train_stack(layers=STACK, steps=30, seed=0):
+def _train_stack(layers=STACK, steps=20, seed=0):
     """Trains a small QAT stack on a running-mean task; builds beside it
     ``tf.nn.rnn_cell.LSTMCell`` copies (the float reference) in eval.
 
