@@ -481,10 +481,11 @@ def run(argv=None):
                          "one process; unset TF_CONFIG (got a cluster: %s)"
                          % (probe.cluster_spec.as_dict(),))
     n_tasks = probe.num_worker_replicas if probe.cluster_spec else 1
-    # A different graph seed per task: workers must not draw the same masks.
+    # A different graph seed per task: workers must not draw the same masks
+    # (an evaluator has no id in the cluster).
     config = tf.estimator.RunConfig(
         model_dir=args.model_dir,
-        tf_random_seed=params["seed"] + probe.global_id_in_cluster,
+        tf_random_seed=params["seed"] + (probe.global_id_in_cluster or 0),
         save_checkpoints_steps=args.save_steps, save_summary_steps=50,
         log_step_count_steps=50,
         session_config=session_config(

@@ -15,12 +15,13 @@ import tensorflow as tf
 import variational_dropout
 import weight_drop_lstm
 from awd_lm import losses, ntasgd
+from sparse_layers import losses as sparse_losses
 
 MODELS = ("awd", "plain")
 
 LMOutputs = collections.namedtuple("LMOutputs", [
-    "logits", "xent", "loss", "ar", "tar", "weight_decay", "initial_state",
-    "final_state", "cells"])
+    "logits", "xent", "loss", "ar", "tar", "weight_decay", "sparsity_loss",
+    "initial_state", "final_state", "cells"])
 LMOutputs.__doc__ = """What `build_lm` returns.
 
 Fields:
@@ -28,6 +29,8 @@ Fields:
   xent: scalar, mean cross-entropy (nats per token) of the targets.
   loss: scalar, the training objective: xent + ar + tar + weight_decay.
   ar, tar, weight_decay: scalar regularization terms (0 for 'plain').
+  sparsity_loss: the weighted KL (variational_dropout) or expected L0
+    norm (l0) of the sparse embedding and cells; 0 without sparsity.
   initial_state, final_state: tuples, one LSTMStateTuple(c, h) per layer
     ([batch, units] each); feed final_state back as the next window's
     initial state for stateful truncated BPTT.
@@ -56,6 +59,10 @@ def check_params(params):
         if int(params[key]) < 1:
             raise ValueError("params[%r]: expected an int >= 1, got %r"
                              % (key, params[key]))
+    if params.get("sparsity") not in weight_drop_lstm.SPARSITY_CHOICES:
+        raise ValueError("params['sparsity']: expected one of %s, got %r"
+                         % (weight_drop_lstm.SPARSITY_CHOICES,
+                            params["sparsity"]))
     for key in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop"):
         if not 0.0 <= params.get(key, 0.0) < 1.0:
             raise ValueError("params[%r]: expected a drop rate in [0, 1), got "
@@ -89,7 +96,10 @@ def build_lm(features, mode, params):
         (output), dropouth (between layers), dropouti (embedding output),
         dropoute (embedding rows), wdrop (recurrent weights), and
         alpha (AR), beta (TAR), wdecay (L2); optional use_vd (masks in
-        variables, see WeightDropLSTMCell).  Random ops take their seeds
+        variables, see WeightDropLSTMCell); optional sparsity (None,
+        'variational_dropout' or 'l0': sparse embedding lookups, tied
+        decoder and cells from `sparse_layers`, embedding dropout off) with
+        its loss weight sparsity_weight (e.g. 1 / training tokens).  Random ops take their seeds
         from the graph-level seed (`tf.set_random_seed`).
     Returns:
       LMOutputs.
@@ -106,7 +116,14 @@ def build_lm(features, mode, params):
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
         embedding = tf.get_variable("embedding", [vocab, emb_size],
                                     initializer=init)
-        if awd and params.get("dropoute", 0.0) > 0:
+        sparse = _sparse_embedding(embedding, params.get("sparsity"))
+        if sparse is not None:
+            technique, pair = sparse
+            x = variational_dropout.smart_cond(
+                training,
+                lambda: technique.nn.embedding_lookup_train(pair, inputs),
+                lambda: technique.nn.embedding_lookup_eval(pair, inputs))
+        elif awd and params.get("dropoute", 0.0) > 0:
             x = variational_dropout.embedding_dropout(
                 embedding, inputs, 1.0 - params["dropoute"],
                 training=training)
@@ -123,7 +140,8 @@ def build_lm(features, mode, params):
             cell = weight_drop_lstm.WeightDropLSTMCell(
                 units, weight_drop_kr=_keep(params, "wdrop", awd),
                 use_vd=bool(params.get("use_vd", False)),
-                is_train=training, name="lstm_%d" % i)
+                sparsity=params.get("sparsity"), is_train=training,
+                name="lstm_%d" % i)
             cells.append(cell)
             s0 = (state_in[i] if state_in is not None
                   else cell.zero_state(batch, tf.float32))
@@ -138,8 +156,16 @@ def build_lm(features, mode, params):
         bias = tf.get_variable("softmax_bias", [vocab],
                                initializer=tf.zeros_initializer())
         flat = tf.reshape(x, [-1, emb_size])
-        logits = tf.nn.bias_add(tf.matmul(flat, embedding, transpose_b=True),
-                                bias)
+        if sparse is not None:
+            decoded = variational_dropout.smart_cond(
+                training,
+                lambda: technique.nn.matmul_train(flat, pair,
+                                                  transpose_b=True),
+                lambda: technique.nn.matmul_eval(flat, pair,
+                                                 transpose_b=True))
+        else:
+            decoded = tf.matmul(flat, embedding, transpose_b=True)
+        logits = tf.nn.bias_add(decoded, bias)
         xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=tf.reshape(targets, [-1]), logits=logits))
         logits = tf.reshape(logits, tf.concat([tf.shape(inputs), [vocab]], 0))
@@ -156,9 +182,35 @@ def build_lm(features, mode, params):
         # AR/TAR are training-time penalties only.
         ar, tar = (variational_dropout.smart_cond(
             training, lambda t=t: t, lambda: zero) for t in (ar, tar))
-    loss = xent + ar + tar + wd
-    return LMOutputs(logits, xent, loss, ar, tar, wd, tuple(initial),
-                     tuple(final), cells)
+    sparsity_loss = zero
+    if sparse is not None:
+        penalty = (sparse_losses.kl_loss if params["sparsity"]
+                   == "variational_dropout" else sparse_losses.l0_loss)
+        sparsity_loss = penalty(weight=params.get("sparsity_weight", 1e-5),
+                                summaries=False)
+    loss = xent + ar + tar + wd + sparsity_loss
+    return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
+                     tuple(initial), tuple(final), cells)
+
+
+def _sparse_embedding(embedding, sparsity):
+    """(technique, (theta, aux)) for a sparse embedding, or None.
+
+    The auxiliary variable (log_sigma2 or log_alpha), its initial value and
+    the collection the pair joins are the ones WeightDropLSTMCell uses for
+    its kernel, so the sparse_layers losses and report cover both.
+    """
+    if sparsity is None:
+        return None
+    # pylint: disable=protected-access
+    technique = weight_drop_lstm._SPARSITY[sparsity]
+    aux = tf.get_variable("embedding_" + technique.aux_name,
+                          embedding.shape,
+                          initializer=technique.make_initializer())
+    pair = (embedding, aux)
+    if pair not in tf.get_collection(technique.collection):
+        tf.add_to_collection(technique.collection, pair)
+    return technique, pair
 
 
 def _locked(x, keep, training):

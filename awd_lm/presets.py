@@ -16,6 +16,8 @@ DEFAULTS = {
     # stopping rule, identical for every model of a run
     "max_epochs": 500, "patience": 10,
     "seed": 1111,
+    # sparse embedding and cells (sparse_layers); weight None: 1 / tokens
+    "sparsity": None, "sparsity_weight": None,
     # embedded corpus (used when no --data-dir is given)
     "hmm_seed": 1234, "hmm_states": 32, "hmm_vocab": 2000,
     "hmm_train": 200000, "hmm_valid": 20000, "hmm_test": 20000,

@@ -8,6 +8,7 @@ BPTT-length generator) is a function of the saved state and the epoch.  A
 run killed at any point and resumed with ``resume=True`` therefore redoes
 the interrupted epoch exactly as an uninterrupted run would.
 """
+import collections
 import json
 import math
 import os
@@ -19,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from awd_lm import data, model
+from sparse_layers import report as sparse_report
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -60,6 +62,13 @@ class Graph(object):
             init = tf.global_variables_initializer()
             self.saver_defs = [tf.train.Saver(max_to_keep=n).as_saver_def()
                                for n in (2, 1)]
+            self.sparsity = None
+            if params.get("sparsity"):
+                report = sparse_report.sparsity_report(summaries=False)
+                self.sparsity = {"global": report["global"].name,
+                                 "layers": collections.OrderedDict(
+                                     (k, v.name) for k, v in
+                                     report["layers"].items())}
             self.meta_graph = tf.train.export_meta_graph()
         self.inputs, self.targets = inputs.name, targets.name
         self.training, self.lr = training.name, lr.name
@@ -226,15 +235,25 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       the summary dict (also written to run_dir/summary.json).
     """
     params = dict(params, vocab_size=len(corpus.vocab))
+    if params.get("sparsity") and params.get("sparsity_weight") is None:
+        # The KL / L0 term is a sum over weights; the data term a mean
+        # over tokens: weigh by 1 / tokens (the ELBO per token).
+        params["sparsity_weight"] = 1.0 / len(corpus.train)
     state_path = os.path.join(run_dir, STATE_FILE)
     if resume and os.path.exists(state_path):
         with open(state_path) as f:
             state = json.load(f)
-        if state["params"] != params:
-            changed = sorted(k for k in set(params) | set(state["params"])
-                             if params.get(k) != state["params"].get(k))
+        # Only max_epochs may change: it extends or shortens a run.
+        changed = sorted(k for k in set(params) | set(state["params"])
+                         if params.get(k) != state["params"].get(k)
+                         and k != "max_epochs")
+        if changed:
             raise ValueError("resume: %s was made with different parameters "
                              "(%s)" % (run_dir, ", ".join(changed)))
+        if state["params"]["max_epochs"] != params["max_epochs"]:
+            state["params"]["max_epochs"] = params["max_epochs"]
+            if state["done"] and stop_reason(state, params) is None:
+                state["done"] = False  # extended past its old maximum
         log("resuming %s after epoch %d" % (run_dir, state["epoch"]))
     else:
         if os.path.isdir(run_dir):
@@ -307,6 +326,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
                       "seconds": seconds, "averaged": averaging,
                       "lr": params["lr"]}
             state["epochs"].append(record)
+            if g.sparsity:
+                record["sparsity"] = float(sess.run(g.sparsity["global"]))
             state["epoch"] = epoch
             state["train_seconds"] += seconds
             # Checkpoint first, state second: a kill in between redoes the
@@ -319,7 +340,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         _scalars(writer, epoch, train_loss=train_loss, valid_loss=valid_loss,
                  train_ppl=ppl(train_loss), valid_ppl=ppl(valid_loss),
                  learning_rate=params["lr"], averaging=float(averaging),
-                 tokens_per_s=tok_s)
+                 tokens_per_s=tok_s, **({"sparsity": record["sparsity"]}
+                                        if g.sparsity else {}))
         log("%-5s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s" % (
             name, epoch, ppl(train_loss), ppl(valid_loss), tok_s, seconds,
             ", ".join(note)))
@@ -332,6 +354,12 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
             state["test_loss"] = evaluate(sess, g, test, params["bptt"])
             state["best_valid_check"] = evaluate(sess, g, valid,
                                                  params["bptt"])
+            if g.sparsity:
+                values = sess.run(g.sparsity)
+                state["sparsity_report"] = {
+                    "global": float(values["global"]),
+                    "layers": collections.OrderedDict(
+                        (k, float(v)) for k, v in values["layers"].items())}
         state["done"] = True
         _write_json(state_path, state)
     writer.close()
@@ -345,9 +373,13 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         "averaging_epoch": state["averaging_epoch"],
         "train_seconds": state["train_seconds"],
         "unk_counts": corpus.unk_counts,
+        "sparsity_report": state.get("sparsity_report"),
     }
     summary.update(extra or {})
     _write_json(os.path.join(run_dir, SUMMARY_FILE), summary)
+    if summary["sparsity_report"]:
+        log("%s sparsity of the best checkpoint:\n%s" % (
+            name, sparse_report.format_report(summary["sparsity_report"])))
     log("%-5s | stopped after epoch %d (%s); best epoch %d: valid ppl %.2f, "
         "test ppl %.2f" % (name, state["epoch"], state["stop_reason"],
                            state["best_epoch"], summary["best_valid_ppl"],

@@ -80,7 +80,16 @@ def parse_args(argv=None):
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars")
     group = p.add_argument_group("hyper-parameters (default: the preset's)")
+    group.add_argument("--sparsity", choices=["variational_dropout", "l0"],
+                       default=None, help="sparse embedding and LSTM "
+                       "weights (sparse_layers); prints the sparsity report")
+    group.add_argument("--sparsity-weight", dest="sparsity_weight",
+                       type=float, default=None, metavar="FLOAT",
+                       help="weight of the KL / L0 loss (default 1 / "
+                       "training tokens)")
     for key, default in sorted(presets.DEFAULTS.items()):
+        if default is None:
+            continue  # the options above
         kind = _bool if isinstance(default, bool) else type(default)
         group.add_argument("--" + key.replace("_", "-"), dest=key, type=kind,
                            default=None, metavar=kind.__name__.upper().lstrip(

@@ -132,3 +132,25 @@ def test_bad_params(change, match):
         model.build_lm(features, False, PARAMS)
     with pytest.raises(ValueError, match="optimizer"):
         model.build_train_op(tf.constant(1.0), 1.0, {"optimizer": "adam"})
+
+
+@pytest.mark.parametrize("technique", ["variational_dropout", "l0"])
+def test_sparsity_loss_and_report(sess, technique):
+    """Sparse embedding + cells: the penalty is on, weighting it heavily
+    raises the fraction of zero weights in the sparsity report."""
+    from sparse_layers import report
+    tf.set_random_seed(2)
+    features, _ = make_features(batch=4, steps=6)
+    out = model.build_lm(features, tf.estimator.ModeKeys.TRAIN, dict(
+        PARAMS, model="awd", sparsity=technique, sparsity_weight=1.0))
+    assert len(tf.get_collection(
+        "theta_logsigma2" if technique == "variational_dropout"
+        else "theta_logalpha")) == 3  # embedding and two cells
+    train, _ = model.build_train_op(out.loss, 1.0, {"optimizer": "sgd"})
+    zeros = report.sparsity_report(summaries=False)["global"]
+    sess.run(tf.global_variables_initializer())
+    before = sess.run(zeros)
+    assert sess.run(out.sparsity_loss) > 0
+    for _ in range(60):
+        sess.run(train)
+    assert sess.run(zeros) > before + 0.2
