@@ -209,8 +209,10 @@ class ClusterBarrierHook(tf.train.SessionRunHook):
     final checkpoint holds every task's steps. Counters live on the ps and
     are never saved. Each task stops right after the first of its steps
     that leaves the global step at ``max_steps`` or more, so the final step
-    is at most ``max_steps + num_tasks - 1``. A barrier gives up after ``timeout_secs`` (a task that
-    died must not hang the others).
+    is at most ``max_steps + num_tasks - 1``. A barrier gives up after
+    ``timeout_secs`` (a task that died must not hang the others). The
+    counters live on the ps: a chief restarted against the same ps does
+    not wait.
 
     Args:
       num_tasks: training tasks of the cluster (chief + workers).

@@ -274,3 +274,15 @@ def test_mirrored_strategy_masks_are_replica_local():
         after = sess.run(copies)
         assert not np.array_equal(before[0], after[0])
         np.testing.assert_array_equal(before[1], after[1])
+
+
+def test_is_replicated_here():
+    assert not mask_placement.is_replicated_here()
+    with tf.device("/cpu:0"):
+        assert not mask_placement.is_replicated_here()
+    with tf.device(_device_setter(_cluster_spec(), worker=0)):
+        assert mask_placement.is_replicated_here()
+    strategy = tf.contrib.distribute.MirroredStrategy(
+        devices=["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        assert mask_placement.is_replicated_here()
