@@ -57,6 +57,21 @@ _SPARSITY = {
 }
 
 
+def _quant_variable_sync(name):
+    """How a quantization variable is kept under a distribution strategy.
+
+    The per-step accumulator (``quant/observed``) is replica-local scratch:
+    each replica adds its own observations inside the RNN loop, where a
+    cross-replica write cannot go. The ranges (and ``quant/initialized``)
+    are model state: every write is averaged over the replicas, so all
+    replicas hold the same ranges. No effect without a strategy.
+    """
+    if name.endswith("/observed"):
+        return {"synchronization": tf.VariableSynchronization.ON_READ,
+                "aggregation": tf.VariableAggregation.SUM}
+    return {"aggregation": tf.VariableAggregation.MEAN}
+
+
 def _outer_control_inputs():
     """Control inputs active at the call site that live outside every
     control-flow context: the ones an op built outside a loop may keep."""
@@ -319,7 +334,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                 self._quantizer.create_variables(
                     lambda name, shape, init: self.add_variable(
                         name, shape=shape, initializer=init,
-                        trainable=False, use_resource=True))
+                        trainable=False, use_resource=True,
+                        **_quant_variable_sync(name)))
         if self._sparsity is not None and self._sparse_aux is None:
             technique = _SPARSITY[self._sparsity]
             self._sparse_aux = self.add_variable(

@@ -286,3 +286,39 @@ def test_is_replicated_here():
         devices=["/cpu:0", "/cpu:1"])
     with strategy.scope():
         assert mask_placement.is_replicated_here()
+
+
+def test_mirrored_strategy_quant_ranges_are_synchronized():
+    strategy = tf.contrib.distribute.MirroredStrategy(
+        devices=["/cpu:0", "/cpu:1"])
+
+    def replica_fn():
+        # Different inputs per replica: their observed ranges differ.
+        ctx = tf.distribute.get_replica_context()
+        scale = 1.0 + tf.cast(ctx.replica_id_in_sync_group, tf.float32)
+        x = scale * tf.constant(
+            np.linspace(-2, 2, 2 * 3 * 4).reshape(2, 3, 4), tf.float32)
+        cell = WeightDropLSTMCell(5, is_quant=True)
+        y, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        return tf.reduce_sum(y)
+
+    with strategy.scope():
+        out = strategy.extended.call_for_each_replica(replica_fn)
+        total = strategy.reduce(tf.distribute.ReduceOp.SUM, out)
+    ranges = [v for v in tf.global_variables()
+              if v.name.endswith("/min:0") or v.name.endswith("/max:0")]
+    assert ranges and all(isinstance(v, values.MirroredVariable)
+                          for v in ranges)
+    config = tf.ConfigProto(device_count={"CPU": 2}, **CONFIG)
+    with tf.Session(config=config) as sess:
+        sess.run([tf.global_variables_initializer(),
+                  tf.local_variables_initializer()])
+        initial = sess.run([v.get(device=v.devices[0]) for v in ranges])
+        for _ in range(3):     # each run folds the previous observations
+            sess.run(total)     # no cross-replica assignment error
+        copies = [sess.run([v.get(device=d) for d in v.devices])
+                  for v in ranges]
+    # Every range is learned and identical on both replicas.
+    for (first, second) in copies:
+        assert first == second
+    assert any(c[0] != i for c, i in zip(copies, initial))
