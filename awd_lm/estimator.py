@@ -25,6 +25,8 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
+import math
+import signal
 import sys
 import time
 
@@ -411,6 +413,9 @@ def parse_args(argv=None):
     p.add_argument("--evaluate-only", action="store_true",
                    help="evaluate the latest checkpoint of --model-dir on the "
                    "validation split in this process (no TF_CONFIG)")
+    p.add_argument("--max-lifetime", type=float, default=0,
+                   help="end this process after so many seconds (0: never); "
+                   "bounds a ps, which never exits by itself")
     p.add_argument("--save-steps", type=int, default=100,
                    help="checkpoint every N global steps")
     return p.parse_args(argv)
@@ -471,6 +476,9 @@ def run(argv=None):
         mirrored`` or ``--evaluate-only``, or no checkpoint to evaluate.
     """
     args = parse_args(argv)
+    if args.max_lifetime > 0:
+        # SIGALRM's default action ends the process, wherever it is blocked.
+        signal.alarm(int(math.ceil(args.max_lifetime)))
     params = presets.params_for(args.preset, args.model,
                                 parse_hparams(args.hparams))
     train_ids, valid_ids, vocab = load_stream(args, params)

@@ -80,10 +80,13 @@ def _env(tf_config_json=None):
     return env
 
 
-def _spawn(args, env, log_path, python=None):
+def _spawn(args, env, log_path, timeout, python=None):
+    # --max-lifetime ends the process by itself even if its parent dies
+    # without cleaning up (a ps would otherwise live forever).
+    args = list(args) + ["--max-lifetime", str(timeout + 5.0)]
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            [python or sys.executable, "-m", "awd_lm.estimator"] + list(args),
+            [python or sys.executable, "-m", "awd_lm.estimator"] + args,
             env=env, cwd=_ROOT, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
 
@@ -119,7 +122,7 @@ def run_single(args, timeout, log_path, python=None):
     Raises:
       ClusterError: non-zero exit or timeout (with the log tail).
     """
-    proc = _spawn(args, _env(), log_path, python)
+    proc = _spawn(args, _env(), log_path, timeout, python)
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -176,7 +179,7 @@ class LocalCluster(object):
                 env = _env(tf_config(self.cluster, job, index))
                 self.procs[name] = _spawn(
                     self.args + list(self.per_task_args(job, index)), env,
-                    self.log_path(name), self.python)
+                    self.log_path(name), self.timeout, self.python)
         return self
 
     def wait(self):

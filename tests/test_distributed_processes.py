@@ -4,13 +4,20 @@ MirroredStrategy over two CPU devices. Every process is bounded by a
 timeout and killed at teardown, also when a check fails."""
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from awd_lm import estimator
-from awd_lm.local_cluster import LocalCluster, run_single
+from awd_lm.local_cluster import (LocalCluster, free_ports, run_single,
+                                  tf_config)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 VOCAB = 50
 # A tiny model on a tiny embedded corpus: seconds per run.
@@ -108,3 +115,24 @@ def test_mirrored_strategy_on_two_cpu_devices(tmp_path):
     assert losses[-10:].mean() < losses[:3].mean() - 0.1
     metrics = _evaluate_in_this_process(model_dir)
     assert metrics["xent"] < math.log(VOCAB) - 0.15
+
+
+def test_a_ps_ends_itself_after_max_lifetime(tmp_path):
+    # A ps never exits by itself; --max-lifetime (which LocalCluster and
+    # run_single always pass) bounds it even if its parent dies uncleanly.
+    ports = free_ports(2)
+    cluster = {"ps": ["localhost:%d" % ports[0]],
+               "chief": ["localhost:%d" % ports[1]]}
+    env = dict(os.environ, TF_CONFIG=tf_config(cluster, "ps", 0),
+               PYTHONPATH=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "awd_lm.estimator"]
+        + _args(str(tmp_path / "model"), "--max-lifetime", "4"),
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert proc.wait(timeout=60) == -signal.SIGALRM
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
