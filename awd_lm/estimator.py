@@ -212,9 +212,8 @@ class ClusterBarrierHook(tf.train.SessionRunHook):
     are never saved. Each task stops right after the first of its steps
     that leaves the global step at ``max_steps`` or more, so the final step
     is at most ``max_steps + num_tasks - 1``. A barrier gives up after
-    ``timeout_secs`` (a task that died must not hang the others). The
-    counters live on the ps: a chief restarted against the same ps does
-    not wait.
+    ``timeout_secs`` (a task that died must not hang the others). A chief
+    restarted against the same ps finds the old counts and does not wait.
 
     Args:
       num_tasks: training tasks of the cluster (chief + workers).
@@ -375,49 +374,54 @@ def parse_hparams(text):
     return out
 
 
+# The command-line flags: (flag, argparse keywords).
+FLAGS = (
+    ("--model-dir", dict(required=True, help="checkpoints and summaries "
+                         "(shared by every task of a cluster)")),
+    ("--model", dict(choices=model.MODELS, default="awd")),
+    ("--preset", dict(choices=sorted(presets.PRESETS), default="demo")),
+    ("--hparams", dict(default="", help="overrides, e.g. "
+                       "'emb_size=16,hidden_size=32'")),
+    ("--data-dir", dict(help="PTB-layout corpus; default: the embedded HMM "
+                        "corpus")),
+    ("--train-steps", dict(type=int, default=1000,
+                           help="global step at which training stops")),
+    ("--eval-steps", dict(type=int, default=None, help="validation batches "
+                          "per evaluation (default: all)")),
+    ("--use-vd", dict(action="store_true", help="DropConnect masks in "
+                      "variables, resampled after every step (per worker / "
+                      "replica)")),
+    ("--distribute", dict(choices=DISTRIBUTE_CHOICES, default="none",
+                          help="'mirrored': MirroredStrategy over "
+                          "--num-devices devices of this machine")),
+    ("--num-devices", dict(type=int, default=2, help="devices for "
+                           "--distribute mirrored (GPUs if any, else CPU "
+                           "devices)")),
+    ("--threads", dict(type=int, default=0, help="intra/inter-op threads per "
+                       "process (0: TF's choice)")),
+    ("--barrier-timeout", dict(type=float, default=120.0, help="seconds a "
+                               "cluster task waits for the others at start "
+                               "and end")),
+    ("--run-log", dict(help="write this task's JSON run log here (steps, "
+                       "losses, timing, masks)")),
+    ("--evaluate-only", dict(action="store_true", help="evaluate the latest "
+                             "checkpoint of --model-dir on the validation "
+                             "split in this process (no TF_CONFIG)")),
+    ("--max-lifetime", dict(type=float, default=0, help="end this process "
+                            "after so many seconds (0: never); bounds a ps, "
+                            "which never exits by itself")),
+    ("--save-steps", dict(type=int, default=100,
+                          help="checkpoint every N global steps")),
+)
+
+
 def parse_args(argv=None):
     """Command-line arguments (see ``--help``)."""
     p = argparse.ArgumentParser(
         prog="python -m awd_lm.estimator", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model-dir", required=True,
-                   help="checkpoints and summaries (shared by every task of "
-                   "a cluster)")
-    p.add_argument("--model", choices=model.MODELS, default="awd")
-    p.add_argument("--preset", choices=sorted(presets.PRESETS),
-                   default="demo")
-    p.add_argument("--hparams", default="",
-                   help="overrides, e.g. 'emb_size=16,hidden_size=32'")
-    p.add_argument("--data-dir", help="PTB-layout corpus; default: the "
-                   "embedded HMM corpus")
-    p.add_argument("--train-steps", type=int, default=1000,
-                   help="global step at which training stops")
-    p.add_argument("--eval-steps", type=int, default=None,
-                   help="validation batches per evaluation (default: all)")
-    p.add_argument("--use-vd", action="store_true",
-                   help="DropConnect masks in variables, resampled after "
-                   "every step (per worker / replica)")
-    p.add_argument("--distribute", choices=DISTRIBUTE_CHOICES,
-                   default="none", help="'mirrored': MirroredStrategy over "
-                   "--num-devices devices of this machine")
-    p.add_argument("--num-devices", type=int, default=2,
-                   help="devices for --distribute mirrored (GPUs if any, "
-                   "else CPU devices)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="intra/inter-op threads per process (0: TF's choice)")
-    p.add_argument("--barrier-timeout", type=float, default=120.0,
-                   help="seconds a cluster task waits for the others at "
-                   "start and end")
-    p.add_argument("--run-log", help="write this task's JSON run log here "
-                   "(steps, losses, timing, masks)")
-    p.add_argument("--evaluate-only", action="store_true",
-                   help="evaluate the latest checkpoint of --model-dir on the "
-                   "validation split in this process (no TF_CONFIG)")
-    p.add_argument("--max-lifetime", type=float, default=0,
-                   help="end this process after so many seconds (0: never); "
-                   "bounds a ps, which never exits by itself")
-    p.add_argument("--save-steps", type=int, default=100,
-                   help="checkpoint every N global steps")
+    for flag, kwargs in FLAGS:
+        p.add_argument(flag, **kwargs)
     return p.parse_args(argv)
 
 
