@@ -7,7 +7,8 @@ variant has its own graph and single-threaded session; after a warm-up the
 variants are timed back to back in each round and the printed figures are
 the medians over rounds of the per-round ratio variant / LSTMCell, for wall
 time and for process CPU time, plus the ratio of the fastest rounds' CPU
-times (``cpu-min``), the figure least disturbed by other jobs.
+times (``cpu-min``), the figure least disturbed by other jobs. Last, the
+ops the cell adds to a step are timed on their own (CPU ms per step).
 
 Run: ``.venv/bin/python benchmarks/run.py bench_cell``
 (or ``python benchmarks/bench_cell.py [--rounds N]``).
@@ -52,12 +53,53 @@ def _build_step(make_cell, units):
         train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
         fetches = [train] + tf.get_collection(tf.GraphKeys.UPDATE_OPS)
         init = tf.global_variables_initializer()
-    config = tf.ConfigProto(intra_op_parallelism_threads=1,
-                            inter_op_parallelism_threads=1)
-    sess = tf.Session(graph=graph, config=config)
+    sess = _session(graph)
     sess.run(init)
     graph.finalize()
     return sess, fetches
+
+
+def _session(graph):
+    config = tf.ConfigProto(intra_op_parallelism_threads=1,
+                            inter_op_parallelism_threads=1)
+    return tf.Session(graph=graph, config=config)
+
+
+def added_ops_ms(units, repeats=30):
+    """Median CPU milliseconds of the ops the cell adds, timed on their own.
+
+    Returns:
+      ``(drop_connect, update)``: the DropConnect kernel (mask sampling, pad,
+      multiply) with its gradient, as one training step runs them once; and
+      the ``use_vd`` update op.
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        cells = [WeightDropLSTMCell(units, weight_drop_kr=0.5),
+                 WeightDropLSTMCell(units, weight_drop_kr=0.5, use_vd=True)]
+        for cell in cells:
+            cell(tf.zeros([BATCH, units]), cell.zero_state(BATCH, tf.float32))
+        kernel = cells[0].effective_kernel
+        upstream = tf.get_variable("upstream", kernel.get_shape(),
+                                   initializer=tf.ones_initializer(),
+                                   trainable=False)
+        theta = cells[0].trainable_weights[0]  # `kernel`, created first
+        grad = tf.gradients(kernel, theta, grad_ys=upstream.read_value())[0]
+        fetches = {"drop_connect": tf.group(kernel, grad),
+                   "update": cells[1].get_vd_update_op()}
+        init = tf.global_variables_initializer()
+    sess = _session(graph)
+    sess.run(init)
+    times = {name: [] for name in fetches}
+    for _ in range(repeats):
+        for name, fetch in fetches.items():
+            start = time.process_time()
+            sess.run(fetch)
+            times[name].append(time.process_time() - start)
+    sess.close()
+    return tuple(1e3 * float(np.median(times[name][3:]))
+                 for name in ("drop_connect", "update"))
 
 
 def measure(units, rounds, steps_per_round=2, warmup=3):
@@ -72,8 +114,8 @@ def measure(units, rounds, steps_per_round=2, warmup=3):
     Returns:
       ``{name: (wall_ratio, cpu_ratio, cpu_min_ratio)}`` (the last: fastest
       round of the variant over fastest round of the baseline, the figure
-      least disturbed by other jobs) and the baseline's median wall seconds
-      per step.
+      least disturbed by other jobs), and the baseline's median wall and
+      CPU seconds per step.
     """
     built = [(name, _build_step(make, units)) for name, make in VARIANTS]
     for _, (sess, fetches) in built:
@@ -97,7 +139,8 @@ def measure(units, rounds, steps_per_round=2, warmup=3):
         ratios[name] = tuple(
             float(np.median(np.array(t[name]) / np.array(t[base])))
             for t in (wall, cpu)) + (min(cpu[name]) / min(cpu[base]),)
-    return ratios, float(np.median(wall[base])) / steps_per_round
+    return ratios, tuple(float(np.median(t[base])) / steps_per_round
+                         for t in (wall, cpu))
 
 
 def main(argv=None):
@@ -109,11 +152,18 @@ def main(argv=None):
           "median over %d rounds of the ratio to LSTMCell" % (BATCH, TIME,
                                                       args.rounds))
     for units in UNITS:
-        ratios, base = measure(units, args.rounds)
+        ratios, (base_wall, base_cpu) = measure(units, args.rounds)
         for name, (wall_ratio, cpu_ratio, cpu_min) in ratios.items():
             print("  units %3d  %-26s wall %.3fx  cpu %.3fx  cpu-min %.3fx  "
                   "(LSTMCell %.0f ms/step)"
-                  % (units, name, wall_ratio, cpu_ratio, cpu_min, base * 1e3))
+                  % (units, name, wall_ratio, cpu_ratio, cpu_min,
+                     base_wall * 1e3))
+        drop_connect, update = added_ops_ms(units)
+        print("  units %3d  ops the cell adds, timed alone: DropConnect "
+              "kernel + gradient %.2f ms (%.1f%% of LSTMCell's step CPU "
+              "%.0f ms), use_vd update op %.2f ms (%.1f%%)"
+              % (units, drop_connect, 100 * drop_connect / (base_cpu * 1e3),
+                 base_cpu * 1e3, update, 100 * update / (base_cpu * 1e3)))
 
 
 if __name__ == "__main__":
