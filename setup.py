@@ -1,5 +1,6 @@
 """Installable layout of the library: two top-level modules users import
-directly (``weight_drop_lstm``, ``variational_dropout``) plus packages."""
+directly (``weight_drop_lstm``, ``variational_dropout``; ``mask_placement``
+keeps their mask variables per worker) plus packages."""
 from setuptools import find_packages, setup
 
 setup(
@@ -10,7 +11,7 @@ setup(
                  "graph mode"),
     long_description=open("README.md").read(),
     long_description_content_type="text/markdown",
-    py_modules=["weight_drop_lstm", "variational_dropout"],
+    py_modules=["weight_drop_lstm", "variational_dropout", "mask_placement"],
     packages=find_packages(exclude=("tests", "tests.*", "examples",
                                     "examples.*", "benchmarks",
                                     "benchmarks.*")),
