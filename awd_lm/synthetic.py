@@ -46,7 +46,7 @@ def zipf_weights(n, exponent):
     return w / w.sum()
 
 
-def make_hmm(seed, n_states=24, vocab_size=2000, successors=2,
+def make_hmm(seed, n_states=32, vocab_size=2000, successors=2,
              mean_sentence=20.0, zipf_exponent=1.0, state_words=100,
              shared=0.1, smoothing=0.02):
     """Draws a seeded HMM text source.
