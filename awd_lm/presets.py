@@ -32,6 +32,7 @@ PRESETS = {
     "demo": {
         "emb_size": 128, "hidden_size": 256, "num_layers": 2,
         "batch_size": 10, "eval_batch_size": 20, "bptt": 35, "lr": 20.0,
+        "wdrop": 0.6, "dropouth": 0.35, "dropoute": 0.2,
         "nonmono": 2, "max_epochs": 40, "patience": 4,
         "hmm_states": 16, "hmm_vocab": 1000, "hmm_train": 20000,
         "hmm_valid": 8000, "hmm_test": 8000,
