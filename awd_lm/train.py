@@ -13,7 +13,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 
 import numpy as np

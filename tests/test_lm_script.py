@@ -79,7 +79,6 @@ def test_bad_data_exits_2_with_one_line(tmpdir):
     write_ptb(d)
     with open(os.path.join(d, "valid.txt"), "wb") as f:
         f.write(b"ok\n\xc3\x28 bad\n")
-    rc, err = None, None
     proc = subprocess.run([sys.executable, SCRIPT, "--data-dir", d,
                            "--out", os.path.join(d, "o")],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
