@@ -224,8 +224,9 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       params: full parameter dict (`awd_lm.presets.params_for`).
       run_dir: directory for checkpoints (last/, best/), TensorBoard events,
         state.json and summary.json.
-      resume: continue from run_dir's state.json if present; otherwise any
-        earlier run there is deleted first.
+      resume: continue from run_dir's state.json if present; otherwise the
+        files of an earlier run there (last/, best/, state.json,
+        summary.json, events) are deleted first, and nothing else.
       log: callable printing one line.
       progress: None or a tqdm-like class for per-epoch progress bars.
       threads: intra-op threads (0 lets TensorFlow choose).
@@ -255,8 +256,7 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
                 state["done"] = False  # extended past its old maximum
         log("resuming %s after epoch %d" % (run_dir, state["epoch"]))
     else:
-        if os.path.isdir(run_dir):
-            shutil.rmtree(run_dir)
+        _clear_run(run_dir)
         state = fresh_state(params)
     os.makedirs(run_dir, exist_ok=True)
     train = data.batchify(corpus.train, params["batch_size"])
@@ -384,6 +384,19 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
                            state["best_epoch"], summary["best_valid_ppl"],
                            summary["test_ppl"]))
     return summary
+
+
+def _clear_run(run_dir):
+    """Deletes what an earlier run wrote in run_dir, and nothing else."""
+    if not os.path.isdir(run_dir):
+        return
+    for name in os.listdir(run_dir):
+        path = os.path.join(run_dir, name)
+        if name in ("last", "best") and os.path.isdir(path):
+            shutil.rmtree(path)
+        elif (name in (STATE_FILE, SUMMARY_FILE)
+              or name.startswith("events.out.tfevents.")):
+            os.remove(path)
 
 
 def _is_best(state, valid_loss):

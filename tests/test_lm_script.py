@@ -131,3 +131,14 @@ def test_kill_and_resume_equals_uninterrupted(tmpdir):
     assert want[2] is not None  # the run switched to averaging on the way
     assert got[0] == pytest.approx(want[0], rel=1e-6)
     assert got[1:] == pytest.approx(want[1:], rel=1e-6)
+
+
+def test_fresh_run_deletes_only_its_own_files(tmpdir):
+    from awd_lm import train
+    for d in ("last", "best", "data"):
+        tmpdir.mkdir(d).join("x").write("x")
+    for f in ("state.json", "summary.json", "events.out.tfevents.1.h",
+              "notes.txt"):
+        tmpdir.join(f).write("x")
+    train._clear_run(str(tmpdir))  # pylint: disable=protected-access
+    assert sorted(os.listdir(str(tmpdir))) == ["data", "notes.txt"]
