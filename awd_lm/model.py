@@ -63,6 +63,10 @@ def check_params(params):
         raise ValueError("params['sparsity']: expected one of %s, got %r"
                          % (weight_drop_lstm.SPARSITY_CHOICES,
                             params["sparsity"]))
+    if params.get("sparsity") and params.get("sparsity_weight") is None:
+        raise ValueError("params['sparsity_weight']: required with sparsity "
+                         "%r (e.g. 1 / training tokens), got None"
+                         % params["sparsity"])
     for key in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop"):
         if not 0.0 <= params.get(key, 0.0) < 1.0:
             raise ValueError("params[%r]: expected a drop rate in [0, 1), got "
@@ -99,8 +103,9 @@ def build_lm(features, mode, params):
         variables, see WeightDropLSTMCell); optional sparsity (None,
         'variational_dropout' or 'l0': sparse embedding lookups, tied
         decoder and cells from `sparse_layers`, embedding dropout off) with
-        its loss weight sparsity_weight (e.g. 1 / training tokens).  Random ops take their seeds
-        from the graph-level seed (`tf.set_random_seed`).
+        its loss weight sparsity_weight (e.g. 1 / training tokens).  Random
+        ops take their seeds from the graph-level seed
+        (`tf.set_random_seed`).
     Returns:
       LMOutputs.
     Raises:
@@ -186,7 +191,7 @@ def build_lm(features, mode, params):
     if sparse is not None:
         penalty = (sparse_losses.kl_loss if params["sparsity"]
                    == "variational_dropout" else sparse_losses.l0_loss)
-        sparsity_loss = penalty(weight=params.get("sparsity_weight", 1e-5),
+        sparsity_loss = penalty(weight=params["sparsity_weight"],
                                 summaries=False)
     loss = xent + ar + tar + wd + sparsity_loss
     return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,

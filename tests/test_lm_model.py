@@ -121,6 +121,7 @@ def test_train_op_decreases_loss(sess):
     ({"model": "big"}, "params\\['model'\\]"),
     ({"dropout": 1.0}, "params\\['dropout'\\]"),
     ({"num_layers": 0}, "params\\['num_layers'\\]"),
+    ({"sparsity": "l0"}, "params\\['sparsity_weight'\\]"),
 ])
 def test_bad_params(change, match):
     features, _ = make_features()
