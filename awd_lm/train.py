@@ -111,6 +111,11 @@ def session_config(threads):
                           inter_op_parallelism_threads=min(threads, 2))
 
 
+def window(stream, start, n):
+    """(inputs, targets) of the BPTT window [start, start + n) of a stream."""
+    return stream[:, start:start + n], stream[:, start + 1:start + n + 1]
+
+
 def evaluate(sess, g, stream, bptt):
     """Mean cross-entropy (nats/token) of a batchified stream, state carried.
 
@@ -126,9 +131,8 @@ def evaluate(sess, g, stream, bptt):
     total, count = 0.0, 0
     fetches = [g.xent] + g.final_state
     for start, n in data.bptt_windows(stream.shape[1] - 1, bptt):
-        res = sess.run(fetches, g.feed(stream[:, start:start + n],
-                                       stream[:, start + 1:start + n + 1],
-                                       state))
+        res = sess.run(fetches, g.feed(*window(stream, start, n),
+                                       state=state))
         total += res[0] * n
         count += n
         state = res[1:]
@@ -154,9 +158,9 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
         if progress else None
     for start, n in windows:
         lr = params["lr"] * n / float(params["bptt"])
-        res = sess.run(fetches, g.feed(
-            stream[:, start:start + n], stream[:, start + 1:start + n + 1],
-            state, {g.lr: lr, g.training: True}))
+        res = sess.run(fetches, g.feed(*window(stream, start, n),
+                                       state=state,
+                                       extra={g.lr: lr, g.training: True}))
         if not np.isfinite(res[1]):
             raise FloatingPointError("training loss is %r at epoch %d; lower "
                                      "--lr or --clip" % (res[1], epoch))
@@ -168,7 +172,7 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
                                                  1e-9)
             bar.update(n * stream.shape[0])
             bar.set_postfix(tok_s="%.0f" % rate, loss="%.3f" % res[1],
-                            ppl="%.1f" % math.exp(min(res[1], 50)))
+                            ppl="%.1f" % ppl(res[1]))
     if bar is not None:
         bar.close()
     elapsed = max(time.time() - start_time, 1e-9)
