@@ -23,7 +23,7 @@ from variational_dropout import (apply_mask, bernoulli_mask,
                                  derived_seed, make_mask_variable,
                                  scaled_mask, smart_cond)
 
-__all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES"]
+__all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES", "sparsity_technique"]
 
 #: Accepted values of the ``sparsity`` argument.
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")
@@ -55,6 +55,35 @@ _SPARSITY = {
         lambda: tf.random_normal_initializer(mean=2.197, stddev=0.01),
         sparse_common.L0_COLLECTION, l0_nn),
 }
+
+
+def sparsity_technique(sparsity):
+    """What a ``sparsity`` choice of the cell uses for a sparse weight.
+
+    Other layers that make a weight sparse the way the cell does (e.g. the
+    language model's sparse embedding) take the same auxiliary variable,
+    initial value and collection from here, so the ``sparse_layers`` losses
+    and report cover them together with the cells' kernels.
+
+    Args:
+      sparsity: ``'variational_dropout'`` or ``'l0'``.
+
+    Returns:
+      An object with ``aux_name`` (str: ``'log_sigma2'`` or
+      ``'log_alpha'``), ``make_initializer()`` (a new initializer for the
+      auxiliary variable: constant -10, or N(2.197, 0.01)), ``collection``
+      (the ``sparse_layers.common`` collection name the ``(weight, aux)``
+      pair joins) and ``nn`` (the ``sparse_layers`` module with
+      ``train_weights`` / ``eval_weights`` / ``embedding_lookup_*`` /
+      ``matmul_*``).
+
+    Raises:
+      ValueError: ``sparsity`` is not one of the sparse choices.
+    """
+    if sparsity not in _SPARSITY:
+        raise ValueError("sparsity: expected one of %s, got %r"
+                         % (sorted(_SPARSITY), sparsity))
+    return _SPARSITY[sparsity]
 
 
 def _quant_variable_sync(name):
@@ -337,7 +366,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                         trainable=False, use_resource=True,
                         **_quant_variable_sync(name)))
         if self._sparsity is not None and self._sparse_aux is None:
-            technique = _SPARSITY[self._sparsity]
+            technique = sparsity_technique(self._sparsity)
             self._sparse_aux = self.add_variable(
                 technique.aux_name,
                 shape=[input_depth + self._h_depth, 4 * self._num_units],
@@ -345,7 +374,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         super(WeightDropLSTMCell, self).build(inputs_shape)
         if self._sparsity is not None:
             sparse_common.add_to_collection(
-                _SPARSITY[self._sparsity].collection,
+                sparsity_technique(self._sparsity).collection,
                 (self._kernel, self._sparse_aux))
         # Built once per graph, outside any while loop (control_dependencies
         # (None) also clears the control-flow context), so the mask is drawn
@@ -380,7 +409,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         kernel = self._kernel
         if self._sparsity is None and not self._drops_weights():
             return kernel
-        technique = _SPARSITY.get(self._sparsity)
+        technique = (None if self._sparsity is None
+                     else sparsity_technique(self._sparsity))
 
         def eval_weights():
             if technique is None:

@@ -207,8 +207,7 @@ def _sparse_embedding(embedding, sparsity):
     """
     if sparsity is None:
         return None
-    # pylint: disable=protected-access
-    technique = weight_drop_lstm._SPARSITY[sparsity]
+    technique = weight_drop_lstm.sparsity_technique(sparsity)
     aux = tf.get_variable("embedding_" + technique.aux_name,
                           embedding.shape,
                           initializer=technique.make_initializer())
