@@ -103,9 +103,13 @@ def build_lm(features, mode, params):
         variables, see WeightDropLSTMCell); optional sparsity (None,
         'variational_dropout' or 'l0': sparse embedding lookups, tied
         decoder and cells from `sparse_layers`, embedding dropout off) with
-        its loss weight sparsity_weight (e.g. 1 / training tokens).  Random
-        ops take their seeds from the graph-level seed
-        (`tf.set_random_seed`).
+        its loss weight sparsity_weight (e.g. 1 / training tokens);
+        optional quant (True: the cells are built with is_quant=True, same
+        weight variables plus their `quant/` range variables) with
+        quant_delay (global steps computed in float while the ranges are
+        learned; > 0 needs a global step in the graph), weight_bits and
+        activation_bits.  Random ops take their seeds from the graph-level
+        seed (`tf.set_random_seed`).
     Returns:
       LMOutputs.
     Raises:
@@ -146,7 +150,7 @@ def build_lm(features, mode, params):
                 units, weight_drop_kr=_keep(params, "wdrop", awd),
                 use_vd=bool(params.get("use_vd", False)),
                 sparsity=params.get("sparsity"), is_train=training,
-                name="lstm_%d" % i)
+                name="lstm_%d" % i, **_quant_args(params))
             cells.append(cell)
             s0 = (state_in[i] if state_in is not None
                   else cell.zero_state(batch, tf.float32))
@@ -215,6 +219,36 @@ def _sparse_embedding(embedding, sparsity):
     if pair not in tf.get_collection(technique.collection):
         tf.add_to_collection(technique.collection, pair)
     return technique, pair
+
+
+def _quant_args(params):
+    """WeightDropLSTMCell quantization arguments from params (none: float)."""
+    if not params.get("quant"):
+        return {}
+    return {"is_quant": True, "quant_delay": int(params.get("quant_delay", 0)),
+            "weight_bits": int(params.get("weight_bits", 8)),
+            "activation_bits": int(params.get("activation_bits", 8))}
+
+
+def quant_range_variables(cells):
+    """The learned quantization ranges of quantized cells, for summaries.
+
+    Args:
+      cells: built WeightDropLSTMCells (LMOutputs.cells).
+    Returns:
+      list of (tag, min variable, max variable), one per quantized tensor,
+      tag like 'layer_0/lstm_0/gates'; empty for float cells.
+    """
+    found = []
+    for cell in cells:
+        ranges = cell.quantizer.ranges
+        if ranges.min_vars is None:  # a float cell
+            continue
+        for name, lo, hi in zip(ranges.names, ranges.min_vars,
+                                ranges.max_vars):
+            tag = lo.op.name.rsplit("/quant/", 1)[0]
+            found.append(("%s/%s" % (tag.split("/", 1)[-1], name), lo, hi))
+    return found
 
 
 def _locked(x, keep, training):

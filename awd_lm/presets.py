@@ -18,6 +18,12 @@ DEFAULTS = {
     "seed": 1111,
     # sparse embedding and cells (sparse_layers); weight None: 1 / tokens
     "sparsity": None, "sparsity_weight": None,
+    # quantization-aware fine-tuning of the trained float model (--quant):
+    # quant_epochs epochs from its best checkpoint at learning rate quant_lr
+    # (None: lr), fake quantization from global step quant_delay of the
+    # fine-tuning on (ranges are learned from its first step).
+    "quant": False, "quant_epochs": 3, "quant_delay": 20, "quant_lr": None,
+    "weight_bits": 8, "activation_bits": 8,
     # embedded corpus (used when no --data-dir is given)
     "hmm_seed": 1234, "hmm_states": 32, "hmm_vocab": 2000,
     "hmm_train": 200000, "hmm_valid": 20000, "hmm_test": 20000,
@@ -44,6 +50,41 @@ MODEL_OVERRIDES = {
     "awd": {},
     "plain": {"optimizer": "sgd"},
 }
+
+
+#: Parameters of the quantization-aware phase only; the float phase of a
+#: run never sees them, so adding --quant to a finished float run resumes it.
+QUANT_KEYS = ("quant", "quant_epochs", "quant_delay", "quant_lr",
+              "weight_bits", "activation_bits")
+
+
+def split_quant(params):
+    """(float phase params, quantization-aware phase params or None).
+
+    The float phase is the model without any quantization parameter. The
+    quantization-aware phase (only when params['quant']) is the same model
+    with quantized cells, trained for quant_epochs epochs (its max_epochs)
+    at quant_lr (default: lr); the same stopping rule otherwise.
+
+    Args:
+      params: dict from `params_for`.
+    Returns:
+      (dict, dict or None).
+    Raises:
+      ValueError: quant_epochs < 1 or quant_lr <= 0 with quant.
+    """
+    float_params = {k: v for k, v in params.items() if k not in QUANT_KEYS}
+    if not params.get("quant"):
+        return float_params, None
+    if int(params["quant_epochs"]) < 1:
+        raise ValueError("quant_epochs: expected an int >= 1, got %r"
+                         % (params["quant_epochs"],))
+    lr = params["lr"] if params.get("quant_lr") is None else params["quant_lr"]
+    if not lr > 0:
+        raise ValueError("quant_lr: expected a learning rate > 0, got %r"
+                         % (lr,))
+    quant = dict(params, max_epochs=int(params["quant_epochs"]), lr=lr)
+    return float_params, quant
 
 
 def params_for(preset, model, overrides=None):

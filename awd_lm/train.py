@@ -54,13 +54,30 @@ class Graph(object):
                 for i, n in enumerate(model.layer_sizes(params)))
             features = {"inputs": inputs, "targets": targets,
                         "state": state}
+            quant = bool(params.get("quant"))
+            # quant_delay counts the steps of the quantization-aware phase.
+            step = tf.train.get_or_create_global_step() if quant else None
             out = model.build_lm(features, training, params)
+            # What a float checkpoint of the same model holds: the model's
+            # own variables (no optimizer state, no range, no step).
+            warm_vars = [v for v in tf.global_variables()
+                         if v.op.name.startswith("lm/")
+                         and "/quant/" not in v.op.name]
+            ranges = model.quant_range_variables(out.cells)
             train_op, self.optimizer = model.build_train_op(out.loss, lr,
-                                                            params)
+                                                            params, step)
             self.ntasgd = hasattr(self.optimizer, "averaging")
             init = tf.global_variables_initializer()
             self.saver_defs = [tf.train.Saver(max_to_keep=n).as_saver_def()
                                for n in (2, 1)]
+            if quant:
+                self.saver_defs.append(tf.train.Saver(warm_vars)
+                                       .as_saver_def())
+            self.range_tags = ["%s/%s" % (tag, end) for tag, _, _ in ranges
+                               for end in ("min", "max")]
+            self.range_values = tf.stack(
+                [v.read_value() for _, lo, hi in ranges for v in (lo, hi)]
+            ).name if ranges else None
             self.sparsity = None
             if params.get("sparsity"):
                 report = sparse_report.sparsity_report(summaries=False)
@@ -80,7 +97,9 @@ class Graph(object):
                           else None)
 
     def instance(self, seed):
-        """(tf.Graph, last-epoch Saver, best Saver) with reseeded random ops."""
+        """(tf.Graph, last-epoch Saver, best Saver, warm-start Saver or None)
+        with reseeded random ops; the warm-start Saver (quantized models)
+        restores a float checkpoint's model variables."""
         meta = tf.MetaGraphDef()
         meta.CopyFrom(self.meta_graph)
         for node in meta.graph_def.node:
@@ -91,7 +110,15 @@ class Graph(object):
             tf.train.import_meta_graph(meta)
             savers = [tf.train.Saver(saver_def=d) for d in self.saver_defs]
         graph.finalize()
-        return graph, savers[0], savers[1]
+        return graph, savers[0], savers[1], (savers[2] if len(savers) > 2
+                                             else None)
+
+    def quant_ranges(self, sess):
+        """{'<layer>/<cell>/<tensor>/min|max': value} of a quantized model's
+        learned ranges ({} for a float model)."""
+        if self.range_values is None:
+            return {}
+        return dict(zip(self.range_tags, sess.run(self.range_values).tolist()))
 
     def zero_state(self, batch):
         """Numpy zeros for every state placeholder."""
@@ -219,8 +246,18 @@ def stop_reason(state, params):
     return None
 
 
+def label(params):
+    """A model's name in logs and tables: 'awd', or 'awd+q' quantized."""
+    return params["model"] + ("+q" if params.get("quant") else "")
+
+
+def best_checkpoint(run_dir):
+    """Prefix of the best-validation checkpoint `run` keeps in run_dir."""
+    return os.path.join(run_dir, "best", "model.ckpt")
+
+
 def run(corpus, params, run_dir, resume=False, log=print, progress=None,
-        threads=0, extra=None):
+        threads=0, extra=None, init_from=None):
     """Trains one model until the stopping rule, then scores its best checkpoint.
 
     Args:
@@ -235,10 +272,18 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       progress: None or a tqdm-like class for per-epoch progress bars.
       threads: intra-op threads (0 lets TensorFlow choose).
       extra: dict merged into the summary (e.g. the corpus floor).
+      init_from: checkpoint prefix of a float run of the same model (e.g.
+        `best_checkpoint(float_run_dir)`) whose model variables start a
+        quantized run (params['quant']); optimizer state, ranges and the
+        global step start fresh.  Epoch 1 of a resumed run starts from it
+        again, so resume stays exact.
     Returns:
       the summary dict (also written to run_dir/summary.json).
     """
     params = dict(params, vocab_size=len(corpus.vocab))
+    if init_from is not None and not params.get("quant"):
+        raise ValueError("init_from: only a quantized run (params['quant']) "
+                         "starts from a float checkpoint, got %r" % init_from)
     if params.get("sparsity") and params.get("sparsity_weight") is None:
         # The KL / L0 term is a sum over weights; the data term a mean
         # over tokens: weigh by 1 / tokens (the ELBO per token).
@@ -247,10 +292,11 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     if resume and os.path.exists(state_path):
         with open(state_path) as f:
             state = json.load(f)
-        # Only max_epochs may change: it extends or shortens a run.
+        # Only max_epochs may change: it extends or shortens a run (a
+        # quantized run's max_epochs is its quant_epochs).
         changed = sorted(k for k in set(params) | set(state["params"])
                          if params.get(k) != state["params"].get(k)
-                         and k != "max_epochs")
+                         and k not in ("max_epochs", "quant_epochs"))
         if changed:
             raise ValueError("resume: %s was made with different parameters "
                              "(%s)" % (run_dir, ", ".join(changed)))
@@ -268,23 +314,25 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     test = data.batchify(corpus.test, params["eval_batch_size"])
     writer = tf.summary.FileWriter(run_dir)
     last_prefix = os.path.join(run_dir, "last", "model.ckpt")
-    best_prefix = os.path.join(run_dir, "best", "model.ckpt")
+    best_prefix = best_checkpoint(run_dir)
     config = session_config(threads)
-    name = params["model"]
+    name = label(params)
 
     if state["epoch"] == 0 and not state["done"]:
-        log("%-5s | %5s | %9s | %9s | %6s | %7s | %s" % (
+        log("%-7s | %5s | %9s | %9s | %6s | %7s | %s" % (
             name, "epoch", "train ppl", "valid ppl", "tok/s", "seconds",
             "note"))
     g = Graph(params)
     while not state["done"] and stop_reason(state, params) is None:
         epoch = state["epoch"] + 1
         start = time.time()
-        graph, last_saver, best_saver = g.instance(
+        graph, last_saver, best_saver, warm_saver = g.instance(
             params["seed"] * 1009 + epoch)
         with tf.Session(graph=graph, config=config) as sess:
             if epoch == 1:
                 sess.run(g.init)
+                if init_from is not None:
+                    warm_saver.restore(sess, init_from)
             else:
                 # The checkpoint of the last finished epoch by name: a kill
                 # during a later save may have moved "latest" already.
@@ -331,6 +379,7 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
             state["epochs"].append(record)
             if g.sparsity:
                 record["sparsity"] = float(sess.run(g.sparsity["global"]))
+            ranges = g.quant_ranges(sess)
             state["epoch"] = epoch
             state["train_seconds"] += seconds
             # Checkpoint first, state second: a kill in between redoes the
@@ -345,15 +394,19 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
                  learning_rate=params["lr"], averaging=float(averaging),
                  tokens_per_s=tok_s, **({"sparsity": record["sparsity"]}
                                         if g.sparsity else {}))
-        log("%-5s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s" % (
+        if ranges:  # the learned ranges after the epoch, min and max
+            _scalars(writer, epoch, **{"quant_range/" + k: v
+                                       for k, v in ranges.items()})
+        log("%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s" % (
             name, epoch, ppl(train_loss), ppl(valid_loss), tok_s, seconds,
             ", ".join(note)))
 
     if not state["done"]:
         state["stop_reason"] = stop_reason(state, params)
-        graph, _, best_saver = g.instance(params["seed"] * 1009)
+        graph, _, best_saver, _ = g.instance(params["seed"] * 1009)
         with tf.Session(graph=graph, config=config) as sess:
             best_saver.restore(sess, best_prefix)
+            state["quant_ranges"] = g.quant_ranges(sess) or None
             state["test_loss"] = evaluate(sess, g, test, params["bptt"])
             state["best_valid_check"] = evaluate(sess, g, valid,
                                                  params["bptt"])
@@ -377,13 +430,15 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         "train_seconds": state["train_seconds"],
         "unk_counts": corpus.unk_counts,
         "sparsity_report": state.get("sparsity_report"),
+        "quant": bool(params.get("quant")), "init_from": init_from,
+        "quant_ranges": state.get("quant_ranges"),
     }
     summary.update(extra or {})
     _write_json(os.path.join(run_dir, SUMMARY_FILE), summary)
     if summary["sparsity_report"]:
         log("%s sparsity of the best checkpoint:\n%s" % (
             name, sparse_report.format_report(summary["sparsity_report"])))
-    log("%-5s | stopped after epoch %d (%s); best epoch %d: valid ppl %.2f, "
+    log("%-7s | stopped after epoch %d (%s); best epoch %d: valid ppl %.2f, "
         "test ppl %.2f" % (name, state["epoch"], state["stop_reason"],
                            state["best_epoch"], summary["best_valid_ppl"],
                            summary["test_ppl"]))

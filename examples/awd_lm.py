@@ -8,9 +8,11 @@ layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
   python examples/awd_lm.py --model both --preset demo
   python examples/awd_lm.py --model awd --preset awd-ptb --data-dir DIR
   python examples/awd_lm.py ... --resume      # continue a killed run
+  python examples/awd_lm.py ... --quant       # then fine-tune it 8-bit QAT
 
 Outputs in --out: <model>/ (checkpoints last/ and best/, TensorBoard
-events, state.json, summary.json), summary.json and valid_ppl.png.
+events, state.json, summary.json), with --quant also <model>_quant/ (the
+quantization-aware fine-tuning), summary.json and valid_ppl.png.
 """
 import argparse
 import json
@@ -50,7 +52,15 @@ HELP = {
     "hmm_train": "embedded corpus: training tokens",
     "hmm_valid": "embedded corpus: validation tokens",
     "hmm_test": "embedded corpus: test tokens",
+    "quant_epochs": "--quant: epochs of quantization-aware fine-tuning",
+    "quant_delay": "--quant: fine-tuning steps computed in float while the "
+                   "ranges are learned",
+    "weight_bits": "--quant: bits of the cells' weights",
+    "activation_bits": "--quant: bits of the cells' activations",
 }
+
+# Options declared by hand above the generated per-parameter flags.
+EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight")
 
 
 def _bool(text):
@@ -87,8 +97,16 @@ def parse_args(argv=None):
                        type=float, default=None, metavar="FLOAT",
                        help="weight of the KL / L0 loss (default 1 / "
                        "training tokens)")
+    group.add_argument("--quant", action="store_true", default=None,
+                       help="after training each model, fine-tune it "
+                       "quantization-aware (8-bit fake-quant cells) from its "
+                       "best checkpoint and score both")
+    group.add_argument("--quant-lr", dest="quant_lr", type=float,
+                       default=None, metavar="FLOAT",
+                       help="--quant: fine-tuning learning rate (default "
+                       "--lr)")
     for key, default in sorted(presets.DEFAULTS.items()):
-        if default is None:
+        if key in EXPLICIT:
             continue  # the options above
         kind = _bool if isinstance(default, bool) else type(default)
         group.add_argument("--" + key.replace("_", "-"), dest=key, type=kind,
@@ -120,21 +138,26 @@ def load_corpus(args, params, log):
 
 def results_table(summaries, floor):
     """The one results table, as a list of lines."""
-    lines = ["%-6s | %8s | %12s | %10s | %6s | %7s" % (
+    lines = ["%-7s | %8s | %12s | %10s | %6s | %7s" % (
         "model", "test ppl", "gap to floor", "best epoch", "epochs",
         "seconds")]
     if floor is not None:
-        lines.append("%-6s | %8.2f | %12s | %10s | %6s | %7s" % (
+        lines.append("%-7s | %8.2f | %12s | %10s | %6s | %7s" % (
             "floor", floor, "-", "-", "-", "-"))
     for s in summaries:
         gap = "%+.2f" % (s["test_ppl"] - floor) if floor is not None else "-"
-        lines.append("%-6s | %8.2f | %12s | %10d | %6d | %7.0f" % (
+        lines.append("%-7s | %8.2f | %12s | %10d | %6d | %7.0f" % (
             s["model"], s["test_ppl"], gap, s["best_epoch"], s["epochs_run"],
             s["train_seconds"]))
     by = {s["model"]: s for s in summaries}
     if "awd" in by and "plain" in by:
         lines.append("awd / plain test perplexity: %.3f" % (
             by["awd"]["test_ppl"] / by["plain"]["test_ppl"]))
+    for name in ("plain", "awd"):
+        if name in by and name + "+q" in by:
+            lines.append("%s fake-quant (8-bit cells) / float test perplexity:"
+                         " %.3f" % (name, by[name + "+q"]["test_ppl"]
+                                    / by[name]["test_ppl"]))
     return lines
 
 
@@ -146,6 +169,7 @@ def main(argv=None):
     try:
         all_params = [presets.params_for(args.preset, m, overrides)
                       for m in models]
+        phases = [presets.split_quant(p) for p in all_params]
         corpus, floor = load_corpus(args, all_params[0], log)
     except (data.DataError, ValueError) as e:
         print("error: %s" % e, file=sys.stderr)
@@ -156,11 +180,18 @@ def main(argv=None):
         progress = tqdm
     start = time.time()
     summaries = []
-    for params in all_params:
+    for float_params, quant_params in phases:
+        float_dir = os.path.join(args.out, float_params["model"])
         summaries.append(train.run(
-            corpus, params, os.path.join(args.out, params["model"]),
-            resume=args.resume, log=log, progress=progress,
-            threads=args.threads, extra={"floor_ppl": floor}))
+            corpus, float_params, float_dir, resume=args.resume, log=log,
+            progress=progress, threads=args.threads,
+            extra={"floor_ppl": floor}))
+        if quant_params is not None:
+            summaries.append(train.run(
+                corpus, quant_params, float_dir + "_quant",
+                resume=args.resume, log=log, progress=progress,
+                threads=args.threads, extra={"floor_ppl": floor},
+                init_from=train.best_checkpoint(float_dir)))
     lines = results_table(summaries, floor)
     print("\n" + "\n".join(lines))
     print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
