@@ -20,7 +20,7 @@ DEFAULTS = {
     "sparsity": None, "sparsity_weight": None,
     # quantization-aware fine-tuning of the trained float model (--quant):
     # quant_epochs epochs from its best checkpoint at learning rate quant_lr
-    # (None: lr), fake quantization from global step quant_delay of the
+    # (None: lr / 4, a fine-tuning rate), fake quantization from global step quant_delay of the
     # fine-tuning on (ranges are learned from its first step).
     "quant": False, "quant_epochs": 3, "quant_delay": 20, "quant_lr": None,
     "weight_bits": 8, "activation_bits": 8,
@@ -64,7 +64,7 @@ def split_quant(params):
     The float phase is the model without any quantization parameter. The
     quantization-aware phase (only when params['quant']) is the same model
     with quantized cells, trained for quant_epochs epochs (its max_epochs)
-    at quant_lr (default: lr); the same stopping rule otherwise.
+    at quant_lr (default: lr / 4); the same stopping rule otherwise.
 
     Args:
       params: dict from `params_for`.
@@ -79,7 +79,8 @@ def split_quant(params):
     if int(params["quant_epochs"]) < 1:
         raise ValueError("quant_epochs: expected an int >= 1, got %r"
                          % (params["quant_epochs"],))
-    lr = params["lr"] if params.get("quant_lr") is None else params["quant_lr"]
+    lr = (params["lr"] / 4.0 if params.get("quant_lr") is None
+          else params["quant_lr"])
     if not lr > 0:
         raise ValueError("quant_lr: expected a learning rate > 0, got %r"
                          % (lr,))

@@ -104,7 +104,7 @@ def parse_args(argv=None):
     group.add_argument("--quant-lr", dest="quant_lr", type=float,
                        default=None, metavar="FLOAT",
                        help="--quant: fine-tuning learning rate (default "
-                       "--lr)")
+                       "--lr / 4)")
     for key, default in sorted(presets.DEFAULTS.items()):
         if key in EXPLICIT:
             continue  # the options above

@@ -91,7 +91,8 @@ def test_ranges_in_checkpoint_and_tensorboard(quant_run):
     for layer in (0, 1):
         for name in range_names(False, False):
             prefix = "lm/layer_%d/lstm_%d/quant/%s/" % (layer, layer, name)
-            lo, hi = (reader.get_tensor(prefix + end) for end in ("min", "max"))
+            lo, hi = (reader.get_tensor(prefix + end)
+                      for end in ("min", "max"))
             # Learned: moved away from the initial [-6, 6], min < max.
             assert lo < hi and (lo, hi) != (-6.0, 6.0)
             tag = "quant_range/layer_%d/lstm_%d/%s/" % (layer, layer, name)
