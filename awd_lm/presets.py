@@ -84,7 +84,8 @@ def split_quant(params):
     if not lr > 0:
         raise ValueError("quant_lr: expected a learning rate > 0, got %r"
                          % (lr,))
-    quant = dict(params, max_epochs=int(params["quant_epochs"]), lr=lr)
+    quant = dict(params, max_epochs=int(params["quant_epochs"]), lr=lr,
+                 quant_lr=lr)
     return float_params, quant
 
 

@@ -180,18 +180,22 @@ def main(argv=None):
         progress = tqdm
     start = time.time()
     summaries = []
-    for float_params, quant_params in phases:
-        float_dir = os.path.join(args.out, float_params["model"])
-        summaries.append(train.run(
-            corpus, float_params, float_dir, resume=args.resume, log=log,
-            progress=progress, threads=args.threads,
-            extra={"floor_ppl": floor}))
-        if quant_params is not None:
+    try:
+        for float_params, quant_params in phases:
+            float_dir = os.path.join(args.out, float_params["model"])
             summaries.append(train.run(
-                corpus, quant_params, float_dir + "_quant",
-                resume=args.resume, log=log, progress=progress,
-                threads=args.threads, extra={"floor_ppl": floor},
-                init_from=train.best_checkpoint(float_dir)))
+                corpus, float_params, float_dir, resume=args.resume, log=log,
+                progress=progress, threads=args.threads,
+                extra={"floor_ppl": floor}))
+            if quant_params is not None:
+                summaries.append(train.run(
+                    corpus, quant_params, float_dir + "_quant",
+                    resume=args.resume, log=log, progress=progress,
+                    threads=args.threads, extra={"floor_ppl": floor},
+                    init_from=train.best_checkpoint(float_dir)))
+    except ValueError as e:  # e.g. --resume with changed parameters
+        print("error: %s" % e, file=sys.stderr)
+        return 2
     lines = results_table(summaries, floor)
     print("\n" + "\n".join(lines))
     print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
