@@ -6,8 +6,8 @@ each (the demo model's matrices are too small for two threads to help one
 run), and prints one table: the source's own perplexity (the floor), each
 model's test perplexity at its best validation epoch, its gap to the floor,
 epochs and seconds.  Outputs (checkpoints, TensorBoard events, summaries,
-valid_ppl.png) go to runs/demo/.  Extra arguments are passed to both runs
-(e.g. `--resume`).
+valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder per model
+inside it).  Other arguments are passed to both runs (e.g. `--resume`).
 """
 import importlib.util
 import json
@@ -31,16 +31,29 @@ def load_script():
 
 
 def _forward(proc, model, first):
-    """Prints a run's output lines; the corpus line only from the first."""
+    """Prints a run's per-epoch rows and its "stopped" line as they come;
+    the corpus line and the column header only from the first run. Each
+    run's closing table is left out: the demo prints one for both."""
     for line in proc.stdout:
-        if line.startswith(model.ljust(5) + " |") or (
-                first and line.startswith("corpus")):
-            sys.stdout.write(line)
-            sys.stdout.flush()
+        name, _, rest = line.partition("|")
+        second = rest.split("|", 1)[0].strip()
+        if first and second == "epoch":
+            line = "model".ljust(len(name)) + "|" + rest   # header of both
+        elif not ((name.strip() == model and (second.isdigit()
+                                              or second.startswith("stopped")))
+                  or (first and line.startswith("corpus"))):
+            continue
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def main(argv):
+    argv = list(argv)
     out = os.path.join(os.path.dirname(HERE), "runs", "demo")
+    if "--out" in argv:   # the demo's folder; each model gets one inside it
+        i = argv.index("--out")
+        out = argv[i + 1]
+        del argv[i:i + 2]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.time()
     procs, threads = [], []
