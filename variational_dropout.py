@@ -26,6 +26,7 @@ from tensorflow.python.ops import gen_random_ops
 from tensorflow.python.ops.variables import PartitionedVariable
 
 import mask_placement
+from sparse_layers import layer_utils
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
@@ -60,34 +61,19 @@ def check_keep_prob(keep_prob, arg_name="keep_prob"):
 
 
 def check_training(training, arg_name="training"):
-    """Validates a train/eval switch: a Python bool or a scalar bool tensor.
-
-    Args:
-      training: ``None`` (meaning True), a Python bool, or a scalar
-        ``tf.bool`` tensor (e.g. a ``tf.placeholder_with_default``).
-      arg_name: name used in the error message.
+    """Validates a train/eval switch: ``None`` (meaning True), a Python bool
+    or a scalar bool tensor (``sparse_layers.layer_utils.check_training``).
 
     Returns:
       A Python bool or the bool tensor.
 
     Raises:
-      ValueError: for any other type, a non-bool tensor or a tensor whose
-        static rank is not 0.
+      ValueError: (a ``layer_utils.TrainingFlagError``) for any other type,
+        a non-bool tensor or a tensor whose static rank is not 0.
     """
     if training is None:
         return True
-    if isinstance(training, bool):
-        return training
-    if isinstance(training, (tf.Tensor, tf.Variable)):
-        if training.dtype.base_dtype != tf.bool:
-            raise ValueError("%s must be a bool tensor, got dtype %s"
-                             % (arg_name, training.dtype.name))
-        if training.get_shape().ndims not in (None, 0):
-            raise ValueError("%s must be a scalar, got shape %s"
-                             % (arg_name, training.get_shape()))
-        return training
-    raise ValueError("%s must be a Python bool or a scalar bool tensor, got %r"
-                     % (arg_name, training))
+    return layer_utils.check_training(training, arg_name)
 
 
 def smart_cond(pred, true_fn, false_fn, name=None):

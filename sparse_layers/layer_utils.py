@@ -49,30 +49,43 @@ def check_params(params, name="variational_params", rank=None):
     return theta, aux
 
 
-def check_training(training):
-    """Checks `training` is a Python bool or a scalar bool tensor.
+class TrainingFlagError(TypeError, ValueError):
+    """A `training` / `is_train` flag that is neither a Python bool nor a
+    scalar bool tensor. Both a TypeError (the sparse layers' convention) and
+    a ValueError (the convention of `tf.nn.rnn_cell` constructor checks, which
+    `WeightDropLSTMCell` follows), so callers of either catch it."""
+
+
+def check_training(training, arg_name="training"):
+    """Checks a train/eval switch: a Python bool or a scalar bool tensor.
+
+    The one check of this kind in the library (the sparse layers and cells,
+    `variational_dropout` and `WeightDropLSTMCell` all call it).
 
     Args:
-      training: Python bool, or scalar tf.bool tensor / placeholder.
+      training: Python bool, or scalar tf.bool tensor / placeholder / variable.
+      arg_name: the argument's name in the error message.
 
     Returns:
       `training` unchanged.
 
     Raises:
-      TypeError / ValueError: any other type, dtype or shape.
+      TrainingFlagError: any other type, a non-bool dtype or a static rank
+        other than 0.
     """
     if isinstance(training, bool):
         return training
     if isinstance(training, (tf.Tensor, tf.Variable)):
         if training.dtype.base_dtype != tf.bool:
-            raise TypeError("training must be a bool or a scalar tf.bool "
-                            "tensor, got a %s tensor" % training.dtype.name)
+            raise TrainingFlagError(
+                "%s must be a bool or a scalar tf.bool tensor, got a %s "
+                "tensor" % (arg_name, training.dtype.name))
         if training.shape.ndims not in (None, 0):
-            raise ValueError("training must be a scalar, got shape %s"
-                             % training.shape)
+            raise TrainingFlagError("%s must be a scalar, got shape %s"
+                                    % (arg_name, training.shape))
         return training
-    raise TypeError("training must be a Python bool or a scalar tf.bool "
-                    "tensor, got %r" % (training,))
+    raise TrainingFlagError("%s must be a Python bool or a scalar tf.bool "
+                            "tensor, got %r" % (arg_name, training))
 
 
 def smart_cond(training, train_fn, eval_fn):
