@@ -1,6 +1,7 @@
-"""Installable layout of the library: two top-level modules users import
-directly (``weight_drop_lstm``, ``variational_dropout``; ``mask_placement``
-keeps their mask variables per worker) plus packages."""
+"""Installable layout of the library: the design card's two top-level
+modules (``weight_drop_lstm``, ``variational_dropout``) and package
+(``sparse_layers``), and everything else under the one distinctive package
+``tf1_awd_sparse`` (quantization, mask placement, the language model)."""
 from setuptools import find_packages, setup
 
 setup(
@@ -11,7 +12,7 @@ setup(
                  "graph mode"),
     long_description=open("README.md").read(),
     long_description_content_type="text/markdown",
-    py_modules=["weight_drop_lstm", "variational_dropout", "mask_placement"],
+    py_modules=["weight_drop_lstm", "variational_dropout"],
     packages=find_packages(exclude=("tests", "tests.*", "examples",
                                     "examples.*", "benchmarks",
                                     "benchmarks.*")),

@@ -25,7 +25,7 @@ from tensorflow.python.framework import smart_cond as _smart_cond_module
 from tensorflow.python.ops import gen_random_ops
 from tensorflow.python.ops.variables import PartitionedVariable
 
-import mask_placement
+from tf1_awd_sparse import mask_placement
 from sparse_layers import layer_utils
 
 __all__ = [

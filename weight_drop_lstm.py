@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorflow.python.keras.engine import base_layer_utils
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
-from quantization.lstm import LSTMQuantizer
+from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
 from sparse_layers import common as sparse_common
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import nn as vd_nn

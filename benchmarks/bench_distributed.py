@@ -2,7 +2,7 @@
 against a two-worker loopback parameter-server cluster and MirroredStrategy
 over two CPU devices, on this machine.
 
-Every run is a separate ``python -m awd_lm.estimator`` process (the cluster:
+Every run is a separate ``python -m tf1_awd_sparse.awd_lm.estimator`` process (the cluster:
 one ps, a chief and a worker, each single-threaded) training the same small
 AWD model with ``--use-vd`` on the embedded corpus; throughput is counted
 from each task's run log over its steps after a warm-up, in tokens per
@@ -26,11 +26,13 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "examples"))
 import _quiet  # noqa: F401,E402
 
 import numpy as np  # noqa: E402
 
-from awd_lm.local_cluster import LocalCluster, run_single  # noqa: E402
+from local_cluster import LocalCluster, run_single  # noqa: E402
 
 BATCH, BPTT = 20, 35
 HPARAMS = ("emb_size=64,hidden_size=128,num_layers=2,batch_size=%d,bptt=%d,"

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
-from awd_lm import data, presets, synthetic, train  # noqa: E402
+from tf1_awd_sparse.awd_lm import data, presets, synthetic, train  # noqa: E402
 
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",

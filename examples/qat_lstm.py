@@ -37,7 +37,7 @@ import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from quantization import TFLiteRunner, export_tflite  # noqa: E402
+from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
 
 CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1,

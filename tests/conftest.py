@@ -1,10 +1,16 @@
 """Shared test setup: a quiet TensorFlow and a fresh graph per test."""
 import os
+import sys
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
+
+# Harnesses the tests share with the examples (LocalCluster) live there,
+# outside the library's import path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "examples"))
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402

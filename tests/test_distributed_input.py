@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from awd_lm import estimator
-from awd_lm.local_cluster import free_ports, tf_config
+from tf1_awd_sparse.awd_lm import estimator
+from local_cluster import free_ports, tf_config
 
 
 def test_bptt_batches_are_consecutive_windows_of_the_streams():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from awd_lm import estimator
-from awd_lm.local_cluster import (LocalCluster, free_ports, run_single,
+from tf1_awd_sparse.awd_lm import estimator
+from local_cluster import (LocalCluster, free_ports, run_single,
                                   tf_config)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -126,7 +126,7 @@ def test_a_ps_ends_itself_after_max_lifetime(tmp_path):
     env = dict(os.environ, TF_CONFIG=tf_config(cluster, "ps", 0),
                PYTHONPATH=ROOT)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "awd_lm.estimator"]
+        [sys.executable, "-m", "tf1_awd_sparse.awd_lm.estimator"]
         + _args(str(tmp_path / "model"), "--max-lifetime", "4"),
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)

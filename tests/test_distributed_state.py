@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.distribute import values
 
-import mask_placement
-from awd_lm.local_cluster import free_ports
+from tf1_awd_sparse import mask_placement
+from local_cluster import free_ports
 from variational_dropout import VariationalDropout
 from weight_drop_lstm import WeightDropLSTMCell
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from awd_lm import model
+from tf1_awd_sparse.awd_lm import model
 
 PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6, "num_layers": 2,
           "dropout": 0.4, "dropouth": 0.25, "dropouti": 0.4, "dropoute": 0.1,

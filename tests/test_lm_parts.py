@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from awd_lm import losses, ntasgd
+from tf1_awd_sparse.awd_lm import losses, ntasgd
 
 
 def np_ar(h, alpha, lengths=None):

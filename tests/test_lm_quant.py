@@ -9,8 +9,8 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from awd_lm import train
-from quantization.lstm import range_names
+from tf1_awd_sparse.awd_lm import train
+from tf1_awd_sparse.quantization.lstm import range_names
 from test_lm_script import TINY, script, write_ptb
 
 # The plain model learns the patterned corpus within 5 epochs at lr 10

@@ -134,7 +134,7 @@ def test_kill_and_resume_equals_uninterrupted(tmpdir):
 
 
 def test_fresh_run_deletes_only_its_own_files(tmpdir):
-    from awd_lm import train
+    from tf1_awd_sparse.awd_lm import train
     for d in ("last", "best", "data"):
         tmpdir.mkdir(d).join("x").write("x")
     for f in ("state.json", "summary.json", "events.out.tfevents.1.h",

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from quantization import TFLiteRunner, export_tflite
-from quantization.export import read_cell_values, relative_variable_names
+from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
+from tf1_awd_sparse.quantization.export import read_cell_values, relative_variable_names
 from test_quant_reference import lstm_float_step
 from weight_drop_lstm import WeightDropLSTMCell
 

@@ -107,8 +107,8 @@ def lstm_float_step(x, c, h, kernel, bias, forget_bias=1.0, hard=False):
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from quantization import fake_quant as fq  # noqa: E402
-from quantization.export import nudged_quantization  # noqa: E402
+from tf1_awd_sparse.quantization import fake_quant as fq  # noqa: E402
+from tf1_awd_sparse.quantization.export import nudged_quantization  # noqa: E402
 
 
 @pytest.mark.parametrize("bits", [8, 4])

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from awd_lm import data, model
+from tf1_awd_sparse.awd_lm import data, model
 from sparse_layers import report as sparse_report
 
 STATE_FILE = "state.json"

@@ -1,4 +1,4 @@
-"""End-to-end run: `python -m sparse_layers.demo`.
+"""End-to-end run: `python examples/sparse_demo.py`.
 
 Fits y = x @ w* + noise (noise std 0.1), where only 10 of 200 inputs
 matter, with a one-unit `FullyConnected` layer of each technique (full-batch

@@ -12,7 +12,7 @@ import collections
 
 import numpy as np
 
-from awd_lm import data
+from tf1_awd_sparse.awd_lm import data
 
 HMM = collections.namedtuple("HMM", ["initial", "transition", "emission"])
 HMM.__doc__ = """A discrete hidden Markov model.

@@ -1,7 +1,8 @@
-"""Start a parameter-server cluster of `awd_lm.estimator` processes on this
+"""Start a parameter-server cluster of `tf1_awd_sparse.awd_lm.estimator`
+processes on this
 machine (loopback ports), for tests, benchmarks and trying the setup out.
 
-Each task is a ``python -m awd_lm.estimator`` process with its own
+Each task is a ``python -m tf1_awd_sparse.awd_lm.estimator`` process with its own
 ``TF_CONFIG``; ports are picked free at start time; every process runs in
 its own process group, is bounded by a timeout, and is killed when the
 `LocalCluster` context exits, also on errors.
@@ -86,8 +87,11 @@ def _spawn(args, env, log_path, timeout, python=None):
     args = list(args) + ["--max-lifetime", str(timeout + 5.0)]
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            [python or sys.executable, "-m", "awd_lm.estimator"] + args,
-            env=env, cwd=_ROOT, stdout=log, stderr=subprocess.STDOUT,
+            [python or sys.executable, "-m",
+             "tf1_awd_sparse.awd_lm.estimator"] + args,
+            # The caller's working directory: relative paths (--model-dir)
+            # resolve where the caller means them.
+            env=env, cwd=os.getcwd(), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
 
 
@@ -110,7 +114,7 @@ def _tail(path, lines=30):
 
 
 def run_single(args, timeout, log_path, python=None):
-    """Runs one ``python -m awd_lm.estimator`` process without TF_CONFIG.
+    """Runs one ``python -m tf1_awd_sparse.awd_lm.estimator`` process without TF_CONFIG.
 
     Args:
       args: its command-line arguments.
@@ -139,7 +143,7 @@ class LocalCluster(object):
     """One ps, a chief and ``num_workers`` workers on localhost.
 
     Args:
-      args: `awd_lm.estimator` command-line arguments shared by all tasks.
+      args: `tf1_awd_sparse.awd_lm.estimator` command-line arguments shared by all tasks.
       num_workers: non-chief workers.
       timeout: seconds every process may live.
       log_dir: where each task's output goes (``<type>_<index>.log``).

@@ -27,7 +27,7 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 """
 import tensorflow as tf
 
-from quantization import fake_quant as fq
+from tf1_awd_sparse.quantization import fake_quant as fq
 
 QUANT_ACTIVATIONS = ("standard", "hard")
 

@@ -8,6 +8,6 @@ and fully 8-bit TFLite models.
   ``is_quant=True``.
 * :mod:`quantization.export` - :func:`export_tflite` and :class:`TFLiteRunner`.
 """
-from quantization.export import (  # noqa: F401
+from tf1_awd_sparse.quantization.export import (  # noqa: F401
     TFLiteRunner, export_tflite, unroll)
-from quantization.lstm import LSTMQuantizer, QUANT_ACTIVATIONS  # noqa: F401
+from tf1_awd_sparse.quantization.lstm import LSTMQuantizer, QUANT_ACTIVATIONS  # noqa: F401

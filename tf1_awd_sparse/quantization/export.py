@@ -23,7 +23,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from quantization import fake_quant as fq
+from tf1_awd_sparse.quantization import fake_quant as fq
 
 INPUT_NAME = "inputs"
 OUTPUT_NAME = "outputs"

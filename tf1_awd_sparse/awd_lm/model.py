@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import variational_dropout
 import weight_drop_lstm
-from awd_lm import losses, ntasgd
+from tf1_awd_sparse.awd_lm import losses, ntasgd
 from sparse_layers import losses as sparse_losses
 
 MODELS = ("awd", "plain")

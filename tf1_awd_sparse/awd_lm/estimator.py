@@ -34,8 +34,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.util import deprecation
 
-import mask_placement
-from awd_lm import data, model, presets, synthetic
+from tf1_awd_sparse import mask_placement
+from tf1_awd_sparse.awd_lm import data, model, presets, synthetic
 
 # Update ops of every replica's masks, read by MaskUpdateHook at begin():
 # under MirroredStrategy Estimator keeps the first replica's hooks only.
