@@ -21,12 +21,13 @@ import numbers
 
 import tensorflow as tf
 from tensorflow.python.framework import random_seed
-from tensorflow.python.framework import smart_cond as _smart_cond_module
 from tensorflow.python.ops import gen_random_ops
 from tensorflow.python.ops.variables import PartitionedVariable
 
 from tf1_awd_sparse import mask_placement
-from sparse_layers import layer_utils
+# The library's one copy of the checks; re-exported here (public names).
+from tf1_awd_sparse._checks import (  # noqa: F401
+    check_keep_prob, check_training, derived_seed, smart_cond)
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
@@ -34,59 +35,6 @@ __all__ = [
     "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
     "make_mask_variable",
 ]
-
-
-# --------------------------------------------------------------------------
-# Argument checks shared with weight_drop_lstm.
-# --------------------------------------------------------------------------
-def check_keep_prob(keep_prob, arg_name="keep_prob"):
-    """Validates a keep probability given as a Python number.
-
-    Args:
-      keep_prob: a Python int/float in ``(0, 1]``.
-      arg_name: name used in the error message.
-
-    Returns:
-      ``keep_prob`` as a Python float.
-
-    Raises:
-      ValueError: if ``keep_prob`` is not a real number in ``(0, 1]``.
-    """
-    if (isinstance(keep_prob, bool)
-            or not isinstance(keep_prob, numbers.Real)
-            or not 0.0 < float(keep_prob) <= 1.0):
-        raise ValueError("%s must be a number in (0, 1], got %r"
-                         % (arg_name, keep_prob))
-    return float(keep_prob)
-
-
-def check_training(training, arg_name="training"):
-    """Validates a train/eval switch: ``None`` (meaning True), a Python bool
-    or a scalar bool tensor (``sparse_layers.layer_utils.check_training``).
-
-    Returns:
-      A Python bool or the bool tensor.
-
-    Raises:
-      ValueError: (a ``layer_utils.TrainingFlagError``) for any other type,
-        a non-bool tensor or a tensor whose static rank is not 0.
-    """
-    if training is None:
-        return True
-    return layer_utils.check_training(training, arg_name)
-
-
-def smart_cond(pred, true_fn, false_fn, name=None):
-    """``true_fn()`` or ``false_fn()`` chosen in Python when ``pred`` is a
-    bool or a constant, else with ``tf.cond`` (one graph serves both)."""
-    return _smart_cond_module.smart_cond(pred, true_fn, false_fn, name=name)
-
-
-def derived_seed(seed, offset):
-    """An op seed for the ``offset``-th random op of one object: ``None``
-    stays ``None`` (graph-level seeding); otherwise ``seed + offset`` so that
-    two ops of one object never draw the same stream."""
-    return None if seed is None else int(seed) + offset
 
 
 # --------------------------------------------------------------------------

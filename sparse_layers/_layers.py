@@ -9,6 +9,7 @@ from tensorflow.python.layers import base
 
 from sparse_layers import common
 from sparse_layers import layer_utils
+from tf1_awd_sparse._checks import check_positive_int
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}
@@ -70,18 +71,12 @@ class Technique(object):
         self.eval_args = eval_args
 
 
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("%s must be a positive int, got %r" % (name, value))
-    return value
-
-
 def _int_pair(value, name):
     pair = (value, value) if isinstance(value, int) else tuple(value)
     if len(pair) != 2:
         raise ValueError("%s must be an int or 2 ints, got %r" % (name, value))
     for v in pair:
-        _positive_int(v, name)
+        check_positive_int(v, name)
     return pair
 
 
@@ -192,7 +187,7 @@ class FullyConnected(SparseLayer):
 
     def __init__(self, units, *args, **kwargs):
         super(FullyConnected, self).__init__(*args, **kwargs)
-        self.units = _positive_int(units, "units")
+        self.units = check_positive_int(units, "units")
 
     def _kernel_shape(self, input_shape):
         if input_shape.ndims is None or input_shape.ndims < 2 \
@@ -227,7 +222,7 @@ class Conv2D(SparseLayer):
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
                  data_format="channels_last", *args, **kwargs):
         super(Conv2D, self).__init__(*args, **kwargs)
-        self.filters = _positive_int(filters, "filters")
+        self.filters = check_positive_int(filters, "filters")
         self.kernel_size = _int_pair(kernel_size, "kernel_size")
         self.strides = _int_pair(strides, "strides")
         if str(padding).upper() not in ("SAME", "VALID"):

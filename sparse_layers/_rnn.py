@@ -10,6 +10,7 @@ its noise or gate sample lazily, at the cell's first call, under
 import tensorflow as tf
 
 from sparse_layers import layer_utils
+from tf1_awd_sparse._checks import check_positive_int
 
 
 RNN_CELL_DOC = """
@@ -84,11 +85,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
     def __init__(self, technique, bias_weights, num_units, activation=None,
                  reuse=None, name=None):
         super(_SparseCell, self).__init__(_reuse=reuse, name=name)
-        if isinstance(num_units, bool) or not isinstance(num_units, int) \
-                or num_units < 1:
-            raise ValueError("num_units must be a positive int, got %r"
-                             % (num_units,))
-        self._num_units = num_units
+        self._num_units = check_positive_int(num_units, "num_units")
         self._technique = technique
         self._activation = activation or tf.tanh
         width = self._NUM_GATES * num_units

@@ -1,7 +1,9 @@
 """Helpers shared by the sparse ops: parameter checks, gather, conv2d."""
 import tensorflow as tf
 from tensorflow.python.ops import control_flow_util
-from tensorflow.python.layers import utils as tf_layers_utils
+
+from tf1_awd_sparse._checks import (  # noqa: F401  (the one check)
+    TrainingFlagError, check_training, smart_cond)
 
 
 def _shape_str(value):
@@ -47,54 +49,6 @@ def check_params(params, name="variational_params", rank=None):
             "%s: expected rank-%d parameters, got theta of shape %s"
             % (name, rank, theta.shape))
     return theta, aux
-
-
-class TrainingFlagError(TypeError, ValueError):
-    """A `training` / `is_train` flag that is neither a Python bool nor a
-    scalar bool tensor. Both a TypeError (the sparse layers' convention) and
-    a ValueError (the convention of `tf.nn.rnn_cell` constructor checks, which
-    `WeightDropLSTMCell` follows), so callers of either catch it."""
-
-
-def check_training(training, arg_name="training"):
-    """Checks a train/eval switch: a Python bool or a scalar bool tensor.
-
-    The one check of this kind in the library (the sparse layers and cells,
-    `variational_dropout` and `WeightDropLSTMCell` all call it).
-
-    Args:
-      training: Python bool, or scalar tf.bool tensor / placeholder / variable.
-      arg_name: the argument's name in the error message.
-
-    Returns:
-      `training` unchanged.
-
-    Raises:
-      TrainingFlagError: any other type, a non-bool dtype or a static rank
-        other than 0.
-    """
-    if isinstance(training, bool):
-        return training
-    if isinstance(training, (tf.Tensor, tf.Variable)):
-        if training.dtype.base_dtype != tf.bool:
-            raise TrainingFlagError(
-                "%s must be a bool or a scalar tf.bool tensor, got a %s "
-                "tensor" % (arg_name, training.dtype.name))
-        if training.shape.ndims not in (None, 0):
-            raise TrainingFlagError("%s must be a scalar, got shape %s"
-                                    % (arg_name, training.shape))
-        return training
-    raise TrainingFlagError("%s must be a Python bool or a scalar tf.bool "
-                            "tensor, got %r" % (arg_name, training))
-
-
-def smart_cond(training, train_fn, eval_fn):
-    """`train_fn()` if training else `eval_fn()`; a tf.cond for tensors.
-
-    With a Python bool only the taken branch is built.
-    """
-    return tf_layers_utils.smart_cond(check_training(training), train_fn,
-                                      eval_fn)
 
 
 def in_xla_context():

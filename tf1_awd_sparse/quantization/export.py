@@ -23,6 +23,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.quantization import fake_quant as fq
 
 INPUT_NAME = "inputs"
@@ -368,10 +369,8 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
       tf.lite.ConverterError (``ConverterError``): if TOCO rejects a graph.
     """
     cells = _as_cell_list(cells)
-    for name, value in (("batch_size", batch_size), ("num_steps", num_steps)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError("%s must be a positive int; got %r"
-                             % (name, value))
+    batch_size = check_positive_int(batch_size, "batch_size")
+    num_steps = check_positive_int(num_steps, "num_steps")
     values = read_cell_values(cells, session=session, checkpoint=checkpoint)
     sizes = {}
     for path, is_quant, key in ((float_path, False, "float_bytes"),

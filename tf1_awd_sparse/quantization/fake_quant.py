@@ -23,7 +23,8 @@ time steps.
 """
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework import smart_cond as _smart_cond
+
+from tf1_awd_sparse._checks import smart_cond
 
 # Width given to a range that collapsed to a point: a [0, 0] range has a zero
 # quantization scale, which TOCO rejects ("quantization scale ... is 0").
@@ -49,21 +50,6 @@ def check_num_bits(name, num_bits):
         raise ValueError("%s must be an integer in [2, 8]; got %r"
                          % (name, num_bits))
     return int(num_bits)
-
-
-def smart_cond(pred, true_fn, false_fn, name=None):
-    """``tf.cond`` that is resolved in Python when ``pred`` is a Python bool
-    or a constant tensor (``tf_utils.smart_cond`` semantics).
-
-    Args:
-      pred: Python bool or scalar bool tensor.
-      true_fn, false_fn: callables returning matching structures of tensors.
-      name: optional name scope for the cond.
-
-    Returns:
-      The result of the selected callable.
-    """
-    return _smart_cond.smart_cond(pred, true_fn, false_fn, name=name)
 
 
 def fixed_output_range(kind, num_bits):

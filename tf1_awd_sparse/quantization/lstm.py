@@ -27,6 +27,7 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 """
 import tensorflow as tf
 
+from tf1_awd_sparse._checks import smart_cond
 from tf1_awd_sparse.quantization import fake_quant as fq
 
 QUANT_ACTIVATIONS = ("standard", "hard")
@@ -190,7 +191,7 @@ class LSTMQuantizer(object):
     def _weight(self, weight):
         """Quantizes a weight (last value) when quantization is active."""
         weight = tf.convert_to_tensor(weight)
-        return fq.smart_cond(
+        return smart_cond(
             self._active, lambda: fq.quantize_weight(weight, self.weight_bits),
             lambda: weight)
 
@@ -198,7 +199,7 @@ class LSTMQuantizer(object):
         """Fake-quantizes ``x`` on ``rng`` when quantization is active, else
         returns ``bypass(x)`` (or ``x``)."""
         bits = self.activation_bits
-        return fq.smart_cond(
+        return smart_cond(
             self._active, lambda: fq.fake_quant(x, rng[0], rng[1], bits),
             lambda: x if bypass is None else bypass(x))
 
@@ -301,4 +302,4 @@ class LSTMQuantizer(object):
         def train():
             with tf.control_dependencies([self.ranges.observe(seen)]):
                 return quantized()
-        return fq.smart_cond(self._training, train, quantized)
+        return smart_cond(self._training, train, quantized)
