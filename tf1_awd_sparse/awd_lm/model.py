@@ -241,9 +241,9 @@ def quant_range_variables(cells):
     """
     found = []
     for cell in cells:
-        ranges = cell.quantizer.ranges
-        if ranges.min_vars is None:  # a float cell
+        if cell.quantizer is None:  # a float cell
             continue
+        ranges = cell.quantizer.ranges
         for name, lo, hi in zip(ranges.names, ranges.min_vars,
                                 ranges.max_vars):
             tag = lo.op.name.rsplit("/quant/", 1)[0]
