@@ -27,12 +27,13 @@ VD_COLLECTION = "theta_logsigma2"
 L0_COLLECTION = "theta_logalpha"
 
 _Math = collections.namedtuple(
-    "_Math", ["log", "square", "clip", "sigmoid", "logical_not", "equal"])
+    "_Math", ["log", "square", "clip", "sigmoid", "logical_not", "equal",
+              "cast"])
 
 #: Elementwise ops for graph tensors.
 TF_MATH = _Math(log=tf.log, square=tf.square, clip=tf.clip_by_value,
                 sigmoid=tf.sigmoid, logical_not=tf.logical_not,
-                equal=tf.equal)
+                equal=tf.equal, cast=tf.cast)
 
 
 def _np_sigmoid(x):
@@ -45,7 +46,8 @@ def _np_sigmoid(x):
 #: The same ops for numpy arrays (used by the checkpoint report).
 NUMPY_MATH = _Math(log=np.log, square=np.square, clip=np.clip,
                    sigmoid=_np_sigmoid, logical_not=np.logical_not,
-                   equal=np.equal)
+                   equal=np.equal,
+                   cast=lambda x, dtype: np.asarray(x).astype(dtype))
 
 
 def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
@@ -124,6 +126,22 @@ def vd_keep_mask(log_sigma2, theta, threshold=THRESHOLD, eps=EPSILON,
                              math=math) < threshold
 
 
+def vd_eval_weights(theta, log_sigma2, threshold=THRESHOLD, eps=EPSILON,
+                    math=TF_MATH):
+    """Evaluation weights of sparse VD: theta * vd_keep_mask(...).
+
+    Args:
+      theta: float tensor (or numpy array with `math=NUMPY_MATH`).
+      log_sigma2: float tensor/array of the same shape.
+      threshold, eps, math: as for `vd_keep_mask`.
+
+    Returns:
+      theta with the dropped weights set to 0, theta's shape and dtype.
+    """
+    keep = vd_keep_mask(log_sigma2, theta, threshold, eps, math=math)
+    return theta * math.cast(keep, theta.dtype)
+
+
 def hard_concrete_sample(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA,
                          eps=EPSILON):
     """One sample of the hard-concrete gate per element of `log_alpha`.
@@ -160,6 +178,23 @@ def hard_concrete_mean(log_alpha, gamma=GAMMA, zeta=ZETA, math=TF_MATH):
       gates in [0, 1], the shape of `log_alpha`.
     """
     return _stretch_and_clip(math.sigmoid(log_alpha), gamma, zeta, math)
+
+
+def l0_eval_weights(theta, log_alpha, gamma=GAMMA, zeta=ZETA, math=TF_MATH):
+    """Evaluation weights of L0: theta * hard_concrete_mean(log_alpha).
+
+    Args:
+      theta: float tensor (or numpy array with `math=NUMPY_MATH`).
+      log_alpha: float tensor/array of the same shape.
+      gamma, zeta, math: as for `hard_concrete_mean`.
+
+    Returns:
+      theta scaled by its deterministic gate, theta's shape and dtype.
+    """
+    # The numpy sigmoid computes in float64; the gate takes theta's dtype
+    # so that both backends multiply in the same precision.
+    gate = hard_concrete_mean(log_alpha, gamma, zeta, math=math)
+    return theta * math.cast(gate, theta.dtype)
 
 
 def _stretch_and_clip(s, gamma, zeta, math):
