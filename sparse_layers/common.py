@@ -20,9 +20,10 @@ ZETA = 1.1
 # log(alpha) above which a variational-dropout weight is treated as zero.
 THRESHOLD = 3.0
 
-# Graph collections of (theta, aux) pairs read by `sparse_layers.losses` and
-# `sparse_layers.report`. Anything that adds a pair here gets its KL / L0
-# penalty and its sparsity reported.
+# Graph collection keys of the registered (theta, aux) pairs of each
+# technique. Register and read pairs only through
+# `sparse_layers.techniques.register_pair` / `registered_pairs`: the items
+# are encoded names, so that they survive a MetaGraph export.
 VD_COLLECTION = "theta_logsigma2"
 L0_COLLECTION = "theta_logalpha"
 
@@ -230,20 +231,20 @@ def standard_normal(shape, dtype=tf.float32):
 
 
 def add_to_collection(name, pair):
-    """Adds a (theta, aux) pair to graph collection `name` once.
+    """Deprecated: use `sparse_layers.techniques.register_pair`.
 
-    Layers that are rebuilt with `reuse=True` would otherwise add the same
-    variables twice and double their penalty.
+    Registers a (theta, aux) pair under the technique whose collection key
+    is `name` (`VD_COLLECTION` or `L0_COLLECTION`); kept for code written
+    against the tuple collections (e.g. `weight_drop_lstm` until it calls
+    the registry).
 
-    Args:
-      name: collection name, e.g. `VD_COLLECTION` or `L0_COLLECTION`.
-      pair: tuple (theta, aux) of tensors or variables.
+    Raises:
+      ValueError: `name` is no technique's collection key, or a bad pair
+        (see `register_pair`).
     """
-    pair = tuple(pair)
-    for existing in tf.get_collection(name):
-        if existing[0] is pair[0] and existing[1] is pair[1]:
-            return
-    tf.add_to_collection(name, pair)
+    # Imported here: the registry imports this module.
+    from sparse_layers import techniques
+    techniques.register_pair(techniques.for_collection(name), pair)
 
 
 def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,

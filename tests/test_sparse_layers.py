@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from sparse_layers import common
+from sparse_layers import common, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.variational_dropout import layers as vd_layers
 
 EPS = common.EPSILON
 MODULES = {"vd": vd_layers, "l0": l0_layers}
-COLLECTIONS = {"vd": common.VD_COLLECTION, "l0": common.L0_COLLECTION}
+TECHNIQUES = {"vd": "variational_dropout", "l0": "l0"}
 
 
 def _sigmoid(x):
@@ -52,7 +52,7 @@ def test_fully_connected_eval_train_and_training_tensor(sess, technique):
     trains = [layer(x, training=True), layer(x3, training=True)]
     assert [v.name for v in layer.variables] == [
         "fc/kernel:0", "fc/" + layer.TECHNIQUE.aux_name + ":0", "fc/bias:0"]
-    assert tf.get_collection(COLLECTIONS[technique]) == [
+    assert techniques.registered_pairs(TECHNIQUES[technique]) == [
         (layer.kernel, layer.aux)]
     assert trains[1].shape.as_list() == [4, 2, 3]
     sess.run(tf.global_variables_initializer())
@@ -130,7 +130,7 @@ def test_config_round_trip_reuse_and_saver(sess, technique, tmp_path):
     with tf.variable_scope("net", reuse=True):
         module.FullyConnected(3, name="fc")(x)
     assert len(tf.global_variables()) == 3
-    assert len(tf.get_collection(COLLECTIONS[technique])) == 1
+    assert len(techniques.registered_pairs(TECHNIQUES[technique])) == 1
     sess.run(tf.global_variables_initializer())
     before = sess.run(out)
     path = tf.train.Saver().save(sess, str(tmp_path / "model"))
