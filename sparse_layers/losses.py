@@ -66,25 +66,30 @@ _LOSS_DOC = """
       name: name scope, also the summaries' prefix.
       summaries: write scalar summaries `<name>/weight` (current weight)
         and `<name>/value` (weighted loss).
+      allow_empty: accept a graph without registered pairs (the loss is
+        then 0); by default that raises, as it almost always means the
+        loss was built before the sparse layers / cells.
 
     Returns:
-      float32 scalar tensor, the current weight times the summed penalty
-      (0 if no pairs are registered).
+      float32 scalar tensor, the current weight times the summed penalty.
 
     Raises:
-      ValueError: see `ramp_weight`.
+      ValueError: no pairs registered (unless `allow_empty`); see also
+        `ramp_weight`.
 """
 
 
 def _pairs_loss(technique, options, weight, begin_step, end_step,
-                global_step, name, summaries):
+                global_step, name, summaries, allow_empty):
     technique = techniques.get(technique)
     pairs = techniques.registered_pairs(technique)
-    if not pairs:
-        # Usually the loss was built before the layers that register pairs.
-        tf.logging.warning("%s: no registered %s pairs; build the loss "
-                           "after the sparse layers/cells", name,
-                           technique.name)
+    if not pairs and not allow_empty:
+        raise ValueError(
+            "%s: the graph has no registered %s pairs (theta, %s). Build the "
+            "loss after the sparse layers/cells (they register their pairs "
+            "when built), register your own pairs with sparse_layers."
+            "techniques.register_pair, or pass allow_empty=True for a zero "
+            "loss." % (name, technique.name, technique.aux_name))
     with tf.name_scope(name):
         total = tf.add_n([technique.penalty(pair, **options)
                           for pair in pairs]) if pairs else tf.constant(0.)
@@ -98,7 +103,8 @@ def _pairs_loss(technique, options, weight, begin_step, end_step,
 
 @_docs.append(_LOSS_DOC)
 def kl_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
-            clip_alpha=None, eps=EPSILON, name="kl_loss", summaries=True):
+            clip_alpha=None, eps=EPSILON, name="kl_loss", summaries=True,
+            allow_empty=False):
     """Ramped, weighted KL of all registered sparse-VD pairs.
 
     Args:
@@ -109,13 +115,14 @@ def kl_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
     """
     return _pairs_loss("variational_dropout",
                        {"clip_alpha": clip_alpha, "eps": eps}, weight,
-                       begin_step, end_step, global_step, name, summaries)
+                       begin_step, end_step, global_step, name, summaries,
+                       allow_empty)
 
 
 @_docs.append(_LOSS_DOC)
 def l0_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
             beta=BETA, gamma=GAMMA, zeta=ZETA, name="l0_loss",
-            summaries=True):
+            summaries=True, allow_empty=False):
     """Ramped, weighted expected L0 norm of all registered L0 gates.
 
     Args:
@@ -124,4 +131,4 @@ def l0_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
     """
     return _pairs_loss("l0", {"beta": beta, "gamma": gamma, "zeta": zeta},
                        weight, begin_step, end_step, global_step, name,
-                       summaries)
+                       summaries, allow_empty)

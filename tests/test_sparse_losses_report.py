@@ -81,9 +81,10 @@ def test_kl_and_l0_losses_with_ramps_and_summaries(sess):
 
 
 def test_loss_edge_cases(sess):
-    assert sess.run(losses.kl_loss(weight=3.)) == 0.  # no pairs
+    # Without registered pairs only an explicit opt-in gives a zero loss.
+    assert sess.run(losses.kl_loss(weight=3., allow_empty=True)) == 0.
     with pytest.raises(ValueError, match="global step"):
-        losses.l0_loss(begin_step=0, end_step=100)
+        losses.l0_loss(begin_step=0, end_step=100, allow_empty=True)
     with pytest.raises(ValueError, match="end_step"):
         losses.ramp_weight(1., begin_step=5, end_step=2,
                            global_step=tf.constant(0))

@@ -1,5 +1,5 @@
-"""The technique registry and the pairs it registers: MetaGraph round trip
-and checkpoint naming.
+"""The technique registry and the pairs it registers: MetaGraph round trip,
+checkpoint naming, losses without pairs.
 
 References are numpy formulas of the papers' math."""
 import logging
@@ -248,3 +248,17 @@ def test_checkpoint_report_covers_every_pair_of_the_graph_report(sess,
     assert ckpt_report["global"] == pytest.approx(graph_report["global"],
                                                   rel=1e-6)
     assert 0.05 < ckpt_report["global"] < 0.95
+
+
+# --- losses without pairs -------------------------------------------------
+
+@pytest.mark.parametrize("technique", techniques.NAMES)
+def test_loss_before_the_layers_raises(sess, technique):
+    with pytest.raises(ValueError, match="after the sparse layers"):
+        LOSSES[technique]()
+    assert sess.run(LOSSES[technique](allow_empty=True)) == 0.
+    # Pairs of the other technique do not count.
+    other = [t for t in techniques.NAMES if t != technique][0]
+    _embedding_pair(other)
+    with pytest.raises(ValueError, match="allow_empty=True"):
+        LOSSES[technique]()
