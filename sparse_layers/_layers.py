@@ -25,8 +25,9 @@ FULLY_CONNECTED_DOC = """
       bias_initializer: initializer of the bias (zeros if None).
       trainable, name, **kwargs: as for `tf.layers.Layer`.
 
-    Call: `layer(inputs, training=False)`; inputs [batch, ..., in];
-    `training` is a Python bool or a scalar tf.bool tensor.
+    Call: `layer(inputs, training=None)`; inputs [batch, ..., in];
+    `training` is a Python bool, a scalar tf.bool tensor or None (= True:
+    training is the default, pass False to evaluate).
 
     Raises:
       ValueError: non-positive `units`, or inputs without a known last
@@ -44,8 +45,8 @@ CONV2D_DOC = """
       activation, use_bias, kernel_initializer, bias_initializer,
       trainable, name, **kwargs: as for `FullyConnected`.
 
-    Call: `layer(inputs, training=False)`; inputs rank 4 in `data_format`;
-    `training` is a Python bool or a scalar tf.bool tensor.
+    Call: `layer(inputs, training=None)`; inputs rank 4 in `data_format`;
+    `training` as for `FullyConnected`.
 
     Raises:
       ValueError: bad `filters`, `kernel_size`, `strides`, `padding` or
@@ -113,18 +114,18 @@ class SparseLayer(base.Layer):
         techniques.register_pair(self.TECHNIQUE, (self.kernel, self.aux))
         self.built = True
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=None):
         """Train op (noise / sampled gates) or eval op, by `training`.
 
         Args:
           inputs: input tensor.
-          training: Python bool or scalar tf.bool tensor; with a tensor both
-            branches are built and chosen at run time.
+          training: Python bool, scalar tf.bool tensor, or None (= True);
+            with a tensor both branches are built and chosen at run time.
 
         Returns:
           the layer output.
         """
-        layer_utils.check_training(training)
+        training = layer_utils.check_training(training)
         inputs = tf.convert_to_tensor(inputs, dtype=self.dtype)
         params = (self.kernel, self.aux)
 

@@ -26,7 +26,7 @@ RNN_CELL_DOC = """
       RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes
         named), or inputs whose width does not fit the kernel's rows.
       ValueError: bad `num_units`.
-      TypeError: `training` neither a bool nor a tf.bool tensor.
+      TypeError: `training` neither a bool, None nor a tf.bool tensor.
 """
 
 LSTM_CELL_DOC = """
@@ -64,7 +64,7 @@ class HeldWeights(object):
       technique: a `sparse_layers.techniques` entry.
       kernel_weights: (theta, aux) pair, each [input_size + num_units,
         num_gates * num_units].
-      training: Python bool or scalar tf.bool tensor.
+      training: Python bool, scalar tf.bool tensor, or None (= True).
       options: the technique's options by name (train and eval ones).
     """
 

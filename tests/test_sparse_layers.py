@@ -48,7 +48,7 @@ def test_fully_connected_eval_train_and_training_tensor(sess, technique):
     layer = MODULES[technique].FullyConnected(3, activation=tf.nn.relu,
                                               name="fc")
     switch = layer(x, training=training)
-    evals = [layer(x), layer(x3, training=False)]
+    evals = [layer(x, training=False), layer(x3, training=False)]
     trains = [layer(x, training=True), layer(x3, training=True)]
     assert [v.name for v in layer.variables] == [
         "fc/kernel:0", "fc/" + layer.TECHNIQUE.aux_name + ":0", "fc/bias:0"]
@@ -83,8 +83,8 @@ def test_conv2d_with_bias_equals_tf_conv_on_eval_weights(sess, technique,
     layer = MODULES[technique].Conv2D(4, (3, 2), strides=2, padding="SAME",
                                       data_format=data_format,
                                       use_bias=True, name="conv")
-    out = layer(inputs)
-    train = layer(inputs, training=True)
+    out = layer(inputs, training=False)
+    train = layer(inputs)  # training is the default
     sess.run(tf.global_variables_initializer())
     theta, aux, bias = _randomize(sess, layer, rng, AUX_RANGES[technique])
     ref = tf.nn.conv2d(img, _eval_weights(technique, theta, aux),
@@ -126,7 +126,7 @@ def test_config_round_trip_reuse_and_saver(sess, technique, tmp_path):
     x = tf.ones([2, 4])
     with tf.variable_scope("net"):
         first = module.FullyConnected(3, name="fc")
-        out = first(x)
+        out = first(x, training=False)
     with tf.variable_scope("net", reuse=True):
         module.FullyConnected(3, name="fc")(x)
     assert len(tf.global_variables()) == 3
@@ -136,7 +136,8 @@ def test_config_round_trip_reuse_and_saver(sess, technique, tmp_path):
     path = tf.train.Saver().save(sess, str(tmp_path / "model"))
     with tf.Graph().as_default(), tf.Session() as other:
         with tf.variable_scope("net"):
-            restored = module.FullyConnected(3, name="fc")(tf.ones([2, 4]))
+            restored = module.FullyConnected(3, name="fc")(
+                tf.ones([2, 4]), training=False)
         tf.train.Saver().restore(other, path)
         np.testing.assert_array_equal(other.run(restored), before)
 

@@ -1,5 +1,5 @@
 """The technique registry and the pairs it registers: MetaGraph round trip,
-checkpoint naming, losses without pairs.
+checkpoint naming, losses without pairs; the training default.
 
 References are numpy formulas of the papers' math."""
 import logging
@@ -11,9 +11,12 @@ from tensorflow.python.ops import resource_variable_ops
 
 from sparse_layers import common, losses, report, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
+from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import layers as vd_layers
+from sparse_layers.variational_dropout import rnn as vd_rnn
 
 LAYERS = {"variational_dropout": vd_layers, "l0": l0_layers}
+CELLS = {"variational_dropout": vd_rnn, "l0": l0_rnn}
 AUX = {"variational_dropout": "log_sigma2", "l0": "log_alpha"}
 # Ranges of the auxiliary values that zero part of the weights.
 AUX_RANGES = {"variational_dropout": (-3., 6.), "l0": (-4., 2.)}
@@ -262,3 +265,27 @@ def test_loss_before_the_layers_raises(sess, technique):
     _embedding_pair(other)
     with pytest.raises(ValueError, match="allow_empty=True"):
         LOSSES[technique]()
+
+
+# --- the training default -------------------------------------------------
+
+@pytest.mark.parametrize("technique", techniques.NAMES)
+def test_layers_and_cells_train_by_default(sess, technique):
+    rng = np.random.RandomState(2)
+    x = rng.randn(4, 3).astype(np.float32)
+    layer = LAYERS[technique].FullyConnected(
+        5, name="fc", **{AUX[technique] + "_initializer":
+                         tf.constant_initializer(0.)})
+    outputs = [layer(x), layer(x, training=None), layer(x, training=True),
+               layer(x, training=False)]
+    theta = rng.randn(3 + 2, 8).astype(np.float32)
+    cell = CELLS[technique].LSTMCell((theta, np.zeros_like(theta)),
+                                     np.zeros(8, np.float32), 2)
+    rnn_out = tf.nn.dynamic_rnn(cell, rng.randn(4, 3, 3).astype(np.float32),
+                                dtype=tf.float32)[0]
+    sess.run(tf.global_variables_initializer())
+    first, second = sess.run(outputs), sess.run(outputs)
+    for i in range(3):  # default, None and True all sample
+        assert not np.allclose(first[i], second[i])
+    np.testing.assert_array_equal(first[3], second[3])
+    assert not np.allclose(sess.run(rnn_out), sess.run(rnn_out))

@@ -22,15 +22,16 @@ class RNNCell(_rnn.SparseRNNCell):
     """Basic RNN cell `h' = activation([x, h] @ W + b)`, L0-gated weights.
 
     Args:
-      training: Python bool or scalar tf.bool tensor; in training the gates
-        are sampled once per run and held over time steps.
+      training: Python bool, scalar tf.bool tensor, or None; True (the
+        default) trains: the gates are sampled once per run and held over
+        time steps. Pass False to evaluate.
       kernel_weights: (theta, log_alpha), see below.
       beta, gamma, zeta: hard-concrete temperature and stretch interval.
       eps: numerical floor.
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                 training=True, beta=BETA, gamma=GAMMA, zeta=ZETA,
                  eps=EPSILON, activation=None, reuse=None, name=None):
         super(RNNCell, self).__init__(
             _l0_held_weights(kernel_weights, training, beta, gamma, zeta, eps),
@@ -48,7 +49,7 @@ class LSTMCell(_rnn.SparseLSTMCell):
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                 training=True, beta=BETA, gamma=GAMMA, zeta=ZETA,
                  eps=EPSILON, forget_bias=1.0, activation=None, reuse=None,
                  name=None):
         super(LSTMCell, self).__init__(

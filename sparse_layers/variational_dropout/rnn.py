@@ -73,10 +73,10 @@ class RNNCell(_rnn.SparseRNNCell):
 
     Args:
       kernel_weights: (theta, log_sigma2), see below.
-      training: Python bool or scalar tf.bool tensor; in training the noise
-        is held over time steps (see module doc) and the static batch size
-        of the inputs must be known: otherwise the first call raises
-        ValueError.
+      training: Python bool, scalar tf.bool tensor, or None; True (the
+        default) trains: the noise is held over time steps (see module doc)
+        and the static batch size of the inputs must be known, otherwise
+        the first call raises ValueError. Pass False to evaluate.
       clip_alpha: None, or clip log(alpha) to [-clip_alpha, clip_alpha] in
         training.
       threshold: at evaluation, weights with log(alpha) >= threshold are 0.
@@ -84,7 +84,7 @@ class RNNCell(_rnn.SparseRNNCell):
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, clip_alpha=None, threshold=THRESHOLD,
+                 training=True, clip_alpha=None, threshold=THRESHOLD,
                  eps=EPSILON, activation=None, reuse=None, name=None):
         super(RNNCell, self).__init__(
             _VDHeldWeights(kernel_weights, training, clip_alpha, threshold,
@@ -102,7 +102,7 @@ class LSTMCell(_rnn.SparseLSTMCell):
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, clip_alpha=None, threshold=THRESHOLD,
+                 training=True, clip_alpha=None, threshold=THRESHOLD,
                  eps=EPSILON, forget_bias=1.0, activation=None, reuse=None,
                  name=None):
         super(LSTMCell, self).__init__(
