@@ -1,7 +1,9 @@
 """The technique registry and the pairs it registers: MetaGraph round trip,
-checkpoint naming, losses without pairs; the training default.
+checkpoint naming, losses without pairs, the training default and strip.
 
-References are numpy formulas of the papers' math."""
+References are numpy formulas of the papers' math and plain TF ops
+(`tf.layers.dense`, `tf.nn.rnn_cell.LSTMCell`, `tf.nn.embedding_lookup`)
+restored from stripped checkpoints."""
 import logging
 
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.ops import resource_variable_ops
 
-from sparse_layers import common, losses, report, techniques
+from sparse_layers import common, losses, report, strip, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import layers as vd_layers
@@ -289,3 +291,89 @@ def test_layers_and_cells_train_by_default(sess, technique):
         assert not np.allclose(first[i], second[i])
     np.testing.assert_array_equal(first[3], second[3])
     assert not np.allclose(sess.run(rnn_out), sess.run(rnn_out))
+
+
+# --- strip ----------------------------------------------------------------
+
+def _assert_same(technique, got, want):
+    """VD evaluation weights are theta times 0 or 1: bit-exact; L0 gates
+    go through numpy's float64 sigmoid: float32 rounding apart."""
+    if technique == "variational_dropout":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("technique", techniques.NAMES)
+def test_strip_gives_plain_tf_layers_the_sparse_eval_outputs(sess, technique,
+                                                             tmp_path):
+    rng = np.random.RandomState(3)
+    units, depth, steps, batch = 3, 4, 5, 2
+    x = rng.randn(batch, 6).astype(np.float32)
+    seq = rng.randn(batch, steps, depth).astype(np.float32)
+    ids = np.array([[0, 3, 6], [2, 2, 5]])
+    # A FullyConnected layer, an LSTM cell on variables named as a plain
+    # LSTMCell under dynamic_rnn names its own, and an embedding.
+    layer = LAYERS[technique].FullyConnected(4, name="fc")
+    fc_out = layer(x, training=False)
+    with tf.variable_scope("rnn/lstm_cell"):
+        kernel = tf.get_variable("kernel", [depth + units, 4 * units])
+        kernel_aux = tf.get_variable(AUX[technique], kernel.shape)
+        bias = tf.get_variable("bias", [4 * units])
+    techniques.register_pair(technique, (kernel, kernel_aux))
+    cell = CELLS[technique].LSTMCell((kernel, kernel_aux), bias, units,
+                                     training=False)
+    rnn_out = tf.nn.dynamic_rnn(cell, seq, dtype=tf.float32)[0]
+    emb_pair = _embedding_pair(technique)
+    emb_out = techniques.get(technique).nn.embedding_lookup_eval(emb_pair,
+                                                                 ids)
+    step = tf.train.get_or_create_global_step()
+    # Optimizer slots of the auxiliary variables go with them.
+    tf.train.AdamOptimizer().minimize(
+        tf.reduce_sum(fc_out) + tf.reduce_sum(rnn_out)
+        + tf.reduce_sum(emb_out), step)
+    sess.run(tf.global_variables_initializer())
+    pairs = techniques.registered_pairs(technique)
+    values = _randomize(sess, technique, pairs, rng)
+    sess.run([step.assign(7), layer.bias.assign(rng.randn(4)),
+              bias.assign(rng.randn(4 * units))])
+    want = sess.run({"fc": fc_out, "rnn": rnn_out, "emb": emb_out})
+    graph_report = sess.run(report.sparsity_report(summaries=False))
+    live = strip.strip_values(sess)
+    path = tf.train.Saver().save(sess, str(tmp_path / "sparse" / "model"))
+
+    stripped = strip.strip_checkpoint(path, str(tmp_path / "dense" / "m"))
+    reader = tf.train.NewCheckpointReader(stripped)
+    names = sorted(reader.get_variable_to_shape_map())
+    assert not [n for n in names if AUX[technique] in n]
+    assert "fc/kernel/Adam" in names and "emb/Adam" in names
+    assert names == sorted(live)
+    for name in names:
+        np.testing.assert_array_equal(reader.get_tensor(name), live[name])
+    # Thetas become the evaluation weights, the rest is copied unchanged.
+    for name, (theta, aux) in values.items():
+        _assert_same(technique, reader.get_tensor(name),
+                     _np_eval_weights(technique, theta, aux)
+                     .astype(np.float32))
+        layer_name = name[:-len("/kernel")] if name.endswith("/kernel") \
+            else name
+        # The report's fraction is float32: compare counts.
+        assert np.sum(reader.get_tensor(name) == 0) == round(
+            graph_report["layers"][layer_name] * theta.size)
+    for name in ("fc/bias", "rnn/lstm_cell/bias", "global_step",
+                 "fc/kernel/Adam"):
+        np.testing.assert_array_equal(reader.get_tensor(name),
+                                      sess.run(name + ":0"))
+
+    with tf.Graph().as_default(), tf.Session() as dense:
+        plain = {
+            "fc": tf.layers.dense(tf.constant(x), 4, name="fc"),
+            "rnn": tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(units), seq,
+                                     dtype=tf.float32)[0],
+            "emb": tf.nn.embedding_lookup(tf.get_variable("emb", [7, 5]),
+                                          ids)}
+        tf.train.Saver().restore(dense, tf.train.latest_checkpoint(
+            str(tmp_path / "dense")))
+        got = dense.run(plain)
+    for key in want:
+        _assert_same(technique, got[key], want[key])
