@@ -238,6 +238,10 @@ def add_to_collection(name, pair):
     against the tuple collections (e.g. `weight_drop_lstm` until it calls
     the registry).
 
+    Args:
+      name: `VD_COLLECTION` or `L0_COLLECTION`.
+      pair: (theta, aux), as for `register_pair`.
+
     Raises:
       ValueError: `name` is no technique's collection key, or a bad pair
         (see `register_pair`).

@@ -233,6 +233,13 @@ def get(name, arg_name="technique"):
 def for_collection(key):
     """The technique whose pairs live in graph collection `key`.
 
+    Args:
+      key: a collection key, `common.VD_COLLECTION` or
+        `common.L0_COLLECTION`.
+
+    Returns:
+      the `Technique`.
+
     Raises:
       ValueError: `key` is no technique's collection.
     """
