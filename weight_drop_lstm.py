@@ -284,7 +284,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         # Before LSTMCell.build: it marks the layer built, after which
         # add_variable would only reuse existing variables.
         for transform in self._transforms:
-            transform.build(self, shape, input_depth, self._is_train)
+            transform.build(self.add_variable, shape, input_depth,
+                            self._is_train)
         if self._quantizer is not None and not self._quantizer.created:
             self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
@@ -375,7 +376,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                     "input_size when drop_input_weights=True (the mask "
                     "covers the input rows); got input_size=None")
             drop.create_held_mask(
-                self, drop.mask_rows(self._input_size or 0, self._h_depth),
+                self.add_variable, drop.mask_rows(self._input_size or 0, self._h_depth),
                 4 * self._num_units)
         return drop.update_ops()
 

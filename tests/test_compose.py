@@ -78,6 +78,8 @@ def test_quantized_stack_under_contrib_quantize(
     assert _cell_ops(fresh_graph) == before  # nothing added inside cells
     config = tf.ConfigProto(intra_op_parallelism_threads=1,
                             inter_op_parallelism_threads=1)
+    # Grappler's passes cost more than these tiny graphs' steps.
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
     with tf.Session(graph=fresh_graph, config=config) as sess:
         if rewrite == "training":
             with tf.control_dependencies(
@@ -85,7 +87,7 @@ def test_quantized_stack_under_contrib_quantize(
                 train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
             sess.run([tf.global_variables_initializer(),
                       tf.local_variables_initializer()])
-            losses = [sess.run([train, loss])[1] for _ in range(3)]
+            losses = [sess.run([train, loss])[1] for _ in range(2)]
             assert np.all(np.isfinite(losses))
             weights = sess.run(cells[0].weights[0])
             assert np.all(np.isfinite(weights))

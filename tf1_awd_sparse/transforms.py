@@ -24,9 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 import tensorflow as tf
 
-from sparse_layers import common as sparse_common
-from sparse_layers.l0_regularization import nn as l0_nn
-from sparse_layers.variational_dropout import nn as vd_nn
+from sparse_layers import techniques
 from tf1_awd_sparse._checks import (check_bool, check_keep_prob, check_choice,
                                     derived_seed, smart_cond)
 from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
@@ -39,73 +37,48 @@ __all__ = ["KernelTransform", "SparseWeights", "PruningMask", "DropConnect",
 #: Accepted values of the ``sparsity`` argument of the cells.
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")
 
-#: Graph collection of the ``(kernel, pruning_mask)`` variables' masks.
+#: Graph collection of every ``pruning_mask`` variable.
 PRUNING_MASKS = "pruning_masks"
 
 
-class _Sparsity(object):
-    """What a sparsity technique contributes to a kernel."""
-
-    def __init__(self, aux_name, make_initializer, collection, nn):
-        self.aux_name = aux_name
-        self.make_initializer = make_initializer
-        self.collection = collection
-        self.nn = nn
-
-
-# Initial values as the sparse_layers layers document them: log_sigma2 =
-# -10 (almost no noise); log_alpha ~ N(2.197 = log 9, 0.01) (gates open).
-_SPARSITY = {
-    "variational_dropout": _Sparsity(
-        "log_sigma2", lambda: tf.constant_initializer(-10.),
-        sparse_common.VD_COLLECTION, vd_nn),
-    "l0": _Sparsity(
-        "log_alpha",
-        lambda: tf.random_normal_initializer(mean=2.197, stddev=0.01),
-        sparse_common.L0_COLLECTION, l0_nn),
-}
-
-
 def sparsity_technique(sparsity):
-    """What a ``sparsity`` choice uses for a sparse weight.
-
-    Args:
-      sparsity: ``'variational_dropout'`` or ``'l0'``.
-
-    Returns:
-      An object with ``aux_name`` (``'log_sigma2'`` / ``'log_alpha'``),
-      ``make_initializer()``, ``collection`` (the ``sparse_layers`` pair
-      collection) and ``nn`` (the stateless ``sparse_layers`` ops).
+    """What a ``sparsity`` choice uses for a sparse weight: the
+    ``sparse_layers.techniques`` entry (``aux_name``,
+    ``make_initializer()``, ``nn`` with the stateless ops, ...).
 
     Raises:
       ValueError: ``sparsity`` is not one of the sparse choices.
     """
-    check_choice(sparsity, sorted(_SPARSITY), "sparsity")
-    return _SPARSITY[sparsity]
+    return techniques.get(sparsity, "sparsity")
 
 
 class KernelTransform(object):
     """One step from the kernel variable to the per-run kernel.
 
     Subclasses implement :meth:`apply`; those with variables create them in
-    :meth:`build`, which the layer calls before its own ``kernel`` exists
+    :meth:`build`, which a layer calls before its own ``kernel`` exists
     (a ``tf.layers.Layer`` creates no new variable once built).
     """
 
     #: Short name, used in name scopes and configs.
     name = "transform"
 
-    def build(self, layer, shape, input_depth, training):
+    def build(self, add_variable, shape, input_depth, training):
         """Creates the transform's variables.
 
         Args:
-          layer: the layer (variables go through ``layer.add_variable``).
+          add_variable: callable with ``tf.layers.Layer.add_variable``'s
+            signature (``name, shape, dtype=None, initializer=None,
+            trainable=True, ...``), e.g. a layer's ``add_variable`` (the
+            variable goes in the layer's scope and weights) or
+            ``tf.get_variable`` (a weight outside layers, e.g. an embedding
+            ``x``: names are then ``x/<name>``... as the caller scopes them).
           shape: ``[rows, cols]`` of the kernel (Python ints); the first
             ``input_depth`` rows multiply the input, the rest the state.
-          input_depth: int.
+          input_depth: int (0 for a matrix without input rows).
           training: the layer's training flag (bool or bool tensor).
         """
-        del layer, shape, input_depth, training
+        del add_variable, shape, input_depth, training
 
     def apply(self, kernel, training):
         """The transformed kernel for this run (called once per run,
@@ -156,18 +129,17 @@ class SparseWeights(KernelTransform):
         self.aux = None
         self._registered = False
 
-    def build(self, layer, shape, input_depth, training):
+    def build(self, add_variable, shape, input_depth, training):
         """Creates the auxiliary variable ``<scope>/log_sigma2|log_alpha``."""
         if self.aux is None:
-            self.aux = layer.add_variable(
+            self.aux = add_variable(
                 self.technique.aux_name, shape=shape,
                 initializer=self.technique.make_initializer())
 
     def apply(self, kernel, training):
         """VD / L0 weight sample in training, evaluation weights else."""
         if not self._registered and isinstance(kernel, tf.Variable):
-            sparse_common.add_to_collection(self.technique.collection,
-                                            (kernel, self.aux))
+            techniques.register_pair(self.technique, (kernel, self.aux))
             self._registered = True
         pair = (kernel, self.aux)
         nn = self.technique.nn
@@ -180,32 +152,66 @@ class SparseWeights(KernelTransform):
 
 
 class PruningMask(KernelTransform):
-    """A fixed 0/1 mask on the kernel, held in the non-trainable variable
-    ``<scope>/pruning_mask`` (ones at first).
+    """A 0/1 mask on the kernel, held in the non-trainable variable
+    ``<scope>/pruning_mask`` (ones at first), with its magnitude threshold
+    ``<scope>/pruning_threshold``.
 
-    The mask is model state (saved and restored with the weights, in the
-    :data:`PRUNING_MASKS` collection); it changes only when you assign it
-    (e.g. from a magnitude-pruned or stripped sparse checkpoint). Applied in
-    training and evaluation, before DropConnect and weight fake-quant, so
-    pruned weights stay exactly zero through both.
+    The mask is model state (saved and restored with the weights, listed in
+    :data:`PRUNING_MASKS`), applied in training and evaluation before
+    DropConnect and weight fake-quant, so pruned weights stay exactly zero
+    through both and through export. It changes only when something assigns
+    it: the mask and threshold are registered in
+    ``tf.contrib.model_pruning``'s collections (mask, threshold, masked
+    weight, weight), so its gradual magnitude-pruning schedule
+    (``tf.contrib.model_pruning.Pruning(...).conditional_mask_update_op()``)
+    prunes the kernel; or assign it yourself (e.g. from a stripped sparse
+    checkpoint: ``weights != 0``).
     """
 
     name = "pruning_mask"
+    MASK_NAME = "pruning_mask"
+    THRESHOLD_NAME = "pruning_threshold"
 
     def __init__(self):
-        self.mask = None
+        self.mask = self.threshold = None
+        self._registered = False
 
-    def build(self, layer, shape, input_depth, training):
-        """Creates ``<scope>/pruning_mask`` (ones)."""
+    def build(self, add_variable, shape, input_depth, training):
+        """Creates ``<scope>/pruning_mask`` (ones) and
+        ``<scope>/pruning_threshold`` (0)."""
         if self.mask is None:
-            self.mask = layer.add_variable(
-                "pruning_mask", shape=shape, trainable=False,
-                initializer=tf.ones_initializer())
+            self.mask = add_variable(self.MASK_NAME, shape=shape,
+                                     trainable=False,
+                                     initializer=tf.ones_initializer())
+            self.threshold = add_variable(self.THRESHOLD_NAME, shape=[],
+                                          trainable=False,
+                                          initializer=tf.zeros_initializer())
             tf.add_to_collection(PRUNING_MASKS, self.mask)
 
     def apply(self, kernel, training):
         """``kernel * pruning_mask``."""
-        return kernel * tf.cast(self.mask, kernel.dtype)
+        masked = tf.multiply(tf.convert_to_tensor(kernel),
+                             tf.cast(self.mask, kernel.dtype),
+                             name="masked_weight")
+        if not self._registered and isinstance(kernel, tf.Variable):
+            _register_for_model_pruning(kernel, self.mask, self.threshold,
+                                        masked)
+            self._registered = True
+        return masked
+
+
+def _register_for_model_pruning(weight, mask, threshold, masked):
+    """Adds a masked weight to ``tf.contrib.model_pruning``'s collections
+    (the four lists its ``Pruning`` class reads, in step), once."""
+    # The collection names are public only as these module constants.
+    from tensorflow.contrib.model_pruning.python.layers import \
+        core_layers as core
+    if mask in tf.get_collection(core.MASK_COLLECTION):
+        return
+    tf.add_to_collection(core.THRESHOLD_COLLECTION, threshold)
+    tf.add_to_collection(core.MASK_COLLECTION, mask)
+    tf.add_to_collection(core.MASKED_WEIGHT_COLLECTION, masked)
+    tf.add_to_collection(core.WEIGHT_COLLECTION, weight)
 
 
 class DropConnect(KernelTransform):
@@ -255,19 +261,19 @@ class DropConnect(KernelTransform):
         """The held mask variable, or None."""
         return None if self._held_mask is None else self._held_mask.variable
 
-    def create_held_mask(self, layer, rows, cols):
+    def create_held_mask(self, add_variable, rows, cols):
         """Creates the held mask (once); also before the layer is built, for
         the AWD-LSTM port's ``get_vd_update_op()`` before the first call."""
         if self._held_mask is None:
             self._held_mask = HeldMask(
-                lambda name, shape, dtype, init: layer.add_variable(
+                lambda name, shape, dtype, init: add_variable(
                     name, shape=shape, dtype=dtype, initializer=init,
                     trainable=False, use_resource=True),
                 self.MASK_NAME, [rows, cols], self.keep_prob,
                 seed=self.seed, updates_collection=self.updates_collection)
         return self._held_mask
 
-    def build(self, layer, shape, input_depth, training):
+    def build(self, add_variable, shape, input_depth, training):
         """Creates the held mask when ``held`` and dropping can happen.
 
         Raises:
@@ -282,13 +288,14 @@ class DropConnect(KernelTransform):
                     "have depth %d" % (built - (shape[0] - input_depth),
                                        input_depth))
         elif self.held and self.active(training):
-            self.create_held_mask(layer, rows, shape[1])
+            self.create_held_mask(add_variable, rows, shape[1])
         self._input_depth = input_depth
 
     def apply(self, kernel, training):
         """The kernel with the run's mask applied (training), else as is."""
         if not self.active(training):
             return kernel
+        kernel = tf.convert_to_tensor(kernel)
         rows = self.mask_rows(self._input_depth,
                               kernel.get_shape()[0].value - self._input_depth)
         shape = [rows, kernel.get_shape()[1].value]

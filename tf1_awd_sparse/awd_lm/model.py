@@ -16,6 +16,7 @@ import variational_dropout
 import weight_drop_lstm
 from tf1_awd_sparse.awd_lm import losses, ntasgd
 from sparse_layers import losses as sparse_losses
+from sparse_layers import techniques
 
 MODELS = ("awd", "plain")
 
@@ -211,13 +212,12 @@ def _sparse_embedding(embedding, sparsity):
     """
     if sparsity is None:
         return None
-    technique = weight_drop_lstm.sparsity_technique(sparsity)
-    aux = tf.get_variable("embedding_" + technique.aux_name,
-                          embedding.shape,
+    technique = techniques.get(sparsity, "params['sparsity']")
+    name = technique.aux_variable_name(embedding.op.name).rsplit("/", 1)[-1]
+    aux = tf.get_variable(name, embedding.shape,
                           initializer=technique.make_initializer())
     pair = (embedding, aux)
-    if pair not in tf.get_collection(technique.collection):
-        tf.add_to_collection(technique.collection, pair)
+    techniques.register_pair(technique, pair)
     return technique, pair
 
 
