@@ -29,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 import numbers
 
 import tensorflow as tf
+from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops
 
@@ -47,6 +48,8 @@ _SAVED = slice(3, 9)  # sigmoid(i), tanh(j), sigmoid(f + b_f), sigmoid(o),
 _INPUTS = 9  # projected_inputs, recurrent_kernel, initial_c, initial_h
 #             [, sequence_length]
 _NUM_WITHOUT_LENGTH = 13
+_PARALLEL_ITERATIONS_ATTR = "_lstm_sequence_parallel_iterations"
+_SWAP_MEMORY_ATTR = "_lstm_sequence_swap_memory"
 
 
 def _check_float_tensor(value, name, rank, dtype=None):
@@ -63,7 +66,8 @@ def _check_float_tensor(value, name, rank, dtype=None):
 
 
 def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
-              sequence_length, forget_bias):
+              sequence_length, forget_bias, parallel_iterations,
+              swap_memory):
     """Converts and checks the arguments of ``lstm_sequence``."""
     inputs = _check_float_tensor(projected_inputs, "projected_inputs", 3)
     dtype = inputs.dtype
@@ -75,34 +79,40 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
         if tensor.dtype != dtype:
             raise TypeError("%s has dtype %s but projected_inputs has %s"
                             % (name, tensor.dtype.name, dtype.name))
-    if not isinstance(forget_bias, numbers.Real):
+    if not isinstance(forget_bias, numbers.Real) or isinstance(
+            forget_bias, bool):
         raise TypeError("forget_bias must be a Python number, got %r"
                         % (forget_bias,))
+    if not isinstance(parallel_iterations, numbers.Integral) or isinstance(
+            parallel_iterations, bool) or parallel_iterations < 1:
+        raise ValueError("parallel_iterations must be a positive integer, "
+                         "got %r" % (parallel_iterations,))
+    if not isinstance(swap_memory, bool):
+        raise TypeError("swap_memory must be a bool, got %r"
+                        % (swap_memory,))
 
-    inputs.get_shape().with_rank(3)
-    kernel.get_shape().with_rank(2)
-    units = kernel.get_shape()[0].merge_with(
-        c0.get_shape()[1]).merge_with(h0.get_shape()[1])
-    gates = kernel.get_shape()[1].merge_with(inputs.get_shape()[2])
-    if units.value is not None and gates.value is not None and (
-            gates.value != 4 * units.value):
-        raise ValueError(
-            "recurrent_kernel must have shape [H, 4H] matching "
-            "projected_inputs [T, B, 4H] and the states [B, H]; got "
-            "recurrent_kernel %s, projected_inputs %s, initial_c %s, "
-            "initial_h %s" % (kernel.get_shape(), inputs.get_shape(),
-                              c0.get_shape(), h0.get_shape()))
-    if gates.value is not None and gates.value % 4:
-        raise ValueError("projected_inputs' last dimension must be 4H, got "
-                         "%d" % gates.value)
-    if units.value is None and gates.value is not None:
-        units = tf.Dimension(gates.value // 4)
-    batch = inputs.get_shape()[1].merge_with(c0.get_shape()[0]).merge_with(
-        h0.get_shape()[0])
     time = inputs.get_shape()[0]
     if time.value == 0:
         raise ValueError("projected_inputs must have at least one time step, "
                          "got shape %s" % inputs.get_shape())
+    gate_dims = []
+    for tensor, name in ((kernel, "recurrent_kernel"),
+                         (inputs, "projected_inputs")):
+        dim = tensor.get_shape()[-1] if tensor.get_shape().ndims else None
+        if dim is not None and dim.value is not None:
+            if dim.value % 4:
+                raise ValueError("%s's last dimension must be 4H (gates i, "
+                                 "j, f, o), got shape %s"
+                                 % (name, tensor.get_shape()))
+            gate_dims.append(("%s.shape[-1] / 4" % name, dim.value // 4))
+    units = _merged_dimension(
+        "the number of units H", [
+            ("recurrent_kernel.shape[0]", _dim(kernel, 0)),
+            ("initial_c.shape[1]", _dim(c0, 1)),
+            ("initial_h.shape[1]", _dim(h0, 1))] + gate_dims)
+    batch_dims = [("projected_inputs.shape[1]", _dim(inputs, 1)),
+                  ("initial_c.shape[0]", _dim(c0, 0)),
+                  ("initial_h.shape[0]", _dim(h0, 0))]
 
     length = None
     if sequence_length is not None:
@@ -114,9 +124,28 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
         if length.get_shape().ndims not in (None, 1):
             raise ValueError("sequence_length must be a vector [B], got "
                              "shape %s" % length.get_shape())
-        batch = batch.merge_with(length.get_shape().with_rank(1)[0])
+        batch_dims.append(("sequence_length.shape[0]", _dim(length, 0)))
         length = tf.cast(length, tf.int32)
+    batch = _merged_dimension("the batch size B", batch_dims)
     return inputs, kernel, c0, h0, length, time, batch, units
+
+
+def _dim(tensor, axis):
+    """Static size of ``tensor`` along ``axis`` (None if unknown)."""
+    if tensor.get_shape().ndims is None:
+        return None
+    return tensor.get_shape()[axis].value
+
+
+def _merged_dimension(what, named_sizes):
+    """The one size that all known ``(name, size)`` pairs agree on, as a
+    ``tf.Dimension``; a ValueError naming every argument if they do not."""
+    known = set(size for _, size in named_sizes if size is not None)
+    if len(known) > 1:
+        raise ValueError("%s disagrees between the arguments: %s" % (
+            what, ", ".join("%s = %s" % (name, size)
+                            for name, size in named_sizes)))
+    return tf.Dimension(known.pop() if known else None)
 
 
 def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
@@ -177,7 +206,8 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
                         initial_h, sequence_length]):
         (inputs, kernel, c0, h0, length, time, batch,
          units) = _validate(projected_inputs, recurrent_kernel, initial_c,
-                            initial_h, sequence_length, forget_bias)
+                            initial_h, sequence_length, forget_bias,
+                            parallel_iterations, swap_memory)
         num_steps = tf.shape(inputs)[0]
         if length is not None:
             # As dynamic_rnn: stop after the longest sequence (>= 1 step so
@@ -195,6 +225,15 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
         with tf.get_default_graph().gradient_override_map(
                 {"IdentityN": _GRADIENT_OP_TYPE}):
             carried = tf.identity_n(carried)
+        # The gradient's loop settings travel with the op (NodeDef attrs
+        # survive MetaGraph export / import; a closure would not).
+        # pylint: disable=protected-access
+        carried[0].op._set_attr(_PARALLEL_ITERATIONS_ATTR,
+                                attr_value_pb2.AttrValue(
+                                    i=parallel_iterations))
+        carried[0].op._set_attr(_SWAP_MEMORY_ATTR,
+                                attr_value_pb2.AttrValue(b=swap_memory))
+        # pylint: enable=protected-access
         outputs, final_c, final_h = carried[:3]
         if length is not None:
             outputs = _pad_time(outputs, tf.shape(inputs)[0])
@@ -209,6 +248,30 @@ def _pad_time(tensor, num_steps):
     return tf.pad(tensor, [[0, extra]] + [[0, 0]] * (rank - 1))
 
 
+def _step_reader(t, one):
+    """A function ``x -> x[t]`` for tensors [T, ...] inside a loop body.
+
+    ``x[t]`` would build its own begin / end / strides ops for every
+    tensor read in every iteration; these share one begin and end per
+    iteration (``one``, the constant vector [1], comes from outside the
+    loop). A leading-axis slice of an aligned step is a view, not a copy,
+    which is why the sequences are sliced rather than unstacked into
+    TensorArrays (an unstack copies all of them first).
+    """
+    begin = tf.expand_dims(t, 0)
+    end = begin + one
+
+    def read(tensor, step_shape):
+        step = tf.strided_slice(tensor, begin, end, one, shrink_axis_mask=1)
+        # Shape inference of a slice at a non-constant index loses the
+        # static sizes, and the caller's tensor may not know them all: an
+        # unknown batch of what is a batch of 1 would broadcast the loop
+        # variables to an unknown size.
+        step.set_shape(tensor.get_shape()[1:].merge_with(step_shape))
+        return step
+    return read
+
+
 def _forward(inputs, kernel, c0, h0, length, forget_bias, num_steps,
              state_shape, parallel_iterations, swap_memory):
     """The forward loop: outputs [T', B, H], final c and h, and the saved
@@ -219,10 +282,14 @@ def _forward(inputs, kernel, c0, h0, length, forget_bias, num_steps,
         return tf.TensorArray(dtype, size=num_steps,
                               element_shape=state_shape)
 
+    units = state_shape[1].value
+    gate_shape = state_shape[:1].concatenate(
+        [None if units is None else 4 * units])
+    one = tf.constant([1])
+
     def body(t, c_prev, h_prev, arrays):
-        # P[t] on the leading axis is a zero-copy slice when aligned; a
-        # TensorArray unstack would copy the whole sequence first.
-        gates = inputs[t] + tf.matmul(h_prev, kernel)
+        read = _step_reader(t, one)
+        gates = read(inputs, gate_shape) + tf.matmul(h_prev, kernel)
         i, j, f, o = tf.split(gates, 4, axis=1)
         i = tf.sigmoid(i)
         j = tf.tanh(j)
@@ -269,11 +336,15 @@ def _backward(saved, outputs, kernel, c0, h0, length, d_outputs, d_c, d_h,
     if d_h is None:
         d_h = tf.zeros_like(h0)
 
+    state_shape = c0.get_shape().merge_with(h0.get_shape()).merge_with(
+        saved[0].get_shape()[1:])
+    one = tf.constant([1])
+
     def body(t, dc, dh, d_gates):
-        i, j, f, o = i_all[t], j_all[t], f_all[t], o_all[t]
-        c_prev, tanh_c = c_prev_all[t], tanh_c_all[t]
+        read = _step_reader(t, one)
+        i, j, f, o, c_prev, tanh_c = [read(x, state_shape) for x in saved]
         if d_outputs is not None:
-            dh_cell = dh + d_outputs[t]
+            dh_cell = dh + read(d_outputs, state_shape)
         else:
             dh_cell = dh
         if length is not None:
@@ -329,6 +400,17 @@ def _lstm_sequence_grad(op, *grads):
     so autodiff never enters the forward loop, and for sequence_length).
     """
     inputs = list(op.inputs)
+    # pylint: disable=protected-access
+    context = op._get_control_flow_context()
+    # pylint: enable=protected-access
+    if control_flow_util.GetContainingWhileContext(context) is not None:
+        # Called inside a tf.while_loop: tf.gradients has entered that
+        # loop's gradient context. Reading each forward tensor here makes it
+        # stack the per-iteration values in the forward loop and pop them
+        # in the gradient loop; a read from inside the nested backward loop
+        # below would not get that treatment (and fail).
+        inputs = [tf.identity(x) for x in inputs]
+        context = None
     has_length = len(inputs) > _NUM_WITHOUT_LENGTH
     saved = inputs[_SAVED]
     outputs = inputs[_OUTPUTS]
@@ -340,22 +422,17 @@ def _lstm_sequence_grad(op, *grads):
         # outputs after it are padding and pass no gradient.
         d_outputs = d_outputs[:tf.shape(outputs)[0]]
 
-    # Build the backward loop in the forward op's cond context (as
-    # autodiff does for a while loop inside tf.cond), so it only runs when
-    # that branch did.
-    context = op._get_control_flow_context()  # pylint: disable=protected-access
-    if context is not None and control_flow_util.GetContainingWhileContext(
-            context) is not None:
-        raise NotImplementedError(
-            "the gradient of lstm_sequence inside a tf.while_loop is not "
-            "supported")
+    # Outside while loops, build the backward loop in the forward op's cond
+    # context (as autodiff does for a while loop inside tf.cond), so it
+    # only runs when that branch did.
     if context is not None:
         context.Enter()
     try:
         d_gates, d_kernel, d_c0, d_h0 = _backward(
             saved, outputs, kernel, c0, h0, length, d_outputs,
-            grads[_FINAL_C], grads[_FINAL_H], parallel_iterations=1,
-            swap_memory=False)
+            grads[_FINAL_C], grads[_FINAL_H],
+            op.get_attr(_PARALLEL_ITERATIONS_ATTR),
+            op.get_attr(_SWAP_MEMORY_ATTR))
         if has_length:
             d_gates = _pad_time(d_gates, tf.shape(projected)[0])
     finally:
