@@ -150,54 +150,59 @@ def measure(variants, units, intra_threads, rounds, steps_per_round=2,
     return ratios, float(np.median(wall[base])) / steps_per_round
 
 
-def profile(make_outputs, units, runs=5, top=12):
+def profile(make_outputs, units, runs=5, top=10):
     """Where a training step's time goes, from a FULL_TRACE RunMetadata.
 
-    Runs the step ``runs`` times with one thread, sums each op's recorded
-    duration (``all_end_rel_micros``) per op type and per region of the
-    graph (forward loop, backward loop, outside the loops), and returns the
-    per-step milliseconds: ``(total, {region: ms}, [(op type, ms)] top)``.
-    The sum is over ops, so it leaves out the executor's idle time between
-    them.
+    Runs the step ``runs`` times with one thread and sums each op's
+    recorded duration (``all_end_rel_micros``) per (region, op type), the
+    regions being the forward loop, the backward loop and everything
+    outside the loops (whole-sequence matmuls, transposes, the update).
+
+    Returns:
+      ``(total_ms, {region: ms}, [((region, op_type), ms, count)])``, per
+      step, the list the ``top`` entries by time. The sum leaves out the
+      executor's own time between ops, and tracing inflates small ops.
     """
     sess, train = _build_step(make_outputs, units, 1)
+    graph = sess.graph
     for _ in range(3):
         sess.run(train)
-    by_type, by_region = {}, {}
+    times, counts = {}, {}
     for _ in range(runs):
         meta = tf.RunMetadata()
         sess.run(train, options=tf.RunOptions(
             trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
         for device in meta.step_stats.dev_stats:
             for node in device.node_stats:
-                micros = node.all_end_rel_micros
-                op_type = node.timeline_label.split("(")[0].split(" = ")[-1]
-                op_type = op_type.strip() or node.node_name
-                by_type[op_type] = by_type.get(op_type, 0) + micros
-                region = _region(node.node_name)
-                by_region[region] = by_region.get(region, 0) + micros
+                try:
+                    op_type = graph.get_operation_by_name(node.node_name).type
+                except KeyError:  # _SOURCE, or an op grappler added
+                    op_type = node.node_name.split("/")[-1]
+                key = (_region(node.node_name), op_type)
+                times[key] = times.get(key, 0) + node.all_end_rel_micros
+                counts[key] = counts.get(key, 0) + 1
     sess.close()
     scale = 1e-3 / runs
-    total = sum(by_type.values()) * scale
-    ranked = sorted(by_type.items(), key=lambda kv: -kv[1])[:top]
-    return (total, {k: v * scale for k, v in by_region.items()},
-            [(k, v * scale) for k, v in ranked])
+    regions = {}
+    for (region, _), micros in times.items():
+        regions[region] = regions.get(region, 0) + micros * scale
+    ranked = sorted(times, key=lambda key: -times[key])[:top]
+    return (sum(times.values()) * scale, regions,
+            [(key, times[key] * scale, counts[key] // runs)
+             for key in ranked])
 
 
 def _region(node_name):
-    """Which part of the step an op belongs to, from its name."""
-    if "/backward/" in node_name:
+    """Forward loop, backward loop or outside, from an op's name (both
+    variants' loops: dynamic_rnn's ``rnn/while``, the prototype's
+    ``while``, lstm_sequence's ``forward`` / ``backward``)."""
+    parts = node_name.split("/")
+    in_loop = "while" in parts or "forward" in parts or "backward" in parts
+    if not in_loop:
+        return "outside loops"
+    if "backward" in parts or parts[0].startswith("gradients"):
         return "backward loop"
-    if "/forward/" in node_name:
-        return "forward loop"
-    if "gradients/rnn/while/" in node_name:
-        return "backward loop"
-    if "rnn/while/" in node_name or "/while/" in node_name and (
-            "gradients" not in node_name):
-        return "forward loop"
-    if "gradients/" in node_name and "while" in node_name:
-        return "backward loop"
-    return "outside loops"
+    return "forward loop"
 
 
 def main(argv=None):
@@ -220,12 +225,12 @@ def main(argv=None):
         for units in args.units:
             for name, make in variants:
                 total, regions, ranked = profile(make, units)
-                print("units %d  %s: %.1f ms of op time per step; %s" % (
+                print("units %d  %s: %.1f ms of op time per step (%s)" % (
                     units, name, total, ", ".join(
                         "%s %.1f" % kv for kv in sorted(regions.items()))))
-                for op_type, ms in ranked:
-                    print("    %-28s %7.2f ms  %4.1f%%"
-                          % (op_type, ms, 100 * ms / total))
+                for (region, op_type), ms, count in ranked:
+                    print("    %-14s %-22s x%-4d %7.2f ms  %4.1f%%"
+                          % (region, op_type, count, ms, 100 * ms / total))
         return
     print("training step (forward + backward + SGD), batch %d, %d steps, "
           "median over %d rounds of the ratio to LSTMCell under dynamic_rnn"
