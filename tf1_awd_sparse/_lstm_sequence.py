@@ -208,7 +208,7 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
          units) = _validate(projected_inputs, recurrent_kernel, initial_c,
                             initial_h, sequence_length, forget_bias,
                             parallel_iterations, swap_memory)
-        num_steps = tf.shape(inputs)[0]
+        total_steps = num_steps = tf.shape(inputs)[0]
         if length is not None:
             # As dynamic_rnn: stop after the longest sequence (>= 1 step so
             # the TensorArrays get a shape); later outputs are zero.
@@ -218,8 +218,12 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
             inputs, kernel, c0, h0, length, float(forget_bias), num_steps,
             tf.TensorShape([batch, units]), parallel_iterations,
             swap_memory)
-        carried = [outputs, final_c, final_h] + saved + [inputs, kernel, c0,
-                                                          h0]
+        if length is not None:
+            # The gradient covers the steps the loop ran; this slice's own
+            # gradient pads it with zeros back to T.
+            inputs = inputs[:num_steps]
+        carried = ([outputs, final_c, final_h] + saved
+                   + [inputs, kernel, c0, h0])
         if length is not None:
             carried.append(length)
         with tf.get_default_graph().gradient_override_map(
@@ -236,7 +240,7 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
         # pylint: enable=protected-access
         outputs, final_c, final_h = carried[:3]
         if length is not None:
-            outputs = _pad_time(outputs, tf.shape(inputs)[0])
+            outputs = _pad_time(outputs, total_steps)
         outputs.set_shape(tf.TensorShape([time, batch, units]))
         return outputs, (final_c, final_h)
 
@@ -400,27 +404,26 @@ def _lstm_sequence_grad(op, *grads):
     so autodiff never enters the forward loop, and for sequence_length).
     """
     inputs = list(op.inputs)
+    has_length = len(inputs) > _NUM_WITHOUT_LENGTH
+    saved = inputs[_SAVED]
+    outputs = inputs[_OUTPUTS]
+    kernel, c0, h0 = inputs[_INPUTS + 1:_INPUTS + 4]
+    length = inputs[_INPUTS + 4] if has_length else None
     # pylint: disable=protected-access
     context = op._get_control_flow_context()
     # pylint: enable=protected-access
     if control_flow_util.GetContainingWhileContext(context) is not None:
         # Called inside a tf.while_loop: tf.gradients has entered that
-        # loop's gradient context. Reading each forward tensor here makes it
+        # loop's gradient context. Reading a forward tensor here makes it
         # stack the per-iteration values in the forward loop and pop them
         # in the gradient loop; a read from inside the nested backward loop
         # below would not get that treatment (and fail).
-        inputs = [tf.identity(x) for x in inputs]
+        saved = [tf.identity(x) for x in saved]
+        outputs, kernel, c0, h0 = [tf.identity(x)
+                                   for x in (outputs, kernel, c0, h0)]
+        if has_length:
+            length = tf.identity(length)
         context = None
-    has_length = len(inputs) > _NUM_WITHOUT_LENGTH
-    saved = inputs[_SAVED]
-    outputs = inputs[_OUTPUTS]
-    projected, kernel, c0, h0 = inputs[_INPUTS:_INPUTS + 4]
-    length = inputs[_INPUTS + 4] if has_length else None
-    d_outputs = grads[_OUTPUTS]
-    if d_outputs is not None and has_length:
-        # The forward loop may have stopped before T (max length); the
-        # outputs after it are padding and pass no gradient.
-        d_outputs = d_outputs[:tf.shape(outputs)[0]]
 
     # Outside while loops, build the backward loop in the forward op's cond
     # context (as autodiff does for a while loop inside tf.cond), so it
@@ -429,12 +432,10 @@ def _lstm_sequence_grad(op, *grads):
         context.Enter()
     try:
         d_gates, d_kernel, d_c0, d_h0 = _backward(
-            saved, outputs, kernel, c0, h0, length, d_outputs,
+            saved, outputs, kernel, c0, h0, length, grads[_OUTPUTS],
             grads[_FINAL_C], grads[_FINAL_H],
             op.get_attr(_PARALLEL_ITERATIONS_ATTR),
             op.get_attr(_SWAP_MEMORY_ATTR))
-        if has_length:
-            d_gates = _pad_time(d_gates, tf.shape(projected)[0])
     finally:
         if context is not None:
             context.Exit()
