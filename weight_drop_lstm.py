@@ -14,12 +14,14 @@ from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 from tf1_awd_sparse import transforms as kernel_transforms_module
 from tf1_awd_sparse._checks import (check_bool, check_positive_int,
                                     check_training, once_per_run)
+from tf1_awd_sparse._lstm_sequence import lstm_sequence
 from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
     SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
     WeightFakeQuant, sparsity_technique)
 
-__all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES", "sparsity_technique"]
+__all__ = ["WeightDropLSTMCell", "WeightDropLSTM", "SPARSITY_CHOICES",
+           "sparsity_technique"]
 
 
 class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
@@ -397,6 +399,170 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                 kernel_transforms_module.from_config(c)
                 for c in config["kernel_transforms"]]
         return cls(**config)
+
+
+class WeightDropLSTM(object):
+    """A weight-dropped LSTM over whole sequences, faster than a cell under
+    ``dynamic_rnn``.
+
+    The same model as :class:`WeightDropLSTMCell` with the same arguments
+    and the same variables under the same names (``<scope>/lstm_cell/
+    kernel``, ``bias``, masks...; ``scope`` defaults to ``'rnn'`` as in
+    ``tf.nn.dynamic_rnn``), so checkpoints move between this layer, the cell
+    and ``tf.nn.rnn_cell.LSTMCell`` both ways. The difference is the
+    schedule: the kernel transforms (sparsity, pruning mask, DropConnect)
+    run once per ``session.run``; the input projection ``x_t @ W_x + b`` of
+    **all** steps is one matmul (its weight gradient too); only
+    ``h_{t-1} @ W_h`` is inside the loop, and the loop's gradient is
+    hand-written (``tf1_awd_sparse._lstm_sequence``): one backward loop and
+    one whole-sequence matmul for ``W_h``'s gradient. Measured on 2 CPU
+    cores, a training step costs 0.3-0.4 x ``LSTMCell``'s (see
+    ``docs/results.md``).
+
+    The fast path needs the plain LSTM step; with ``is_quant``,
+    ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``
+    or an activation other than tanh the layer runs its cell under
+    ``tf.nn.dynamic_rnn`` (same results, the cell's speed); ``fast_path``
+    says which.
+
+    Args:
+      num_units: int, the cell size.
+      time_major: inputs and outputs ``[time, batch, depth]`` instead of
+        ``[batch, time, depth]``.
+      **cell_kwargs: every :class:`WeightDropLSTMCell` argument
+        (``weight_drop_kr``, ``use_vd``, ``is_train``, ``sparsity``...).
+
+    Raises:
+      ValueError: as :class:`WeightDropLSTMCell`.
+
+    Example::
+
+        layer = WeightDropLSTM(650, weight_drop_kr=0.5, is_train=is_train)
+        outputs, final_state = layer(x)        # x: [batch, time, depth]
+    """
+
+    def __init__(self, num_units, time_major=False, **cell_kwargs):
+        self._time_major = check_bool(time_major, "time_major")
+        self._cell = WeightDropLSTMCell(num_units, **cell_kwargs)
+        config = self._cell.get_config()
+        activation = cell_kwargs.get("activation")
+        self._fast = not (config["is_quant"] or config["use_peepholes"]
+                          or config["cell_clip"] is not None
+                          or config["num_proj"] is not None
+                          or not config["state_is_tuple"]
+                          or activation not in (None, tf.tanh, "tanh"))
+
+    @property
+    def cell(self):
+        """The :class:`WeightDropLSTMCell` holding the variables."""
+        return self._cell
+
+    @property
+    def fast_path(self):
+        """True when calls use the whole-sequence recurrence."""
+        return self._fast
+
+    @property
+    def effective_kernel(self):
+        """The kernel of the run (after build), as the cell's."""
+        return self._cell.effective_kernel
+
+    @property
+    def weights(self):
+        """The cell's variables."""
+        return self._cell.weights
+
+    def get_vd_update_op(self):
+        """The held DropConnect mask's update op (see the cell's)."""
+        return self._cell.get_vd_update_op()
+
+    def get_config(self):
+        """The cell's arguments plus ``time_major``."""
+        config = self._cell.get_config()
+        config["time_major"] = self._time_major
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds a layer from :meth:`get_config`."""
+        config = dict(config)
+        num_units = config.pop("num_units")
+        if config.get("kernel_transforms") is not None:
+            config["kernel_transforms"] = [
+                kernel_transforms_module.from_config(c)
+                for c in config["kernel_transforms"]]
+        return cls(num_units, **config)
+
+    def __call__(self, inputs, initial_state=None, sequence_length=None,
+                 scope=None, dtype=None):
+        """Runs the LSTM over ``inputs``.
+
+        Args:
+          inputs: float tensor ``[batch, time, depth]`` (``[time, batch,
+            depth]`` with ``time_major``), known depth.
+          initial_state: ``LSTMStateTuple(c, h)`` of ``[batch, num_units]``
+            tensors, or None for zeros.
+          sequence_length: optional int ``[batch]``, as for
+            ``tf.nn.dynamic_rnn`` (outputs zero past each length, the state
+            copied through).
+          scope: variable scope (default ``'rnn'``, as ``dynamic_rnn``).
+          dtype: the state's dtype when ``initial_state`` is None (default:
+            the inputs' dtype).
+
+        Returns:
+          ``(outputs, final_state)``: ``[batch, time, num_units]`` (or time
+          major) and ``LSTMStateTuple(c, h)``.
+
+        Raises:
+          ValueError: inputs not of rank 3 or of unknown depth.
+        """
+        inputs = tf.convert_to_tensor(inputs, name="inputs")
+        if inputs.get_shape().ndims != 3:
+            raise ValueError("inputs must have rank 3 ([batch, time, depth]"
+                             "%s), got shape %s" % (
+                                 " time major" if self._time_major else "",
+                                 inputs.get_shape()))
+        with tf.variable_scope(scope or "rnn") as varscope:
+            if varscope.caching_device is None:
+                varscope.set_caching_device(lambda op: op.device)
+            if not self._fast:
+                return tf.nn.dynamic_rnn(
+                    self._cell, inputs, sequence_length=sequence_length,
+                    initial_state=initial_state, dtype=dtype or inputs.dtype,
+                    time_major=self._time_major, scope=varscope)
+            return self._fast_call(inputs, initial_state, sequence_length,
+                                   dtype)
+
+    def _fast_call(self, inputs, initial_state, sequence_length, dtype):
+        """The whole-sequence path."""
+        time_major = (inputs if self._time_major
+                      else tf.transpose(inputs, [1, 0, 2]))
+        batch = tf.shape(time_major)[1]
+        if initial_state is None:
+            initial_state = self._cell.zero_state(batch,
+                                                  dtype or inputs.dtype)
+        c0, h0 = initial_state
+        # Building the cell (on the first step's shape) creates its
+        # variables in its scope, exactly as dynamic_rnn would, and the
+        # per-run kernel; the one-step ops it adds are never run.
+        if not self._cell.built:
+            self._cell(time_major[0], initial_state)
+        kernel = self._cell.effective_kernel
+        depth = time_major.get_shape()[2].value
+        units = self._cell.output_size
+        # tf.split: one concat in the gradient (two slices cost more).
+        w_x, w_h = tf.split(tf.convert_to_tensor(kernel), [depth, units], 0)
+        projected = tf.nn.bias_add(
+            tf.matmul(tf.reshape(time_major, [-1, depth]), w_x),
+            self._cell._bias)  # pylint: disable=protected-access
+        projected = tf.reshape(
+            projected, tf.concat([tf.shape(time_major)[:2], [4 * units]], 0))
+        outputs, (c, h) = lstm_sequence(
+            projected, w_h, c0, h0, sequence_length=sequence_length,
+            forget_bias=self._cell._forget_bias)  # pylint: disable=W0212
+        if not self._time_major:
+            outputs = tf.transpose(outputs, [1, 0, 2])
+        return outputs, LSTMStateTuple(c, h)
 
 
 def _transforms_from_arguments(weight_drop_kr, use_vd, drop_input_weights,
