@@ -1,4 +1,5 @@
-"""Training-step time of a hoisted projection + ``lstm_sequence`` against
+"""Training-step time of ``WeightDropLSTM`` (weight drop 0.5, fresh and held
+masks) and of a bare hoisted projection + ``lstm_sequence`` against
 ``tf.nn.rnn_cell.LSTMCell`` under ``tf.nn.dynamic_rnn``.
 
 Both take batch-major inputs ``[B, T, D]`` (batch 20, 35 steps, input depth
@@ -37,6 +38,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tf1_awd_sparse._lstm_sequence import lstm_sequence  # noqa: E402
+from weight_drop_lstm import WeightDropLSTM  # noqa: E402
 
 BATCH, TIME = 20, 35
 UNITS = (200, 650)
@@ -70,6 +72,13 @@ def _sequence_outputs(x, units):
     return tf.transpose(outputs, [1, 0, 2])
 
 
+def _layer(**kwargs):
+    """``WeightDropLSTM`` with weight drop 0.5 (and ``kwargs``)."""
+    def make(x, units):
+        return WeightDropLSTM(units, weight_drop_kr=0.5, **kwargs)(x)[0]
+    return make
+
+
 def _autodiff_outputs(x, units):
     """The naive prototype: same projection, recurrence in a while loop
     differentiated by TensorFlow."""
@@ -101,8 +110,12 @@ def _build_step(make_outputs, units, intra_threads):
             np.float32))
         outputs = make_outputs(x, units)
         loss = tf.reduce_mean(tf.square(outputs - target))
-        train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
-        init = tf.global_variables_initializer()
+        # A held mask's update op (UPDATE_OPS) is part of the step.
+        with tf.control_dependencies(
+                tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        init = [tf.global_variables_initializer(),
+                tf.local_variables_initializer()]
     config = tf.ConfigProto(intra_op_parallelism_threads=intra_threads,
                             inter_op_parallelism_threads=intra_threads)
     sess = tf.Session(graph=graph, config=config)
@@ -218,6 +231,8 @@ def main(argv=None):
                         "(FULL_TRACE, one thread) instead of ratios")
     args = parser.parse_args(argv if argv is not None else [])
     variants = [("LSTMCell", _lstm_cell_outputs),
+                ("WeightDropLSTM wdrop 0.5", _layer()),
+                ("WeightDropLSTM wdrop 0.5 held", _layer(use_vd=True)),
                 ("hoisted + lstm_sequence", _sequence_outputs)]
     if args.autodiff:
         variants.append(("hoisted + autodiff loop", _autodiff_outputs))
@@ -240,7 +255,7 @@ def main(argv=None):
             ratios, base_wall = measure(variants, units, intra_threads,
                                         args.rounds)
             for name, (wall_ratio, cpu_ratio, cpu_min) in ratios.items():
-                print("  units %3d  %-15s %-24s wall %.3fx  cpu %.3fx  "
+                print("  units %3d  %-15s %-30s wall %.3fx  cpu %.3fx  "
                       "cpu-min %.3fx  (LSTMCell %.0f ms/step)"
                       % (units, threads_name, name, wall_ratio, cpu_ratio,
                          cpu_min, base_wall * 1e3))
