@@ -11,7 +11,6 @@ from __future__ import absolute_import, division, print_function
 import numbers
 
 import tensorflow as tf
-from tensorflow.python.keras.engine import base_layer_utils
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
 from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
@@ -229,8 +228,10 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             initializer=initializer, num_proj=num_proj, proj_clip=proj_clip,
             num_unit_shards=num_unit_shards, num_proj_shards=num_proj_shards,
             forget_bias=forget_bias, state_is_tuple=state_is_tuple,
-            activation=activation, reuse=reuse, name=name, dtype=dtype,
-            **kwargs)
+            activation=activation, reuse=reuse,
+            # Unnamed, the default scope is "lstm_cell" (uniquified to
+            # lstm_cell_1, ... as LSTMCell's), so checkpoints interchange.
+            name=name or "lstm_cell", dtype=dtype, **kwargs)
         self._weight_drop_kr = weight_drop_kr
         self._use_vd = use_vd
         self._input_size = None if input_size is None else int(input_size)
@@ -256,16 +257,6 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._is_quant and dtype not in (None, tf.float32, "float32"):
             raise ValueError("is_quant=True needs float32 (fake-quant ops "
                              "are float32 only); got dtype=%r" % (dtype,))
-
-    def _make_unique_name(self, name_uid_map=None, avoid_names=None,
-                          namespace="", zero_based=False):
-        # Default scope "lstm_cell", as LSTMCell's, so variable names (and
-        # checkpoints) are interchangeable between the two cells.
-        base_name = "lstm_cell"
-        name = base_layer_utils.unique_layer_name(
-            base_name, name_uid_map=name_uid_map, avoid_names=avoid_names,
-            namespace=namespace, zero_based=zero_based)
-        return name, base_name
 
     # ------------------------------------------------------------------
     # Properties.
