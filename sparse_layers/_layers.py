@@ -9,6 +9,7 @@ from tensorflow.python.layers import base
 
 from sparse_layers import common
 from sparse_layers import layer_utils
+from tf1_awd_sparse import _compat
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}
@@ -133,6 +134,7 @@ class SparseLayer(base.Layer):
                                  (self.kernel, self.aux))
         self.built = True
 
+    @_compat.do_not_convert
     def call(self, inputs, training=False):
         """Train op (noise / sampled gates) or eval op, by `training`.
 
