@@ -8,8 +8,8 @@ setup(
     name="tf1-awd-sparse",
     version="0.1.0",
     description=("AWD-LSTM regularization, weight sparsification and "
-                 "quantization-aware LSTM training for TensorFlow 1.13 "
-                 "graph mode"),
+                 "quantization-aware LSTM training for TensorFlow 1.13 - "
+                 "1.15 graph mode"),
     long_description=open("README.md").read(),
     long_description_content_type="text/markdown",
     py_modules=["weight_drop_lstm", "variational_dropout"],
@@ -17,13 +17,17 @@ setup(
                                     "examples.*", "benchmarks",
                                     "benchmarks.*")),
     python_requires=">=3.5,<3.8",
+    # The supported range; `make env` installs exactly 1.13.1 and `make
+    # test-tf115` 1.15.5, each with its constraints/ file (docs/versions.md).
     install_requires=[
-        "tensorflow==1.13.1",
-        # numpy >= 1.17 makes TF 1.13 print FutureWarnings on import.
-        "numpy>=1.14.5,<1.17",
+        "tensorflow>=1.13.1,<1.16",
+        # TF 1.15.5 needs < 1.19; with TF 1.13 keep numpy < 1.17 (newer
+        # numpy makes it print FutureWarnings on import), as
+        # constraints/tf113.txt does.
+        "numpy>=1.14.5,<1.19",
         # protobuf 4.x cannot load TF 1.x descriptors.
         "protobuf>=3.6.1,<3.21",
-        # gast >= 0.3 breaks TF 1.13's autograph converter.
+        # gast >= 0.3 breaks TF 1.x's autograph converter.
         "gast==0.2.2",
     ],
     extras_require={

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 import tensorflow as tf
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse import transforms as kernel_transforms_module
 from tf1_awd_sparse._checks import (check_bool, check_positive_int,
                                     check_training, once_per_run)
@@ -180,15 +181,15 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             raise ValueError("sparsity=%r needs an unpartitioned kernel; got "
                              "num_unit_shards=%r" % (sparsity,
                                                      num_unit_shards))
-        # Default name "lstm_cell", as LSTMCell's: the same uniquified
-        # variable scopes, so checkpoints move between the two cells.
         super(WeightDropLSTMCell, self).__init__(
             num_units, use_peepholes=use_peepholes, cell_clip=cell_clip,
             initializer=initializer, num_proj=num_proj, proj_clip=proj_clip,
             num_unit_shards=num_unit_shards, num_proj_shards=num_proj_shards,
             forget_bias=forget_bias, state_is_tuple=state_is_tuple,
-            activation=activation, reuse=reuse, name=name or "lstm_cell",
-            dtype=dtype, **kwargs)
+            activation=activation, reuse=reuse,
+            # Unnamed, the default scope is "lstm_cell" (uniquified to
+            # lstm_cell_1, ... as LSTMCell's), so checkpoints interchange.
+            name=name or "lstm_cell", dtype=dtype, **kwargs)
         self._input_size = input_size
         self._is_train = is_train
         self._step_kernel = None
@@ -311,6 +312,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     # ------------------------------------------------------------------
     # Step.
     # ------------------------------------------------------------------
+    @_compat.do_not_convert
     def call(self, inputs, state):
         """One LSTM step with the effective kernel.
 

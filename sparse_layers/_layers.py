@@ -10,6 +10,7 @@ from tensorflow.python.layers import base
 
 from sparse_layers import layer_utils
 from sparse_layers import techniques
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._checks import check_positive_int
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
@@ -114,6 +115,7 @@ class SparseLayer(base.Layer):
         techniques.register_pair(self.TECHNIQUE, (self.kernel, self.aux))
         self.built = True
 
+    @_compat.do_not_convert
     def call(self, inputs, training=None):
         """Train op (noise / sampled gates) or eval op, by `training`.
 

@@ -10,6 +10,7 @@ noise or gate sample lazily, at the cell's first call, under
 import tensorflow as tf
 
 from sparse_layers import layer_utils
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._checks import check_positive_int
 
 
@@ -164,6 +165,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
 class SparseRNNCell(_SparseCell):
     """h' = activation([x, h] @ W + b)."""
 
+    @_compat.do_not_convert
     def call(self, inputs, state):
         """One step; returns (output, new_state), both h'."""
         output = self._activation(self._gates(inputs, state))
@@ -188,6 +190,7 @@ class SparseLSTMCell(_SparseCell):
         return tf.nn.rnn_cell.LSTMStateTuple(self._num_units,
                                              self._num_units)
 
+    @_compat.do_not_convert
     def call(self, inputs, state):
         """One step; state is an `LSTMStateTuple(c, h)`."""
         c, h = state

@@ -16,7 +16,9 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.python.util import deprecation  # noqa: E402
 
-tf.logging.set_verbosity(tf.logging.ERROR)
+# tf.compat.v1.logging: on 1.15 the tf.logging name logs a deprecation
+# warning itself.
+tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
 deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared",

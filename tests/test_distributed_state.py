@@ -5,7 +5,6 @@ MirroredStrategy, and checkpoints that restore with or without masks."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.python.distribute import values
 
 from tf1_awd_sparse import mask_placement
 from local_cluster import free_ports
@@ -13,6 +12,19 @@ from variational_dropout import VariationalDropout
 from weight_drop_lstm import WeightDropLSTMCell
 
 CONFIG = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+
+
+def _strategy_variable_kind(variable):
+    """'mirrored' (ON_WRITE) or 'replica_local' (ON_READ) for a variable made
+    under MirroredStrategy, else None. TF 1.13 has no public predicate, and
+    1.14 renamed ReplicaLocalVariable to SyncOnReadVariable: the class
+    names decide, without importing TensorFlow's private modules."""
+    names = {cls.__name__ for cls in type(variable).__mro__}
+    if "MirroredVariable" in names:
+        return "mirrored"
+    if names & {"ReplicaLocalVariable", "SyncOnReadVariable"}:
+        return "replica_local"
+    return None
 
 
 def _cluster_spec():
@@ -250,7 +262,7 @@ def test_mirrored_strategy_masks_are_replica_local():
     assert [tf.DeviceSpec.from_string(d).device_index
             for d in mask.devices] == [0, 1]
     assert mask in tf.local_variables()
-    assert isinstance(mask, values.ReplicaLocalVariable)
+    assert _strategy_variable_kind(mask) == "replica_local"
     copies = [mask.get(device=d) for d in mask.devices]
     config = tf.ConfigProto(device_count={"CPU": 2}, **CONFIG)
     with tf.Session(config=config) as sess:
@@ -307,7 +319,7 @@ def test_mirrored_strategy_quant_ranges_are_synchronized():
         total = strategy.reduce(tf.distribute.ReduceOp.SUM, out)
     ranges = [v for v in tf.global_variables()
               if v.name.endswith("/min:0") or v.name.endswith("/max:0")]
-    assert ranges and all(isinstance(v, values.MirroredVariable)
+    assert ranges and all(_strategy_variable_kind(v) == "mirrored"
                           for v in ranges)
     config = tf.ConfigProto(device_count={"CPU": 2}, **CONFIG)
     with tf.Session(config=config) as sess:

@@ -440,22 +440,27 @@ def test_other_bad_inputs_name_the_problem():
 
 
 # ------------------------------------------------------------ layer_utils
-def test_gather_one_hot_path_matches_tf_gather(sess, monkeypatch):
+def test_gather_one_hot_path_matches_tf_gather(sess):
+    # xla.compile is the public way into an XLA context on TF 1.13 and 1.15
+    # (1.15 moved XLACompileContext out of tensorflow.contrib.compiler).
     from tensorflow.contrib.compiler import xla
     params = np.random.RandomState(10).randn(6, 2, 3).astype(np.float32)
     ids = np.array([[5, 0], [2, 2]], np.int64)
     plain = layer_utils.gather(params, ids)
-    context = xla.XLACompileContext(name="xla_test", pivot=tf.no_op())
-    context.Enter()
-    try:
-        assert layer_utils.in_xla_context()
-    finally:
-        context.Exit()
+    built = []
+
+    def computation():
+        built.append(layer_utils.in_xla_context())
+        out = layer_utils.gather(params, ids.astype(np.int32))
+        built.append(out)
+        return out
+
+    (compiled,) = xla.compile(computation)
     assert not layer_utils.in_xla_context()
-    monkeypatch.setattr(layer_utils, "in_xla_context", lambda: True)
-    one_hot = layer_utils.gather(params, ids.astype(np.int32))
+    in_xla, one_hot = built
+    assert in_xla
     assert one_hot.op.type == "Reshape"
     assert one_hot.shape.as_list() == [2, 2, 2, 3]
-    plain, one_hot = sess.run([plain, one_hot])
+    plain, compiled = sess.run([plain, compiled])
     np.testing.assert_array_equal(plain, params[ids])
-    np.testing.assert_allclose(one_hot, params[ids], rtol=1e-6)
+    np.testing.assert_allclose(compiled, params[ids], rtol=1e-6)

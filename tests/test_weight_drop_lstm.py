@@ -318,6 +318,25 @@ def test_cells_in_one_scope_never_collide(sess):
     assert cells[0].mask_variable.name != cells[1].mask_variable.name
 
 
+def test_default_scopes_are_lstm_cells():
+    """Unnamed cells take LSTMCell's default scope, uniquified the same way
+    (lstm_cell, lstm_cell_1, ...) and shared with cells named "lstm_cell",
+    so variable names and checkpoints interchange with LSTMCell's."""
+    def names(make_cell):
+        with tf.Graph().as_default():
+            x = _inputs()[:, 0]
+            with tf.variable_scope("enc"):
+                for kwargs in ({}, {"name": "lstm_cell"}, {}):
+                    cell = make_cell(UNITS, **kwargs)
+                    cell(x, cell.zero_state(BATCH, tf.float32))
+            return [v.op.name for v in tf.trainable_variables()]
+
+    want = ["enc/lstm_cell%s/%s" % (suffix, var)
+            for suffix in ("", "_1", "_2") for var in ("kernel", "bias")]
+    assert names(tf.nn.rnn_cell.LSTMCell) == want
+    assert names(WeightDropLSTMCell) == want
+
+
 def test_partitioned_kernel(sess):
     cell = WeightDropLSTMCell(UNITS, num_unit_shards=2, weight_drop_kr=0.5,
                               initializer=tf.random_normal_initializer(

@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 import tensorflow as tf
 
 from sparse_layers import techniques
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._checks import (check_bool, check_keep_prob, check_choice,
                                     derived_seed, smart_cond)
 from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
@@ -203,15 +204,14 @@ class PruningMask(KernelTransform):
 def _register_for_model_pruning(weight, mask, threshold, masked):
     """Adds a masked weight to ``tf.contrib.model_pruning``'s collections
     (the four lists its ``Pruning`` class reads, in step), once."""
-    # The collection names are public only as these module constants.
-    from tensorflow.contrib.model_pruning.python.layers import \
-        core_layers as core
-    if mask in tf.get_collection(core.MASK_COLLECTION):
+    masks, thresholds, masked_weights, weights = \
+        _compat.model_pruning_collections()
+    if mask in tf.get_collection(masks):
         return
-    tf.add_to_collection(core.THRESHOLD_COLLECTION, threshold)
-    tf.add_to_collection(core.MASK_COLLECTION, mask)
-    tf.add_to_collection(core.MASKED_WEIGHT_COLLECTION, masked)
-    tf.add_to_collection(core.WEIGHT_COLLECTION, weight)
+    tf.add_to_collection(thresholds, threshold)
+    tf.add_to_collection(masks, mask)
+    tf.add_to_collection(masked_weights, masked)
+    tf.add_to_collection(weights, weight)
 
 
 class DropConnect(KernelTransform):
