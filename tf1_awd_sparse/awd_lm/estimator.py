@@ -268,11 +268,11 @@ def main(argv=None, extra_flags=(), make_hooks=None):
     Returns:
       0; bad input ends the process with status 2 and one line on stderr.
     """
+    args = parse_args(argv, extra_flags)
+    _start_lifetime(args)
     # Estimator's progress (step, loss) without TF 1.13's deprecation notes.
     deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
     tf.logging.set_verbosity(tf.logging.INFO)
-    args = parse_args(argv, extra_flags)
-    _start_lifetime(args)
     hooks = None
     if make_hooks is not None:
         hooks = lambda loss: make_hooks(args, loss)  # noqa: E731

@@ -272,7 +272,7 @@ def _restore(saver, sess, prefix):
         detail = (str(getattr(e, "message", "") or e).strip().splitlines()
                   or [""])[0]
         raise CheckpointError("%s: cannot restore this checkpoint (%s: %s); "
-                              "nothing was changed" % (
+                              "nothing was deleted" % (
                                   prefix, type(e).__name__, detail))
 
 
@@ -350,7 +350,7 @@ class Trainer(object):
             old = state["params"]
         except (ValueError, KeyError, TypeError) as e:
             raise CheckpointError("%s: unreadable run state (%s: %s); "
-                                  "nothing was changed"
+                                  "nothing was deleted"
                                   % (path, type(e).__name__, e))
         # Only max_epochs may change: it extends or shortens a run (a
         # quantized run's max_epochs is its quant_epochs).
