@@ -104,12 +104,19 @@ def main(argv):
                  "--threads", "1", "--no-progress", "--out", model_out]
                 + argv, stdout=log))
         watchers.append(RunWatcher(model, model_out, start))
-    while any(p.poll() is None for p in procs):
-        for watcher in watchers:
-            watcher.poll()
+    # A run's closing lines as soon as it ends (plain usually stops first).
+    summaries = [None] * len(procs)
+    pending = list(range(len(procs)))
+    while pending:
         time.sleep(POLL_SECONDS)
+        for i in list(pending):
+            watchers[i].poll()
+            if procs[i].poll() is not None:
+                # A failed run's summary.json, if any, is an earlier run's.
+                if procs[i].returncode == 0:
+                    summaries[i] = watchers[i].finish()
+                pending.remove(i)
     codes = [p.wait() for p in procs]
-    summaries = [w.finish() for w in watchers]
     if any(codes) or None in summaries:
         print("demo: a run failed (exit codes %s; its output is in %s)"
               % (codes, " and ".join(os.path.join(out, m, "train.log")
