@@ -27,13 +27,13 @@ from tensorflow.python.ops.variables import PartitionedVariable
 from tf1_awd_sparse import mask_placement
 # The library's one copy of the checks; re-exported here (public names).
 from tf1_awd_sparse._checks import (  # noqa: F401
-    check_keep_prob, check_training, derived_seed, smart_cond)
+    check_keep_prob, check_training, derived_seed, once_per_run, smart_cond)
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob",
     "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
-    "make_mask_variable",
+    "HeldMask",
 ]
 
 
@@ -127,18 +127,56 @@ class BernoulliInitializer(object):
 # --------------------------------------------------------------------------
 # Mask-variable dropout.
 # --------------------------------------------------------------------------
-def make_mask_variable(create_variable, name, shape, keep_prob, dtype=None,
-                       seed=None):
-    """Creates a 0/1 dropout-mask variable and the op that resamples it.
+def _ancestors_include(op, targets):
+    """True when any op of ``targets`` is ``op`` or one of its ancestors
+    (through data and control edges)."""
+    targets = set(targets)
+    seen, stack = set(), [op]
+    while stack:
+        current = stack.pop()
+        if current in targets:
+            return True
+        if current in seen:
+            continue
+        seen.add(current)
+        stack.extend(t.op for t in current.inputs)
+        stack.extend(current.control_inputs)
+    return False
 
-    The variable starts from a sampled Bernoulli(``keep_prob``) mask, so the
-    first step already drops; the update op assigns a new sample. Both are
-    built outside any while loop, cond and control dependency (so the op can
-    be fetched on its own, also on a finalized graph) and inside
-    ``mask_placement.mask_variable_scope`` (the mask stays per worker /
-    replica, never on a ps). The op is added to ``tf.GraphKeys.UPDATE_OPS``.
-    ``VariationalDropout`` and ``WeightDropLSTMCell(use_vd=True)`` both
-    create their masks here.
+
+class HeldMask(object):
+    """A 0/1 dropout mask held in a variable, and the op that resamples it,
+    ordered against the mask's reads.
+
+    ``VariationalDropout`` and ``WeightDropLSTMCell(use_vd=True)`` hold
+    their masks here. The variable starts from a sampled
+    Bernoulli(``keep_prob``) mask, so the first step already drops; it is a
+    per-process variable (``mask_placement``: ``LOCAL_VARIABLES``, never in a
+    checkpoint, never on a ps).
+
+    Reads: :meth:`read` reads the mask once per call site and run, outside
+    any while loop or cond. Which mask a training step uses is defined in
+    every documented pattern:
+
+    - the update op in ``updates_collection`` (default
+      ``tf.GraphKeys.UPDATE_OPS``), run through
+      ``tf.control_dependencies`` around the optimizer (batch norm's
+      convention), runs **after** every read of the mask: the step trains
+      on the current mask and leaves a new one for the next step (as batch
+      norm's moving averages are updated after the batch statistics);
+    - a read built under ``tf.control_dependencies(update_ops())`` (the
+      AWD-LSTM port's pattern) runs after the update: the step uses the
+      fresh mask;
+    - ``session.run(update_ops())`` on its own resamples the mask.
+
+    The op that :meth:`update_ops` returns therefore changes when a read is
+    built that is not already ordered after it (a new op with the reads as
+    control inputs replaces the old one, in the collection too): fetch it
+    after the model is built.
+
+    In a single-process graph a read also initializes the mask when nothing
+    did (``tf.global_variables_initializer()`` does not: masks are local
+    variables), so the usual initializer pattern keeps working.
 
     Args:
       create_variable: callable ``(name, shape, dtype, initializer)``
@@ -150,40 +188,102 @@ def make_mask_variable(create_variable, name, shape, keep_prob, dtype=None,
       dtype: float dtype, or None for ``create_variable``'s default.
       seed: optional op seed; the initial value and the update derive
         distinct seeds from it.
+      updates_collection: collection the update op joins, or None to keep
+        it out of every collection (resample on your own schedule).
 
-    Returns:
-      ``(variable, update_op)``.
+    Raises:
+      ValueError: bad ``keep_prob``.
     """
-    # control_dependencies(None) also leaves any while-loop / cond context.
-    with tf.control_dependencies(None), \
-            mask_placement.mask_variable_scope():
-        variable = create_variable(
-            name, shape, dtype,
-            BernoulliInitializer(keep_prob, derived_seed(seed, 0)))
-        with tf.name_scope(name + "_update"):
-            sample = bernoulli_mask(shape, keep_prob,
-                                    variable.dtype.base_dtype,
-                                    derived_seed(seed, 1))
-            update = variable.assign(sample, read_value=False)
-    tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update)
-    return variable, update
+
+    def __init__(self, create_variable, name, shape, keep_prob, dtype=None,
+                 seed=None, updates_collection=tf.GraphKeys.UPDATE_OPS):
+        self._keep_prob = check_keep_prob(keep_prob)
+        self._name, self._shape, self._seed = name, list(shape), seed
+        self._collection = updates_collection
+        # control_dependencies(None) also leaves any while-loop / cond
+        # context: the variable and its ops can be fetched on their own.
+        with tf.control_dependencies(None), \
+                mask_placement.mask_variable_scope():
+            self._lazy_init = not mask_placement.is_replicated_here()
+            self.variable = create_variable(
+                name, self._shape, dtype,
+                BernoulliInitializer(self._keep_prob, derived_seed(seed, 0)))
+            self._raw_update = self._resample([])
+        self._update = self._raw_update
+        self._independent_reads = []
+        if updates_collection is not None:
+            tf.add_to_collection(updates_collection, self._update)
+
+    @property
+    def keep_prob(self):
+        """The keep probability (Python float)."""
+        return self._keep_prob
+
+    def update_ops(self):
+        """The op(s) that resample the mask: a new list, one op."""
+        return [self._update]
+
+    def _resample(self, after):
+        """An assign of a new sample, run after the ops ``after``."""
+        with tf.control_dependencies(None), \
+                tf.device(self.variable.device), \
+                tf.name_scope(self._name + "_update"), \
+                tf.control_dependencies(after):
+            sample = bernoulli_mask(self._shape, self._keep_prob,
+                                    self.variable.dtype.base_dtype,
+                                    derived_seed(self._seed, 1))
+            return self.variable.assign(sample, read_value=False)
+
+    def _initialized(self):
+        """An op after which the variable holds a mask: assigns the
+        initial sample when nothing initialized it yet."""
+        variable = self.variable
+        initial = BernoulliInitializer(self._keep_prob,
+                                       derived_seed(self._seed, 0))
+        return tf.cond(
+            tf.is_variable_initialized(variable), tf.no_op,
+            lambda: variable.assign(initial(self._shape,
+                                            variable.dtype.base_dtype),
+                                    read_value=False),
+            name=self._name + "_initialized")
+
+    def read(self):
+        """The mask for this run, read once outside any loop or cond.
+
+        Returns:
+          A tensor of the mask's shape and dtype (0s and 1s).
+        """
+        with once_per_run(), tf.name_scope(self._name + "_read"):
+            deps = [self._initialized()] if self._lazy_init else []
+            with tf.control_dependencies(deps):
+                value = self.variable.read_value()
+        updates = [self._raw_update, self._update]
+        if not _ancestors_include(value.op, updates):
+            # Not ordered after the update: order the update after it.
+            self._independent_reads.append(value.op)
+            update = self._resample(self._independent_reads)
+            if self._collection is not None:
+                ops = tf.get_collection_ref(self._collection)
+                if self._update in ops:
+                    ops[ops.index(self._update)] = update
+                else:
+                    ops.append(update)
+            self._update = update
+        return value
 
 
 class VariationalDropout(object):
-    """Dropout whose mask is a non-trainable variable, resampled on demand.
+    """Dropout whose mask is a non-trainable variable, resampled on demand
+    (Gal & Ghahramani's fixed-mask dropout, as AWD-LSTM uses it; unrelated
+    to the sparse variational dropout of ``sparse_layers``).
 
     The mask is created at construction, under its own unique variable scope
-    (``name`` or ``variational_dropout``, uniquified), initialized with a
-    sampled Bernoulli(``keep_prob``) mask, so the very first step already
-    drops. It changes only when the ops of :meth:`get_update_mask_op` run;
-    those ops are built here (outside any while loop or cond, so they can be
-    fetched and work on a finalized graph) and added to
-    ``tf.GraphKeys.UPDATE_OPS`` once.
-
-    The mask is a resource variable: every read is a consistent snapshot, so
-    a forward pass and its gradient use one mask even if an update runs in
-    the same ``session.run`` (order them with ``tf.control_dependencies``
-    to choose old or new mask).
+    (``name`` or ``variational_dropout``, uniquified), as a
+    :class:`HeldMask`: sampled Bernoulli(``keep_prob``) from the start, so
+    the very first step already drops, and changed only when the op of
+    :meth:`get_update_mask_op` runs. That op is in ``updates_collection``
+    (``tf.GraphKeys.UPDATE_OPS``) and ordered after every read of the mask
+    built without it (see :class:`HeldMask` for the patterns).
 
     Args:
       input_shape: fully defined shape of the mask (list, tuple or
@@ -195,6 +295,8 @@ class VariationalDropout(object):
       seed: optional op seed (the initializer and the update op derive
         distinct seeds from it).
       name: optional variable-scope name.
+      updates_collection: collection of the update op (default
+        ``tf.GraphKeys.UPDATE_OPS``); None keeps it out of every collection.
 
     Raises:
       ValueError: ``keep_prob`` outside ``(0, 1]`` or a shape that is not
@@ -208,7 +310,7 @@ class VariationalDropout(object):
     """
 
     def __init__(self, input_shape, keep_prob, dtype=None, seed=None,
-                 name=None):
+                 name=None, updates_collection=tf.GraphKeys.UPDATE_OPS):
         self._keep_prob = check_keep_prob(keep_prob, "keep_prob")
         shape = tf.TensorShape(input_shape)
         if not shape.is_fully_defined():
@@ -223,17 +325,17 @@ class VariationalDropout(object):
         with tf.variable_scope(None, default_name=name
                                or "variational_dropout") as scope:
             self._scope_name = scope.name
-            self._mask, update = make_mask_variable(
+            self._held = HeldMask(
                 lambda var_name, var_shape, var_dtype, init: tf.get_variable(
                     var_name, shape=var_shape, dtype=var_dtype,
                     initializer=init, trainable=False, use_resource=True),
-                "mask", shape.as_list(), self._keep_prob, self._dtype, seed)
-        self._update_ops = [update]
+                "mask", shape.as_list(), self._keep_prob, self._dtype, seed,
+                updates_collection=updates_collection)
 
     @property
     def mask(self):
         """The non-trainable mask variable (0/1 entries, ``input_shape``)."""
-        return self._mask
+        return self._held.variable
 
     @property
     def keep_prob(self):
@@ -241,12 +343,12 @@ class VariationalDropout(object):
         return self._keep_prob
 
     def get_update_mask_op(self):
-        """Ops that resample the mask, the same ops on every call.
+        """The op that resamples the mask, in a new list.
 
-        Returns:
-          A new list holding the update op(s) built at construction.
+        Fetch it after the calls that read the mask are built: it is then
+        ordered after them (see :class:`HeldMask`).
         """
-        return list(self._update_ops)
+        return self._held.update_ops()
 
     def __call__(self, x, training=None):
         """Applies the held mask: ``x * mask / keep_prob`` (broadcasting).
@@ -270,11 +372,14 @@ class VariationalDropout(object):
             raise ValueError("x of shape %s does not broadcast with the mask "
                              "shape %s" % (x.get_shape(), self._shape))
         with tf.name_scope(None, "variational_dropout", [x]):
-            return smart_cond(
-                training,
-                lambda: apply_mask(x, self._mask.read_value(),
-                                   self._keep_prob),
-                lambda: tf.identity(x))
+            if training is False:
+                return tf.identity(x)
+            # Read outside the cond: the read is what the update op is
+            # ordered against, in training and evaluation alike.
+            mask = self._held.read()
+            return smart_cond(training,
+                              lambda: apply_mask(x, mask, self._keep_prob),
+                              lambda: tf.identity(x))
 
 
 # --------------------------------------------------------------------------

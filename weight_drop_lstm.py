@@ -8,106 +8,20 @@ that same tensor, so a training step costs about what ``LSTMCell`` costs.
 """
 from __future__ import absolute_import, division, print_function
 
-import numbers
-
 import tensorflow as tf
-from tensorflow.python.keras.engine import base_layer_utils
 from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
+from tf1_awd_sparse import transforms as kernel_transforms_module
+from tf1_awd_sparse._checks import (check_bool, check_positive_int,
+                                    check_training, once_per_run)
+from tf1_awd_sparse._lstm_sequence import lstm_sequence
 from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
-from sparse_layers import common as sparse_common
-from sparse_layers.l0_regularization import nn as l0_nn
-from sparse_layers.variational_dropout import nn as vd_nn
-from variational_dropout import (apply_mask, bernoulli_mask,
-                                 check_keep_prob, check_training,
-                                 derived_seed, make_mask_variable,
-                                 scaled_mask, smart_cond)
+from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
+    SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
+    WeightFakeQuant, sparsity_technique)
 
-__all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES", "sparsity_technique"]
-
-#: Accepted values of the ``sparsity`` argument.
-SPARSITY_CHOICES = (None, "variational_dropout", "l0")
-
-_MASK_VARIABLE_NAME = "weight_drop_mask"
-
-
-class _Sparsity(object):
-    """What a ``sparsity`` technique contributes to the cell: the auxiliary
-    variable (name, initializer as in ``sparse_layers``' layers), the
-    collection the ``(kernel, aux)`` pair joins, and the stateless
-    ``train_weights`` / ``eval_weights`` ops of ``sparse_layers``."""
-
-    def __init__(self, aux_name, make_initializer, collection, nn):
-        self.aux_name = aux_name
-        self.make_initializer = make_initializer
-        self.collection = collection
-        self.nn = nn
-
-
-# Initial values as the sparse_layers layers document them: log_sigma2 =
-# -10 (almost no noise); log_alpha ~ N(2.197 = log 9, 0.01) (gates open).
-_SPARSITY = {
-    "variational_dropout": _Sparsity(
-        "log_sigma2", lambda: tf.constant_initializer(-10.),
-        sparse_common.VD_COLLECTION, vd_nn),
-    "l0": _Sparsity(
-        "log_alpha",
-        lambda: tf.random_normal_initializer(mean=2.197, stddev=0.01),
-        sparse_common.L0_COLLECTION, l0_nn),
-}
-
-
-def sparsity_technique(sparsity):
-    """What a ``sparsity`` choice of the cell uses for a sparse weight.
-
-    Other layers that make a weight sparse the way the cell does (e.g. the
-    language model's sparse embedding) take the same auxiliary variable,
-    initial value and collection from here, so the ``sparse_layers`` losses
-    and report cover them together with the cells' kernels.
-
-    Args:
-      sparsity: ``'variational_dropout'`` or ``'l0'``.
-
-    Returns:
-      An object with ``aux_name`` (str: ``'log_sigma2'`` or
-      ``'log_alpha'``), ``make_initializer()`` (a new initializer for the
-      auxiliary variable: constant -10, or N(2.197, 0.01)), ``collection``
-      (the ``sparse_layers.common`` collection name the ``(weight, aux)``
-      pair joins) and ``nn`` (the ``sparse_layers`` module with
-      ``train_weights`` / ``eval_weights`` / ``embedding_lookup_*`` /
-      ``matmul_*``).
-
-    Raises:
-      ValueError: ``sparsity`` is not one of the sparse choices.
-    """
-    if sparsity not in _SPARSITY:
-        raise ValueError("sparsity: expected one of %s, got %r"
-                         % (sorted(_SPARSITY), sparsity))
-    return _SPARSITY[sparsity]
-
-
-def _quant_variable_sync(name):
-    """How a quantization variable is kept under a distribution strategy.
-
-    The per-step accumulator (``quant/observed``) is replica-local scratch:
-    each replica adds its own observations inside the RNN loop, where a
-    cross-replica write cannot go. The ranges (and ``quant/initialized``)
-    are model state: every write is averaged over the replicas, so all
-    replicas hold the same ranges. No effect without a strategy.
-    """
-    if name.endswith("/observed"):
-        return {"synchronization": tf.VariableSynchronization.ON_READ,
-                "aggregation": tf.VariableAggregation.SUM}
-    return {"aggregation": tf.VariableAggregation.MEAN}
-
-
-def _outer_control_inputs():
-    """Control inputs active at the call site that live outside every
-    control-flow context: the ones an op built outside a loop may keep."""
-    graph = tf.get_default_graph()
-    # pylint: disable=protected-access
-    return [op for op in graph._current_control_dependencies()
-            if op._get_control_flow_context() is None]
+__all__ = ["WeightDropLSTMCell", "WeightDropLSTM", "SPARSITY_CHOICES",
+           "sparsity_technique"]
 
 
 class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
@@ -120,6 +34,15 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     cell computes exactly what ``LSTMCell`` computes and checkpoints move
     between the two.
 
+    Architecture: the kernel each step multiplies by is computed once per
+    ``session.run``, outside the RNN loop, by an ordered list of kernel
+    transforms (``tf1_awd_sparse.transforms``) built from the arguments:
+    sparse weights (``sparsity``) -> a fixed pruning mask
+    (``pruning_mask``) -> DropConnect (``weight_drop_kr``, ``use_vd``) ->
+    weight fake-quant (``is_quant``). The step itself is ``LSTMCell``'s, or
+    with ``is_quant`` the quantization-aware step of
+    ``tf1_awd_sparse.quantization.lstm``, chosen once at construction.
+
     DropConnect: an element-wise Bernoulli(``weight_drop_kr``) mask on the
     hidden-to-hidden rows of the ``[input_depth + h_depth, 4 * num_units]``
     kernel (all rows with ``drop_input_weights``), scaled by
@@ -131,20 +54,23 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
       num_unit_shards, num_proj_shards, forget_bias, state_is_tuple,
       activation, reuse, name, dtype: as for ``tf.nn.rnn_cell.LSTMCell``.
       weight_drop_kr: keep rate of DropConnect, a Python number in ``(0, 1]``.
-      use_vd: if True the mask is a non-trainable variable
-        ``<scope>/weight_drop_mask`` of shape ``[rows, 4 * num_units]`` that
-        changes only when :meth:`get_vd_update_op` runs; if False a new mask
-        is drawn once per ``session.run``. No effect when the keep rate is 1.
-      input_size: optional input depth; if given it must match the inputs
-        (checked in ``build``). Needed only to call
-        :meth:`get_vd_update_op` before the cell is built with
-        ``drop_input_weights=True``.
+      use_vd: (the AWD-LSTM port's name: "mask held in a variable", not
+        sparse variational dropout) if True the DropConnect mask is a
+        non-trainable local variable ``<scope>/weight_drop_mask`` of shape
+        ``[rows, 4 * num_units]`` that changes only when the op of
+        :meth:`get_vd_update_op` runs; if False a new mask is drawn once per
+        ``session.run``. No effect when the keep rate is 1.
+      input_size: optional input depth (the width of the inputs, not of the
+        state); if given it must match the inputs (checked in ``build``).
+        Needed only to call :meth:`get_vd_update_op` before the cell is
+        built with ``drop_input_weights=True``.
       drop_input_weights: also DropConnect the input-to-hidden rows.
       is_train: Python bool or scalar bool tensor. False: no dropout (the
         plain kernel, deterministic). A tensor (e.g.
         ``tf.placeholder_with_default(True, [])``) lets one graph train and
         evaluate.
-      sparsity: ``None``, ``'variational_dropout'`` or ``'l0'``: the
+      sparsity: ``None``, ``'variational_dropout'`` (sparse variational
+        dropout, Molchanov et al. 2017) or ``'l0'``: the
         ``kernel`` becomes theta of a ``(kernel, log_sigma2)`` /
         ``(kernel, log_alpha)`` pair (aux variable of the kernel's shape,
         initialized as ``sparse_layers``' layers do) that joins the
@@ -157,6 +83,18 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         theta times the mean gate). DropConnect applies on top when
         ``weight_drop_kr < 1``. The projection is not sparsified.
       seed: optional op seed for the masks.
+      pruning_mask: if True, a fixed 0/1 mask ``<scope>/pruning_mask``
+        (ones at first; model state, saved with the weights) multiplies the
+        kernel in training and evaluation, before DropConnect and weight
+        fake-quant: pruned weights stay exactly zero.
+      updates_collection: collection the held mask's update op joins
+        (default ``tf.GraphKeys.UPDATE_OPS``, ordered after the mask's
+        reads, see ``variational_dropout.HeldMask``); None keeps it out of
+        every collection.
+      kernel_transforms: advanced: a list of
+        ``tf1_awd_sparse.transforms.KernelTransform`` to use instead of the
+        ones ``sparsity`` / ``pruning_mask`` / ``weight_drop_kr`` build (give
+        one or the other); weight fake-quant is appended when ``is_quant``.
       is_quant: quantization-aware training: fake quantization of the
         weights after the DropConnect mask and of every tensor of the step,
         with learned ranges in ``<scope>/quant/<tensor>/min|max`` (see the
@@ -176,8 +114,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
       ValueError: ``weight_drop_kr`` outside ``(0, 1]``, an unknown
         ``sparsity``, a non-bool ``use_vd``/``drop_input_weights``, an
         ``is_train`` that is neither a bool nor a scalar bool tensor, a
-        ``num_units``/``input_size`` that is not a positive int, or
-        ``sparsity`` with ``num_unit_shards``; with ``is_quant``: bad
+        ``num_units``/``input_size`` that is not a positive int,
+        ``sparsity`` with ``num_unit_shards``, or ``kernel_transforms``
+        together with the arguments that build them; with ``is_quant``: bad
         bit widths, delay or ``quant_activation``, a non-float32 dtype or a
         custom ``activation``.
 
@@ -198,141 +137,138 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  use_vd=False, input_size=None, drop_input_weights=False,
                  is_train=True, sparsity=None, seed=None, is_quant=False,
                  quant_delay=0, weight_bits=8, activation_bits=8,
-                 quant_activation="standard", **kwargs):
-        if (isinstance(num_units, bool)
-                or not isinstance(num_units, numbers.Integral)
-                or num_units <= 0):
-            raise ValueError("num_units must be a positive int, got %r"
-                             % (num_units,))
-        weight_drop_kr = check_keep_prob(weight_drop_kr, "weight_drop_kr")
-        for arg_name, value in (("use_vd", use_vd),
-                                ("drop_input_weights", drop_input_weights)):
-            if not isinstance(value, bool):
-                raise ValueError("%s must be a Python bool, got %r"
-                                 % (arg_name, value))
-        if input_size is not None and (
-                isinstance(input_size, bool)
-                or not isinstance(input_size, numbers.Integral)
-                or input_size <= 0):
-            raise ValueError("input_size must be None or a positive int, "
-                             "got %r" % (input_size,))
-        if sparsity not in SPARSITY_CHOICES:
-            raise ValueError("sparsity must be one of %s, got %r"
-                             % (SPARSITY_CHOICES, sparsity))
-        if sparsity is not None and num_unit_shards is not None:
+                 quant_activation="standard", pruning_mask=False,
+                 updates_collection=tf.GraphKeys.UPDATE_OPS,
+                 kernel_transforms=None, **kwargs):
+        num_units = check_positive_int(num_units, "num_units")
+        input_size = check_positive_int(input_size, "input_size",
+                                        allow_none=True)
+        is_train = check_training(is_train, "is_train")
+        is_quant = check_bool(is_quant, "is_quant")
+        if is_quant and activation not in (None, tf.tanh, "tanh"):
+            raise ValueError("is_quant=True computes tanh (or ReLU with "
+                             "quant_activation='hard'); got activation=%r"
+                             % (activation,))
+        if is_quant and dtype not in (None, tf.float32, "float32"):
+            raise ValueError("is_quant=True needs float32 (fake-quant ops "
+                             "are float32 only); got dtype=%r" % (dtype,))
+        # The arguments, for get_config (LSTMCell keeps its own).
+        self._own_config = {
+            "weight_drop_kr": weight_drop_kr, "use_vd": use_vd,
+            "input_size": input_size,
+            "drop_input_weights": drop_input_weights, "is_train": is_train,
+            "sparsity": sparsity, "seed": seed, "is_quant": is_quant,
+            "quant_delay": quant_delay, "weight_bits": weight_bits,
+            "activation_bits": activation_bits,
+            "quant_activation": quant_activation,
+            "pruning_mask": pruning_mask,
+            "updates_collection": updates_collection}
+        if kernel_transforms is None:
+            kernel_transforms = _transforms_from_arguments(
+                weight_drop_kr, use_vd, drop_input_weights, sparsity, seed,
+                pruning_mask, updates_collection)
+        else:
+            kernel_transforms = _given_transforms(
+                kernel_transforms, weight_drop_kr=weight_drop_kr,
+                use_vd=use_vd, drop_input_weights=drop_input_weights,
+                sparsity=sparsity, pruning_mask=pruning_mask)
+            self._own_config["kernel_transforms"] = [
+                kernel_transforms_module.serialize(t)
+                for t in kernel_transforms]
+        if num_unit_shards is not None and any(
+                isinstance(t, SparseWeights) for t in kernel_transforms):
             raise ValueError("sparsity=%r needs an unpartitioned kernel; got "
                              "num_unit_shards=%r" % (sparsity,
                                                      num_unit_shards))
-        is_train = check_training(is_train, "is_train")
+        # Default name "lstm_cell", as LSTMCell's: the same uniquified
+        # variable scopes, so checkpoints move between the two cells.
         super(WeightDropLSTMCell, self).__init__(
             num_units, use_peepholes=use_peepholes, cell_clip=cell_clip,
             initializer=initializer, num_proj=num_proj, proj_clip=proj_clip,
             num_unit_shards=num_unit_shards, num_proj_shards=num_proj_shards,
             forget_bias=forget_bias, state_is_tuple=state_is_tuple,
-            activation=activation, reuse=reuse, name=name, dtype=dtype,
-            **kwargs)
-        self._weight_drop_kr = weight_drop_kr
-        self._use_vd = use_vd
-        self._input_size = None if input_size is None else int(input_size)
-        self._drop_input_weights = drop_input_weights
+            activation=activation, reuse=reuse, name=name or "lstm_cell",
+            dtype=dtype, **kwargs)
+        self._input_size = input_size
         self._is_train = is_train
-        self._sparsity = sparsity
-        self._seed = seed
-        self._input_depth = None
-        self._mask_var = None
-        self._vd_update_ops = []
         self._step_kernel = None
-        self._sparse_aux = None
-        self._is_quant = bool(is_quant)
-        self._quantizer = LSTMQuantizer(
-            num_units, num_proj=num_proj, use_peepholes=use_peepholes,
-            cell_clip=cell_clip, proj_clip=proj_clip, forget_bias=forget_bias,
-            weight_bits=weight_bits, activation_bits=activation_bits,
-            quant_activation=quant_activation, quant_delay=quant_delay)
-        if self._is_quant and activation not in (None, tf.tanh, "tanh"):
-            raise ValueError("is_quant=True computes tanh (or ReLU with "
-                             "quant_activation='hard'); got activation=%r"
-                             % (activation,))
-        if self._is_quant and dtype not in (None, tf.float32, "float32"):
-            raise ValueError("is_quant=True needs float32 (fake-quant ops "
-                             "are float32 only); got dtype=%r" % (dtype,))
-
-    def _make_unique_name(self, name_uid_map=None, avoid_names=None,
-                          namespace="", zero_based=False):
-        # Default scope "lstm_cell", as LSTMCell's, so variable names (and
-        # checkpoints) are interchangeable between the two cells.
-        base_name = "lstm_cell"
-        name = base_layer_utils.unique_layer_name(
-            base_name, name_uid_map=name_uid_map, avoid_names=avoid_names,
-            namespace=namespace, zero_based=zero_based)
-        return name, base_name
+        self._quantizer = None
+        self._step = self._float_step
+        if is_quant:
+            self._quantizer = LSTMQuantizer(
+                num_units, num_proj=num_proj, use_peepholes=use_peepholes,
+                cell_clip=cell_clip, proj_clip=proj_clip,
+                forget_bias=forget_bias, weight_bits=weight_bits,
+                activation_bits=activation_bits,
+                quant_activation=quant_activation, quant_delay=quant_delay)
+            kernel_transforms.append(WeightFakeQuant(self._quantizer))
+            self._step = self._quantized_step
+        self._transforms = tuple(kernel_transforms)
 
     # ------------------------------------------------------------------
     # Properties.
     # ------------------------------------------------------------------
     @property
     def weight_drop_kr(self):
-        """DropConnect keep rate (Python float)."""
-        return self._weight_drop_kr
+        """DropConnect keep rate (Python float; 1.0 without DropConnect)."""
+        drop = self._transform(DropConnect)
+        return 1.0 if drop is None else drop.keep_prob
+
+    @property
+    def kernel_transforms(self):
+        """The kernel transforms, in the order they apply (a tuple)."""
+        return self._transforms
 
     @property
     def effective_kernel(self):
-        """The kernel every step of a run multiplies by (after build):
-        DropConnect applied in training; the ``kernel`` variable itself
-        when no dropout can apply; None before build."""
+        """The kernel every step of a run multiplies by (after build): the
+        result of the kernel transforms, or the ``kernel`` variable itself
+        when there are none; None before build."""
         return self._step_kernel
 
     @property
     def quantizer(self):
-        """The ``quantization.lstm.LSTMQuantizer`` used when ``is_quant``
-        (its ``run_ranges`` hold the per-run range tensors after build)."""
+        """The ``LSTMQuantizer`` of an ``is_quant`` cell (its ``run_ranges``
+        hold the per-run range tensors after build), else None."""
         return self._quantizer
 
     @property
     def sparse_aux_variable(self):
         """``log_sigma2`` / ``log_alpha`` with ``sparsity`` (after build),
         else None."""
-        return self._sparse_aux
+        sparse = self._transform(SparseWeights)
+        return None if sparse is None else sparse.aux
 
     @property
     def mask_variable(self):
-        """The DropConnect mask variable (``use_vd=True``), else None."""
-        return self._mask_var
+        """The held DropConnect mask variable (``use_vd=True``), else
+        None."""
+        drop = self._transform(DropConnect)
+        return None if drop is None else drop.mask_variable
+
+    @property
+    def pruning_mask_variable(self):
+        """The ``pruning_mask`` variable (``pruning_mask=True``, after
+        build), else None."""
+        prune = self._transform(PruningMask)
+        return None if prune is None else prune.mask
 
     @property
     def _h_depth(self):
         return self._num_units if self._num_proj is None else self._num_proj
 
-    def _drops_weights(self):
-        """True when the graph may apply DropConnect at all."""
-        return self._weight_drop_kr < 1.0 and self._is_train is not False
-
-    def _needs_mask_variable(self):
-        return self._use_vd and self._drops_weights()
-
-    def _mask_shape(self, input_depth):
-        rows = self._h_depth
-        if self._drop_input_weights:
-            rows += input_depth
-        return [rows, 4 * self._num_units]
+    def _transform(self, kind):
+        for transform in self._transforms:
+            if isinstance(transform, kind):
+                return transform
+        return None
 
     # ------------------------------------------------------------------
-    # Variables.
+    # Variables and the per-run kernel.
     # ------------------------------------------------------------------
-    def _create_mask_variable(self, input_depth):
-        """Creates the mask variable and its update op, once (see
-        ``variational_dropout.make_mask_variable``)."""
-        self._mask_var, update = make_mask_variable(
-            lambda name, shape, dtype, init: self.add_variable(
-                name, shape=shape, dtype=dtype, initializer=init,
-                trainable=False, use_resource=True),
-            _MASK_VARIABLE_NAME, self._mask_shape(input_depth),
-            self._weight_drop_kr, seed=self._seed)
-        self._vd_update_ops = [update]
-
     def build(self, inputs_shape):
-        """Creates the LSTMCell variables (same names), the mask variable
-        when ``use_vd``, and the per-run effective kernel.
+        """Creates the LSTMCell variables (same names), the transforms'
+        variables and the per-run effective kernel.
 
         Raises:
           ValueError: unknown input depth, or ``input_size`` given and
@@ -346,102 +282,31 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._input_size is not None and self._input_size != input_depth:
             raise ValueError("input_size=%d was given but the inputs have "
                              "depth %d" % (self._input_size, input_depth))
-        if self._mask_var is not None:
-            built_rows = self._mask_var.get_shape()[0].value
-            if built_rows != self._mask_shape(input_depth)[0]:
-                raise ValueError("the mask was built for input depth %d but "
-                                 "the inputs have depth %d"
-                                 % (built_rows - self._h_depth, input_depth))
-        elif self._needs_mask_variable():
-            # Before LSTMCell.build: it marks the layer built, after which
-            # add_variable would only reuse existing variables.
-            self._create_mask_variable(input_depth)
-        self._input_depth = input_depth
-        if self._is_quant and self._quantizer.ranges.min_vars is None:
-            # Before LSTMCell.build, like the mask variable.
-            with tf.control_dependencies(None):
-                self._quantizer.create_variables(
-                    lambda name, shape, init: self.add_variable(
-                        name, shape=shape, initializer=init,
-                        trainable=False, use_resource=True,
-                        **_quant_variable_sync(name)))
-        if self._sparsity is not None and self._sparse_aux is None:
-            technique = sparsity_technique(self._sparsity)
-            self._sparse_aux = self.add_variable(
-                technique.aux_name,
-                shape=[input_depth + self._h_depth, 4 * self._num_units],
-                initializer=technique.make_initializer())
+        shape = [input_depth + self._h_depth, 4 * self._num_units]
+        # Before LSTMCell.build: it marks the layer built, after which
+        # add_variable would only reuse existing variables.
+        for transform in self._transforms:
+            transform.build(self.add_variable, shape, input_depth,
+                            self._is_train)
+        if self._quantizer is not None and not self._quantizer.created:
+            self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
-        if self._sparsity is not None:
-            sparse_common.add_to_collection(
-                sparsity_technique(self._sparsity).collection,
-                (self._kernel, self._sparse_aux))
-        # Built once per graph, outside any while loop (control_dependencies
-        # (None) also clears the control-flow context), so the mask is drawn
-        # and applied once per run; control inputs of the call site that are
-        # outside loops (e.g. an update op around dynamic_rnn) still apply.
-        outer_deps = _outer_control_inputs()
-        with tf.control_dependencies(None), \
-                tf.control_dependencies(outer_deps), \
-                tf.name_scope("effective_kernel"):
-            self._step_kernel = self._effective_kernel()
-            if self._is_quant:
-                peepholes = ((self._w_i_diag, self._w_f_diag, self._w_o_diag)
-                             if self._use_peepholes else None)
+        with once_per_run(), tf.name_scope("effective_kernel"):
+            if self._quantizer is not None:
+                self._quantizer.begin_run(self._is_train)
+            kernel = self._kernel
+            for transform in self._transforms:
+                with tf.name_scope(transform.name):
+                    kernel = transform.apply(kernel, self._is_train)
+            self._step_kernel = kernel
+            if self._quantizer is not None:
                 self._quantizer.prepare(
-                    self._is_train, tf.convert_to_tensor(self._step_kernel),
-                    tf.convert_to_tensor(self._bias), peepholes,
+                    kernel, self._bias,
+                    (self._w_i_diag, self._w_f_diag, self._w_o_diag)
+                    if self._use_peepholes else None,
                     self._proj_kernel if self._num_proj is not None
                     else None)
         self.built = True
-
-    def _effective_kernel(self):
-        """The kernel each step multiplies by, built once per graph.
-
-        Training: the ``sparsity`` weight sample (if any), then DropConnect
-        (mask drawn per run, or read from the mask variable). Eval: the
-        ``sparsity`` eval weights, else the plain ``kernel``.
-
-        Returns:
-          ``[input_depth + h_depth, 4 * num_units]`` tensor, or the kernel
-          variable itself when neither dropout nor sparsity applies.
-        """
-        kernel = self._kernel
-        if self._sparsity is None and not self._drops_weights():
-            return kernel
-        technique = (None if self._sparsity is None
-                     else sparsity_technique(self._sparsity))
-
-        def eval_weights():
-            if technique is None:
-                return tf.convert_to_tensor(kernel)
-            return technique.nn.eval_weights((kernel, self._sparse_aux))
-
-        def train_weights():
-            if technique is None:
-                weights = tf.convert_to_tensor(kernel)
-            else:
-                weights = technique.nn.train_weights(
-                    (kernel, self._sparse_aux))
-            if self._weight_drop_kr == 1.0:
-                return weights
-            if self._use_vd:
-                mask = self._mask_var.read_value()
-            else:
-                mask = bernoulli_mask(self._mask_shape(self._input_depth),
-                                      self._weight_drop_kr, weights.dtype,
-                                      derived_seed(self._seed, 2))
-            if self._drop_input_weights:
-                return apply_mask(weights, mask, self._weight_drop_kr)
-            # Input rows get a multiplier of exactly 1. One full-size
-            # multiply (and one in the gradient) is cheaper than splitting
-            # and re-concatenating the kernel.
-            multiplier = tf.pad(
-                scaled_mask(mask, self._weight_drop_kr, weights.dtype),
-                [[self._input_depth, 0], [0, 0]], constant_values=1)
-            return weights * multiplier
-
-        return smart_cond(self._is_train, train_weights, eval_weights)
 
     # ------------------------------------------------------------------
     # Step.
@@ -457,46 +322,25 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         Returns:
           ``(m, new_state)`` as ``LSTMCell`` returns them.
         """
-        sigmoid = tf.sigmoid
+        return self._step(inputs, state)
+
+    def _float_step(self, inputs, state):
+        """``LSTMCell``'s step, multiplying by the effective kernel."""
+        kernel, self._kernel = self._kernel, self._step_kernel
+        try:
+            return super(WeightDropLSTMCell, self).call(inputs, state)
+        finally:
+            self._kernel = kernel
+
+    def _quantized_step(self, inputs, state):
+        """The quantization-aware step (``LSTMQuantizer.step``)."""
         if self._state_is_tuple:
             c_prev, m_prev = state
         else:
             c_prev = tf.slice(state, [0, 0], [-1, self._num_units])
             m_prev = tf.slice(state, [0, self._num_units],
                               [-1, self._h_depth])
-
-        if self._is_quant:
-            m, c = self._quantizer.step(inputs, c_prev, m_prev)
-            new_state = (LSTMStateTuple(c, m) if self._state_is_tuple
-                         else tf.concat([c, m], 1))
-            return m, new_state
-
-        # i = input_gate, j = new_input, f = forget_gate, o = output_gate
-        lstm_matrix = tf.matmul(tf.concat([inputs, m_prev], 1),
-                                self._step_kernel)
-        lstm_matrix = tf.nn.bias_add(lstm_matrix, self._bias)
-        i, j, f, o = tf.split(value=lstm_matrix, num_or_size_splits=4, axis=1)
-
-        if self._use_peepholes:
-            c = (sigmoid(f + self._forget_bias + self._w_f_diag * c_prev)
-                 * c_prev
-                 + sigmoid(i + self._w_i_diag * c_prev) * self._activation(j))
-        else:
-            c = (sigmoid(f + self._forget_bias) * c_prev
-                 + sigmoid(i) * self._activation(j))
-        if self._cell_clip is not None:
-            c = tf.clip_by_value(c, -self._cell_clip, self._cell_clip)
-
-        if self._use_peepholes:
-            m = sigmoid(o + self._w_o_diag * c) * self._activation(c)
-        else:
-            m = sigmoid(o) * self._activation(c)
-
-        if self._num_proj is not None:
-            m = tf.matmul(m, self._proj_kernel)
-            if self._proj_clip is not None:
-                m = tf.clip_by_value(m, -self._proj_clip, self._proj_clip)
-
+        m, c = self._quantizer.step(inputs, c_prev, m_prev)
         new_state = (LSTMStateTuple(c, m) if self._state_is_tuple
                      else tf.concat([c, m], 1))
         return m, new_state
@@ -505,50 +349,260 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     # Mask updates and config.
     # ------------------------------------------------------------------
     def get_vd_update_op(self):
-        """Ops that resample the DropConnect mask variable.
+        """The op that resamples the held DropConnect mask, in a list.
 
-        The same ops on every call (built once, outside any loop, and added
-        to ``tf.GraphKeys.UPDATE_OPS`` once), so it also works on a finalized
-        graph. Called before the cell is built, it creates the mask variable
-        now, fixing the cell's variable scope to the current one.
+        Fetch it after the cell is built: the update is then ordered after
+        the cell's read of the mask (a step trains on the current mask and
+        leaves a new one), unless the cell was built under
+        ``tf.control_dependencies(cell.get_vd_update_op())`` (the AWD-LSTM
+        port's pattern: the step uses the fresh mask); see
+        ``variational_dropout.HeldMask``. Called before the cell is built,
+        it creates the mask variable now, fixing the cell's variable scope
+        to the current one.
 
         Returns:
-          A list with the update op, or ``[]`` when there is no mask variable
+          A list with the update op, or ``[]`` when there is no held mask
           (``use_vd=False``, keep rate 1, or ``is_train=False``).
 
         Raises:
           ValueError: called before build with ``drop_input_weights=True``
             and no ``input_size``.
         """
-        if not self._needs_mask_variable():
+        drop = self._transform(DropConnect)
+        if drop is None or not drop.held or not drop.active(self._is_train):
             return []
-        if self._mask_var is None:
-            if self._drop_input_weights and self._input_size is None:
+        if drop.mask_variable is None:
+            if drop.drop_input_weights and self._input_size is None:
                 raise ValueError(
                     "get_vd_update_op() before the cell is built needs "
                     "input_size when drop_input_weights=True (the mask "
                     "covers the input rows); got input_size=None")
-            self._create_mask_variable(self._input_size or 0)
-        return list(self._vd_update_ops)
+            drop.create_held_mask(
+                self.add_variable, drop.mask_rows(self._input_size or 0, self._h_depth),
+                4 * self._num_units)
+        return drop.update_ops()
 
     def get_config(self):
         """Every constructor argument (LSTMCell's plus this cell's), so
         ``WeightDropLSTMCell.from_config(cell.get_config())`` rebuilds an
         equal cell. A tensor ``is_train`` is stored as the tensor itself."""
-        config = {
-            "weight_drop_kr": self._weight_drop_kr,
-            "use_vd": self._use_vd,
-            "input_size": self._input_size,
-            "drop_input_weights": self._drop_input_weights,
-            "is_train": self._is_train,
-            "sparsity": self._sparsity,
-            "seed": self._seed,
-            "is_quant": self._is_quant,
-            "quant_delay": self._quantizer.quant_delay,
-            "weight_bits": self._quantizer.weight_bits,
-            "activation_bits": self._quantizer.activation_bits,
-            "quant_activation": self._quantizer.quant_activation,
-        }
-        base_config = super(WeightDropLSTMCell, self).get_config()
-        base_config.update(config)
-        return base_config
+        config = super(WeightDropLSTMCell, self).get_config()
+        config.update(self._own_config)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds a cell from :meth:`get_config`."""
+        config = dict(config)
+        if config.get("kernel_transforms") is not None:
+            config["kernel_transforms"] = [
+                kernel_transforms_module.from_config(c)
+                for c in config["kernel_transforms"]]
+        return cls(**config)
+
+
+class WeightDropLSTM(object):
+    """A weight-dropped LSTM over whole sequences, faster than a cell under
+    ``dynamic_rnn``.
+
+    The same model as :class:`WeightDropLSTMCell` with the same arguments
+    and the same variables under the same names (``<scope>/lstm_cell/
+    kernel``, ``bias``, masks...; ``scope`` defaults to ``'rnn'`` as in
+    ``tf.nn.dynamic_rnn``), so checkpoints move between this layer, the cell
+    and ``tf.nn.rnn_cell.LSTMCell`` both ways. The difference is the
+    schedule: the kernel transforms (sparsity, pruning mask, DropConnect)
+    run once per ``session.run``; the input projection ``x_t @ W_x + b`` of
+    **all** steps is one matmul (its weight gradient too); only
+    ``h_{t-1} @ W_h`` is inside the loop, and the loop's gradient is
+    hand-written (``tf1_awd_sparse._lstm_sequence``): one backward loop and
+    one whole-sequence matmul for ``W_h``'s gradient. Measured on 2 CPU
+    cores, a training step costs 0.3-0.4 x ``LSTMCell``'s (see
+    ``docs/results.md``).
+
+    The fast path needs the plain LSTM step; with ``is_quant``,
+    ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``
+    or an activation other than tanh the layer runs its cell under
+    ``tf.nn.dynamic_rnn`` (same results, the cell's speed); ``fast_path``
+    says which.
+
+    Args:
+      num_units: int, the cell size.
+      time_major: inputs and outputs ``[time, batch, depth]`` instead of
+        ``[batch, time, depth]``.
+      **cell_kwargs: every :class:`WeightDropLSTMCell` argument
+        (``weight_drop_kr``, ``use_vd``, ``is_train``, ``sparsity``...).
+
+    Raises:
+      ValueError: as :class:`WeightDropLSTMCell`.
+
+    Example::
+
+        layer = WeightDropLSTM(650, weight_drop_kr=0.5, is_train=is_train)
+        outputs, final_state = layer(x)        # x: [batch, time, depth]
+    """
+
+    def __init__(self, num_units, time_major=False, **cell_kwargs):
+        self._time_major = check_bool(time_major, "time_major")
+        self._cell = WeightDropLSTMCell(num_units, **cell_kwargs)
+        config = self._cell.get_config()
+        activation = cell_kwargs.get("activation")
+        self._fast = not (config["is_quant"] or config["use_peepholes"]
+                          or config["cell_clip"] is not None
+                          or config["num_proj"] is not None
+                          or not config["state_is_tuple"]
+                          or activation not in (None, tf.tanh, "tanh"))
+
+    @property
+    def cell(self):
+        """The :class:`WeightDropLSTMCell` holding the variables."""
+        return self._cell
+
+    @property
+    def fast_path(self):
+        """True when calls use the whole-sequence recurrence."""
+        return self._fast
+
+    @property
+    def effective_kernel(self):
+        """The kernel of the run (after build), as the cell's."""
+        return self._cell.effective_kernel
+
+    @property
+    def weights(self):
+        """The cell's variables."""
+        return self._cell.weights
+
+    def get_vd_update_op(self):
+        """The held DropConnect mask's update op (see the cell's)."""
+        return self._cell.get_vd_update_op()
+
+    def get_config(self):
+        """The cell's arguments plus ``time_major``."""
+        config = self._cell.get_config()
+        config["time_major"] = self._time_major
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds a layer from :meth:`get_config`."""
+        config = dict(config)
+        num_units = config.pop("num_units")
+        if config.get("kernel_transforms") is not None:
+            config["kernel_transforms"] = [
+                kernel_transforms_module.from_config(c)
+                for c in config["kernel_transforms"]]
+        return cls(num_units, **config)
+
+    def __call__(self, inputs, initial_state=None, sequence_length=None,
+                 scope=None, dtype=None):
+        """Runs the LSTM over ``inputs``.
+
+        Args:
+          inputs: float tensor ``[batch, time, depth]`` (``[time, batch,
+            depth]`` with ``time_major``), known depth.
+          initial_state: ``LSTMStateTuple(c, h)`` of ``[batch, num_units]``
+            tensors, or None for zeros.
+          sequence_length: optional int ``[batch]``, as for
+            ``tf.nn.dynamic_rnn`` (outputs zero past each length, the state
+            copied through).
+          scope: variable scope (default ``'rnn'``, as ``dynamic_rnn``).
+          dtype: the state's dtype when ``initial_state`` is None (default:
+            the inputs' dtype).
+
+        Returns:
+          ``(outputs, final_state)``: ``[batch, time, num_units]`` (or time
+          major) and ``LSTMStateTuple(c, h)``.
+
+        Raises:
+          ValueError: inputs not of rank 3 or of unknown depth.
+        """
+        inputs = tf.convert_to_tensor(inputs, name="inputs")
+        if inputs.get_shape().ndims != 3:
+            raise ValueError("inputs must have rank 3 ([batch, time, depth]"
+                             "%s), got shape %s" % (
+                                 " time major" if self._time_major else "",
+                                 inputs.get_shape()))
+        with tf.variable_scope(scope or "rnn") as varscope:
+            if varscope.caching_device is None:
+                varscope.set_caching_device(lambda op: op.device)
+            if not self._fast:
+                return tf.nn.dynamic_rnn(
+                    self._cell, inputs, sequence_length=sequence_length,
+                    initial_state=initial_state, dtype=dtype or inputs.dtype,
+                    time_major=self._time_major, scope=varscope)
+            return self._fast_call(inputs, initial_state, sequence_length,
+                                   dtype)
+
+    def _fast_call(self, inputs, initial_state, sequence_length, dtype):
+        """The whole-sequence path."""
+        time_major = (inputs if self._time_major
+                      else tf.transpose(inputs, [1, 0, 2]))
+        batch = tf.shape(time_major)[1]
+        if initial_state is None:
+            initial_state = self._cell.zero_state(batch,
+                                                  dtype or inputs.dtype)
+        c0, h0 = initial_state
+        # Building the cell (on the first step's shape) creates its
+        # variables in its scope, exactly as dynamic_rnn would, and the
+        # per-run kernel; the one-step ops it adds are never run.
+        if not self._cell.built:
+            self._cell(time_major[0], initial_state)
+        kernel = self._cell.effective_kernel
+        depth = time_major.get_shape()[2].value
+        units = self._cell.output_size
+        # tf.split: one concat in the gradient (two slices cost more).
+        w_x, w_h = tf.split(tf.convert_to_tensor(kernel), [depth, units], 0)
+        projected = tf.nn.bias_add(
+            tf.matmul(tf.reshape(time_major, [-1, depth]), w_x),
+            self._cell._bias)  # pylint: disable=protected-access
+        projected = tf.reshape(
+            projected, tf.concat([tf.shape(time_major)[:2], [4 * units]], 0))
+        outputs, (c, h) = lstm_sequence(
+            projected, w_h, c0, h0, sequence_length=sequence_length,
+            forget_bias=self._cell._forget_bias)  # pylint: disable=W0212
+        if not self._time_major:
+            outputs = tf.transpose(outputs, [1, 0, 2])
+        return outputs, LSTMStateTuple(c, h)
+
+
+def _transforms_from_arguments(weight_drop_kr, use_vd, drop_input_weights,
+                               sparsity, seed, pruning_mask,
+                               updates_collection):
+    """The kernel transforms the constructor arguments ask for, in order:
+    sparse weights -> pruning mask -> DropConnect."""
+    drop = DropConnect(weight_drop_kr, held=use_vd,
+                       drop_input_weights=drop_input_weights, seed=seed,
+                       updates_collection=updates_collection)
+    result = []
+    if sparsity is not None:
+        result.append(SparseWeights(sparsity))
+    if check_bool(pruning_mask, "pruning_mask"):
+        result.append(PruningMask())
+    if drop.keep_prob < 1.0:
+        result.append(drop)
+    return result
+
+
+def _given_transforms(transforms, **arguments):
+    """Checks a ``kernel_transforms`` list given directly.
+
+    Raises:
+      ValueError: not a list of KernelTransform, or given together with
+        arguments that build transforms.
+    """
+    defaults = {"weight_drop_kr": 1.0, "use_vd": False,
+                "drop_input_weights": False, "sparsity": None,
+                "pruning_mask": False}
+    clashes = sorted(k for k, v in arguments.items() if v != defaults[k])
+    if clashes:
+        raise ValueError("kernel_transforms replaces the transforms that %s "
+                         "build; give one or the other" % ", ".join(clashes))
+    transforms = list(transforms)
+    for transform in transforms:
+        if not isinstance(transform, kernel_transforms_module.KernelTransform):
+            raise ValueError("kernel_transforms must be KernelTransform "
+                             "objects, got %r" % (transform,))
+        if isinstance(transform, WeightFakeQuant):
+            raise ValueError("kernel_transforms: weight fake-quant is added "
+                             "by is_quant=True; leave it out")
+    return transforms

@@ -8,7 +8,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _quiet  # noqa: F401,E402
 
 # Benchmark modules, each exposing main(); filled in by the work that adds them.
-MODULES = ["bench_sparse", "bench_cell", "bench_quant", "bench_distributed"]
+MODULES = ["bench_sparse", "bench_cell", "bench_layer", "bench_quant",
+           "bench_distributed"]
 
 
 def main(argv):

@@ -1,14 +1,15 @@
 """Layer machinery shared by the VD and L0 `FullyConnected` / `Conv2D`.
 
 The technique-specific modules (`variational_dropout.layers`,
-`l0_regularization.layers`) only name their auxiliary variable, its
-initializer, their collection, their ops and their options.
+`l0_regularization.layers`) only pick their `sparse_layers.techniques`
+entry (auxiliary variable, its default initializer, ops, option names) and
+spell out their options as constructor arguments.
 """
 import tensorflow as tf
 from tensorflow.python.layers import base
 
-from sparse_layers import common
 from sparse_layers import layer_utils
+from sparse_layers import techniques
 from tf1_awd_sparse._checks import check_positive_int
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
@@ -24,8 +25,9 @@ FULLY_CONNECTED_DOC = """
       bias_initializer: initializer of the bias (zeros if None).
       trainable, name, **kwargs: as for `tf.layers.Layer`.
 
-    Call: `layer(inputs, training=False)`; inputs [batch, ..., in];
-    `training` is a Python bool or a scalar tf.bool tensor.
+    Call: `layer(inputs, training=None)`; inputs [batch, ..., in];
+    `training` is a Python bool, a scalar tf.bool tensor or None (= True:
+    training is the default, pass False to evaluate).
 
     Raises:
       ValueError: non-positive `units`, or inputs without a known last
@@ -43,32 +45,14 @@ CONV2D_DOC = """
       activation, use_bias, kernel_initializer, bias_initializer,
       trainable, name, **kwargs: as for `FullyConnected`.
 
-    Call: `layer(inputs, training=False)`; inputs rank 4 in `data_format`;
-    `training` is a Python bool or a scalar tf.bool tensor.
+    Call: `layer(inputs, training=None)`; inputs rank 4 in `data_format`;
+    `training` as for `FullyConnected`.
 
     Raises:
       ValueError: bad `filters`, `kernel_size`, `strides`, `padding` or
         `data_format`; inputs not rank 4 (at build).
       TypeError: `training` neither a bool nor a tf.bool tensor.
 """
-
-
-class Technique(object):
-    """What distinguishes the sparse techniques inside a layer.
-
-    Attributes:
-      aux_name: name of the auxiliary variable ('log_sigma2', 'log_alpha').
-      collection: graph collection the (kernel, aux) pair is added to.
-      nn: module with the stateless `*_train` / `*_eval` ops.
-      train_args, eval_args: layer options passed to the train / eval ops.
-    """
-
-    def __init__(self, aux_name, collection, nn, train_args, eval_args):
-        self.aux_name = aux_name
-        self.collection = collection
-        self.nn = nn
-        self.train_args = train_args
-        self.eval_args = eval_args
 
 
 def _int_pair(value, name):
@@ -83,8 +67,10 @@ def _int_pair(value, name):
 class SparseLayer(base.Layer):
     """Base of the sparse layers: kernel + auxiliary variable + bias.
 
-    Subclasses set `TECHNIQUE` and implement `_kernel_shape(input_shape)`
-    and `_apply(op_name, inputs, params, **technique_kwargs)`.
+    Subclasses set `TECHNIQUE` (a `sparse_layers.techniques` entry) and
+    implement `_kernel_shape(input_shape)` and
+    `_apply(op_name, inputs, params, **technique_kwargs)`. An
+    `aux_initializer` of None is the technique's default initializer.
     """
 
     TECHNIQUE = None
@@ -117,40 +103,38 @@ class SparseLayer(base.Layer):
         self.kernel = self.add_weight("kernel", shape,
                                       initializer=self.kernel_initializer,
                                       dtype=self.dtype)
-        self.aux = self.add_weight(self.TECHNIQUE.aux_name, shape,
-                                   initializer=self.aux_initializer,
-                                   dtype=self.dtype)
+        self.aux = self.add_weight(
+            self.TECHNIQUE.aux_name, shape, dtype=self.dtype,
+            initializer=(self.aux_initializer
+                         or self.TECHNIQUE.make_initializer()))
         if self.use_bias:
             self.bias = self.add_weight("bias", [self._bias_size()],
                                         initializer=self.bias_initializer,
                                         dtype=self.dtype)
-        common.add_to_collection(self.TECHNIQUE.collection,
-                                 (self.kernel, self.aux))
+        techniques.register_pair(self.TECHNIQUE, (self.kernel, self.aux))
         self.built = True
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=None):
         """Train op (noise / sampled gates) or eval op, by `training`.
 
         Args:
           inputs: input tensor.
-          training: Python bool or scalar tf.bool tensor; with a tensor both
-            branches are built and chosen at run time.
+          training: Python bool, scalar tf.bool tensor, or None (= True);
+            with a tensor both branches are built and chosen at run time.
 
         Returns:
           the layer output.
         """
-        layer_utils.check_training(training)
+        training = layer_utils.check_training(training)
         inputs = tf.convert_to_tensor(inputs, dtype=self.dtype)
         params = (self.kernel, self.aux)
-        options = self.technique_options
 
-        def run(mode, names):
-            kwargs = {k: options[k] for k in names}
-            return self._apply(mode, inputs, params, **kwargs)
+        def run(mode):
+            return self._apply(mode, inputs, params, **self.TECHNIQUE.select(
+                self.technique_options, mode))
 
-        outputs = layer_utils.smart_cond(
-            training, lambda: run("train", self.TECHNIQUE.train_args),
-            lambda: run("eval", self.TECHNIQUE.eval_args))
+        outputs = layer_utils.smart_cond(training, lambda: run("train"),
+                                         lambda: run("eval"))
         if self.use_bias:
             outputs = self._add_bias(outputs)
         if self.activation is not None:

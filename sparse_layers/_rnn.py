@@ -1,8 +1,8 @@
 """RNN cell machinery shared by the VD and L0 `RNNCell` / `LSTMCell`.
 
-A cell gets its pre-activation `[x, h] @ W` from a technique object
-(`variational_dropout.rnn` / `l0_regularization.rnn`). The technique builds
-its noise or gate sample lazily, at the cell's first call, under
+A cell gets its pre-activation `[x, h] @ W` from a `HeldWeights` of its
+technique (VD overrides it in `variational_dropout.rnn`). It builds its
+noise or gate sample lazily, at the cell's first call, under
 `tf.control_dependencies(None)`: in TF 1.13 that also leaves the
 `tf.while_loop` context of `dynamic_rnn`, so the sample is made once per
 `session.run` and the same value is used at every time step.
@@ -26,7 +26,7 @@ RNN_CELL_DOC = """
       RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes
         named), or inputs whose width does not fit the kernel's rows.
       ValueError: bad `num_units`.
-      TypeError: `training` neither a bool nor a tf.bool tensor.
+      TypeError: `training` neither a bool, None nor a tf.bool tensor.
 """
 
 LSTM_CELL_DOC = """
@@ -52,19 +52,33 @@ def split_rows(tensor, input_size):
     return tensor[:input_size], tensor[input_size:]
 
 
-class Technique(object):
-    """Base of the per-technique pre-activation builders.
+class HeldWeights(object):
+    """Builds a cell's pre-activation `[x, h] @ W` for one technique.
+
+    The default is one weight sample per run (`nn.train_weights`, the L0
+    way) or the evaluation weights (`nn.eval_weights`), chosen by
+    `training`; a technique that samples differently (VD's per-example
+    input noise) overrides `make`.
 
     Args:
+      technique: a `sparse_layers.techniques` entry.
       kernel_weights: (theta, aux) pair, each [input_size + num_units,
         num_gates * num_units].
-      training: Python bool or scalar tf.bool tensor.
+      training: Python bool, scalar tf.bool tensor, or None (= True).
+      options: the technique's options by name (train and eval ones).
     """
 
-    def __init__(self, kernel_weights, training):
+    def __init__(self, technique, kernel_weights, training, options):
+        self.technique = technique
         self.params = layer_utils.check_params(kernel_weights,
                                                "kernel_weights", rank=2)
         self.training = layer_utils.check_training(training)
+        self.options = options
+
+    def eval_weights(self):
+        """The evaluation kernel."""
+        return self.technique.nn.eval_weights(
+            self.params, **self.technique.select(self.options, "eval"))
 
     def make(self, inputs, input_size):
         """Returns fn(x, h) -> pre-activations; called outside the loop.
@@ -74,7 +88,12 @@ class Technique(object):
             are used; it may live inside a while loop).
           input_size: python int, the width of the inputs.
         """
-        raise NotImplementedError
+        weights = layer_utils.smart_cond(
+            self.training,
+            lambda: self.technique.nn.train_weights(
+                self.params, **self.technique.select(self.options, "train")),
+            self.eval_weights)
+        return concat_matmul(weights)
 
 
 class _SparseCell(tf.nn.rnn_cell.RNNCell):
@@ -82,14 +101,14 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
 
     _NUM_GATES = 1
 
-    def __init__(self, technique, bias_weights, num_units, activation=None,
+    def __init__(self, held_weights, bias_weights, num_units, activation=None,
                  reuse=None, name=None):
         super(_SparseCell, self).__init__(_reuse=reuse, name=name)
         self._num_units = check_positive_int(num_units, "num_units")
-        self._technique = technique
+        self._held = held_weights
         self._activation = activation or tf.tanh
         width = self._NUM_GATES * num_units
-        theta = technique.params[0]
+        theta = held_weights.params[0]
         if theta.shape[1].value not in (None, width):
             raise RuntimeError(
                 "kernel_weights must have shape [input_size + num_units, %d] "
@@ -121,7 +140,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
         """Checks the input width against the kernel's rows."""
         inputs_shape = tf.TensorShape(inputs_shape)
         input_size = inputs_shape[-1].value
-        rows = self._technique.params[0].shape[0].value
+        rows = self._held.params[0].shape[0].value
         if input_size is None:
             raise ValueError("the cell's inputs need a known last dimension, "
                              "got shape %s" % inputs_shape)
@@ -137,7 +156,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
         if self._preactivation is None:
             # Outside any while loop / control dependency: one sample per run.
             with tf.control_dependencies(None):
-                self._preactivation = self._technique.make(
+                self._preactivation = self._held.make(
                     inputs, self._input_size)
         return self._preactivation(inputs, h) + self._bias
 
@@ -156,9 +175,9 @@ class SparseLSTMCell(_SparseCell):
 
     _NUM_GATES = 4
 
-    def __init__(self, technique, bias_weights, num_units, forget_bias=1.0,
-                 activation=None, reuse=None, name=None):
-        super(SparseLSTMCell, self).__init__(technique, bias_weights,
+    def __init__(self, held_weights, bias_weights, num_units,
+                 forget_bias=1.0, activation=None, reuse=None, name=None):
+        super(SparseLSTMCell, self).__init__(held_weights, bias_weights,
                                              num_units, activation, reuse,
                                              name)
         self._forget_bias = forget_bias

@@ -20,19 +20,21 @@ ZETA = 1.1
 # log(alpha) above which a variational-dropout weight is treated as zero.
 THRESHOLD = 3.0
 
-# Graph collections of (theta, aux) pairs read by `sparse_layers.losses` and
-# `sparse_layers.report`. Anything that adds a pair here gets its KL / L0
-# penalty and its sparsity reported.
+# Graph collection keys of the registered (theta, aux) pairs of each
+# technique. Register and read pairs only through
+# `sparse_layers.techniques.register_pair` / `registered_pairs`: the items
+# are encoded names, so that they survive a MetaGraph export.
 VD_COLLECTION = "theta_logsigma2"
 L0_COLLECTION = "theta_logalpha"
 
 _Math = collections.namedtuple(
-    "_Math", ["log", "square", "clip", "sigmoid", "logical_not", "equal"])
+    "_Math", ["log", "square", "clip", "sigmoid", "logical_not", "equal",
+              "cast"])
 
 #: Elementwise ops for graph tensors.
 TF_MATH = _Math(log=tf.log, square=tf.square, clip=tf.clip_by_value,
                 sigmoid=tf.sigmoid, logical_not=tf.logical_not,
-                equal=tf.equal)
+                equal=tf.equal, cast=tf.cast)
 
 
 def _np_sigmoid(x):
@@ -45,7 +47,8 @@ def _np_sigmoid(x):
 #: The same ops for numpy arrays (used by the checkpoint report).
 NUMPY_MATH = _Math(log=np.log, square=np.square, clip=np.clip,
                    sigmoid=_np_sigmoid, logical_not=np.logical_not,
-                   equal=np.equal)
+                   equal=np.equal,
+                   cast=lambda x, dtype: np.asarray(x).astype(dtype))
 
 
 def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
@@ -124,6 +127,22 @@ def vd_keep_mask(log_sigma2, theta, threshold=THRESHOLD, eps=EPSILON,
                              math=math) < threshold
 
 
+def vd_eval_weights(theta, log_sigma2, threshold=THRESHOLD, eps=EPSILON,
+                    math=TF_MATH):
+    """Evaluation weights of sparse VD: theta * vd_keep_mask(...).
+
+    Args:
+      theta: float tensor (or numpy array with `math=NUMPY_MATH`).
+      log_sigma2: float tensor/array of the same shape.
+      threshold, eps, math: as for `vd_keep_mask`.
+
+    Returns:
+      theta with the dropped weights set to 0, theta's shape and dtype.
+    """
+    keep = vd_keep_mask(log_sigma2, theta, threshold, eps, math=math)
+    return theta * math.cast(keep, theta.dtype)
+
+
 def hard_concrete_sample(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA,
                          eps=EPSILON):
     """One sample of the hard-concrete gate per element of `log_alpha`.
@@ -162,6 +181,23 @@ def hard_concrete_mean(log_alpha, gamma=GAMMA, zeta=ZETA, math=TF_MATH):
     return _stretch_and_clip(math.sigmoid(log_alpha), gamma, zeta, math)
 
 
+def l0_eval_weights(theta, log_alpha, gamma=GAMMA, zeta=ZETA, math=TF_MATH):
+    """Evaluation weights of L0: theta * hard_concrete_mean(log_alpha).
+
+    Args:
+      theta: float tensor (or numpy array with `math=NUMPY_MATH`).
+      log_alpha: float tensor/array of the same shape.
+      gamma, zeta, math: as for `hard_concrete_mean`.
+
+    Returns:
+      theta scaled by its deterministic gate, theta's shape and dtype.
+    """
+    # The numpy sigmoid computes in float64; the gate takes theta's dtype
+    # so that both backends multiply in the same precision.
+    gate = hard_concrete_mean(log_alpha, gamma, zeta, math=math)
+    return theta * math.cast(gate, theta.dtype)
+
+
 def _stretch_and_clip(s, gamma, zeta, math):
     return math.clip(s * (zeta - gamma) + gamma, 0., 1.)
 
@@ -195,20 +231,24 @@ def standard_normal(shape, dtype=tf.float32):
 
 
 def add_to_collection(name, pair):
-    """Adds a (theta, aux) pair to graph collection `name` once.
+    """Deprecated: use `sparse_layers.techniques.register_pair`.
 
-    Layers that are rebuilt with `reuse=True` would otherwise add the same
-    variables twice and double their penalty.
+    Registers a (theta, aux) pair under the technique whose collection key
+    is `name` (`VD_COLLECTION` or `L0_COLLECTION`); kept for code written
+    against the tuple collections (e.g. `weight_drop_lstm` until it calls
+    the registry).
 
     Args:
-      name: collection name, e.g. `VD_COLLECTION` or `L0_COLLECTION`.
-      pair: tuple (theta, aux) of tensors or variables.
+      name: `VD_COLLECTION` or `L0_COLLECTION`.
+      pair: (theta, aux), as for `register_pair`.
+
+    Raises:
+      ValueError: `name` is no technique's collection key, or a bad pair
+        (see `register_pair`).
     """
-    pair = tuple(pair)
-    for existing in tf.get_collection(name):
-        if existing[0] is pair[0] and existing[1] is pair[1]:
-            return
-    tf.add_to_collection(name, pair)
+    # Imported here: the registry imports this module.
+    from sparse_layers import techniques
+    techniques.register_pair(techniques.for_collection(name), pair)
 
 
 def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,

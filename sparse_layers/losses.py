@@ -1,20 +1,20 @@
-"""Training penalties of the sparse layers, read from the graph collections.
+"""Training penalties of the sparse layers, over the registered pairs.
 
-`kl_loss` sums the sparse-VD KL over every `(theta, log_sigma2)` pair in
-`'theta_logsigma2'`; `l0_loss` sums the expected L0 norm over every
-`(theta, log_alpha)` pair in `'theta_logalpha'`. Both are scaled by a
-weight that ramps linearly from 0 at `begin_step` to `weight` at
-`end_step` of the global step, and write summaries of the current weight
-and of the weighted value. Add the result to the data loss, e.g.
+`kl_loss` sums the sparse-VD KL over every registered
+`(theta, log_sigma2)` pair; `l0_loss` sums the expected L0 norm over every
+registered `(theta, log_alpha)` pair (`sparse_layers.techniques`: layers
+register theirs when built). Both are scaled by a weight that ramps
+linearly from 0 at `begin_step` to `weight` at `end_step` of the global
+step, and write summaries of the current weight and of the weighted value.
+Build them after the sparse layers / cells and add the result to the data
+loss, e.g.
 `loss = xent + kl_loss(weight=1. / num_train_examples, end_step=10000)`.
 """
 import tensorflow as tf
 
 from sparse_layers import _docs
-from sparse_layers import common
+from sparse_layers import techniques
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
-from sparse_layers.l0_regularization import nn as l0_nn
-from sparse_layers.variational_dropout import nn as vd_nn
 
 
 def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
@@ -66,27 +66,33 @@ _LOSS_DOC = """
       name: name scope, also the summaries' prefix.
       summaries: write scalar summaries `<name>/weight` (current weight)
         and `<name>/value` (weighted loss).
+      allow_empty: accept a graph without registered pairs (the loss is
+        then 0); by default that raises, as it almost always means the
+        loss was built before the sparse layers / cells.
 
     Returns:
-      float32 scalar tensor, the current weight times the summed penalty
-      (0 if the collection is empty).
+      float32 scalar tensor, the current weight times the summed penalty.
 
     Raises:
-      ValueError: see `ramp_weight`.
+      ValueError: no pairs registered (unless `allow_empty`); see also
+        `ramp_weight`.
 """
 
 
-def _collection_loss(penalty, collection, weight, begin_step, end_step,
-                     global_step, name, summaries):
+def _pairs_loss(technique, options, weight, begin_step, end_step,
+                global_step, name, summaries, allow_empty):
+    technique = techniques.get(technique)
+    pairs = techniques.registered_pairs(technique)
+    if not pairs and not allow_empty:
+        raise ValueError(
+            "%s: the graph has no registered %s pairs (theta, %s). Build the "
+            "loss after the sparse layers/cells (they register their pairs "
+            "when built), register your own pairs with sparse_layers."
+            "techniques.register_pair, or pass allow_empty=True for a zero "
+            "loss." % (name, technique.name, technique.aux_name))
     with tf.name_scope(name):
-        pairs = tf.get_collection(collection)
-        if not pairs:
-            # Usually the loss was built before the layers that fill it.
-            tf.logging.warning("%s: collection %r is empty; build the "
-                               "loss after the sparse layers/cells", name,
-                               collection)
-        total = tf.add_n([penalty(pair) for pair in pairs]) if pairs \
-            else tf.constant(0.)
+        total = tf.add_n([technique.penalty(pair, **options)
+                          for pair in pairs]) if pairs else tf.constant(0.)
         current = ramp_weight(weight, begin_step, end_step, global_step)
         loss = tf.identity(current * total, name="weighted")
         if summaries:
@@ -97,34 +103,32 @@ def _collection_loss(penalty, collection, weight, begin_step, end_step,
 
 @_docs.append(_LOSS_DOC)
 def kl_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
-            clip_alpha=None, eps=EPSILON, collection=common.VD_COLLECTION,
-            name="kl_loss", summaries=True):
-    """Ramped, weighted KL of all sparse-VD parameters in `collection`.
+            clip_alpha=None, eps=EPSILON, name="kl_loss", summaries=True,
+            allow_empty=False):
+    """Ramped, weighted KL of all registered sparse-VD pairs.
 
     Args:
       weight: final weight of the summed KL (often 1 / training-set size
         when the data loss is a per-example mean).
       clip_alpha: None or clip bound of log(alpha) inside the KL.
       eps: numerical floor inside the log.
-      collection: collection of (theta, log_sigma2) pairs.
     """
-    return _collection_loss(
-        lambda pair: vd_nn.negative_dkl(pair, clip_alpha, eps), collection,
-        weight, begin_step, end_step, global_step, name, summaries)
+    return _pairs_loss("variational_dropout",
+                       {"clip_alpha": clip_alpha, "eps": eps}, weight,
+                       begin_step, end_step, global_step, name, summaries,
+                       allow_empty)
 
 
 @_docs.append(_LOSS_DOC)
 def l0_loss(weight=1.0, begin_step=0, end_step=0, global_step=None,
-            beta=BETA, gamma=GAMMA, zeta=ZETA,
-            collection=common.L0_COLLECTION, name="l0_loss",
-            summaries=True):
-    """Ramped, weighted expected L0 norm of all gates in `collection`.
+            beta=BETA, gamma=GAMMA, zeta=ZETA, name="l0_loss",
+            summaries=True, allow_empty=False):
+    """Ramped, weighted expected L0 norm of all registered L0 gates.
 
     Args:
       weight: final weight of the summed expected number of non-zeros.
       beta, gamma, zeta: hard-concrete temperature and stretch interval.
-      collection: collection of (theta, log_alpha) pairs.
     """
-    return _collection_loss(
-        lambda pair: l0_nn.l0_norm(pair[1], beta, gamma, zeta), collection,
-        weight, begin_step, end_step, global_step, name, summaries)
+    return _pairs_loss("l0", {"beta": beta, "gamma": gamma, "zeta": zeta},
+                       weight, begin_step, end_step, global_step, name,
+                       summaries, allow_empty)

@@ -1,57 +1,55 @@
 """Sparsity reports: the fraction of weights that are zero at evaluation.
 
 A VD weight is zero when its (unclipped) log(alpha) >= threshold; an L0
-weight is zero when its deterministic gate `hard_concrete_mean` is 0.
+weight is zero when its deterministic gate `hard_concrete_mean` is 0 (the
+`zero_mask` of each `sparse_layers.techniques` entry).
 
-* `sparsity_report()` builds tensors (and summaries) for every pair in the
-  `'theta_logsigma2'` and `'theta_logalpha'` collections.
+* `sparsity_report()` builds tensors (and summaries) for every registered
+  pair (`sparse_layers.techniques.registered_pairs`), also in a graph
+  imported from a MetaGraph.
 * `checkpoint_sparsity_report(path)` computes the same numbers with numpy
   from a checkpoint, without a graph or session; pairs are found by the
-  layers' naming (`<scope>/kernel` + `<scope>/log_sigma2` or
-  `<scope>/log_alpha`) or given explicitly (see `collection_pair_names`).
+  registry's naming rule (`<scope>/kernel` with `<scope>/<aux>`, any other
+  `<name>` with `<name>_<aux>`; see `Technique.aux_variable_name`) or
+  given explicitly (see `collection_pair_names`).
 
-Both return `{"layers": OrderedDict(name -> fraction), "global": fraction}`.
+Both return `{"layers": OrderedDict(name -> fraction), "global": fraction}`
+with the same layer names.
 """
 import collections
 
 import numpy as np
 import tensorflow as tf
 
+from sparse_layers import _checkpoint
 from sparse_layers import common
+from sparse_layers import techniques
 from sparse_layers.common import EPSILON, GAMMA, THRESHOLD, ZETA
-
-_TECHNIQUES = (("vd", common.VD_COLLECTION, "log_sigma2"),
-               ("l0", common.L0_COLLECTION, "log_alpha"))
-
-
-def _zero_mask(technique, theta, aux, threshold, eps, gamma, zeta, math):
-    """Boolean mask of weights that are zero at evaluation."""
-    if technique == "vd":
-        return math.logical_not(common.vd_keep_mask(aux, theta, threshold,
-                                                    eps, math=math))
-    return math.equal(common.hard_concrete_mean(aux, gamma, zeta, math=math),
-                      0.)
 
 
 def _layer_name(theta_name):
+    """Report name of a pair: theta's name without ':0' and '/kernel'."""
     name = theta_name.split(":")[0]
     return name[:-len("/kernel")] if name.endswith("/kernel") else name
 
 
 def collection_pair_names(graph=None):
-    """Variable names of the pairs in the sparse collections of `graph`.
+    """Variable names of the registered pairs of `graph`.
 
     Args:
       graph: default `tf.get_default_graph()`.
 
     Returns:
       {"vd": [(theta_name, log_sigma2_name), ...], "l0": [...]}, names
-      as stored in checkpoints; pass them to `checkpoint_sparsity_report`.
+      as stored in checkpoints; pass them to `checkpoint_sparsity_report`
+      or `sparse_layers.strip.strip_checkpoint`.
+
+    Raises:
+      ValueError: a registered name missing from the graph.
     """
-    graph = graph or tf.get_default_graph()
-    return {technique: [(theta.op.name, aux.op.name)
-                        for theta, aux in graph.get_collection(collection)]
-            for technique, collection, _ in _TECHNIQUES}
+    return {t.short_name: [(theta.op.name, aux.op.name) for theta, aux in
+                           techniques.registered_pairs(t, graph)]
+            for t in map(techniques.get, techniques.NAMES)}
 
 
 def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
@@ -70,14 +68,16 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
       {"layers": OrderedDict(layer name -> float32 scalar tensor),
        "global": float32 scalar tensor (0 when there are no weights)}.
     """
+    options = {"threshold": threshold, "eps": eps, "gamma": gamma,
+               "zeta": zeta}
     layers = collections.OrderedDict()
     zeros, sizes = [], []
     with tf.name_scope(name):
-        for technique, collection, _ in _TECHNIQUES:
-            for theta, aux in tf.get_collection(collection):
-                mask = tf.cast(_zero_mask(technique, theta, aux, threshold,
-                                          eps, gamma, zeta, common.TF_MATH),
-                               tf.float32)
+        for technique in map(techniques.get, techniques.NAMES):
+            for theta, aux in techniques.registered_pairs(technique):
+                mask = tf.cast(technique.zero_mask(
+                    theta, aux, math=common.TF_MATH,
+                    **technique.select(options, "eval")), tf.float32)
                 zeros.append(tf.reduce_sum(mask))
                 sizes.append(tf.cast(tf.size(mask), tf.float32))
                 layers[_layer_name(theta.name)] = zeros[-1] / sizes[-1]
@@ -90,16 +90,6 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
     return {"layers": layers, "global": global_fraction}
 
 
-def _find_pairs(names, aux_suffix):
-    pairs = []
-    for name in sorted(names):
-        if name.endswith("/" + aux_suffix):
-            theta = name[:-len(aux_suffix)] + "kernel"
-            if theta in names:
-                pairs.append((theta, name))
-    return pairs
-
-
 def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
                                threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
                                zeta=ZETA):
@@ -109,8 +99,10 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
       checkpoint_path: checkpoint prefix (as returned by `Saver.save`) or a
         directory holding a `checkpoint` file.
       vd_pairs, l0_pairs: lists of (theta_name, aux_name) variable names;
-        None finds `<scope>/kernel` next to `<scope>/log_sigma2` (VD) or
-        `<scope>/log_alpha` (L0).
+        None finds them by the naming rule of the technique
+        (`Technique.find_pairs`): `<scope>/kernel` with `<scope>/log_sigma2`
+        (VD) or `<scope>/log_alpha` (L0), any other `<name>` with
+        `<name>_log_sigma2` / `<name>_log_alpha`.
       threshold, eps, gamma, zeta: as for `sparsity_report`.
 
     Returns:
@@ -119,32 +111,19 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
     Raises:
       ValueError: no checkpoint at the path, or a named variable missing.
     """
-    if tf.gfile.IsDirectory(checkpoint_path):
-        found = tf.train.latest_checkpoint(checkpoint_path)
-        if found is None:
-            raise ValueError("checkpoint_path %r is a directory without a "
-                             "checkpoint" % (checkpoint_path,))
-        checkpoint_path = found
-    reader = tf.train.NewCheckpointReader(checkpoint_path)
-    names = set(reader.get_variable_to_shape_map())
-    given = {"vd": vd_pairs, "l0": l0_pairs}
+    reader, prefix = _checkpoint.open_reader(checkpoint_path)
+    options = {"threshold": threshold, "eps": eps, "gamma": gamma,
+               "zeta": zeta}
     layers = collections.OrderedDict()
     zeros = total = 0
-    for technique, _, suffix in _TECHNIQUES:
-        pairs = given[technique]
-        if pairs is None:
-            pairs = _find_pairs(names, suffix)
-        for theta_name, aux_name in pairs:
-            for var in (theta_name, aux_name):
-                if var not in names:
-                    raise ValueError("variable %r is not in checkpoint %r"
-                                     % (var, checkpoint_path))
-            mask = _zero_mask(technique, reader.get_tensor(theta_name),
-                              reader.get_tensor(aux_name), threshold, eps,
-                              gamma, zeta, common.NUMPY_MATH)
-            layers[_layer_name(theta_name)] = float(np.mean(mask))
-            zeros += int(np.sum(mask))
-            total += mask.size
+    for technique, theta_name, aux_name in _checkpoint.pairs(
+            reader, prefix, {"vd": vd_pairs, "l0": l0_pairs}):
+        mask = technique.zero_mask(
+            reader.get_tensor(theta_name), reader.get_tensor(aux_name),
+            math=common.NUMPY_MATH, **technique.select(options, "eval"))
+        layers[_layer_name(theta_name)] = float(np.mean(mask))
+        zeros += int(np.sum(mask))
+        total += mask.size
     return {"layers": layers,
             "global": float(zeros) / total if total else 0.}
 

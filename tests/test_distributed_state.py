@@ -77,19 +77,18 @@ def test_replica_device_setter_keeps_masks_on_the_worker():
         assert op.device == "/job:worker/task:1"
 
 
-def test_single_process_masks_stay_global_variables(sess):
-    # Outside a replicated graph a mask is an ordinary global variable, so
-    # the usual global_variables_initializer() pattern initializes it.
+def test_single_process_masks_are_local_and_self_initializing(sess):
+    # A mask is per-process sampling state: a local variable, never saved;
+    # the usual global_variables_initializer() pattern still works because
+    # the first read initializes a mask nothing initialized.
     cell, vd, y = _build()
     for mask in (cell.mask_variable, vd.mask):
-        assert mask in tf.global_variables()
-        assert mask not in tf.local_variables()
+        assert mask not in tf.global_variables()
+        assert mask in tf.local_variables()
         assert mask.device == ""
     sess.run(tf.global_variables_initializer())
     assert np.isfinite(sess.run(y)).all()
-    assert mask_placement.restorable_variables() == [
-        v for v in tf.global_variables() if v not in (cell.mask_variable,
-                                                     vd.mask)]
+    assert mask_placement.restorable_variables() == tf.global_variables()
 
 
 def test_quant_ranges_and_sparse_parameters_are_shared_on_the_ps():
@@ -184,10 +183,11 @@ def test_distributed_checkpoint_restores_in_one_process(grpc_cluster,
     saved = dict(tf.train.list_variables(path))
     assert not any("mask" in name for name in saved), saved
     config = tf.ConfigProto(**CONFIG)
-    # Into a single-process graph with mask variables (use_vd) ...
+    # Into a single-process graph with mask variables (use_vd), with the
+    # default Saver (masks are never in a checkpoint's var_list) ...
     with tf.Graph().as_default():
         cell, vd, y = _build()
-        saver = tf.train.Saver(mask_placement.restorable_variables())
+        saver = tf.train.Saver()
         with tf.Session(config=config) as sess:
             sess.run(tf.global_variables_initializer())
             saver.restore(sess, path)
@@ -214,10 +214,10 @@ def test_single_process_checkpoint_restores_into_a_worker(grpc_cluster,
             sess.run(tf.global_variables_initializer())
             weights = sess.run(cell.trainable_weights)
             tf.train.Saver().save(sess, path)
-    # The single-process checkpoint holds the masks; a worker graph does
-    # not ask for them (its masks are local) and restores the weights.
-    assert any("weight_drop_mask" in n for n, _ in
-               tf.train.list_variables(path))
+    # No checkpoint holds masks; a worker graph does not ask for them (its
+    # masks are local) and restores the weights.
+    assert not any("weight_drop_mask" in n for n, _ in
+                   tf.train.list_variables(path))
     g = _worker_graph(spec, 1)
     with tf.Session(servers[("worker", 1)].target, graph=g["graph"],
                     config=tf.ConfigProto(**CONFIG)) as sess:

@@ -38,7 +38,9 @@ def test_weight_decay_is_l2_of_exactly_the_weights(sess, sparsity, quant,
     if quant:
         params.update(quant=True, quant_delay=0)
     out = model.build_lm(features, True, params)
-    by_name = {v.op.name: v for v in tf.global_variables()}
+    # Masks are local variables (never checkpointed), ranges global.
+    by_name = {v.op.name: v for v in tf.global_variables()
+               + tf.local_variables()}
     weights = _weight_names(PARAMS["num_layers"])
     # The variables decay must skip exist (and the sparse ones train).
     for part in others:

@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from sparse_layers import common
+from sparse_layers import common, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.variational_dropout import layers as vd_layers
 
 EPS = common.EPSILON
 MODULES = {"vd": vd_layers, "l0": l0_layers}
-COLLECTIONS = {"vd": common.VD_COLLECTION, "l0": common.L0_COLLECTION}
+TECHNIQUES = {"vd": "variational_dropout", "l0": "l0"}
 
 
 def _sigmoid(x):
@@ -48,11 +48,11 @@ def test_fully_connected_eval_train_and_training_tensor(sess, technique):
     layer = MODULES[technique].FullyConnected(3, activation=tf.nn.relu,
                                               name="fc")
     switch = layer(x, training=training)
-    evals = [layer(x), layer(x3, training=False)]
+    evals = [layer(x, training=False), layer(x3, training=False)]
     trains = [layer(x, training=True), layer(x3, training=True)]
     assert [v.name for v in layer.variables] == [
         "fc/kernel:0", "fc/" + layer.TECHNIQUE.aux_name + ":0", "fc/bias:0"]
-    assert tf.get_collection(COLLECTIONS[technique]) == [
+    assert techniques.registered_pairs(TECHNIQUES[technique]) == [
         (layer.kernel, layer.aux)]
     assert trains[1].shape.as_list() == [4, 2, 3]
     sess.run(tf.global_variables_initializer())
@@ -83,8 +83,8 @@ def test_conv2d_with_bias_equals_tf_conv_on_eval_weights(sess, technique,
     layer = MODULES[technique].Conv2D(4, (3, 2), strides=2, padding="SAME",
                                       data_format=data_format,
                                       use_bias=True, name="conv")
-    out = layer(inputs)
-    train = layer(inputs, training=True)
+    out = layer(inputs, training=False)
+    train = layer(inputs)  # training is the default
     sess.run(tf.global_variables_initializer())
     theta, aux, bias = _randomize(sess, layer, rng, AUX_RANGES[technique])
     ref = tf.nn.conv2d(img, _eval_weights(technique, theta, aux),
@@ -126,17 +126,18 @@ def test_config_round_trip_reuse_and_saver(sess, technique, tmp_path):
     x = tf.ones([2, 4])
     with tf.variable_scope("net"):
         first = module.FullyConnected(3, name="fc")
-        out = first(x)
+        out = first(x, training=False)
     with tf.variable_scope("net", reuse=True):
         module.FullyConnected(3, name="fc")(x)
     assert len(tf.global_variables()) == 3
-    assert len(tf.get_collection(COLLECTIONS[technique])) == 1
+    assert len(techniques.registered_pairs(TECHNIQUES[technique])) == 1
     sess.run(tf.global_variables_initializer())
     before = sess.run(out)
     path = tf.train.Saver().save(sess, str(tmp_path / "model"))
     with tf.Graph().as_default(), tf.Session() as other:
         with tf.variable_scope("net"):
-            restored = module.FullyConnected(3, name="fc")(tf.ones([2, 4]))
+            restored = module.FullyConnected(3, name="fc")(
+                tf.ones([2, 4]), training=False)
         tf.train.Saver().restore(other, path)
         np.testing.assert_array_equal(other.run(restored), before)
 

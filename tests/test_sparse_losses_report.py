@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from sparse_layers import common, losses, report
+from sparse_layers import common, losses, report, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import layers as vd_layers
@@ -30,7 +30,7 @@ def _np_l0(log_alpha):
 
 def _build_model(sess, rng):
     """Two VD layers, one L0 layer and a hand-made L0 pair (as a cell
-    user would add); returns {name: (theta, aux) numpy values}."""
+    user would register); returns {name: (theta, aux) numpy values}."""
     x = tf.zeros([2, 4, 4, 2])
     vd_layers.Conv2D(3, 2, name="vd_conv")(x)
     vd_layers.FullyConnected(5, name="vd_fc")(tf.zeros([2, 6]))
@@ -38,13 +38,13 @@ def _build_model(sess, rng):
     with tf.variable_scope("cell"):
         pair = (tf.get_variable("w", [7, 8]),
                 tf.get_variable("w_log_alpha", [7, 8]))
-    common.add_to_collection(common.L0_COLLECTION, pair)
-    common.add_to_collection(common.L0_COLLECTION, pair)  # no double count
+    techniques.register_pair("l0", pair)
+    techniques.register_pair("l0", pair)  # no double count
     sess.run(tf.global_variables_initializer())
     values = {}
-    for collection, aux_range in [(common.VD_COLLECTION, (-3., 6.)),
-                                  (common.L0_COLLECTION, (-4., 2.))]:
-        for theta, aux in tf.get_collection(collection):
+    for technique, aux_range in [("variational_dropout", (-3., 6.)),
+                                 ("l0", (-4., 2.))]:
+        for theta, aux in techniques.registered_pairs(technique):
             value = (rng.randn(*theta.shape.as_list()).astype(np.float32),
                      rng.uniform(*aux_range, size=aux.shape.as_list())
                      .astype(np.float32))
@@ -73,17 +73,18 @@ def test_kl_and_l0_losses_with_ramps_and_summaries(sess):
         assert tag in tags
     # The same sums as the stateless penalties.
     direct = sess.run(vd_nn.negative_dkl(
-        tf.get_collection(common.VD_COLLECTION)[0]) + l0_nn.l0_norm(
-            tf.get_collection(common.L0_COLLECTION)[0][1]))
+        techniques.registered_pairs("variational_dropout")[0])
+        + l0_nn.l0_norm(techniques.registered_pairs("l0")[0][1]))
     np.testing.assert_allclose(direct, _np_kl(*values["vd_conv/kernel"])
                                + _np_l0(values["l0_fc/kernel"][1]),
                                rtol=1e-4)
 
 
 def test_loss_edge_cases(sess):
-    assert sess.run(losses.kl_loss(weight=3.)) == 0.  # empty collection
+    # Without registered pairs only an explicit opt-in gives a zero loss.
+    assert sess.run(losses.kl_loss(weight=3., allow_empty=True)) == 0.
     with pytest.raises(ValueError, match="global step"):
-        losses.l0_loss(begin_step=0, end_step=100)
+        losses.l0_loss(begin_step=0, end_step=100, allow_empty=True)
     with pytest.raises(ValueError, match="end_step"):
         losses.ramp_weight(1., begin_step=5, end_step=2,
                            global_step=tf.constant(0))
@@ -119,14 +120,14 @@ def test_sparsity_report_tensors_and_checkpoint_agree_with_numpy(
     tags = [s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES)]
     assert "sparsity/global" in tags and "sparsity/vd_fc" in tags
     # The report counts exactly the weights the eval ops zero out.
-    theta, log_sigma2 = tf.get_collection(common.VD_COLLECTION)[1]
+    theta, log_sigma2 = techniques.registered_pairs("variational_dropout")[1]
     eval_w = sess.run(vd_nn.eval_weights((theta, log_sigma2)))
     np.testing.assert_allclose((eval_w == 0).mean(), got["layers"]["vd_fc"])
 
     path = tf.train.Saver().save(sess, str(tmp_path / "model"))
     auto = report.checkpoint_sparsity_report(path)
-    # The hand-named cell pair is not found by naming; pass it explicitly.
-    assert "cell/w" not in auto["layers"]
+    # The hand-made pair follows the `<name>_<aux>` rule: found by naming.
+    assert auto["layers"] == pytest.approx(got["layers"], rel=1e-6)
     names = report.collection_pair_names()
     explicit = report.checkpoint_sparsity_report(
         str(tmp_path), vd_pairs=names["vd"], l0_pairs=names["l0"])

@@ -15,7 +15,9 @@ def test_mask_is_sampled_at_init_and_applied_with_scaling(sess):
     vd = VariationalDropout(input_shape=[2000], keep_prob=keep, seed=1)
     x = tf.constant(np.random.RandomState(0).randn(3, 2000), tf.float32)
     y = vd(x)
-    sess.run(tf.global_variables_initializer())
+    # The mask is a local variable (per process, never in a checkpoint).
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
     mask, got, xv = sess.run([vd.mask, y, x])
     assert set(np.unique(mask)) == {0.0, 1.0}
     # 2000 Bernoulli(0.5) draws: std of the mean 0.011; 0.06 is > 5 std.
@@ -53,7 +55,8 @@ def test_training_switch_bool_and_tensor(sess):
     training = tf.placeholder_with_default(True, [])
     off = vd(x, training=False)
     switched = vd(x, training=training)
-    sess.run(tf.global_variables_initializer())
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
     xv, mask = sess.run([x, vd.mask])
     np.testing.assert_array_equal(sess.run(off), xv)
     np.testing.assert_allclose(sess.run(switched), xv * mask * 2.0)

@@ -4,14 +4,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from sparse_layers import common, losses, report
+from sparse_layers import losses, report, techniques
 from test_weight_drop_lstm import DEPTH, UNITS, _inputs, _np_lstm
 from weight_drop_lstm import WeightDropLSTMCell
 
 TECHNIQUES = {
-    "variational_dropout": ("log_sigma2", common.VD_COLLECTION,
-                            losses.kl_loss),
-    "l0": ("log_alpha", common.L0_COLLECTION, losses.l0_loss),
+    "variational_dropout": ("log_sigma2", losses.kl_loss),
+    "l0": ("log_alpha", losses.l0_loss),
 }
 
 
@@ -32,10 +31,10 @@ def test_eval_uses_the_techniques_eval_weights(sess, sparsity):
     cell = WeightDropLSTMCell(UNITS, sparsity=sparsity, is_train=False,
                               weight_drop_kr=0.5, dtype=tf.float64)
     out = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)[0]
-    aux_name, collection, _ = TECHNIQUES[sparsity]
+    aux_name, _ = TECHNIQUES[sparsity]
     aux = cell.sparse_aux_variable
     assert aux.op.name == "rnn/lstm_cell/" + aux_name
-    assert tf.get_collection(collection) == [(cell._kernel, aux)]
+    assert techniques.registered_pairs(sparsity) == [(cell._kernel, aux)]
     sess.run(tf.global_variables_initializer())
     # Spread aux so that part of the weights are zero at eval.
     rng = np.random.RandomState(0)
@@ -88,7 +87,7 @@ def _train_sparsity(sparsity, penalty_weight, steps=12):
                                   weight_drop_kr=0.8, seed=2)
         outputs = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)[0]
         data_loss = tf.reduce_mean(tf.square(outputs - 0.3))
-        penalty = TECHNIQUES[sparsity][2](weight=1.0, summaries=False)
+        penalty = TECHNIQUES[sparsity][1](weight=1.0, summaries=False)
         loss = data_loss + penalty_weight * penalty
         train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
         zeros = report.sparsity_report(summaries=False)["global"]

@@ -170,7 +170,10 @@ def test_use_vd_mask_changes_only_with_update_op(sess):
     mask = cell.mask_variable
     assert mask.get_shape().as_list() == [DEPTH + UNITS, 4 * UNITS]
     assert mask not in tf.trainable_variables()
-    sess.run(tf.global_variables_initializer())
+    # A local variable (never in a checkpoint): inspecting it before the
+    # first forward pass needs the local initializer.
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
     first = sess.run(mask)
     assert set(np.unique(first)) == {0.0, 1.0}  # already drops at step one
     k1 = sess.run([out, cell.effective_kernel])[1]
@@ -270,7 +273,10 @@ def test_port_calling_patterns(sess):
     with tf.control_dependencies(cell2.get_vd_update_op()):
         train = tf.train.GradientDescentOptimizer(0.1).minimize(
             tf.reduce_sum(out2))
-    sess.run(tf.global_variables_initializer())
+    # Masks are local variables: inspecting one before any forward pass
+    # needs the local initializer.
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
     before = sess.run(cell2.mask_variable)
     sess.run(train)
     assert not np.array_equal(before, sess.run(cell2.mask_variable))
@@ -306,7 +312,8 @@ def test_cells_in_one_scope_never_collide(sess):
         x = _inputs()[:, 0]
         for cell in cells:
             cell(x, cell.zero_state(BATCH, tf.float32))
-    names = [v.name for v in tf.global_variables()]
+    # kernel and bias of each cell are global; the masks local.
+    names = [v.name for v in tf.global_variables() + tf.local_variables()]
     assert len(names) == len(set(names)) == 6
     assert cells[0].mask_variable.name != cells[1].mask_variable.name
 

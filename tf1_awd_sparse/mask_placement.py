@@ -1,4 +1,5 @@
-"""Where the library's dropout-mask variables live when a graph is replicated.
+"""Where the library's non-weight variables live: dropout masks (per process)
+and quantization ranges (model state).
 
 A dropout mask held in a variable (``WeightDropLSTMCell(use_vd=True)``,
 ``VariationalDropout``) is per-process sampling state, not model state: each
@@ -15,15 +16,19 @@ which applies these rules:
   ``synchronization=ON_READ`` with ``aggregation=ONLY_FIRST_REPLICA`` (under a
   ``tf.distribute`` strategy each replica keeps and assigns its own copy), and
   is added to the :data:`MASK_VARIABLES` collection.
-- Replicated graphs (a distribution strategy is active, or a device function
-  would place variables on another device than ordinary ops, as
-  ``replica_device_setter`` does): the mask goes to ``LOCAL_VARIABLES`` only,
-  so each process initializes its own (``Scaffold``'s local init op) and no
-  ``Saver`` writes or requires it.
-- Single-process graphs: the mask stays in ``GLOBAL_VARIABLES`` as well, so
-  ``tf.global_variables_initializer()`` initializes it as users expect; use
-  :func:`restorable_variables` as a ``Saver`` ``var_list`` to restore a
-  checkpoint written without masks into such a graph.
+- Always: the mask is in ``LOCAL_VARIABLES``, never in
+  ``GLOBAL_VARIABLES``, so the default ``tf.train.Saver()`` neither writes
+  nor requires it (a checkpoint written with masks restores into a graph
+  without them and the reverse) and each process initializes its own
+  (``Scaffold``'s local init op, ``tf.local_variables_initializer()``). In a
+  single-process graph the library also initializes a mask on its first
+  read when nothing else did (see ``variational_dropout.HeldMask``), so the
+  usual ``tf.global_variables_initializer()`` alone still works.
+
+The library's other non-weight variables, the learned quantization ranges
+of ``WeightDropLSTMCell(is_quant=True)``, are model state (saved, restored,
+shared on a ps); :func:`quant_variables` lists them, e.g. to restore a float
+checkpoint into a quantization-aware graph.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -33,11 +38,14 @@ import tensorflow as tf
 from tensorflow.python.distribute import distribution_strategy_context
 from tensorflow.python.ops import gen_resource_variable_ops
 
-__all__ = ["MASK_VARIABLES", "mask_variable_scope", "mask_variables",
-           "restorable_variables", "is_replicated_here"]
+__all__ = ["MASK_VARIABLES", "QUANT_VARIABLES", "mask_variable_scope",
+           "mask_variables", "restorable_variables", "quant_variables",
+           "is_replicated_here"]
 
 #: Graph collection holding every dropout-mask variable of the library.
 MASK_VARIABLES = "dropout_mask_variables"
+#: Graph collection holding every learned quantization-range variable.
+QUANT_VARIABLES = "quantization_range_variables"
 
 
 def _probe_devices():
@@ -81,19 +89,17 @@ def mask_variable_scope():
     Yields:
       None.
     """
-    plain_device, variable_device = _probe_devices()
-    replicated = _replicated(plain_device, variable_device)
+    plain_device, _ = _probe_devices()
 
     def creator(next_creator, **kwargs):
         if kwargs.get("trainable"):
             raise ValueError("mask_variable_scope: mask variables must be "
                              "non-trainable, got trainable=True for %r"
                              % (kwargs.get("name"),))
-        collections = list(kwargs.get("collections")
-                           or [tf.GraphKeys.GLOBAL_VARIABLES])
-        if replicated:
-            collections = [tf.GraphKeys.LOCAL_VARIABLES]
-        kwargs["collections"] = collections + [MASK_VARIABLES]
+        collections = [c for c in (kwargs.get("collections") or [])
+                       if c != tf.GraphKeys.GLOBAL_VARIABLES]
+        kwargs["collections"] = collections + [
+            tf.GraphKeys.LOCAL_VARIABLES, MASK_VARIABLES]
         kwargs["trainable"] = False
         kwargs["synchronization"] = tf.VariableSynchronization.ON_READ
         kwargs["aggregation"] = tf.VariableAggregation.ONLY_FIRST_REPLICA
@@ -114,8 +120,11 @@ def mask_variables(graph=None):
 
 
 def restorable_variables(graph=None):
-    """``GLOBAL_VARIABLES`` without the dropout masks: a ``Saver``
-    ``var_list`` that restores checkpoints written with or without masks.
+    """``GLOBAL_VARIABLES`` without the dropout masks.
+
+    Masks are never global variables any more, so this equals
+    ``tf.global_variables()``; kept as the explicit ``Saver`` ``var_list``
+    for code written against earlier versions.
 
     Args:
       graph: a ``tf.Graph``; the default graph if None.
@@ -127,3 +136,20 @@ def restorable_variables(graph=None):
     masks = set(id(v) for v in mask_variables(graph))
     return [v for v in graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
             if id(v) not in masks]
+
+
+def quant_variables(graph=None):
+    """The learned quantization-range variables of ``graph`` (the
+    ``quant/`` variables of quantized cells): model state, saved with the
+    weights. ``[v for v in tf.global_variables() if v not in
+    quant_variables()]`` restores a float checkpoint into a
+    quantization-aware graph.
+
+    Args:
+      graph: a ``tf.Graph``; the default graph if None.
+
+    Returns:
+      List of variables.
+    """
+    graph = graph or tf.get_default_graph()
+    return graph.get_collection(QUANT_VARIABLES)

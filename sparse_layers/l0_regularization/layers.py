@@ -2,31 +2,24 @@
 
 Each layer creates `kernel` (theta), `log_alpha` (normal init, mean 2.197 =
 log(9), i.e. gates mostly open at first, stddev 0.01) and optionally
-`bias`, and adds `(kernel, log_alpha)` to the `'theta_logalpha'` collection
-read by `sparse_layers.losses` and `sparse_layers.report`. Called with
-`training=True` the layer samples one gate per weight; with
-`training=False` it scales the weights by the deterministic gate; a scalar
-bool tensor picks at run time.
+`bias`, and registers `(kernel, log_alpha)` with
+`sparse_layers.techniques.register_pair`, so that `sparse_layers.losses`,
+`sparse_layers.report` and `sparse_layers.strip` cover it. Called in
+training (the default, or `training=True`) the layer samples one gate per
+weight; with `training=False` it scales the weights by the deterministic
+gate; a scalar bool tensor picks at run time.
 """
-import tensorflow as tf
-
 from sparse_layers import _docs
 from sparse_layers import _layers
-from sparse_layers import common
+from sparse_layers import techniques
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
-from sparse_layers.l0_regularization import nn
 
-_L0 = _layers.Technique(aux_name="log_alpha",
-                        collection=common.L0_COLLECTION, nn=nn,
-                        train_args=("beta", "gamma", "zeta", "eps"),
-                        eval_args=("gamma", "zeta"))
+_L0 = techniques.get("l0")
 
 
 def _l0_options(log_alpha_initializer, beta, gamma, zeta, eps):
     """Keyword arguments of the base layer for this technique."""
-    # Mean log(9): gates start mostly open, P(z != 0) close to 1.
-    default = tf.random_normal_initializer(mean=2.197, stddev=0.01)
-    return {"aux_initializer": log_alpha_initializer or default,
+    return {"aux_initializer": log_alpha_initializer,
             "technique_options": {"beta": beta, "gamma": gamma,
                                   "zeta": zeta, "eps": eps}}
 

@@ -71,7 +71,7 @@ def eval_weights(weight_parameters, gamma=GAMMA, zeta=ZETA):
     """
     theta, log_alpha = layer_utils.check_params(weight_parameters,
                                                 "weight_parameters")
-    return theta * common.hard_concrete_mean(log_alpha, gamma, zeta)
+    return common.l0_eval_weights(theta, log_alpha, gamma, zeta)
 
 
 def _checked(weight_parameters, rank):

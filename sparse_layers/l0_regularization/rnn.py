@@ -6,26 +6,15 @@ loop); at evaluation the kernel is scaled by the deterministic gate
 `hard_concrete_mean(log_alpha)`.
 """
 from sparse_layers import _docs
-from sparse_layers import _docs
 from sparse_layers import _rnn
-from sparse_layers import layer_utils
+from sparse_layers import techniques
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
-from sparse_layers.l0_regularization import nn
 
 
-class _L0Technique(_rnn.Technique):
-
-    def __init__(self, kernel_weights, training, beta, gamma, zeta, eps):
-        super(_L0Technique, self).__init__(kernel_weights, training)
-        self.beta, self.gamma, self.zeta, self.eps = beta, gamma, zeta, eps
-
-    def make(self, inputs, input_size):
-        weights = layer_utils.smart_cond(
-            self.training,
-            lambda: nn.train_weights(self.params, self.beta, self.gamma,
-                                     self.zeta, self.eps),
-            lambda: nn.eval_weights(self.params, self.gamma, self.zeta))
-        return _rnn.concat_matmul(weights)
+def _l0_held_weights(kernel_weights, training, beta, gamma, zeta, eps):
+    return _rnn.HeldWeights(techniques.get("l0"), kernel_weights, training,
+                            {"beta": beta, "gamma": gamma, "zeta": zeta,
+                             "eps": eps})
 
 
 @_docs.append(_rnn.RNN_CELL_DOC)
@@ -33,18 +22,19 @@ class RNNCell(_rnn.SparseRNNCell):
     """Basic RNN cell `h' = activation([x, h] @ W + b)`, L0-gated weights.
 
     Args:
-      training: Python bool or scalar tf.bool tensor; in training the gates
-        are sampled once per run and held over time steps.
+      training: Python bool, scalar tf.bool tensor, or None; True (the
+        default) trains: the gates are sampled once per run and held over
+        time steps. Pass False to evaluate.
       kernel_weights: (theta, log_alpha), see below.
       beta, gamma, zeta: hard-concrete temperature and stretch interval.
       eps: numerical floor.
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                 training=True, beta=BETA, gamma=GAMMA, zeta=ZETA,
                  eps=EPSILON, activation=None, reuse=None, name=None):
         super(RNNCell, self).__init__(
-            _L0Technique(kernel_weights, training, beta, gamma, zeta, eps),
+            _l0_held_weights(kernel_weights, training, beta, gamma, zeta, eps),
             bias_weights, num_units, activation=activation, reuse=reuse,
             name=name)
 
@@ -59,10 +49,10 @@ class LSTMCell(_rnn.SparseLSTMCell):
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, beta=BETA, gamma=GAMMA, zeta=ZETA,
+                 training=True, beta=BETA, gamma=GAMMA, zeta=ZETA,
                  eps=EPSILON, forget_bias=1.0, activation=None, reuse=None,
                  name=None):
         super(LSTMCell, self).__init__(
-            _L0Technique(kernel_weights, training, beta, gamma, zeta, eps),
+            _l0_held_weights(kernel_weights, training, beta, gamma, zeta, eps),
             bias_weights, num_units, forget_bias=forget_bias,
             activation=activation, reuse=reuse, name=name)

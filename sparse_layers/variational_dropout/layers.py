@@ -1,32 +1,25 @@
 """Sparse variational dropout layers (tf.layers style).
 
 Each layer creates `kernel` (theta), `log_sigma2` (initialised to -10, i.e.
-almost no noise at first) and optionally `bias`, and adds
-`(kernel, log_sigma2)` to the `'theta_logsigma2'` collection read by
-`sparse_layers.losses` and `sparse_layers.report`. Called with
-`training=True` the layer samples by local reparameterization; with
+almost no noise at first) and optionally `bias`, and registers
+`(kernel, log_sigma2)` with `sparse_layers.techniques.register_pair`, so
+that `sparse_layers.losses`, `sparse_layers.report` and
+`sparse_layers.strip` cover it. Called in training (the default, or
+`training=True`) the layer samples by local reparameterization; with
 `training=False` it uses the masked weights; a scalar bool tensor picks at
 run time.
 """
-import tensorflow as tf
-
 from sparse_layers import _docs
 from sparse_layers import _layers
-from sparse_layers import common
+from sparse_layers import techniques
 from sparse_layers.common import EPSILON, THRESHOLD
-from sparse_layers.variational_dropout import nn
 
-_VD = _layers.Technique(aux_name="log_sigma2",
-                        collection=common.VD_COLLECTION, nn=nn,
-                        train_args=("clip_alpha", "eps"),
-                        eval_args=("threshold", "eps"))
+_VD = techniques.get("variational_dropout")
 
 
 def _vd_options(log_sigma2_initializer, clip_alpha, threshold, eps):
     """Keyword arguments of the base layer for this technique."""
-    # -10: almost no noise at first, the weights train as plain ones.
-    default = tf.constant_initializer(-10.)
-    return {"aux_initializer": log_sigma2_initializer or default,
+    return {"aux_initializer": log_sigma2_initializer,
             "technique_options": {"clip_alpha": clip_alpha,
                                   "threshold": threshold, "eps": eps}}
 

@@ -79,8 +79,7 @@ def eval_weights(variational_params, threshold=THRESHOLD, eps=EPSILON):
       RuntimeError: malformed `variational_params`.
     """
     theta, log_sigma2 = layer_utils.check_params(variational_params)
-    mask = common.vd_keep_mask(log_sigma2, theta, threshold, eps)
-    return theta * tf.cast(mask, theta.dtype)
+    return common.vd_eval_weights(theta, log_sigma2, threshold, eps)
 
 
 def train_weights(variational_params, clip_alpha=None, eps=EPSILON):

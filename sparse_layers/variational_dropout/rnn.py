@@ -16,23 +16,23 @@ At evaluation the weights with log(alpha) >= threshold are zeroed.
 import tensorflow as tf
 
 from sparse_layers import _docs
-from sparse_layers import _docs
 from sparse_layers import _rnn
 from sparse_layers import common
 from sparse_layers import layer_utils
+from sparse_layers import techniques
 from sparse_layers.common import EPSILON, THRESHOLD
 from sparse_layers.variational_dropout import nn
 
 
-class _VDTechnique(_rnn.Technique):
+class _VDHeldWeights(_rnn.HeldWeights):
+    """Input part by local reparameterization with per-example noise held
+    over time steps, hidden part by one weight sample (module doc)."""
 
     def __init__(self, kernel_weights, training, clip_alpha, threshold, eps):
-        super(_VDTechnique, self).__init__(kernel_weights, training)
-        self.clip_alpha, self.threshold, self.eps = clip_alpha, threshold, eps
-
-    def _eval_fn(self):
-        return _rnn.concat_matmul(
-            nn.eval_weights(self.params, self.threshold, self.eps))
+        super(_VDHeldWeights, self).__init__(
+            techniques.get("variational_dropout"), kernel_weights, training,
+            {"clip_alpha": clip_alpha, "threshold": threshold, "eps": eps})
+        self.clip_alpha, self.eps = clip_alpha, eps
 
     def _train_fn(self, inputs, input_size):
         batch = inputs.shape[0].value
@@ -58,11 +58,11 @@ class _VDTechnique(_rnn.Technique):
 
     def make(self, inputs, input_size):
         if self.training is False:
-            return self._eval_fn()
+            return _rnn.concat_matmul(self.eval_weights())
         train_fn = self._train_fn(inputs, input_size)
         if self.training is True:
             return train_fn
-        eval_fn = self._eval_fn()
+        eval_fn = _rnn.concat_matmul(self.eval_weights())
         return lambda x, h: layer_utils.smart_cond(
             self.training, lambda: train_fn(x, h), lambda: eval_fn(x, h))
 
@@ -73,10 +73,10 @@ class RNNCell(_rnn.SparseRNNCell):
 
     Args:
       kernel_weights: (theta, log_sigma2), see below.
-      training: Python bool or scalar tf.bool tensor; in training the noise
-        is held over time steps (see module doc) and the static batch size
-        of the inputs must be known: otherwise the first call raises
-        ValueError.
+      training: Python bool, scalar tf.bool tensor, or None; True (the
+        default) trains: the noise is held over time steps (see module doc)
+        and the static batch size of the inputs must be known, otherwise
+        the first call raises ValueError. Pass False to evaluate.
       clip_alpha: None, or clip log(alpha) to [-clip_alpha, clip_alpha] in
         training.
       threshold: at evaluation, weights with log(alpha) >= threshold are 0.
@@ -84,10 +84,10 @@ class RNNCell(_rnn.SparseRNNCell):
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, clip_alpha=None, threshold=THRESHOLD,
+                 training=True, clip_alpha=None, threshold=THRESHOLD,
                  eps=EPSILON, activation=None, reuse=None, name=None):
         super(RNNCell, self).__init__(
-            _VDTechnique(kernel_weights, training, clip_alpha, threshold,
+            _VDHeldWeights(kernel_weights, training, clip_alpha, threshold,
                          eps), bias_weights, num_units,
             activation=activation, reuse=reuse, name=name)
 
@@ -102,11 +102,11 @@ class LSTMCell(_rnn.SparseLSTMCell):
     """
 
     def __init__(self, kernel_weights, bias_weights, num_units,
-                 training=False, clip_alpha=None, threshold=THRESHOLD,
+                 training=True, clip_alpha=None, threshold=THRESHOLD,
                  eps=EPSILON, forget_bias=1.0, activation=None, reuse=None,
                  name=None):
         super(LSTMCell, self).__init__(
-            _VDTechnique(kernel_weights, training, clip_alpha, threshold,
+            _VDHeldWeights(kernel_weights, training, clip_alpha, threshold,
                          eps), bias_weights, num_units,
             forget_bias=forget_bias, activation=activation, reuse=reuse,
             name=name)

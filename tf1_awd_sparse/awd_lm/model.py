@@ -15,6 +15,7 @@ import tensorflow as tf
 import variational_dropout
 import weight_drop_lstm
 from sparse_layers import losses as sparse_losses
+from sparse_layers import techniques
 from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.quantization.export import relative_variable_names
@@ -281,13 +282,12 @@ def _sparse_embedding(embedding, sparsity):
     """
     if sparsity is None:
         return None
-    technique = weight_drop_lstm.sparsity_technique(sparsity)
-    aux = tf.get_variable("embedding_" + technique.aux_name,
-                          embedding.shape,
+    technique = techniques.get(sparsity, "params['sparsity']")
+    name = technique.aux_variable_name(embedding.op.name).rsplit("/", 1)[-1]
+    aux = tf.get_variable(name, embedding.shape,
                           initializer=technique.make_initializer())
     pair = (embedding, aux)
-    if pair not in tf.get_collection(technique.collection):
-        tf.add_to_collection(technique.collection, pair)
+    techniques.register_pair(technique, pair)
     return technique, pair
 
 
@@ -311,9 +311,9 @@ def quant_range_variables(cells):
     """
     found = []
     for cell in cells:
-        ranges = cell.quantizer.ranges
-        if ranges.min_vars is None:  # a float cell
+        if cell.quantizer is None:  # a float cell
             continue
+        ranges = cell.quantizer.ranges
         for name, lo, hi in zip(ranges.names, ranges.min_vars,
                                 ranges.max_vars):
             tag = lo.op.name.rsplit("/quant/", 1)[0]

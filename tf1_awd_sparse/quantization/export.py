@@ -263,7 +263,8 @@ def _eval_cell(cell, is_quant):
     config.update(is_train=False, is_quant=is_quant or hard, quant_delay=0,
                   state_is_tuple=True)
     copy = type(cell).from_config(config)
-    copy.quantizer.float_only = hard and not is_quant
+    if copy.quantizer is not None:
+        copy.quantizer.float_only = hard and not is_quant
     return copy
 
 

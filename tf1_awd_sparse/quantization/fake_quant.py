@@ -282,11 +282,13 @@ class RangeSet(object):
                                           self.limits.get(name))
         return ranges
 
-    def observe(self, tensors):
+    def observe(self, tensors, weight=1.0):
         """Training-only accumulation of one time step's statistics.
 
         Args:
           tensors: dict name -> float32 tensor, one entry per name.
+          weight: 1.0, or a float32 0/1 scalar tensor (0 in evaluation: a
+            graph with a train-flag tensor accumulates nothing then).
 
         Returns:
           The ``assign_add`` op on the accumulator.
@@ -300,8 +302,10 @@ class RangeSet(object):
                              % (sorted(self.names), sorted(tensors)))
         if self._token is None:
             raise ValueError("run_ranges must be called before observe")
-        stats = ([tf.reduce_min(tensors[n]) for n in self.names]
-                 + [tf.reduce_max(tensors[n]) for n in self.names]
-                 + [tf.ones([], tf.float32)])
+        stats = tf.stack([tf.reduce_min(tensors[n]) for n in self.names]
+                         + [tf.reduce_max(tensors[n]) for n in self.names]
+                         + [tf.ones([], tf.float32)])
+        if weight is not 1.0:
+            stats = stats * weight
         with tf.control_dependencies([tf.identity(self._token)]):
-            return self.observed.assign_add(tf.stack(stats)).op
+            return self.observed.assign_add(stats).op

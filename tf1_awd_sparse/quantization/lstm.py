@@ -19,7 +19,11 @@ Because each Add and Mul inside the step is followed directly by its own
 fake-quant, ``tf.contrib.quantize.create_training_graph`` /
 ``create_eval_graph`` add nothing inside the cell (they skip tensors already
 followed by a FakeQuant, and the kernel reaching MatMul is a FakeQuant output,
-not a variable read or a Mul).
+not a variable read or a Mul). For that the step builds no ``tf.cond``
+inside the loop (a cond's Switch between an op and its fake-quant would
+hide the fake-quant from the rewrites): every train/eval choice is made
+once per run, outside the loop, and reaches the step as a tensor
+(``tf.where`` selects, a 0/1 weight on the range statistics).
 
 The forget bias is folded into the ``f`` block of the bias (so TFLite sees a
 single FullyConnected), and clips are realized by bounding the ``state`` /
@@ -27,6 +31,7 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 """
 import tensorflow as tf
 
+from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import smart_cond
 from tf1_awd_sparse.quantization import fake_quant as fq
 
@@ -77,12 +82,32 @@ def fold_forget_bias(bias, forget_bias, num_units):
     return bias + offset
 
 
+def variable_sync(name):
+    """How a quantization variable is kept under a distribution strategy.
+
+    The per-step accumulator (``quant/observed``) is replica-local scratch:
+    each replica adds its own observations inside the RNN loop, where a
+    cross-replica write cannot go. The ranges (and ``quant/initialized``)
+    are model state: every write is averaged over the replicas, so all
+    replicas hold the same ranges. No effect without a strategy.
+
+    Returns:
+      dict of ``synchronization`` / ``aggregation`` keyword arguments.
+    """
+    if name.endswith("/observed"):
+        return {"synchronization": tf.VariableSynchronization.ON_READ,
+                "aggregation": tf.VariableAggregation.SUM}
+    return {"aggregation": tf.VariableAggregation.MEAN}
+
+
 class LSTMQuantizer(object):
     """Fake-quantization state and step math for one LSTM cell.
 
-    Life cycle: :meth:`create_variables` in the cell's ``build``;
-    :meth:`prepare` once per graph, outside any while loop (weights and
-    ranges are per run); :meth:`step` at every time step.
+    Life cycle: :meth:`create_variables` in the cell's ``build``; once per
+    graph, outside any while loop, :meth:`begin_run` (ranges, whether
+    quantization is active), the kernel transforms (whose last is
+    :meth:`quantize_weight`) and :meth:`prepare` (the other weights); then
+    :meth:`step` at every time step.
 
     Args:
       num_units: int, cell size.
@@ -126,30 +151,41 @@ class LSTMQuantizer(object):
             limits={"state": cell_clip,
                     "output": proj_clip if num_proj else None})
         self.run_ranges = self._weights = None
-        self._active, self._training = True, False
+        self._active, self._training, self._observe_weight = True, False, 1.0
         # Set (before build) to compute the same function in float: every
         # fake-quant bypassed, hard activations kept (float export).
         self.float_only = False
 
-    def create_variables(self, add_weight):
-        """Creates the range variables (see :class:`fake_quant.RangeSet`).
+    def create_variables(self, layer):
+        """Creates the range variables (see :class:`fake_quant.RangeSet`)
+        through ``layer.add_variable``: non-trainable resource variables in
+        the layer's scope, kept as :func:`variable_sync` says, listed in
+        ``mask_placement.QUANT_VARIABLES``.
 
         Args:
-          add_weight: callable ``(name, shape, initializer) -> variable``.
+          layer: the cell.
         """
-        self.ranges.create_variables(add_weight)
+        def add(name, shape, init):
+            variable = layer.add_variable(
+                name, shape=shape, initializer=init, trainable=False,
+                use_resource=True, **variable_sync(name))
+            tf.add_to_collection(mask_placement.QUANT_VARIABLES, variable)
+            return variable
+        # Outside any control dependency of the call site.
+        with tf.control_dependencies(None):
+            self.ranges.create_variables(add)
 
-    def prepare(self, training, kernel, bias, peepholes=None,
-                projection=None):
-        """Builds the per-run tensors; call once, outside any while loop.
+    @property
+    def created(self):
+        """True once :meth:`create_variables` ran."""
+        return self.ranges.min_vars is not None
+
+    def begin_run(self, training):
+        """The run's ranges and quantization switch; call once per graph,
+        outside any while loop, before :meth:`quantize_weight`.
 
         Args:
           training: Python bool or scalar bool tensor.
-          kernel: ``[input_depth + h_depth, 4 * num_units]`` float32, the
-            kernel actually used this run (after DropConnect / sparsity).
-          bias: ``[4 * num_units]`` float32.
-          peepholes: ``(w_i_diag, w_f_diag, w_o_diag)`` or None.
-          projection: ``[num_units, num_proj]`` float32 or None.
 
         Raises:
           ValueError: if ``quant_delay > 0`` and the graph has no global
@@ -158,15 +194,48 @@ class LSTMQuantizer(object):
         self._training = training
         self._active = (False if self.float_only
                         else self._quant_active(training))
+        # Range statistics count in training only; with a flag tensor the
+        # choice is this 0/1 weight, not a cond inside the loop.
+        self._observe_weight = (None if training is False else 1.0
+                                if training is True
+                                else tf.cast(training, tf.float32))
         self.run_ranges = self.ranges.run_ranges(training)
-        weights = {"kernel": self._weight(kernel),
-                   "bias": fold_forget_bias(bias, self.forget_bias,
+
+    def quantize_weight(self, weight):
+        """Fake-quantizes a weight (last value, narrow range) when
+        quantization is active this run.
+
+        Args:
+          weight: float32 tensor.
+
+        Returns:
+          A tensor like ``weight``.
+        """
+        weight = tf.convert_to_tensor(weight)
+        return smart_cond(
+            self._active, lambda: fq.quantize_weight(weight, self.weight_bits),
+            lambda: tf.identity(weight))
+
+    def prepare(self, kernel, bias, peepholes=None, projection=None):
+        """Builds the per-run weights; call after :meth:`begin_run`.
+
+        Args:
+          kernel: ``[input_depth + h_depth, 4 * num_units]`` float32, the
+            kernel the run multiplies by (after the kernel transforms,
+            :meth:`quantize_weight` the last of them).
+          bias: ``[4 * num_units]`` float32.
+          peepholes: ``(w_i_diag, w_f_diag, w_o_diag)`` or None.
+          projection: ``[num_units, num_proj]`` float32 or None.
+        """
+        weights = {"kernel": tf.convert_to_tensor(kernel),
+                   "bias": fold_forget_bias(tf.convert_to_tensor(bias),
+                                            self.forget_bias,
                                             self.num_units)}
         if peepholes is not None:
             for gate, diag in zip("ifo", peepholes):
-                weights["w_%s_diag" % gate] = self._weight(diag)
+                weights["w_%s_diag" % gate] = self.quantize_weight(diag)
         if projection is not None:
-            weights["projection"] = self._weight(projection)
+            weights["projection"] = self.quantize_weight(projection)
         self._weights = weights
         in_lo, in_hi = self.run_ranges["input"]
         out_lo, out_hi = self.run_ranges["output"]
@@ -188,20 +257,19 @@ class LSTMQuantizer(object):
             return reached
         return tf.logical_or(tf.logical_not(training), reached)
 
-    def _weight(self, weight):
-        """Quantizes a weight (last value) when quantization is active."""
-        weight = tf.convert_to_tensor(weight)
-        return smart_cond(
-            self._active, lambda: fq.quantize_weight(weight, self.weight_bits),
-            lambda: weight)
-
     def _quant(self, x, rng, bypass=None):
         """Fake-quantizes ``x`` on ``rng`` when quantization is active, else
-        returns ``bypass(x)`` (or ``x``)."""
+        returns ``bypass(x)`` (or ``x``). Called inside the loop: with a
+        run-time switch (``quant_delay`` in training) both are computed and
+        ``tf.where`` selects, so ``x`` feeds its fake-quant directly."""
         bits = self.activation_bits
-        return smart_cond(
-            self._active, lambda: fq.fake_quant(x, rng[0], rng[1], bits),
-            lambda: x if bypass is None else bypass(x))
+        if self._active is True:
+            return fq.fake_quant(x, rng[0], rng[1], bits)
+        plain = x if bypass is None else bypass(x)
+        if self._active is False:
+            return plain
+        return tf.where(tf.fill(tf.shape(x), self._active),
+                        fq.fake_quant(x, rng[0], rng[1], bits), plain)
 
     def _learned(self, x, name, seen, bypass=None):
         """Quantizes ``x`` on its learned range and records it for the EMA."""
@@ -296,10 +364,8 @@ class LSTMQuantizer(object):
         """Quantizes the step's output; in training only after the step's
         statistics were accumulated (the output feeds the loop, so the
         accumulation runs at every step)."""
-        def quantized():
+        if self._observe_weight is None:  # an evaluation-only graph
             return self._quant(m, self.run_ranges["output"], bypass)
-
-        def train():
-            with tf.control_dependencies([self.ranges.observe(seen)]):
-                return quantized()
-        return smart_cond(self._training, train, quantized)
+        observe = self.ranges.observe(seen, weight=self._observe_weight)
+        with tf.control_dependencies([observe]):
+            return self._quant(m, self.run_ranges["output"], bypass)

@@ -1,0 +1,164 @@
+"""WeightDropLSTM, the sequence-level layer (issue 14): the same outputs,
+gradients and variables as WeightDropLSTMCell under dynamic_rnn, with the
+same masks, in every input layout; checkpoints move both ways."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
+
+B, T, D, N = 3, 5, 4, 6
+
+
+def _x(dtype, time_major=False):
+    value = np.random.RandomState(0).randn(B, T, D)
+    if time_major:
+        value = value.transpose(1, 0, 2)
+    return tf.constant(value, dtype)
+
+
+def _pair(dtype, time_major=False, lengths=None, state=False, **kwargs):
+    """The layer and the cell (reusing the layer's variables) on one input;
+    returns (layer outputs, cell outputs, layer, cell) with final states."""
+    x = _x(dtype, time_major)
+    seq = None if lengths is None else tf.constant(lengths, tf.int32)
+    init = None
+    if state:
+        rng = np.random.RandomState(3)
+        init = tf.nn.rnn_cell.LSTMStateTuple(
+            tf.constant(rng.randn(B, N), dtype),
+            tf.constant(rng.randn(B, N), dtype))
+    layer = WeightDropLSTM(N, time_major=time_major, dtype=dtype, **kwargs)
+    out, final = layer(x, initial_state=init, sequence_length=seq,
+                       dtype=dtype)
+    cell = WeightDropLSTMCell(N, reuse=True, dtype=dtype, **kwargs)
+    ref, ref_final = tf.nn.dynamic_rnn(
+        cell, x, sequence_length=seq, initial_state=init, dtype=dtype,
+        time_major=time_major, scope="rnn")
+    return (out, final), (ref, ref_final), layer, cell
+
+
+CASES = [
+    ("eval", dict(is_train=False)),
+    ("held_mask", dict(weight_drop_kr=0.5, use_vd=True)),
+    ("held_mask_inputs", dict(weight_drop_kr=0.5, use_vd=True,
+                              drop_input_weights=True)),
+    ("pruning_mask_eval", dict(pruning_mask=True, is_train=False)),
+]
+
+
+@pytest.mark.parametrize("dtype,tol", [(tf.float32, 1e-5),
+                                       (tf.float64, 1e-12)])
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("layout", ["batch", "time", "lengths_state"])
+def test_outputs_and_gradients_equal_the_cell(sess, name, kwargs, dtype, tol,
+                                              layout):
+    time_major = layout == "time"
+    lengths = [5, 0, 3] if layout == "lengths_state" else None
+    (out, final), (ref, ref_final), layer, _ = _pair(
+        dtype, time_major=time_major, lengths=lengths,
+        state=layout == "lengths_state", **kwargs)
+    assert layer.fast_path
+    names = sorted(v.op.name for v in tf.global_variables() +
+                   tf.local_variables())
+    assert "rnn/lstm_cell/kernel" in names
+    assert not any("lstm_cell_1" in n for n in names)  # one set, shared
+    loss = tf.reduce_sum(tf.sin(out)) + tf.reduce_sum(final.c * final.h)
+    ref_loss = (tf.reduce_sum(tf.sin(ref))
+                + tf.reduce_sum(ref_final.c * ref_final.h))
+    variables = layer.cell.trainable_weights
+    grads = tf.gradients(loss, variables)
+    ref_grads = tf.gradients(ref_loss, variables)
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
+    got, want = sess.run([[out, final, grads], [ref, ref_final, ref_grads]])
+    for a, b in zip(tf.contrib.framework.nest.flatten(got),
+                    tf.contrib.framework.nest.flatten(want)):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_fresh_mask_per_run_is_one_mask_for_every_step(sess):
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, seed=4)
+    out, _ = layer(_x(tf.float32))
+    sess.run(tf.global_variables_initializer())
+    kernels = [sess.run([out, layer.effective_kernel])[1] for _ in range(2)]
+    assert not np.array_equal(kernels[0], kernels[1])  # new per run
+    kernel = sess.run(layer.cell.weights[0])
+    dropped = kernels[0][D:] == 0
+    assert 0.3 < dropped.mean() < 0.7 and not np.any(kernels[0][:D] == 0)
+    np.testing.assert_allclose(kernels[0][D:][~dropped],
+                               2 * kernel[D:][~dropped], rtol=1e-6)
+
+
+def test_update_ops_and_train_flag_tensor(sess):
+    is_train = tf.placeholder_with_default(True, [])
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                           is_train=is_train)
+    out, _ = layer(_x(tf.float32))
+    loss = tf.reduce_mean(tf.square(out))
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    assert layer.get_vd_update_op() == tf.get_collection(
+        tf.GraphKeys.UPDATE_OPS)
+    sess.run(tf.global_variables_initializer())
+    losses = [sess.run([train, loss])[1] for _ in range(5)]
+    assert np.all(np.isfinite(losses))
+    evals = [sess.run(out, {is_train: False}) for _ in range(2)]
+    np.testing.assert_array_equal(evals[0], evals[1])
+
+
+@pytest.mark.parametrize("source,target", [("layer", "lstmcell"),
+                                           ("lstmcell", "layer"),
+                                           ("cell", "layer")])
+def test_checkpoints_move_between_layer_cell_and_lstmcell(tmp_path, source,
+                                                          target):
+    path = str(tmp_path / "model.ckpt")
+
+    def build(kind):
+        x = _x(tf.float32)
+        if kind == "layer":
+            return WeightDropLSTM(N, is_train=False)(x)[0]
+        cell = (tf.nn.rnn_cell.LSTMCell(N) if kind == "lstmcell"
+                else WeightDropLSTMCell(N, weight_drop_kr=0.5,
+                                        is_train=False))
+        return tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)[0]
+
+    with tf.Graph().as_default():
+        out = build(source)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            expected = sess.run(out)
+            tf.train.Saver().save(sess, path)
+    with tf.Graph().as_default():
+        out = build(target)
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, path)
+            np.testing.assert_allclose(sess.run(out), expected, rtol=1e-5,
+                                       atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [dict(is_quant=True), dict(num_proj=3),
+                                    dict(use_peepholes=True)])
+def test_cell_path_for_what_the_fast_path_does_not_compute(sess, kwargs):
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, is_train=False, **kwargs)
+    assert not layer.fast_path
+    out, _ = layer(_x(tf.float32))
+    cell = WeightDropLSTMCell(N, reuse=True, is_train=False, **kwargs)
+    ref, _ = tf.nn.dynamic_rnn(cell, _x(tf.float32), dtype=tf.float32,
+                               scope="rnn")
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
+    np.testing.assert_array_equal(*sess.run([out, ref]))
+
+
+def test_config_round_trip_and_errors():
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                           time_major=True)
+    again = WeightDropLSTM.from_config(layer.get_config())
+    assert again.get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="rank 3"):
+        layer(tf.zeros([B, D]))
+    with pytest.raises(ValueError, match="time_major"):
+        WeightDropLSTM(N, time_major="yes")
+    with pytest.raises(ValueError, match="num_units"):
+        WeightDropLSTM(0)

@@ -1,0 +1,373 @@
+"""Kernel transforms: the steps from a recurrent layer's ``kernel`` variable
+to the kernel that every time step of a run multiplies by.
+
+``WeightDropLSTMCell`` (and the sequence layer ``WeightDropLSTM``) compose
+an ordered list of transforms once per ``session.run``, outside the RNN
+loop, so each step costs one matmul by a ready tensor:
+
+1. :class:`SparseWeights` - sparse variational dropout or L0 gates
+   (``sparse_layers``): one weight sample per run in training, the
+   evaluation weights (zeros where pruned) in evaluation;
+2. :class:`PruningMask` - a fixed 0/1 mask held in a variable (model
+   state, saved with the weights): pruned weights stay exactly zero;
+3. :class:`DropConnect` - AWD-LSTM's weight drop on the recurrent rows,
+   one mask per run, drawn fresh or held in a variable
+   (``variational_dropout.HeldMask``) and resampled by update ops;
+4. :class:`WeightFakeQuant` - last-value fake quantization of the weights
+   for quantization-aware training (zeros stay zero: 0 is on the grid).
+
+Each transform owns its variables (created in the layer's scope through
+``layer.add_variable``, with stable names) and its per-run tensors.
+A transform is used by one layer.
+"""
+from __future__ import absolute_import, division, print_function
+
+import tensorflow as tf
+
+from sparse_layers import techniques
+from tf1_awd_sparse._checks import (check_bool, check_keep_prob, check_choice,
+                                    derived_seed, smart_cond)
+from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
+                                 scaled_mask)
+
+__all__ = ["KernelTransform", "SparseWeights", "PruningMask", "DropConnect",
+           "WeightFakeQuant", "SPARSITY_CHOICES", "sparsity_technique",
+           "PRUNING_MASKS", "from_config"]
+
+#: Accepted values of the ``sparsity`` argument of the cells.
+SPARSITY_CHOICES = (None, "variational_dropout", "l0")
+
+#: Graph collection of every ``pruning_mask`` variable.
+PRUNING_MASKS = "pruning_masks"
+
+
+def sparsity_technique(sparsity):
+    """What a ``sparsity`` choice uses for a sparse weight: the
+    ``sparse_layers.techniques`` entry (``aux_name``,
+    ``make_initializer()``, ``nn`` with the stateless ops, ...).
+
+    Raises:
+      ValueError: ``sparsity`` is not one of the sparse choices.
+    """
+    return techniques.get(sparsity, "sparsity")
+
+
+class KernelTransform(object):
+    """One step from the kernel variable to the per-run kernel.
+
+    Subclasses implement :meth:`apply`; those with variables create them in
+    :meth:`build`, which a layer calls before its own ``kernel`` exists
+    (a ``tf.layers.Layer`` creates no new variable once built).
+    """
+
+    #: Short name, used in name scopes and configs.
+    name = "transform"
+
+    def build(self, add_variable, shape, input_depth, training):
+        """Creates the transform's variables.
+
+        Args:
+          add_variable: callable with ``tf.layers.Layer.add_variable``'s
+            signature (``name, shape, dtype=None, initializer=None,
+            trainable=True, ...``), e.g. a layer's ``add_variable`` (the
+            variable goes in the layer's scope and weights) or
+            ``tf.get_variable`` (a weight outside layers, e.g. an embedding
+            ``x``: names are then ``x/<name>``... as the caller scopes them).
+          shape: ``[rows, cols]`` of the kernel (Python ints); the first
+            ``input_depth`` rows multiply the input, the rest the state.
+          input_depth: int (0 for a matrix without input rows).
+          training: the layer's training flag (bool or bool tensor).
+        """
+        del add_variable, shape, input_depth, training
+
+    def apply(self, kernel, training):
+        """The transformed kernel for this run (called once per run,
+        outside any loop).
+
+        Args:
+          kernel: ``[rows, cols]`` tensor, the previous step's result.
+          training: Python bool or scalar bool tensor.
+
+        Returns:
+          A tensor of ``kernel``'s shape and dtype.
+        """
+        raise NotImplementedError
+
+    def update_ops(self):
+        """Ops the user runs to resample held state (default: none)."""
+        return []
+
+    def get_config(self):
+        """Constructor arguments, so ``type(t)(**t.get_config())`` rebuilds
+        the transform (without its variables)."""
+        return {}
+
+
+class SparseWeights(KernelTransform):
+    """The kernel as theta of a sparse pair ``(kernel, aux)``.
+
+    ``aux`` is ``log_sigma2`` (sparse variational dropout, Molchanov et al.
+    2017) or ``log_alpha`` (L0 hard-concrete gates, Louizos et al. 2018), a
+    variable of the kernel's shape next to it; the pair joins the
+    ``sparse_layers`` registry, so ``sparse_layers.losses`` and
+    ``sparse_layers.report`` cover it. Training: one weight sample per run
+    (VD ``theta + sigma * N(0, 1)``; L0 ``theta * z``), shared by all steps
+    and examples; evaluation: the evaluation weights (zeros where pruned).
+
+    Args:
+      sparsity: ``'variational_dropout'`` or ``'l0'``.
+
+    Raises:
+      ValueError: an unknown ``sparsity``.
+    """
+
+    name = "sparse_weights"
+
+    def __init__(self, sparsity):
+        self.sparsity = sparsity
+        self.technique = sparsity_technique(sparsity)
+        self.aux = None
+        self._registered = False
+
+    def build(self, add_variable, shape, input_depth, training):
+        """Creates the auxiliary variable ``<scope>/log_sigma2|log_alpha``."""
+        if self.aux is None:
+            self.aux = add_variable(
+                self.technique.aux_name, shape=shape,
+                initializer=self.technique.make_initializer())
+
+    def apply(self, kernel, training):
+        """VD / L0 weight sample in training, evaluation weights else."""
+        if not self._registered and isinstance(kernel, tf.Variable):
+            techniques.register_pair(self.technique, (kernel, self.aux))
+            self._registered = True
+        pair = (kernel, self.aux)
+        nn = self.technique.nn
+        return smart_cond(training, lambda: nn.train_weights(pair),
+                          lambda: nn.eval_weights(pair))
+
+    def get_config(self):
+        """``{'sparsity': ...}``."""
+        return {"sparsity": self.sparsity}
+
+
+class PruningMask(KernelTransform):
+    """A 0/1 mask on the kernel, held in the non-trainable variable
+    ``<scope>/pruning_mask`` (ones at first), with its magnitude threshold
+    ``<scope>/pruning_threshold``.
+
+    The mask is model state (saved and restored with the weights, listed in
+    :data:`PRUNING_MASKS`), applied in training and evaluation before
+    DropConnect and weight fake-quant, so pruned weights stay exactly zero
+    through both and through export. It changes only when something assigns
+    it: the mask and threshold are registered in
+    ``tf.contrib.model_pruning``'s collections (mask, threshold, masked
+    weight, weight), so its gradual magnitude-pruning schedule
+    (``tf.contrib.model_pruning.Pruning(...).conditional_mask_update_op()``)
+    prunes the kernel; or assign it yourself (e.g. from a stripped sparse
+    checkpoint: ``weights != 0``).
+    """
+
+    name = "pruning_mask"
+    MASK_NAME = "pruning_mask"
+    THRESHOLD_NAME = "pruning_threshold"
+
+    def __init__(self):
+        self.mask = self.threshold = None
+        self._registered = False
+
+    def build(self, add_variable, shape, input_depth, training):
+        """Creates ``<scope>/pruning_mask`` (ones) and
+        ``<scope>/pruning_threshold`` (0)."""
+        if self.mask is None:
+            self.mask = add_variable(self.MASK_NAME, shape=shape,
+                                     trainable=False,
+                                     initializer=tf.ones_initializer())
+            self.threshold = add_variable(self.THRESHOLD_NAME, shape=[],
+                                          trainable=False,
+                                          initializer=tf.zeros_initializer())
+            tf.add_to_collection(PRUNING_MASKS, self.mask)
+
+    def apply(self, kernel, training):
+        """``kernel * pruning_mask``."""
+        masked = tf.multiply(tf.convert_to_tensor(kernel),
+                             tf.cast(self.mask, kernel.dtype),
+                             name="masked_weight")
+        if not self._registered and isinstance(kernel, tf.Variable):
+            _register_for_model_pruning(kernel, self.mask, self.threshold,
+                                        masked)
+            self._registered = True
+        return masked
+
+
+def _register_for_model_pruning(weight, mask, threshold, masked):
+    """Adds a masked weight to ``tf.contrib.model_pruning``'s collections
+    (the four lists its ``Pruning`` class reads, in step), once."""
+    # The collection names are public only as these module constants.
+    from tensorflow.contrib.model_pruning.python.layers import \
+        core_layers as core
+    if mask in tf.get_collection(core.MASK_COLLECTION):
+        return
+    tf.add_to_collection(core.THRESHOLD_COLLECTION, threshold)
+    tf.add_to_collection(core.MASK_COLLECTION, mask)
+    tf.add_to_collection(core.MASKED_WEIGHT_COLLECTION, masked)
+    tf.add_to_collection(core.WEIGHT_COLLECTION, weight)
+
+
+class DropConnect(KernelTransform):
+    """AWD-LSTM weight drop: an element-wise Bernoulli(``keep_prob``) mask
+    on the recurrent (state) rows of the kernel, all rows with
+    ``drop_input_weights``, scaled by ``1 / keep_prob``; the same mask at
+    every step and for every example of a run; training only.
+
+    Args:
+      keep_prob: Python number in ``(0, 1]``.
+      held: False: a new mask per ``session.run``. True: the mask is the
+        variable ``<scope>/weight_drop_mask`` (a ``HeldMask``), changed only
+        by its update op (in ``updates_collection``).
+      drop_input_weights: also drop the input rows.
+      seed: optional op seed.
+      updates_collection: collection of a held mask's update op (default
+        ``tf.GraphKeys.UPDATE_OPS``; None: none).
+
+    Raises:
+      ValueError: bad ``keep_prob``, ``held`` or ``drop_input_weights``.
+    """
+
+    name = "drop_connect"
+    MASK_NAME = "weight_drop_mask"
+
+    def __init__(self, keep_prob, held=False, drop_input_weights=False,
+                 seed=None, updates_collection=tf.GraphKeys.UPDATE_OPS):
+        self.keep_prob = check_keep_prob(keep_prob, "weight_drop_kr")
+        self.held = check_bool(held, "use_vd")
+        self.drop_input_weights = check_bool(drop_input_weights,
+                                             "drop_input_weights")
+        self.seed = seed
+        self.updates_collection = updates_collection
+        self._held_mask = None
+        self._input_depth = None
+
+    def active(self, training):
+        """True when the graph may drop weights at all."""
+        return self.keep_prob < 1.0 and training is not False
+
+    def mask_rows(self, input_depth, state_depth):
+        """Rows the mask covers."""
+        return state_depth + (input_depth if self.drop_input_weights else 0)
+
+    @property
+    def mask_variable(self):
+        """The held mask variable, or None."""
+        return None if self._held_mask is None else self._held_mask.variable
+
+    def create_held_mask(self, add_variable, rows, cols):
+        """Creates the held mask (once); also before the layer is built, for
+        the AWD-LSTM port's ``get_vd_update_op()`` before the first call."""
+        if self._held_mask is None:
+            self._held_mask = HeldMask(
+                lambda name, shape, dtype, init: add_variable(
+                    name, shape=shape, dtype=dtype, initializer=init,
+                    trainable=False, use_resource=True),
+                self.MASK_NAME, [rows, cols], self.keep_prob,
+                seed=self.seed, updates_collection=self.updates_collection)
+        return self._held_mask
+
+    def build(self, add_variable, shape, input_depth, training):
+        """Creates the held mask when ``held`` and dropping can happen.
+
+        Raises:
+          ValueError: a held mask created earlier for another input depth.
+        """
+        rows = self.mask_rows(input_depth, shape[0] - input_depth)
+        if self._held_mask is not None:
+            built = self._held_mask.variable.get_shape()[0].value
+            if built != rows:
+                raise ValueError(
+                    "the mask was built for input depth %d but the inputs "
+                    "have depth %d" % (built - (shape[0] - input_depth),
+                                       input_depth))
+        elif self.held and self.active(training):
+            self.create_held_mask(add_variable, rows, shape[1])
+        self._input_depth = input_depth
+
+    def apply(self, kernel, training):
+        """The kernel with the run's mask applied (training), else as is."""
+        if not self.active(training):
+            return kernel
+        kernel = tf.convert_to_tensor(kernel)
+        rows = self.mask_rows(self._input_depth,
+                              kernel.get_shape()[0].value - self._input_depth)
+        shape = [rows, kernel.get_shape()[1].value]
+        # A held mask is read outside the cond: the read is what its update
+        # op is ordered against, whichever branch runs.
+        held = self._held_mask.read() if self._held_mask else None
+
+        def dropped():
+            mask = held if held is not None else bernoulli_mask(
+                shape, self.keep_prob, kernel.dtype,
+                derived_seed(self.seed, 2))
+            if self.drop_input_weights:
+                return apply_mask(kernel, mask, self.keep_prob)
+            # Input rows get a multiplier of exactly 1: one full-size
+            # multiply (and one in the gradient) is cheaper than splitting
+            # and re-concatenating the kernel.
+            multiplier = tf.pad(
+                scaled_mask(mask, self.keep_prob, kernel.dtype),
+                [[self._input_depth, 0], [0, 0]], constant_values=1)
+            return kernel * multiplier
+
+        return smart_cond(training, dropped, lambda: tf.identity(kernel))
+
+    def update_ops(self):
+        """The held mask's update op, or ``[]``."""
+        return [] if self._held_mask is None else \
+            self._held_mask.update_ops()
+
+    def get_config(self):
+        """The constructor arguments."""
+        return {"keep_prob": self.keep_prob, "held": self.held,
+                "drop_input_weights": self.drop_input_weights,
+                "seed": self.seed,
+                "updates_collection": self.updates_collection}
+
+
+class WeightFakeQuant(KernelTransform):
+    """Last-value fake quantization of the kernel (narrow range, the
+    kernel's own min / max per run), through a quantized cell's
+    ``LSTMQuantizer`` (which also decides whether quantization is active:
+    ``quant_delay``)."""
+
+    name = "weight_fake_quant"
+
+    def __init__(self, quantizer):
+        self.quantizer = quantizer
+
+    def apply(self, kernel, training):
+        """The fake-quantized kernel."""
+        return self.quantizer.quantize_weight(kernel)
+
+    def get_config(self):
+        """Built by the cell from its quantization arguments."""
+        return {}
+
+
+_CLASSES = {cls.__name__: cls for cls in (SparseWeights, PruningMask,
+                                          DropConnect)}
+
+
+def from_config(config):
+    """Rebuilds a transform from ``{'class_name': ..., 'config': ...}``.
+
+    Raises:
+      ValueError: an unknown class name.
+    """
+    check_choice(config.get("class_name"), sorted(_CLASSES),
+                 "kernel transform class_name")
+    return _CLASSES[config["class_name"]](**config.get("config", {}))
+
+
+def serialize(transform):
+    """``{'class_name': ..., 'config': ...}`` of a transform."""
+    return {"class_name": type(transform).__name__,
+            "config": transform.get_config()}
