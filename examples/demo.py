@@ -86,6 +86,11 @@ class RunWatcher(object):
 
 
 def main(argv):
+    """Runs both models side by side and prints their rows and one table.
+
+    Returns:
+      0, or the failed runs' exit status (their output is in train.log).
+    """
     argv = list(argv)
     out = os.path.join(os.path.dirname(HERE), "runs", "demo")
     if "--out" in argv:   # the demo's folder; each model gets one inside it
