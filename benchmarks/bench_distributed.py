@@ -2,8 +2,9 @@
 against a two-worker loopback parameter-server cluster and MirroredStrategy
 over two CPU devices, on this machine.
 
-Every run is a separate ``python -m tf1_awd_sparse.awd_lm.estimator`` process (the cluster:
-one ps, a chief and a worker, each single-threaded) training the same small
+Every run is a separate ``examples/lm_task.py`` process (the Estimator
+command line plus its run log; the cluster: one ps, a chief and a worker,
+each single-threaded) training the same small
 AWD model with ``--use-vd`` on the embedded corpus; throughput is counted
 from each task's run log over its steps after a warm-up, in tokens per
 second summed over the tasks (MirroredStrategy: each replica takes its own

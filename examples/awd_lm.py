@@ -24,7 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
-from tf1_awd_sparse.awd_lm import data, presets, synthetic, train  # noqa: E402
+from tf1_awd_sparse import _cli  # noqa: E402
+from tf1_awd_sparse._checks import check_nonnegative_int  # noqa: E402
+from tf1_awd_sparse.awd_lm import presets, records, runtime, train  # noqa: E402
 
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",
@@ -63,17 +65,19 @@ HELP = {
 EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight")
 
 
-def _bool(text):
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError("expected true or false, got %r" % text)
+def _parameter(key):
+    """The check of a generated flag: the text converted to the
+    parameter's type and checked (`presets.parse_value`)."""
+    return lambda text, name: presets.parse_value(key, text, name)
 
 
 def parse_args(argv=None):
-    """Command-line arguments; every preset value has an override flag."""
-    p = argparse.ArgumentParser(
+    """Command-line arguments; every preset value has an override flag.
+
+    A bad value ends the program with status 2 and one line naming the
+    flag (`tf1_awd_sparse._cli`).
+    """
+    p = _cli.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["awd", "plain", "both"], default="awd",
                    help="model(s) to train (default awd)")
@@ -105,63 +109,29 @@ def parse_args(argv=None):
                        default=None, metavar="FLOAT",
                        help="--quant: fine-tuning learning rate (default "
                        "--lr / 4)")
+    checks = {"threads": check_nonnegative_int,
+              "sparsity_weight": presets.CHECKS["sparsity_weight"],
+              "quant_lr": presets.CHECKS["quant_lr"]}
     for key, default in sorted(presets.DEFAULTS.items()):
         if key in EXPLICIT:
             continue  # the options above
-        kind = _bool if isinstance(default, bool) else type(default)
-        group.add_argument("--" + key.replace("_", "-"), dest=key, type=kind,
-                           default=None, metavar=kind.__name__.upper().lstrip(
-                               "_"), help=HELP.get(key, key))
-    return p.parse_args(argv)
-
-
-def load_corpus(args, params, log):
-    """(corpus, floor perplexity or None) for the arguments."""
-    if args.data_dir:
-        corpus = data.read_ptb(args.data_dir)
-        log("corpus %s: vocab %d, tokens train %d valid %d test %d; words "
-            "mapped to <unk>: valid %d, test %d" % (
-                args.data_dir, len(corpus.vocab), len(corpus.train),
-                len(corpus.valid), len(corpus.test),
-                corpus.unk_counts["valid"], corpus.unk_counts["test"]))
-        return corpus, None
-    corpus, hmm = synthetic.hmm_corpus(
-        seed=params["hmm_seed"], n_train=params["hmm_train"],
-        n_valid=params["hmm_valid"], n_test=params["hmm_test"],
-        n_states=params["hmm_states"], vocab_size=params["hmm_vocab"])
-    floor = synthetic.perplexity_floor(hmm, corpus.test)
-    log("corpus %s: tokens train %d valid %d test %d; source (floor) test "
-        "perplexity %.2f" % (corpus.name, len(corpus.train),
-                             len(corpus.valid), len(corpus.test), floor))
-    return corpus, floor
-
-
-def results_table(summaries, floor):
-    """The one results table, as a list of lines."""
-    lines = ["%-7s | %8s | %12s | %10s | %6s | %7s" % (
-        "model", "test ppl", "gap to floor", "best epoch", "epochs",
-        "seconds")]
-    if floor is not None:
-        lines.append("%-7s | %8.2f | %12s | %10s | %6s | %7s" % (
-            "floor", floor, "-", "-", "-", "-"))
-    for s in summaries:
-        gap = "%+.2f" % (s["test_ppl"] - floor) if floor is not None else "-"
-        lines.append("%-7s | %8.2f | %12s | %10d | %6d | %7.0f" % (
-            s["model"], s["test_ppl"], gap, s["best_epoch"], s["epochs_run"],
-            s["train_seconds"]))
-    by = {s["model"]: s for s in summaries}
-    if "awd" in by and "plain" in by:
-        lines.append("awd / plain test perplexity: %.3f" % (
-            by["awd"]["test_ppl"] / by["plain"]["test_ppl"]))
-    for name in ("plain", "awd"):
-        if name in by and name + "+q" in by:
-            lines.append("%s fake-quant (8-bit cells) / float test perplexity:"
-                         " %.3f" % (name, by[name + "+q"]["test_ppl"]
-                                    / by[name]["test_ppl"]))
-    return lines
+        # Read as text; converted and checked below, so that a bad value
+        # is reported with the flag's name and the parameter's range.
+        group.add_argument("--" + key.replace("_", "-"), dest=key,
+                           default=None, metavar=type(default).__name__.upper(),
+                           help=HELP.get(key, key))
+        checks[key] = _parameter(key)
+    return p.check_flags(p.parse_args(argv), checks)
 
 
 def main(argv=None):
+    """Trains the chosen models and prints the results table.
+
+    Returns:
+      0; bad input (a flag, the corpus, an unreadable checkpoint or run
+      state, --resume with changed parameters) ends the program with status
+      2 and one line on stderr naming the flag or file.
+    """
     args = parse_args(argv)
     log = print
     models = ["plain", "awd"] if args.model == "both" else [args.model]
@@ -170,10 +140,11 @@ def main(argv=None):
         all_params = [presets.params_for(args.preset, m, overrides)
                       for m in models]
         phases = [presets.split_quant(p) for p in all_params]
-        corpus, floor = load_corpus(args, all_params[0], log)
-    except (data.DataError, ValueError) as e:
-        print("error: %s" % e, file=sys.stderr)
-        return 2
+        corpus, floor, description = runtime.load_corpus(args.data_dir,
+                                                         all_params[0])
+    except ValueError as e:  # data.DataError included
+        _cli.fail(e)
+    log(description)
     progress = None
     if not args.no_progress:
         from tqdm import tqdm
@@ -193,17 +164,18 @@ def main(argv=None):
                     resume=args.resume, log=log, progress=progress,
                     threads=args.threads, extra={"floor_ppl": floor},
                     init_from=train.best_checkpoint(float_dir)))
-    except ValueError as e:  # e.g. --resume with changed parameters
-        print("error: %s" % e, file=sys.stderr)
-        return 2
-    lines = results_table(summaries, floor)
+    except (ValueError, FloatingPointError, OSError) as e:
+        # --resume with changed parameters, an unreadable checkpoint or
+        # run state, a diverged loss, an --out that cannot be written.
+        _cli.fail(e)
+    lines = records.results_table(summaries, floor)
     print("\n" + "\n".join(lines))
     print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump({"floor_ppl": floor, "corpus": corpus.name,
                    "models": summaries, "table": lines}, f, indent=1)
-    train.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
-                      floor)
+    records.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
+                        floor)
     return 0
 
 

@@ -7,87 +7,135 @@ run), and prints one table: the source's own perplexity (the floor), each
 model's test perplexity at its best validation epoch, its gap to the floor,
 epochs and seconds.  Outputs (checkpoints, TensorBoard events, summaries,
 valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder per model
-inside it).  Other arguments are passed to both runs (e.g. `--resume`).
+inside it, with the run's own output in train.log).  Other arguments are
+passed to both runs (e.g. `--resume`).
+
+The epoch rows are read from each run's JSON files as the run writes them
+(state.json after every epoch, summary.json at the end), never from its
+printed output, and formatted with `awd_lm.records`.
 """
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from tf1_awd_sparse.awd_lm import records  # noqa: E402  (no TensorFlow)
+
 SCRIPT = os.path.join(HERE, "awd_lm.py")
 MODELS = ("plain", "awd")
+POLL_SECONDS = 0.5
 
 
-def load_script():
-    """examples/awd_lm.py as a module (named apart from the awd_lm package)."""
-    spec = importlib.util.spec_from_file_location("awd_lm_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _load(path):
+    """A JSON file, or None if it is missing (or, never expected since the
+    runs replace files atomically, half written)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (IOError, ValueError):
+        return None
 
 
-def _forward(proc, model, first):
-    """Prints a run's per-epoch rows and its "stopped" line as they come;
-    the corpus line and the column header only from the first run. Each
-    run's closing table is left out: the demo prints one for both."""
-    for line in proc.stdout:
-        name, _, rest = line.partition("|")
-        second = rest.split("|", 1)[0].strip()
-        if first and second == "epoch":
-            line = "model".ljust(len(name)) + "|" + rest   # header of both
-        elif not ((name.strip() == model and (second.isdigit()
-                                              or second.startswith("stopped")))
-                  or (first and line.startswith("corpus"))):
-            continue
-        sys.stdout.write(line)
+class RunWatcher(object):
+    """Prints one run's epoch rows from its state.json as they appear, and
+    its closing lines from its summary.json.
+
+    Args:
+      model: 'plain' or 'awd'.
+      out: the run's --out directory (the run dir is ``out/<model>``).
+      since: ignore a state.json older than this time (an earlier run's,
+        about to be replaced).
+    """
+
+    def __init__(self, model, out, since):
+        self.model, self.out, self.since = model, out, since
+        self.state_path = os.path.join(out, model, "state.json")
+        self.printed = 0
+
+    def _print_epochs(self, epochs):
+        for record in epochs:
+            if record["epoch"] > self.printed:
+                print(records.epoch_row(dict(record, model=self.model)))
+                self.printed = record["epoch"]
         sys.stdout.flush()
+
+    def poll(self):
+        """Prints the epochs state.json holds that were not printed yet."""
+        try:
+            fresh = os.path.getmtime(self.state_path) >= self.since
+        except OSError:
+            return
+        state = _load(self.state_path) if fresh else None
+        if state:
+            self._print_epochs(state["epochs"])
+
+    def finish(self):
+        """Prints the rest from summary.json and returns the run's summary
+        (None if the run wrote none)."""
+        summary = _load(os.path.join(self.out, "summary.json"))
+        if summary is None:
+            return None
+        run = summary["models"][0]
+        self._print_epochs(run["epochs"])
+        for line in records.end_lines(run):
+            print(line)
+        return run
 
 
 def main(argv):
+    """Runs both models side by side and prints their rows and one table.
+
+    Returns:
+      0, or the failed runs' exit status (their output is in train.log).
+    """
     argv = list(argv)
     out = os.path.join(os.path.dirname(HERE), "runs", "demo")
     if "--out" in argv:   # the demo's folder; each model gets one inside it
         i = argv.index("--out")
         out = argv[i + 1]
         del argv[i:i + 2]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.time()
-    procs, threads = [], []
-    for i, model in enumerate(MODELS):
-        proc = subprocess.Popen(
-            [sys.executable, SCRIPT, "--model", model, "--preset", "demo",
-             "--threads", "1", "--no-progress",
-             "--out", os.path.join(out, model)] + argv,
-            stdout=subprocess.PIPE, universal_newlines=True, env=env)
-        procs.append(proc)
-        threads.append(threading.Thread(target=_forward,
-                                        args=(proc, model, i == 0)))
-        threads[-1].start()
-    codes = [p.wait() for p in procs]
-    for t in threads:
-        t.join()
-    if any(codes):
-        print("demo: a run failed (exit codes %s)" % codes, file=sys.stderr)
-        return max(codes)
-    summaries = []
+    procs, watchers = [], []
+    print(records.header("model"))
     for model in MODELS:
-        with open(os.path.join(out, model, "summary.json")) as f:
-            summaries.append(json.load(f)["models"][0])
+        model_out = os.path.join(out, model)
+        os.makedirs(model_out, exist_ok=True)
+        with open(os.path.join(model_out, "train.log"), "w") as log:
+            procs.append(subprocess.Popen(
+                [sys.executable, SCRIPT, "--model", model, "--preset", "demo",
+                 "--threads", "1", "--no-progress", "--out", model_out]
+                + argv, stdout=log))
+        watchers.append(RunWatcher(model, model_out, start))
+    # A run's closing lines as soon as it ends (plain usually stops first).
+    summaries = [None] * len(procs)
+    pending = list(range(len(procs)))
+    while pending:
+        time.sleep(POLL_SECONDS)
+        for i in list(pending):
+            watchers[i].poll()
+            if procs[i].poll() is not None:
+                # A failed run's summary.json, if any, is an earlier run's.
+                if procs[i].returncode == 0:
+                    summaries[i] = watchers[i].finish()
+                pending.remove(i)
+    codes = [p.wait() for p in procs]
+    if any(codes) or None in summaries:
+        print("demo: a run failed (exit codes %s; its output is in %s)"
+              % (codes, " and ".join(os.path.join(out, m, "train.log")
+                                     for m in MODELS)), file=sys.stderr)
+        return max(codes) or 1
     floor = summaries[0]["floor_ppl"]
-    script = load_script()
-    lines = script.results_table(summaries, floor)
+    lines = records.results_table(summaries, floor)
     print("\n" + "\n".join(lines))
     print("total %.0f s (both models at once, one core each); outputs in %s"
           % (time.time() - start, out))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"floor_ppl": floor, "models": summaries, "table": lines},
                   f, indent=1)
-    script.train.plot_curves(summaries, os.path.join(out, "valid_ppl.png"),
-                             floor)
+    records.plot_curves(summaries, os.path.join(out, "valid_ppl.png"), floor)
     return 0
 
 

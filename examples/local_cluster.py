@@ -1,11 +1,13 @@
-"""Start a parameter-server cluster of `tf1_awd_sparse.awd_lm.estimator`
-processes on this
-machine (loopback ports), for tests, benchmarks and trying the setup out.
+"""Start a parameter-server cluster of the language model's Estimator
+command line on this machine (loopback ports), for tests, benchmarks and
+trying the setup out.
 
-Each task is a ``python -m tf1_awd_sparse.awd_lm.estimator`` process with its own
-``TF_CONFIG``; ports are picked free at start time; every process runs in
-its own process group, is bounded by a timeout, and is killed when the
-`LocalCluster` context exits, also on errors.
+Each task is a ``python examples/lm_task.py`` process (the command line of
+`tf1_awd_sparse.awd_lm.estimator` plus the test probe's ``--run-log``)
+with its own ``TF_CONFIG``, started in the caller's working directory;
+ports are picked free at start time; every process runs in its own process
+group, is bounded by a timeout, and is killed when the `LocalCluster`
+context exits, also on errors.
 
 Example::
 
@@ -26,7 +28,9 @@ import time
 __all__ = ["free_ports", "tf_config", "run_single", "LocalCluster",
            "ClusterError"]
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+TASK_SCRIPT = os.path.join(_HERE, "lm_task.py")
 
 
 class ClusterError(RuntimeError):
@@ -87,8 +91,7 @@ def _spawn(args, env, log_path, timeout, python=None):
     args = list(args) + ["--max-lifetime", str(timeout + 5.0)]
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            [python or sys.executable, "-m",
-             "tf1_awd_sparse.awd_lm.estimator"] + args,
+            [python or sys.executable, TASK_SCRIPT] + args,
             # The caller's working directory: relative paths (--model-dir)
             # resolve where the caller means them.
             env=env, cwd=os.getcwd(), stdout=log, stderr=subprocess.STDOUT,
@@ -114,7 +117,8 @@ def _tail(path, lines=30):
 
 
 def run_single(args, timeout, log_path, python=None):
-    """Runs one ``python -m tf1_awd_sparse.awd_lm.estimator`` process without TF_CONFIG.
+    """Runs one task process (``lm_task.py``) without TF_CONFIG, in the
+    caller's working directory.
 
     Args:
       args: its command-line arguments.
@@ -143,7 +147,8 @@ class LocalCluster(object):
     """One ps, a chief and ``num_workers`` workers on localhost.
 
     Args:
-      args: `tf1_awd_sparse.awd_lm.estimator` command-line arguments shared by all tasks.
+      args: command-line arguments shared by all tasks (those of
+        `tf1_awd_sparse.awd_lm.estimator`, and ``--run-log``).
       num_workers: non-chief workers.
       timeout: seconds every process may live.
       log_dir: where each task's output goes (``<type>_<index>.log``).

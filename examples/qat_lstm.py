@@ -20,11 +20,13 @@ The table compares, on the test set, the float TF graph (the fine-tuned
 weights without fake quantization), the fake-quant TF eval graph and the two
 TFLite models: size, agreement with the matching TF graph, accuracy. The
 dense classifier on top of the stack is applied to every row's stack
-outputs in numpy (float), so the rows differ only in the cell stack.
+outputs in numpy (float), so the rows differ only in the cell stack. In
+the graph the classifier runs on the outputs reshaped to 2-D (`classify`),
+the form ``tf.contrib.quantize``'s rewrites recognise.
 
 Run: ``.venv/bin/python examples/qat_lstm.py`` (``--help`` for sizes).
 """
-import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -37,6 +39,9 @@ import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tf1_awd_sparse import _cli  # noqa: E402
+from tf1_awd_sparse._checks import (check_nonnegative_int,  # noqa: E402
+                                    check_positive_int, check_real)
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
 
@@ -72,12 +77,30 @@ def build(args, is_quant, quant_delay=0):
              for _ in range(args.layers)]
     stack, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x,
                                  dtype=tf.float32, scope="rnn")
-    head = tf.layers.Dense(args.classes, name="head")
-    logits = head(stack)
+    head, logits = classify(stack, args.units, args.classes)
     loss = tf.losses.sparse_softmax_cross_entropy(y, logits)
     train = tf.train.AdamOptimizer(args.lr).minimize(loss, global_step=step)
     return dict(x=x, y=y, is_train=is_train, cells=cells, stack=stack,
                 head=head, loss=loss, train=train, step=step)
+
+
+def classify(outputs, units, classes):
+    """The dense head on the stack's outputs ``[batch, time, units]``.
+
+    Applied to the outputs reshaped to 2-D ``[batch * time, units]``: on a
+    3-D input a dense layer computes a Tensordot (MatMul, then Reshape,
+    then BiasAdd), which ``tf.contrib.quantize.create_training_graph`` /
+    ``create_eval_graph`` do not recognise as a layer, so they would
+    silently leave the head in float (docs/quantization_notes.md).
+
+    Returns:
+      (the ``tf.layers.Dense`` layer, logits ``[batch, time, classes]``).
+    """
+    head = tf.layers.Dense(classes, name="head")
+    flat = tf.reshape(outputs, [-1, units])
+    logits = tf.reshape(head(flat), tf.concat(
+        [tf.shape(outputs)[:2], [classes]], 0))
+    return head, logits
 
 
 def train(sess, model, data, steps, args, rng, label):
@@ -107,35 +130,52 @@ def batched(fn, x, batch):
                            for i in range(0, len(x), batch)], 0)
 
 
-# Command-line options: (flag, default, help).
+_POSITIVE = functools.partial(check_real, low=0.0, low_open=True)
+
+# Command-line options: (flag, default, help, check).
 OPTIONS = [
-    ("units", 256, "cell size"),
-    ("layers", 2, "cells in the stack"),
-    ("steps", 16, "sequence length (unrolled in the TFLite models)"),
-    ("depth", 8, "input features per step"),
-    ("classes", 4, "label classes"),
-    ("batch", 32, "batch size (fixed in the TFLite models)"),
-    ("float-steps", 400, "float training steps"),
-    ("qat-steps", 200, "quantization-aware fine-tuning steps"),
-    ("quant-delay-steps", 50, "QAT steps that only learn ranges"),
-    ("lr", 0.005, "Adam learning rate"),
-    ("seed", 0, "seed of data and initialization"),
+    ("units", 256, "cell size", check_positive_int),
+    ("layers", 2, "cells in the stack", check_positive_int),
+    ("steps", 16, "sequence length (unrolled in the TFLite models)",
+     check_positive_int),
+    ("depth", 8, "input features per step", check_positive_int),
+    ("classes", 4, "label classes (at most --depth: the label is the "
+     "arg-max of the first --classes features)", check_positive_int),
+    ("batch", 32, "batch size (fixed in the TFLite models)",
+     check_positive_int),
+    ("float-steps", 400, "float training steps", check_positive_int),
+    ("qat-steps", 200, "quantization-aware fine-tuning steps",
+     check_positive_int),
+    ("quant-delay-steps", 50, "QAT steps that only learn ranges",
+     check_nonnegative_int),
+    ("lr", 0.005, "Adam learning rate", _POSITIVE),
+    ("seed", 0, "seed of data and initialization", check_nonnegative_int),
     ("out", None, "directory for checkpoint and .tflite files (default: a "
-                  "new temporary directory)"),
+                  "new temporary directory)", None),
 ]
 
 
 def parse_args(argv):
-    """Parses :data:`OPTIONS` from ``argv``."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag, default, text in OPTIONS:
+    """Parses :data:`OPTIONS` from ``argv`` and checks them; a bad value
+    ends the program with status 2 and one line naming the flag(s)."""
+    parser = _cli.ArgumentParser(description=__doc__.split("\n")[0])
+    checks = {}
+    for flag, default, text, check in OPTIONS:
         parser.add_argument("--" + flag, default=default, help=text,
                             type=type(default) if default is not None
                             else str)
-    return parser.parse_args(argv)
+        if check is not None:
+            checks[flag.replace("-", "_")] = check
+    args = parser.check_flags(parser.parse_args(argv), checks)
+    if args.classes > args.depth:
+        parser.error("--classes %d must be at most --depth %d (the label is "
+                     "the arg-max of the first --classes input features)"
+                     % (args.classes, args.depth))
+    return args
 
 
 def main(argv=None):
+    """Float training, QAT fine-tuning, export; prints the table."""
     args = parse_args(argv)
     rng = np.random.RandomState(args.seed)
     train_data = make_data(4096, args.steps, args.depth, args.classes, rng)

@@ -1,5 +1,6 @@
-"""`make demo`'s driver: both runs' epoch rows reach the screen and the one
-closing table agrees with each run's own summary.json."""
+"""`make demo`'s driver: both runs' epoch rows reach the screen, read from
+the runs' JSON files (not from their output), and the one closing table is
+the one the runs' summaries make."""
 import json
 import os
 import subprocess
@@ -7,7 +8,16 @@ import sys
 
 import pytest
 
+from tf1_awd_sparse.awd_lm import records
+
 DEMO = os.path.join(os.path.dirname(__file__), "..", "examples", "demo.py")
+
+
+def _index(lines, block):
+    """Where the consecutive lines ``block`` start in ``lines`` (every
+    occurrence)."""
+    return [i for i in range(len(lines) - len(block) + 1)
+            if lines[i:i + len(block)] == block]
 
 
 @pytest.mark.slow
@@ -18,16 +28,21 @@ def test_demo_prints_both_runs_and_one_table(tmp_path):
         universal_newlines=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    rows = [[f.strip() for f in line.split("|")] for line in lines]
+    summaries = []
     for model in ("plain", "awd"):
-        # Its epoch-1 row and its stopping line were forwarded as they came.
-        assert [model, "1"] in [r[:2] for r in rows], proc.stdout
-        assert any(r[0] == model and r[1].startswith("stopped")
-                   for r in rows if len(r) > 1), proc.stdout
         with open(os.path.join(str(tmp_path), model, "summary.json")) as f:
-            test_ppl = json.load(f)["models"][0]["test_ppl"]
-        table_rows = [r for r in rows if r[0] == model and len(r) == 6
-                      and not r[1].isdigit()]
-        assert len(table_rows) == 1, proc.stdout   # one closing table only
-        assert float(table_rows[0][1]) == pytest.approx(test_ppl, abs=0.01)
+            summary = json.load(f)["models"][0]
+        assert summary["model"] == model
+        assert summary["epochs_run"] == len(summary["epochs"]) == 1
+        # Each epoch row and the closing line, as the records format them.
+        for record in summary["epochs"]:
+            assert records.epoch_row(record) in lines, proc.stdout
+        for line in records.end_lines(summary):
+            assert lines.count(line) == 1, proc.stdout
+        summaries.append(summary)
+    assert lines.count(records.header("model")) == 1, proc.stdout
+    table = records.results_table(summaries, summaries[0]["floor_ppl"])
+    assert len(_index(lines, table)) == 1, proc.stdout  # one closing table
+    with open(os.path.join(str(tmp_path), "summary.json")) as f:
+        assert json.load(f)["table"] == table
     assert os.path.exists(os.path.join(str(tmp_path), "valid_ppl.png"))

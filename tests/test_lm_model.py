@@ -147,16 +147,16 @@ def test_sparsity_loss_and_report(sess, technique):
     assert len(tf.get_collection(
         "theta_logsigma2" if technique == "variational_dropout"
         else "theta_logalpha")) == 3  # embedding and two cells
-    # Clipped: unclipped SGD at lr 1 on this penalty sometimes diverges to
-    # NaN (and a NaN model reports 0 zeros) depending on last-bit float
-    # differences, e.g. between TF 1.13 and 1.15 kernels.
-    train, _ = model.build_train_op(out.loss, 1.0,
-                                    {"optimizer": "sgd", "clip": 50.0})
+    # Clipped: at lr 1 the KL gradient on small weights (through
+    # log alpha = log sigma2 - log theta^2) throws plain SGD to NaN within
+    # ~35 steps, depending on last-bit float differences (TF 1.13 / 1.15).
+    train, _ = model.build_train_op(out.loss, 1.0, {"optimizer": "sgd",
+                                                    "clip": 20.0})
     zeros = report.sparsity_report(summaries=False)["global"]
     sess.run(tf.global_variables_initializer())
     before = sess.run(zeros)
     assert sess.run(out.sparsity_loss) > 0
-    for _ in range(60):
+    for _ in range(80):
         sess.run(train)
     assert np.isfinite(sess.run(out.loss))
     assert sess.run(zeros) > before + 0.2

@@ -20,8 +20,8 @@ import tensorflow as tf
 from tensorflow.python.framework import smart_cond as _smart_cond
 
 __all__ = ["TrainingFlagError", "check_training", "smart_cond",
-           "check_positive_int", "check_keep_prob", "check_bool",
-           "check_choice", "derived_seed", "outer_control_inputs",
+           "check_positive_int", "check_nonnegative_int", "check_real",
+           "check_keep_prob", "check_bool", "check_choice", "derived_seed", "outer_control_inputs",
            "once_per_run"]
 
 
@@ -94,14 +94,68 @@ def check_positive_int(value, arg_name, allow_none=False):
     Raises:
       ValueError: anything else, e.g. 0, -1, 2.5, True or '3'.
     """
+    return _check_int(value, arg_name, 1, "a positive int", allow_none)
+
+
+def check_nonnegative_int(value, arg_name, allow_none=False):
+    """Validates an integer >= 0 (Python or numpy int, not a bool), e.g. a
+    thread count where 0 means "the runtime's choice".
+
+    Returns:
+      ``value`` as a Python int (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else, e.g. -1, 2.5, True or '3'.
+    """
+    return _check_int(value, arg_name, 0, "an int >= 0", allow_none)
+
+
+def _check_int(value, arg_name, minimum, what, allow_none):
     if value is None and allow_none:
         return None
     if (isinstance(value, (bool, np.bool_))
-            or not isinstance(value, numbers.Integral) or value < 1):
-        raise ValueError("%s must be a positive int%s, got %r"
-                         % (arg_name, " or None" if allow_none else "",
+            or not isinstance(value, numbers.Integral) or value < minimum):
+        raise ValueError("%s must be %s%s, got %r"
+                         % (arg_name, what, " or None" if allow_none else "",
                             value))
     return int(value)
+
+
+def check_real(value, arg_name, low=None, high=None, low_open=False,
+               high_open=False, allow_none=False):
+    """Validates a finite real number in an interval.
+
+    Args:
+      value: the value given (Python or numpy real, not a bool).
+      arg_name: the argument's name, for the error message.
+      low, high: the bounds (None: unbounded on that side).
+      low_open, high_open: exclude the bound itself.
+      allow_none: accept None (returned as None).
+
+    Returns:
+      ``value`` as a Python float (or None).
+
+    Raises:
+      ValueError: not a real, NaN, infinite or outside the interval; the
+        message names the argument and the interval, e.g. ``lr must be a
+        finite number in (0, inf), got -1.0``.
+    """
+    if value is None and allow_none:
+        return None
+    ok = (not isinstance(value, (bool, np.bool_))
+          and isinstance(value, numbers.Real) and np.isfinite(value))
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        raise ValueError("%s must be a finite number in %s%s, %s%s%s, got %r"
+                         % (arg_name, "(" if low_open or low is None else "[",
+                            "-inf" if low is None else "%g" % low,
+                            "inf" if high is None else "%g" % high,
+                            ")" if high_open or high is None else "]",
+                            " or None" if allow_none else "", value))
+    return float(value)
 
 
 def check_keep_prob(keep_prob, arg_name="keep_prob"):

@@ -5,7 +5,19 @@ Modules:
   synthetic  -- seeded hidden Markov source and its exact perplexity floor.
   losses     -- activation (AR) and temporal activation (TAR) regularization.
   ntasgd     -- ``NTASGDOptimizer``: SGD with a non-monotone switch to averaging.
-  model      -- ``build_lm(features, mode, params)``: the reusable graph builder.
-  train      -- the training loop (checkpoints, resume, summaries, JSON, plot).
-  presets    -- the ``demo`` and ``awd-ptb`` hyper-parameter sets.
+  presets    -- the ``demo`` and ``awd-ptb`` hyper-parameter sets and the one
+                table of parameter checks (``CHECKS``).
+  model      -- ``build_lm(features, mode, params)``: the reusable graph
+                builder (embed -> stack -> decode -> penalties).
+  runtime    -- corpus loading and session configuration, shared by both
+                training paths.
+  train      -- the single-process loop: ``Trainer`` (epoch, validation and
+                checkpoint steps that return records), ``run``.
+  records    -- the loop's records as text (``TableLog``), the results table
+                and the validation plot.
+  input_fn   -- the Estimator input pipeline (fixed-length BPTT windows).
+  model_fn   -- the Estimator ``model_fn`` and ``MaskUpdateHook``.
+  cluster    -- ``ClusterBarrierHook`` and ``mirrored_strategy``.
+  estimator  -- the Estimator command line
+                (``python -m tf1_awd_sparse.awd_lm.estimator``).
 """

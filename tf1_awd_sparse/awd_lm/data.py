@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 
+from tf1_awd_sparse._checks import check_positive_int
+
 EOS = "<eos>"
 UNK = "<unk>"
 SPLITS = ("train", "valid", "test")
@@ -141,11 +143,11 @@ def batchify(ids, batch_size):
       int32 array [batch_size, N // batch_size]; the tail that does not fill
       a row is dropped.
     Raises:
+      ValueError: ``batch_size`` not a positive int.
       DataError: fewer than 2 tokens per stream.
     """
     ids = np.asarray(ids)
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1, got %r" % (batch_size,))
+    batch_size = check_positive_int(batch_size, "batch_size")
     per_row = len(ids) // batch_size
     if per_row < 2:
         raise DataError("split of %d tokens is too short for batch size %d "
@@ -173,7 +175,14 @@ def bptt_windows(n_steps, bptt, rng=None, variable=False, min_len=5):
       min_len: int, the shortest window drawn.
     Returns:
       list of (start, length); windows are consecutive and cover n_steps.
+    Raises:
+      ValueError: ``bptt`` or ``min_len`` not a positive int (0 would
+        never advance), or ``variable`` without ``rng``.
     """
+    bptt = check_positive_int(bptt, "bptt")
+    min_len = check_positive_int(min_len, "min_len")
+    if variable and rng is None:
+        raise ValueError("rng: required with variable=True, got None")
     windows, start = [], 0
     while start < n_steps:
         length = bptt

@@ -14,9 +14,11 @@ import tensorflow as tf
 
 import variational_dropout
 import weight_drop_lstm
-from tf1_awd_sparse.awd_lm import losses, ntasgd
 from sparse_layers import losses as sparse_losses
 from sparse_layers import techniques
+from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
+from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
+from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")
 
@@ -49,44 +51,74 @@ def layer_sizes(params):
 
 
 def check_params(params):
-    """Raises ValueError naming the first missing or invalid parameter."""
+    """Validates the model's parameters.
+
+    Args:
+      params: dict (see `build_lm`).
+
+    Returns:
+      a copy of ``params`` with the checked values (`presets.CHECKS`).
+
+    Raises:
+      ValueError: the first missing or invalid parameter, named (e.g.
+        ``params['vocab_size'] must be a positive int, got 10.7``).
+    """
     for key in REQUIRED_PARAMS:
         if key not in params:
             raise ValueError("params: missing %r" % key)
-    if params["model"] not in MODELS:
-        raise ValueError("params['model']: expected one of %s, got %r"
-                         % (MODELS, params["model"]))
-    for key in ("vocab_size", "emb_size", "hidden_size", "num_layers"):
-        if int(params[key]) < 1:
-            raise ValueError("params[%r]: expected an int >= 1, got %r"
-                             % (key, params[key]))
-    if params.get("sparsity") not in weight_drop_lstm.SPARSITY_CHOICES:
-        raise ValueError("params['sparsity']: expected one of %s, got %r"
-                         % (weight_drop_lstm.SPARSITY_CHOICES,
-                            params["sparsity"]))
+    params = presets.check_params(params)
     if params.get("sparsity") and params.get("sparsity_weight") is None:
         raise ValueError("params['sparsity_weight']: required with sparsity "
                          "%r (e.g. 1 / training tokens), got None"
                          % params["sparsity"])
-    for key in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop"):
-        if not 0.0 <= params.get(key, 0.0) < 1.0:
-            raise ValueError("params[%r]: expected a drop rate in [0, 1), got "
-                             "%r" % (key, params[key]))
+    return params
+
+
+_MODES = (tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL,
+          tf.estimator.ModeKeys.PREDICT)
 
 
 def _training_flag(mode):
-    """A Python bool or a scalar bool tensor from an Estimator mode or flag."""
+    """A Python bool or a scalar bool tensor from an Estimator mode or flag.
+
+    Raises:
+      ValueError: a string that is not a ``tf.estimator.ModeKeys`` value
+        (e.g. 'training'), or a flag the library's rule rejects.
+    """
     if isinstance(mode, str):
-        return mode == tf.estimator.ModeKeys.TRAIN
-    return mode
+        return check_choice(mode, _MODES, "mode") == _MODES[0]
+    return check_training(mode, "mode")
 
 
 def _keep(params, key, regularize):
     return 1.0 - params.get(key, 0.0) if regularize else 1.0
 
 
+# LSTMCell's weight variables, by their names inside the cell's scope
+# (names kept for checkpoint compatibility with tf.nn.rnn_cell.LSTMCell).
+# Weight decay covers these and nothing else a cell holds: not its
+# DropConnect mask, not a sparse technique's log_sigma2 / log_alpha (L2
+# would pull log_sigma2 = -10 towards 0, i.e. towards more noise), not its
+# quantization ranges.
+_CELL_WEIGHT_NAMES = ("kernel", "bias", "w_f_diag", "w_i_diag", "w_o_diag",
+                      "projection/kernel")
+
+
+def _cell_weights(cell):
+    """The built cell's weight variables (see _CELL_WEIGHT_NAMES)."""
+    variables = cell.weights
+    return [v for v, name in zip(variables,
+                                 relative_variable_names(variables))
+            if name in _CELL_WEIGHT_NAMES]
+
+
 def build_lm(features, mode, params):
     """Builds the language model's forward pass and loss.
+
+    The graph is built in four steps: embed (the word embedding and its
+    dropout), stack (the LSTM layers with locked dropout between them),
+    decode (the tied softmax and the cross-entropy) and penalties (AR, TAR,
+    weight decay, the sparsity loss).
 
     Args:
       features: dict with
@@ -100,8 +132,10 @@ def build_lm(features, mode, params):
         model ('awd' or 'plain'); for 'awd' also the drop rates dropout
         (output), dropouth (between layers), dropouti (embedding output),
         dropoute (embedding rows), wdrop (recurrent weights), and
-        alpha (AR), beta (TAR), wdecay (L2); optional use_vd (masks in
-        variables, see WeightDropLSTMCell); optional sparsity (None,
+        alpha (AR), beta (TAR), wdecay (L2 on the weights: the embedding,
+        each cell's kernel and bias, the softmax bias; never the sparse
+        auxiliary or quantization-range variables); optional use_vd (masks
+        in variables, see WeightDropLSTMCell); optional sparsity (None,
         'variational_dropout' or 'l0': sparse embedding lookups, tied
         decoder and cells from `sparse_layers`, embedding dropout off) with
         its loss weight sparsity_weight (e.g. 1 / training tokens);
@@ -114,72 +148,111 @@ def build_lm(features, mode, params):
     Returns:
       LMOutputs.
     Raises:
-      ValueError: bad params (names the key).
+      ValueError: bad params (names the key) or mode.
     """
-    check_params(params)
+    params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
-    inputs, targets = features["inputs"], features["targets"]
-    vocab, emb_size = int(params["vocab_size"]), int(params["emb_size"])
-    init = tf.random_uniform_initializer(-0.1, 0.1)
-
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
-        embedding = tf.get_variable("embedding", [vocab, emb_size],
-                                    initializer=init)
-        sparse = _sparse_embedding(embedding, params.get("sparsity"))
-        if sparse is not None:
-            technique, pair = sparse
-            x = variational_dropout.smart_cond(
-                training,
-                lambda: technique.nn.embedding_lookup_train(pair, inputs),
-                lambda: technique.nn.embedding_lookup_eval(pair, inputs))
-        elif awd and params.get("dropoute", 0.0) > 0:
-            x = variational_dropout.embedding_dropout(
-                embedding, inputs, 1.0 - params["dropoute"],
-                training=training)
-        else:
-            x = tf.nn.embedding_lookup(embedding, inputs)
-        x = _locked(x, _keep(params, "dropouti", awd), training)
+        embedding, sparse, x = _embed(features["inputs"], training, params,
+                                      awd)
+        cells, initial, final, raw, x = _stack(
+            x, features["inputs"], features.get("state"), training, params,
+            awd)
+        bias, logits, xent = _decode(x, embedding, sparse, features,
+                                     training, params)
+    weights = [embedding] + [v for c in cells for v in _cell_weights(c)] + [
+        bias]
+    ar, tar, wd, sparsity_loss = _penalties(x, raw, weights, training,
+                                            params, awd)
+    loss = xent + ar + tar + wd + sparsity_loss
+    return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
+                     tuple(initial), tuple(final), cells)
 
-        batch = tf.shape(inputs)[0]
-        sizes = layer_sizes(params)
-        state_in = features.get("state")
-        cells, initial, final = [], [], []
-        raw = x
-        for i, units in enumerate(sizes):
-            cell = weight_drop_lstm.WeightDropLSTMCell(
-                units, weight_drop_kr=_keep(params, "wdrop", awd),
-                use_vd=bool(params.get("use_vd", False)),
-                sparsity=params.get("sparsity"), is_train=training,
-                name="lstm_%d" % i, **_quant_args(params))
-            cells.append(cell)
-            s0 = (state_in[i] if state_in is not None
-                  else cell.zero_state(batch, tf.float32))
-            initial.append(s0)
-            raw, s1 = tf.nn.dynamic_rnn(cell, x, initial_state=s0,
-                                        scope="layer_%d" % i)
-            final.append(s1)
-            last = i == len(sizes) - 1
-            x = _locked(raw, _keep(params, "dropout" if last else "dropouth",
-                                   awd), training)
 
-        bias = tf.get_variable("softmax_bias", [vocab],
-                               initializer=tf.zeros_initializer())
-        flat = tf.reshape(x, [-1, emb_size])
-        if sparse is not None:
-            decoded = variational_dropout.smart_cond(
-                training,
-                lambda: technique.nn.matmul_train(flat, pair,
-                                                  transpose_b=True),
-                lambda: technique.nn.matmul_eval(flat, pair,
-                                                 transpose_b=True))
-        else:
-            decoded = tf.matmul(flat, embedding, transpose_b=True)
-        logits = tf.nn.bias_add(decoded, bias)
-        xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.reshape(targets, [-1]), logits=logits))
-        logits = tf.reshape(logits, tf.concat([tf.shape(inputs), [vocab]], 0))
+def _embed(inputs, training, params, awd):
+    """The embedding variable, the sparse technique and (embedding, aux)
+    pair (or None) and the embedded inputs after embedding dropout
+    (dropoute) and locked dropout (dropouti): [batch, time, emb_size]."""
+    init = tf.random_uniform_initializer(-0.1, 0.1)
+    embedding = tf.get_variable(
+        "embedding", [params["vocab_size"], params["emb_size"]],
+        initializer=init)
+    sparse = _sparse_embedding(embedding, params.get("sparsity"))
+    if sparse is not None:
+        technique, pair = sparse
+        x = smart_cond(
+            training,
+            lambda: technique.nn.embedding_lookup_train(pair, inputs),
+            lambda: technique.nn.embedding_lookup_eval(pair, inputs))
+    elif awd and params.get("dropoute", 0.0) > 0:
+        x = variational_dropout.embedding_dropout(
+            embedding, inputs, 1.0 - params["dropoute"], training=training)
+    else:
+        x = tf.nn.embedding_lookup(embedding, inputs)
+    return embedding, sparse, _locked(x, _keep(params, "dropouti", awd),
+                                      training)
 
+
+def _stack(x, inputs, state_in, training, params, awd):
+    """The LSTM layers over x, each a WeightDropLSTMCell under dynamic_rnn
+    in scope layer_<i>, with locked dropout after each (dropouth between
+    layers, dropout after the last).
+
+    Returns:
+      (cells, initial states, final states, the last layer's output before
+      its dropout, the output after it).
+    """
+    batch = tf.shape(inputs)[0]
+    sizes = layer_sizes(params)
+    cells, initial, final = [], [], []
+    raw = x
+    for i, units in enumerate(sizes):
+        cell = weight_drop_lstm.WeightDropLSTMCell(
+            units, weight_drop_kr=_keep(params, "wdrop", awd),
+            use_vd=bool(params.get("use_vd", False)),
+            sparsity=params.get("sparsity"), is_train=training,
+            name="lstm_%d" % i, **_quant_args(params))
+        cells.append(cell)
+        s0 = (state_in[i] if state_in is not None
+              else cell.zero_state(batch, tf.float32))
+        initial.append(s0)
+        raw, s1 = tf.nn.dynamic_rnn(cell, x, initial_state=s0,
+                                    scope="layer_%d" % i)
+        final.append(s1)
+        last = i == len(sizes) - 1
+        x = _locked(raw, _keep(params, "dropout" if last else "dropouth",
+                               awd), training)
+    return cells, initial, final, raw, x
+
+
+def _decode(x, embedding, sparse, features, training, params):
+    """The tied decoder: (softmax bias variable, logits [batch, time,
+    vocab], mean cross-entropy of the targets)."""
+    vocab, emb_size = params["vocab_size"], params["emb_size"]
+    bias = tf.get_variable("softmax_bias", [vocab],
+                           initializer=tf.zeros_initializer())
+    flat = tf.reshape(x, [-1, emb_size])
+    if sparse is not None:
+        technique, pair = sparse
+        decoded = smart_cond(
+            training,
+            lambda: technique.nn.matmul_train(flat, pair, transpose_b=True),
+            lambda: technique.nn.matmul_eval(flat, pair, transpose_b=True))
+    else:
+        decoded = tf.matmul(flat, embedding, transpose_b=True)
+    logits = tf.nn.bias_add(decoded, bias)
+    xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.reshape(features["targets"], [-1]), logits=logits))
+    logits = tf.reshape(logits, tf.concat([tf.shape(features["inputs"]),
+                                           [vocab]], 0))
+    return bias, logits, xent
+
+
+def _penalties(x, raw, weights, training, params, awd):
+    """(AR, TAR, weight decay, sparsity loss): scalars, 0 where off. AR and
+    TAR are training-time penalties; weight decay covers ``weights``
+    only."""
     zero = tf.constant(0.0)
     ar = tar = wd = zero
     if awd:
@@ -188,19 +261,16 @@ def build_lm(features, mode, params):
             raw, params.get("beta", 0.0))
         if params.get("wdecay", 0.0) > 0:
             wd = params["wdecay"] * tf.add_n(
-                [tf.nn.l2_loss(v) for v in tf.trainable_variables("lm/")])
-        # AR/TAR are training-time penalties only.
-        ar, tar = (variational_dropout.smart_cond(
-            training, lambda t=t: t, lambda: zero) for t in (ar, tar))
+                [tf.nn.l2_loss(v) for v in weights])
+        ar, tar = (smart_cond(training, lambda t=t: t, lambda: zero)
+                   for t in (ar, tar))
     sparsity_loss = zero
-    if sparse is not None:
+    if params.get("sparsity"):
         penalty = (sparse_losses.kl_loss if params["sparsity"]
                    == "variational_dropout" else sparse_losses.l0_loss)
         sparsity_loss = penalty(weight=params["sparsity_weight"],
                                 summaries=False)
-    loss = xent + ar + tar + wd + sparsity_loss
-    return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
-                     tuple(initial), tuple(final), cells)
+    return ar, tar, wd, sparsity_loss
 
 
 def _sparse_embedding(embedding, sparsity):

@@ -2,7 +2,15 @@
 
 `params_for(preset, model, overrides)` merges DEFAULTS, the preset, the
 model's own settings and explicit overrides, in that order.
+`check_params` validates a parameter dict and `parse_value` converts and
+validates one parameter given as text (a command-line flag or a
+``--hparams`` item); both use the one table of checks, `CHECKS`.
 """
+import functools
+
+from tf1_awd_sparse._checks import (check_bool, check_choice,
+                                    check_nonnegative_int, check_positive_int,
+                                    check_real)
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
@@ -76,16 +84,11 @@ def split_quant(params):
     float_params = {k: v for k, v in params.items() if k not in QUANT_KEYS}
     if not params.get("quant"):
         return float_params, None
-    if int(params["quant_epochs"]) < 1:
-        raise ValueError("quant_epochs: expected an int >= 1, got %r"
-                         % (params["quant_epochs"],))
+    epochs = CHECKS["quant_epochs"](params["quant_epochs"], "quant_epochs")
     lr = (params["lr"] / 4.0 if params.get("quant_lr") is None
           else params["quant_lr"])
-    if not lr > 0:
-        raise ValueError("quant_lr: expected a learning rate > 0, got %r"
-                         % (lr,))
-    quant = dict(params, max_epochs=int(params["quant_epochs"]), lr=lr,
-                 quant_lr=lr)
+    lr = CHECKS["quant_lr"](lr, "quant_lr")
+    quant = dict(params, max_epochs=epochs, lr=lr, quant_lr=lr)
     return float_params, quant
 
 
@@ -99,7 +102,8 @@ def params_for(preset, model, overrides=None):
     Returns:
       dict.
     Raises:
-      ValueError: unknown preset, model or override key.
+      ValueError: unknown preset, model or override key, or an invalid
+        override (named, see `CHECKS`).
     """
     if preset not in PRESETS:
         raise ValueError("preset: expected one of %s, got %r"
@@ -115,7 +119,125 @@ def params_for(preset, model, overrides=None):
             raise ValueError("override %r: not a parameter (known: %s)"
                              % (key, ", ".join(sorted(DEFAULTS))))
         if value is not None:
-            params[key] = value
+            params[key] = CHECKS[key](value, "override %r" % (key,))
     params["model"] = model
     params["preset"] = preset
     return params
+
+
+def _choice(choices):
+    return lambda value, name: check_choice(value, choices, name)
+
+
+def _sparsity(value, name):
+    # The cell owns the list of techniques; imported here so that reading
+    # the presets does not build the cell module.
+    import weight_drop_lstm
+    return check_choice(value, weight_drop_lstm.SPARSITY_CHOICES, name)
+
+
+_RATE = functools.partial(check_real, low=0.0, high=1.0, high_open=True)
+_NONNEGATIVE = functools.partial(check_real, low=0.0)
+_POSITIVE = functools.partial(check_real, low=0.0, low_open=True)
+_POSITIVE_OR_NONE = functools.partial(check_real, low=0.0, low_open=True,
+                                      allow_none=True)
+
+#: The check of every parameter: a function (value, name) -> value that
+#: raises ValueError naming the parameter.  The one place a parameter's
+#: valid range is written: the library (`check_params`) and both command
+#: lines (`parse_value`) use it.
+CHECKS = {
+    "model": _choice(tuple(sorted(MODEL_OVERRIDES))),
+    "preset": _choice(tuple(sorted(PRESETS))),
+    "vocab_size": check_positive_int,
+    "emb_size": check_positive_int, "hidden_size": check_positive_int,
+    "num_layers": check_positive_int,
+    "dropout": _RATE, "dropouth": _RATE, "dropouti": _RATE,
+    "dropoute": _RATE, "wdrop": _RATE,
+    "alpha": _NONNEGATIVE, "beta": _NONNEGATIVE, "wdecay": _NONNEGATIVE,
+    "batch_size": check_positive_int, "eval_batch_size": check_positive_int,
+    "bptt": check_positive_int, "variable_bptt": check_bool,
+    # clip 0 means no clipping.
+    "lr": _POSITIVE, "clip": _NONNEGATIVE,
+    "optimizer": _choice(("ntasgd", "sgd")), "nonmono": check_positive_int,
+    "max_epochs": check_positive_int, "patience": check_positive_int,
+    "seed": check_nonnegative_int,
+    "sparsity": _sparsity, "sparsity_weight": _POSITIVE_OR_NONE,
+    "quant": check_bool, "quant_epochs": check_positive_int,
+    "quant_delay": check_nonnegative_int, "quant_lr": _POSITIVE_OR_NONE,
+    "weight_bits": check_positive_int, "activation_bits": check_positive_int,
+    "hmm_seed": check_nonnegative_int, "hmm_states": check_positive_int,
+    "hmm_vocab": check_positive_int, "hmm_train": check_positive_int,
+    "hmm_valid": check_positive_int, "hmm_test": check_positive_int,
+}
+
+# How a parameter whose default is None is written as text.
+_TEXT_TYPES = {"sparsity": str, "sparsity_weight": float, "quant_lr": float}
+
+
+def check_params(params, name="params[%r]"):
+    """Validates every parameter of ``params`` that `CHECKS` knows.
+
+    Args:
+      params: dict of parameters (any subset of `CHECKS`' keys; other keys
+        are left alone).
+      name: how a parameter is named in the error, with ``%r`` for its key.
+
+    Returns:
+      a copy of ``params`` with the checked values (ints as int, reals as
+      float).
+
+    Raises:
+      ValueError: the first invalid value, naming it (e.g.
+        ``params['bptt'] must be a positive int, got 0``).
+    """
+    checked = dict(params)
+    for key, value in params.items():
+        if key in CHECKS:
+            checked[key] = CHECKS[key](value, name % (key,))
+    return checked
+
+
+def parse_bool(text, name):
+    """A bool written as text: 1/true/yes/on or 0/false/no/off (any case).
+
+    Raises:
+      ValueError: anything else, naming ``name``.
+    """
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("%s must be true or false, got %r" % (name, text))
+
+
+def parse_value(key, text, name):
+    """One parameter given as text, converted to its type and checked.
+
+    Args:
+      key: a key of DEFAULTS.
+      text: the value as written, e.g. ``'35'``, ``'on'``, ``'0.25'``.
+      name: how the error names it, e.g. ``'--bptt'``.
+
+    Returns:
+      the value (bool, int, float or str).
+
+    Raises:
+      ValueError: unknown key, text not of the parameter's type, or a value
+        outside its range; the message names ``name``.
+    """
+    if key not in DEFAULTS:
+        raise ValueError("%s: not a parameter (known: %s)"
+                         % (name, ", ".join(sorted(DEFAULTS))))
+    kind = _TEXT_TYPES.get(key, type(DEFAULTS[key]))
+    if kind is bool:
+        value = parse_bool(text, name)
+    else:
+        try:
+            value = kind(text.strip())
+        except ValueError:
+            raise ValueError("%s must be %s, got %r" % (
+                name, {int: "an int", float: "a number"}.get(kind, kind),
+                text))
+    return CHECKS[key](value, name)

@@ -7,8 +7,15 @@ checkpoint, and the Python-side state (validation history, best loss,
 BPTT-length generator) is a function of the saved state and the epoch.  A
 run killed at any point and resumed with ``resume=True`` therefore redoes
 the interrupted epoch exactly as an uninterrupted run would.
+
+`Trainer` runs one model step by step (`Trainer.epoch` trains, validates
+and checkpoints an epoch, `Trainer.finish` scores the best checkpoint);
+each step returns a record (`awd_lm.records`) and prints nothing. `run`
+drives a Trainer to the stopping rule and hands the records to a callback,
+by default the training table (`records.TableLog`).
 """
 import collections
+import contextlib
 import json
 import math
 import os
@@ -18,8 +25,9 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tf1_awd_sparse.awd_lm import data, model
 from sparse_layers import report as sparse_report
+from tf1_awd_sparse._checks import check_nonnegative_int
+from tf1_awd_sparse.awd_lm import data, model, presets, records, runtime
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -130,12 +138,6 @@ class Graph(object):
         feed.update(zip(self.state, state))
         feed.update(extra or {})
         return feed
-
-
-def session_config(threads):
-    """ConfigProto with `threads` intra-op threads (0: TensorFlow's choice)."""
-    return tf.ConfigProto(intra_op_parallelism_threads=threads,
-                          inter_op_parallelism_threads=min(threads, 2))
 
 
 def window(stream, start, n):
@@ -256,8 +258,306 @@ def best_checkpoint(run_dir):
     return os.path.join(run_dir, "best", "model.ckpt")
 
 
+class CheckpointError(ValueError):
+    """A run's checkpoint or state file that cannot be read (missing,
+    truncated, corrupt); the message is one line naming the file."""
+
+
+def _restore(saver, sess, prefix):
+    """``saver.restore``, with an unreadable checkpoint as a CheckpointError
+    naming it instead of a TensorFlow error from inside the restore op."""
+    try:
+        saver.restore(sess, prefix)
+    except (tf.errors.OpError, ValueError) as e:
+        detail = (str(getattr(e, "message", "") or e).strip().splitlines()
+                  or [""])[0]
+        raise CheckpointError("%s: cannot restore this checkpoint (%s: %s); "
+                              "nothing was deleted" % (
+                                  prefix, type(e).__name__, detail))
+
+
+class Trainer(object):
+    """One model's training run in ``run_dir``, one step at a time.
+
+    `epoch` trains, validates and checkpoints the next epoch and returns
+    its record; `finish` scores the best checkpoint and returns the run's
+    summary. Nothing is printed: `run` hands the records to a callback
+    (`records` formats them). Checkpoints (last/, best/), TensorBoard
+    events, state.json and summary.json are written as before.
+
+    Args:
+      corpus: data.Corpus.
+      params: full parameter dict (`awd_lm.presets.params_for`); checked
+        with `presets.check_params`.
+      run_dir: the run's directory.
+      resume: continue from run_dir's state.json if present; otherwise the
+        files of an earlier run there (last/, best/, state.json,
+        summary.json, events) are deleted first, and nothing else.
+      threads: intra-op threads (0 lets TensorFlow choose).
+      init_from: checkpoint prefix of a float run of the same model whose
+        model variables start a quantized run (see `run`).
+      progress: None or a tqdm-like class for per-epoch progress bars.
+
+    Raises:
+      ValueError: invalid params (named), init_from without quant, resume
+        with changed parameters.
+      CheckpointError: an unreadable state.json.
+      data.DataError: a split too short for its batch size.
+    """
+
+    def __init__(self, corpus, params, run_dir, resume=False, threads=0,
+                 init_from=None, progress=None):
+        params = presets.check_params(dict(params,
+                                           vocab_size=len(corpus.vocab)))
+        if init_from is not None and not params.get("quant"):
+            raise ValueError("init_from: only a quantized run "
+                             "(params['quant']) starts from a float "
+                             "checkpoint, got %r" % init_from)
+        if params.get("sparsity") and params.get("sparsity_weight") is None:
+            # The KL / L0 term is a sum over weights; the data term a mean
+            # over tokens: weigh by 1 / tokens (the ELBO per token).
+            params["sparsity_weight"] = 1.0 / len(corpus.train)
+        self.params, self.run_dir = params, run_dir
+        self.corpus, self.init_from, self.progress = corpus, init_from, \
+            progress
+        self.model = label(params)
+        # Batched before anything is deleted: a split too short for its
+        # batch size leaves an earlier run's files alone.
+        self.streams = {
+            "train": data.batchify(corpus.train, params["batch_size"]),
+            "valid": data.batchify(corpus.valid, params["eval_batch_size"]),
+            "test": data.batchify(corpus.test, params["eval_batch_size"])}
+        threads = check_nonnegative_int(threads, "threads")
+        self.config = runtime.session_config(
+            threads, inter_op_threads=min(threads, 2))
+        self.state, self.resumed = self._load_state(resume)
+        os.makedirs(run_dir, exist_ok=True)
+        self.last_prefix = os.path.join(run_dir, "last", "model.ckpt")
+        self.best_prefix = best_checkpoint(run_dir)
+        self.graph = Graph(params)
+        self._writer = tf.summary.FileWriter(run_dir)
+
+    def _load_state(self, resume):
+        """(state, resumed): run_dir's state.json, or a fresh state after
+        deleting an earlier run's files."""
+        path = os.path.join(self.run_dir, STATE_FILE)
+        if not (resume and os.path.exists(path)):
+            _clear_run(self.run_dir)
+            return fresh_state(self.params), False
+        try:
+            with open(path) as f:
+                state = json.load(f)
+            old = state["params"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise CheckpointError("%s: unreadable run state (%s: %s); "
+                                  "nothing was deleted"
+                                  % (path, type(e).__name__, e))
+        # Only max_epochs may change: it extends or shortens a run (a
+        # quantized run's max_epochs is its quant_epochs).
+        changed = sorted(k for k in set(self.params) | set(old)
+                         if self.params.get(k) != old.get(k)
+                         and k not in ("max_epochs", "quant_epochs"))
+        if changed:
+            raise ValueError("resume: %s was made with different parameters "
+                             "(%s)" % (self.run_dir, ", ".join(changed)))
+        if old["max_epochs"] != self.params["max_epochs"]:
+            old["max_epochs"] = self.params["max_epochs"]
+            if state["done"] and stop_reason(state, self.params) is None:
+                state["done"] = False  # extended past its old maximum
+        return state, True
+
+    def opening_record(self):
+        """The 'resume' record of a resumed run, the 'start' record of a run
+        with no finished epoch, else None."""
+        if self.resumed:
+            return {"event": "resume", "model": self.model,
+                    "run_dir": self.run_dir, "epoch": self.state["epoch"]}
+        if self.state["epoch"] == 0 and not self.state["done"]:
+            return {"event": "start", "model": self.model}
+        return None
+
+    def finished(self):
+        """Whether the stopping rule ended the run (or it was scored)."""
+        return (self.state["done"]
+                or stop_reason(self.state, self.params) is not None)
+
+    def epoch(self):
+        """Trains, validates and checkpoints the next epoch.
+
+        Every epoch runs in a fresh instance of the graph seeded by (seed,
+        epoch), starting from the previous epoch's checkpoint (or the
+        initializer / ``init_from`` for epoch 1), so that a resumed run
+        redoes an interrupted epoch exactly.
+
+        Returns:
+          the 'epoch' record (`awd_lm.records`), also appended to the
+          state's epochs.
+
+        Raises:
+          CheckpointError: the previous epoch's checkpoint is unreadable.
+          FloatingPointError: a non-finite training loss.
+        """
+        g, state, params = self.graph, self.state, self.params
+        epoch = state["epoch"] + 1
+        start = time.time()
+        graph, last_saver, best_saver, warm_saver = g.instance(
+            params["seed"] * 1009 + epoch)
+        with tf.Session(graph=graph, config=self.config) as sess:
+            if epoch == 1:
+                sess.run(g.init)
+                if self.init_from is not None:
+                    _restore(warm_saver, sess, self.init_from)
+            else:
+                # The checkpoint of the last finished epoch by name: a kill
+                # during a later save may have moved "latest" already.
+                _restore(last_saver, sess,
+                         "%s-%d" % (self.last_prefix, epoch - 1))
+            if g.averaging is not None:
+                g.optimizer.set_history(state["val_history"])
+            train_loss, tok_s = train_epoch(sess, g, self.streams["train"],
+                                            params, epoch, self.progress)
+            record = self.validate(sess, best_saver)
+            if record["best"]:
+                state.update(best_valid=record["valid_loss"],
+                             best_epoch=epoch, since_best=0)
+            else:
+                state["since_best"] += 1
+            if record["averaging_started"]:
+                state["averaging_epoch"] = epoch
+            seconds = time.time() - start
+            record.update(model=self.model, epoch=epoch,
+                          train_loss=train_loss, train_ppl=ppl(train_loss),
+                          tokens_per_s=tok_s, seconds=seconds,
+                          lr=params["lr"])
+            state["epochs"].append(record)
+            if g.sparsity:
+                record["sparsity"] = float(sess.run(g.sparsity["global"]))
+            ranges = g.quant_ranges(sess)
+            state["epoch"] = epoch
+            state["train_seconds"] += seconds
+            # Checkpoint first, state second: a kill in between redoes the
+            # epoch from the previous checkpoint, which is still consistent.
+            self.checkpoint(sess, last_saver, epoch)
+        _write_json(os.path.join(self.run_dir, STATE_FILE), state)
+        self._write_summaries(record, ranges)
+        return dict(record, event="epoch")
+
+    def validate(self, sess, best_saver):
+        """Validates the weights of the epoch just trained: NT-ASGD's
+        averaged weights once it averages. A new best validation loss saves
+        the best checkpoint (of the weights validated); before averaging,
+        the loss feeds NT-ASGD's trigger.
+
+        Returns:
+          dict with valid_loss, valid_ppl, best (bool), averaged (bool),
+          averaging_started (bool).
+        """
+        g, state = self.graph, self.state
+        averaged = bool(g.averaging is not None and sess.run(g.averaging))
+        # Without averaging, the raw weights are the ones validated.
+        weights = (g.optimizer.averaged_weights(sess) if averaged
+                   else contextlib.ExitStack())
+        with weights:
+            valid_loss = evaluate(sess, g, self.streams["valid"],
+                                  self.params["bptt"])
+            best = bool(_is_best(state, valid_loss))
+            if best:
+                best_saver.save(sess, self.best_prefix)
+        started = bool(not averaged and g.averaging is not None
+                       and g.optimizer.observe(sess, valid_loss))
+        if g.averaging is not None:
+            state["val_history"] = list(g.optimizer.history)
+        else:
+            state["val_history"].append(valid_loss)
+        return {"valid_loss": valid_loss, "valid_ppl": ppl(valid_loss),
+                "best": best, "averaged": averaged,
+                "averaging_started": started}
+
+    def checkpoint(self, sess, last_saver, epoch):
+        """Writes the epoch's checkpoint to last/ (the previous epoch's is
+        kept until the next save).
+
+        Returns:
+          the checkpoint prefix written.
+        """
+        # A Saver per epoch: tell it the kept one so max_to_keep holds.
+        last_saver.recover_last_checkpoints(
+            ["%s-%d" % (self.last_prefix, e) for e in (epoch - 1,) if e > 0])
+        return last_saver.save(sess, self.last_prefix, global_step=epoch)
+
+    def _write_summaries(self, record, ranges):
+        """The epoch's TensorBoard scalars (and learned quantization
+        ranges, min and max)."""
+        _scalars(self._writer, record["epoch"],
+                 train_loss=record["train_loss"],
+                 valid_loss=record["valid_loss"],
+                 train_ppl=record["train_ppl"], valid_ppl=record["valid_ppl"],
+                 learning_rate=record["lr"],
+                 averaging=float(record["averaged"]),
+                 tokens_per_s=record["tokens_per_s"],
+                 **({"sparsity": record["sparsity"]} if "sparsity" in record
+                    else {}))
+        if ranges:
+            _scalars(self._writer, record["epoch"],
+                     **{"quant_range/" + k: v for k, v in ranges.items()})
+
+    def finish(self, extra=None):
+        """Scores the best checkpoint on the test split (once per run) and
+        writes summary.json.
+
+        Args:
+          extra: dict merged into the summary.
+
+        Returns:
+          the summary dict (see `run`).
+
+        Raises:
+          CheckpointError: the best checkpoint is unreadable.
+        """
+        g, state = self.graph, self.state
+        if not state["done"]:
+            state["stop_reason"] = stop_reason(state, self.params)
+            graph, _, best_saver, _ = g.instance(self.params["seed"] * 1009)
+            with tf.Session(graph=graph, config=self.config) as sess:
+                _restore(best_saver, sess, self.best_prefix)
+                state["quant_ranges"] = g.quant_ranges(sess) or None
+                bptt = self.params["bptt"]
+                state["test_loss"] = evaluate(sess, g, self.streams["test"],
+                                              bptt)
+                state["best_valid_check"] = evaluate(
+                    sess, g, self.streams["valid"], bptt)
+                if g.sparsity:
+                    values = sess.run(g.sparsity)
+                    state["sparsity_report"] = {
+                        "global": float(values["global"]),
+                        "layers": collections.OrderedDict(
+                            (k, float(v)) for k, v in
+                            values["layers"].items())}
+            state["done"] = True
+            _write_json(os.path.join(self.run_dir, STATE_FILE), state)
+        self._writer.close()
+        summary = {
+            "model": self.model, "corpus": self.corpus.name,
+            "params": self.params, "epochs": state["epochs"],
+            "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
+            "best_valid_ppl": ppl(state["best_valid"]),
+            "test_ppl": ppl(state["test_loss"]),
+            "stop_reason": state["stop_reason"],
+            "averaging_epoch": state["averaging_epoch"],
+            "train_seconds": state["train_seconds"],
+            "unk_counts": self.corpus.unk_counts,
+            "sparsity_report": state.get("sparsity_report"),
+            "quant": bool(self.params.get("quant")),
+            "init_from": self.init_from,
+            "quant_ranges": state.get("quant_ranges"),
+        }
+        summary.update(extra or {})
+        _write_json(os.path.join(self.run_dir, SUMMARY_FILE), summary)
+        return summary
+
+
 def run(corpus, params, run_dir, resume=False, log=print, progress=None,
-        threads=0, extra=None, init_from=None):
+        threads=0, extra=None, init_from=None, on_record=None):
     """Trains one model until the stopping rule, then scores its best checkpoint.
 
     Args:
@@ -268,7 +568,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       resume: continue from run_dir's state.json if present; otherwise the
         files of an earlier run there (last/, best/, state.json,
         summary.json, events) are deleted first, and nothing else.
-      log: callable printing one line.
+      log: callable printing one line; used by the default record callback
+        (`records.TableLog`).
       progress: None or a tqdm-like class for per-epoch progress bars.
       threads: intra-op threads (0 lets TensorFlow choose).
       extra: dict merged into the summary (e.g. the corpus floor).
@@ -277,171 +578,36 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         quantized run (params['quant']); optimizer state, ranges and the
         global step start fresh.  Epoch 1 of a resumed run starts from it
         again, so resume stays exact.
+      on_record: callable receiving every record ('start' / 'resume',
+        'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
+        default: ``records.TableLog(log)``, the training table.
+
     Returns:
-      the summary dict (also written to run_dir/summary.json).
+      the summary dict (also written to run_dir/summary.json): model,
+      corpus, params, epochs (the epoch records), epochs_run, best_epoch,
+      best_valid_ppl, test_ppl (at the best checkpoint), stop_reason,
+      averaging_epoch, train_seconds, unk_counts, sparsity_report, quant,
+      init_from, quant_ranges, and ``extra``'s keys.
+
+    Raises:
+      ValueError: invalid params (named), init_from without quant, resume
+        with changed parameters.
+      CheckpointError: (a ValueError) an unreadable checkpoint or
+        state.json, named; nothing written is deleted.
+      data.DataError: a split too short for its batch size.
+      FloatingPointError: a non-finite training loss.
     """
-    params = dict(params, vocab_size=len(corpus.vocab))
-    if init_from is not None and not params.get("quant"):
-        raise ValueError("init_from: only a quantized run (params['quant']) "
-                         "starts from a float checkpoint, got %r" % init_from)
-    if params.get("sparsity") and params.get("sparsity_weight") is None:
-        # The KL / L0 term is a sum over weights; the data term a mean
-        # over tokens: weigh by 1 / tokens (the ELBO per token).
-        params["sparsity_weight"] = 1.0 / len(corpus.train)
-    state_path = os.path.join(run_dir, STATE_FILE)
-    if resume and os.path.exists(state_path):
-        with open(state_path) as f:
-            state = json.load(f)
-        # Only max_epochs may change: it extends or shortens a run (a
-        # quantized run's max_epochs is its quant_epochs).
-        changed = sorted(k for k in set(params) | set(state["params"])
-                         if params.get(k) != state["params"].get(k)
-                         and k not in ("max_epochs", "quant_epochs"))
-        if changed:
-            raise ValueError("resume: %s was made with different parameters "
-                             "(%s)" % (run_dir, ", ".join(changed)))
-        if state["params"]["max_epochs"] != params["max_epochs"]:
-            state["params"]["max_epochs"] = params["max_epochs"]
-            if state["done"] and stop_reason(state, params) is None:
-                state["done"] = False  # extended past its old maximum
-        log("resuming %s after epoch %d" % (run_dir, state["epoch"]))
-    else:
-        _clear_run(run_dir)
-        state = fresh_state(params)
-    os.makedirs(run_dir, exist_ok=True)
-    train = data.batchify(corpus.train, params["batch_size"])
-    valid = data.batchify(corpus.valid, params["eval_batch_size"])
-    test = data.batchify(corpus.test, params["eval_batch_size"])
-    writer = tf.summary.FileWriter(run_dir)
-    last_prefix = os.path.join(run_dir, "last", "model.ckpt")
-    best_prefix = best_checkpoint(run_dir)
-    config = session_config(threads)
-    name = label(params)
-
-    if state["epoch"] == 0 and not state["done"]:
-        log("%-7s | %5s | %9s | %9s | %6s | %7s | %s" % (
-            name, "epoch", "train ppl", "valid ppl", "tok/s", "seconds",
-            "note"))
-    g = Graph(params)
-    while not state["done"] and stop_reason(state, params) is None:
-        epoch = state["epoch"] + 1
-        start = time.time()
-        graph, last_saver, best_saver, warm_saver = g.instance(
-            params["seed"] * 1009 + epoch)
-        with tf.Session(graph=graph, config=config) as sess:
-            if epoch == 1:
-                sess.run(g.init)
-                if init_from is not None:
-                    warm_saver.restore(sess, init_from)
-            else:
-                # The checkpoint of the last finished epoch by name: a kill
-                # during a later save may have moved "latest" already.
-                last_saver.restore(sess, "%s-%d" % (last_prefix,
-                                                      epoch - 1))
-            if g.averaging is not None:
-                g.optimizer.set_history(state["val_history"])
-            train_loss, tok_s = train_epoch(sess, g, train, params, epoch,
-                                            progress)
-            averaging = bool(g.averaging is not None
-                             and sess.run(g.averaging))
-            note = []
-            if averaging:
-                with g.optimizer.averaged_weights(sess):
-                    valid_loss = evaluate(sess, g, valid, params["bptt"])
-                    best = _is_best(state, valid_loss)
-                    if best:
-                        best_saver.save(sess, best_prefix)
-            else:
-                valid_loss = evaluate(sess, g, valid, params["bptt"])
-                best = _is_best(state, valid_loss)
-                if best:
-                    best_saver.save(sess, best_prefix)
-                if g.averaging is not None and g.optimizer.observe(
-                        sess, valid_loss):
-                    state["averaging_epoch"] = epoch
-                    note.append("averaging starts")
-            if g.averaging is not None:
-                state["val_history"] = list(g.optimizer.history)
-            else:
-                state["val_history"].append(valid_loss)
-            if best:
-                state.update(best_valid=valid_loss, best_epoch=epoch,
-                             since_best=0)
-                note.insert(0, "best")
-            else:
-                state["since_best"] += 1
-            seconds = time.time() - start
-            record = {"epoch": epoch, "train_loss": train_loss,
-                      "valid_loss": valid_loss, "train_ppl": ppl(train_loss),
-                      "valid_ppl": ppl(valid_loss), "tokens_per_s": tok_s,
-                      "seconds": seconds, "averaged": averaging,
-                      "lr": params["lr"]}
-            state["epochs"].append(record)
-            if g.sparsity:
-                record["sparsity"] = float(sess.run(g.sparsity["global"]))
-            ranges = g.quant_ranges(sess)
-            state["epoch"] = epoch
-            state["train_seconds"] += seconds
-            # Checkpoint first, state second: a kill in between redoes the
-            # epoch from the previous checkpoint, which is still consistent.
-            # A Saver per epoch: tell it the kept one so max_to_keep holds.
-            last_saver.recover_last_checkpoints(
-                ["%s-%d" % (last_prefix, e) for e in (epoch - 1,) if e > 0])
-            last_saver.save(sess, last_prefix, global_step=epoch)
-        _write_json(state_path, state)
-        _scalars(writer, epoch, train_loss=train_loss, valid_loss=valid_loss,
-                 train_ppl=ppl(train_loss), valid_ppl=ppl(valid_loss),
-                 learning_rate=params["lr"], averaging=float(averaging),
-                 tokens_per_s=tok_s, **({"sparsity": record["sparsity"]}
-                                        if g.sparsity else {}))
-        if ranges:  # the learned ranges after the epoch, min and max
-            _scalars(writer, epoch, **{"quant_range/" + k: v
-                                       for k, v in ranges.items()})
-        log("%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s" % (
-            name, epoch, ppl(train_loss), ppl(valid_loss), tok_s, seconds,
-            ", ".join(note)))
-
-    if not state["done"]:
-        state["stop_reason"] = stop_reason(state, params)
-        graph, _, best_saver, _ = g.instance(params["seed"] * 1009)
-        with tf.Session(graph=graph, config=config) as sess:
-            best_saver.restore(sess, best_prefix)
-            state["quant_ranges"] = g.quant_ranges(sess) or None
-            state["test_loss"] = evaluate(sess, g, test, params["bptt"])
-            state["best_valid_check"] = evaluate(sess, g, valid,
-                                                 params["bptt"])
-            if g.sparsity:
-                values = sess.run(g.sparsity)
-                state["sparsity_report"] = {
-                    "global": float(values["global"]),
-                    "layers": collections.OrderedDict(
-                        (k, float(v)) for k, v in values["layers"].items())}
-        state["done"] = True
-        _write_json(state_path, state)
-    writer.close()
-    summary = {
-        "model": name, "corpus": corpus.name, "params": params,
-        "epochs": state["epochs"], "epochs_run": state["epoch"],
-        "best_epoch": state["best_epoch"],
-        "best_valid_ppl": ppl(state["best_valid"]),
-        "test_ppl": ppl(state["test_loss"]),
-        "stop_reason": state["stop_reason"],
-        "averaging_epoch": state["averaging_epoch"],
-        "train_seconds": state["train_seconds"],
-        "unk_counts": corpus.unk_counts,
-        "sparsity_report": state.get("sparsity_report"),
-        "quant": bool(params.get("quant")), "init_from": init_from,
-        "quant_ranges": state.get("quant_ranges"),
-    }
-    summary.update(extra or {})
-    _write_json(os.path.join(run_dir, SUMMARY_FILE), summary)
-    if summary["sparsity_report"]:
-        log("%s sparsity of the best checkpoint:\n%s" % (
-            name, sparse_report.format_report(summary["sparsity_report"])))
-    log("%-7s | stopped after epoch %d (%s); best epoch %d: valid ppl %.2f, "
-        "test ppl %.2f" % (name, state["epoch"], state["stop_reason"],
-                           state["best_epoch"], summary["best_valid_ppl"],
-                           summary["test_ppl"]))
+    report = on_record if on_record is not None else records.TableLog(log)
+    trainer = Trainer(corpus, params, run_dir, resume=resume,
+                      threads=threads, init_from=init_from,
+                      progress=progress)
+    opening = trainer.opening_record()
+    if opening is not None:
+        report(opening)
+    while not trainer.finished():
+        report(trainer.epoch())
+    summary = trainer.finish(extra)
+    report(dict(summary, event="end"))
     return summary
 
 
@@ -460,31 +626,3 @@ def _clear_run(run_dir):
 
 def _is_best(state, valid_loss):
     return state["best_valid"] is None or valid_loss < state["best_valid"]
-
-
-def plot_curves(summaries, path, floor=None):
-    """PNG of validation perplexity per epoch, one line per model.
-
-    Args:
-      summaries: list of summary dicts from `run`.
-      path: output .png path.
-      floor: optional float, the source's perplexity, drawn as a line.
-    """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for s in summaries:
-        ep = [r["epoch"] for r in s["epochs"]]
-        ax.plot(ep, [r["valid_ppl"] for r in s["epochs"]], marker=".",
-                label="%s (test %.1f)" % (s["model"], s["test_ppl"]))
-    if floor:
-        ax.axhline(floor, color="gray", linestyle="--",
-                   label="source floor %.1f" % floor)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("validation perplexity")
-    ax.set_title(summaries[0]["corpus"] if summaries else "")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

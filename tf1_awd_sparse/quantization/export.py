@@ -32,19 +32,37 @@ _KEPT_OPS = ("FakeQuantWithMinMaxVars",)
 
 
 def _as_cell_list(cells):
-    """Validates ``cells`` and returns them as a list."""
-    if not isinstance(cells, (list, tuple)):
-        cells = [cells]
-    if not cells:
+    """Validates ``cells`` and returns them as a flat list, bottom first: a
+    ``tf.nn.rnn_cell.MultiRNNCell`` (also nested, or in a list) is unwrapped
+    into its cells.
+
+    Raises:
+      ValueError: an empty stack, or a cell that is not a built
+        ``WeightDropLSTMCell`` (the message says what to pass).
+    """
+    # Imported here: weight_drop_lstm builds on this package.
+    from weight_drop_lstm import WeightDropLSTMCell
+    pending = list(cells) if isinstance(cells, (list, tuple)) else [cells]
+    flat = []
+    while pending:
+        cell = pending.pop(0)
+        if isinstance(cell, tf.nn.rnn_cell.MultiRNNCell):
+            # TF 1.13 and 1.15 have no public accessor for the cells.
+            pending[:0] = list(cell._cells)  # pylint: disable=protected-access
+            continue
+        if not isinstance(cell, WeightDropLSTMCell):
+            raise ValueError(
+                "cells must be a built WeightDropLSTMCell, a list of them "
+                "(bottom first) or a tf.nn.rnn_cell.MultiRNNCell of them; got "
+                "%r" % (cell,))
+        if not cell.built:
+            raise ValueError("cells must be built (call them in the "
+                             "training graph first); %r is not" % (cell,))
+        flat.append(cell)
+    if not flat:
         raise ValueError("cells must be a cell or a non-empty list of cells; "
                          "got an empty list")
-    for cell in cells:
-        if not hasattr(cell, "get_config") or not getattr(cell, "built",
-                                                          False):
-            raise ValueError("cells must be built WeightDropLSTMCell "
-                             "objects (call them in the training graph "
-                             "first); got %r" % (cell,))
-    return list(cells)
+    return flat
 
 
 def relative_variable_names(variables):
@@ -350,9 +368,10 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
     """Writes float and fully 8-bit TFLite models of a trained cell stack.
 
     Args:
-      cells: a built ``WeightDropLSTMCell`` or a list of them (bottom first),
-        as used in the training graph. For ``quant_path`` they must have been
-        built with ``is_quant=True`` (their learned ranges are exported).
+      cells: a built ``WeightDropLSTMCell``, a list of them (bottom first)
+        or the ``tf.nn.rnn_cell.MultiRNNCell`` of them, as used in the
+        training graph. For ``quant_path`` they must have been built with
+        ``is_quant=True`` (their learned ranges are exported).
       batch_size: int, the models' fixed batch.
       num_steps: int, the number of unrolled steps per model call.
       float_path: where to write the float model, or None to skip.
@@ -365,7 +384,8 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
       models written).
 
     Raises:
-      ValueError: bad sizes, unbuilt cells, both or neither of
+      ValueError: bad sizes, cells of another kind (say what to pass),
+        unbuilt cells, both or neither of
         ``session`` / ``checkpoint``, or an 8-bit export of float cells.
       tf.lite.ConverterError (``ConverterError``): if TOCO rejects a graph.
     """

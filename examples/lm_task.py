@@ -1,0 +1,120 @@
+"""A test probe for the language model's Estimator tasks, and the command
+line that adds it: ``python examples/lm_task.py`` is
+``python -m tf1_awd_sparse.awd_lm.estimator`` plus ``--run-log FILE``.
+
+`RunLogHook` records what one task did (its steps, losses, timing, where
+its mask variables live and whether anything but this task changed them)
+for the distributed tests and the throughput benchmark. It is not part of
+the library: users watch training through TensorBoard and Estimator's log.
+`LocalCluster` (``local_cluster.py``) starts its tasks with this command.
+"""
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf1_awd_sparse import mask_placement  # noqa: E402
+from tf1_awd_sparse.awd_lm import estimator  # noqa: E402
+
+
+class RunLogHook(tf.train.SessionRunHook):
+    """Writes what one task did to a JSON file at the end of training:
+    its own step count, the training losses of its steps, ``[time, own
+    step]`` after ``warmup`` steps ('first') and after the last ('last'),
+    for throughput, the device and a digest of each mask variable, and how
+    often a mask changed between this task's own steps (it never should:
+    only this task's update op writes its masks).
+
+    Args:
+      path: output JSON file.
+      loss: the training loss tensor.
+      warmup: steps excluded from the timing window.
+    """
+
+    def __init__(self, path, loss, warmup=3):
+        self._path = path
+        self._loss = loss
+        self._warmup = warmup
+        self._log = {"steps": 0, "losses": [], "foreign_mask_changes": 0}
+        self._last_masks = None
+
+    def begin(self):
+        self._masks = mask_placement.mask_variables()
+        self._mask_values = [_replica_values(v) for v in self._masks]
+
+    def before_run(self, run_context):
+        if self._mask_values and self._last_masks is not None:
+            now = run_context.session.run(self._mask_values)
+            if not _same(now, self._last_masks):
+                self._log["foreign_mask_changes"] += 1
+        return tf.train.SessionRunArgs(self._loss)
+
+    def after_run(self, run_context, run_values):
+        # Listed after MaskUpdateHook, which has already resampled this
+        # task's masks: remember them.
+        if self._mask_values:
+            self._last_masks = run_context.session.run(self._mask_values)
+        self._log["steps"] += 1
+        self._log["losses"].append(float(run_values.results))
+        mark = [time.time(), self._log["steps"]]
+        if self._log["steps"] == self._warmup:
+            self._log["first"] = mark
+        self._log["last"] = mark
+
+    def end(self, session):
+        masks = session.run(self._mask_values) if self._mask_values else []
+        self._log["masks"] = [
+            {"name": v.name, "devices": _devices(v),
+             "digest": [float(np.sum(m * np.arange(1, m.size + 1).reshape(
+                 m.shape))) for m in values],
+             "kept_fraction": [float(m.mean()) for m in values]}
+            for v, values in zip(self._masks, masks)]
+        with open(self._path, "w") as f:
+            json.dump(self._log, f)
+
+
+def _replica_values(variable):
+    """Read tensors of every replica's copy of ``variable`` (one when not
+    replicated)."""
+    devices = getattr(variable, "devices", None)
+    if devices and len(devices) > 1:
+        return [variable.get(device=d).read_value() for d in devices]
+    return [tf.convert_to_tensor(variable)]
+
+
+def _devices(variable):
+    devices = getattr(variable, "devices", None)
+    if devices and len(devices) > 1:
+        return [variable.get(device=d).device for d in devices]
+    return [variable.device]
+
+
+def _same(a, b):
+    return all(np.array_equal(x, y) for xs, ys in zip(a, b)
+               for x, y in zip(xs, ys))
+
+
+RUN_LOG_FLAG = ("--run-log", dict(help="write this task's JSON run log here "
+                                  "(steps, losses, timing, masks)"))
+
+
+def _hooks(args, loss):
+    return [RunLogHook(args.run_log, loss)] if args.run_log else []
+
+
+def main(argv=None):
+    """The Estimator command line with ``--run-log``."""
+    return estimator.main(argv, extra_flags=(RUN_LOG_FLAG,),
+                          make_hooks=_hooks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

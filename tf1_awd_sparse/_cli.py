@@ -1,0 +1,70 @@
+"""The library's command lines report bad input the same way: exit status 2
+and one line on stderr naming the flag (or the file), never a traceback.
+
+argparse's own ``error`` prints the whole usage first (several lines); this
+parser prints only ``error: <what>``. Flag values are checked after parsing
+with the library's argument checks (`tf1_awd_sparse._checks`, or the
+language model's parameter table), each given the flag's name.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import sys
+
+__all__ = ["ArgumentParser", "fail"]
+
+
+def fail(message):
+    """Prints ``error: <message>`` (its first line) to stderr and exits 2.
+
+    Raises:
+      SystemExit: always, with code 2.
+    """
+    lines = str(message).strip().splitlines() or [""]
+    print("error: %s" % lines[0], file=sys.stderr)
+    raise SystemExit(2)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose errors are one line, exit status 2.
+
+    ``check_flags`` validates parsed values with check functions
+    ``(value, name) -> value`` that raise ValueError naming ``name``.
+    """
+
+    def error(self, message):
+        """Ends the program with ``error: <message>``, exit status 2."""
+        fail(message)
+
+    def check_flags(self, args, checks):
+        """Validates parsed flags in place.
+
+        Args:
+          args: the ``argparse.Namespace``.
+          checks: dict ``dest -> check(value, name)``; None values (flags
+            not given, without a default) are not checked.
+
+        Returns:
+          ``args``, with each checked value replaced by what the check
+          returned.
+
+        Raises:
+          SystemExit: (code 2, via `fail`) the first value a check rejects;
+            the line names the flag, e.g. ``--bptt must be a positive int,
+            got 0``.
+        """
+        for dest, check in checks.items():
+            value = getattr(args, dest)
+            if value is None:
+                continue
+            try:
+                setattr(args, dest, check(value, self._flag(dest)))
+            except ValueError as e:
+                fail(e)
+        return args
+
+    def _flag(self, dest):
+        for action in self._actions:
+            if action.dest == dest and action.option_strings:
+                return action.option_strings[0]
+        return dest

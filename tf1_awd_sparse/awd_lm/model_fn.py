@@ -1,0 +1,94 @@
+"""The language model as an Estimator ``model_fn``, and the hook that
+resamples its dropout-mask variables after every training step."""
+from __future__ import absolute_import, division, print_function
+
+import tensorflow as tf
+
+from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse.awd_lm import model
+
+__all__ = ["MASK_UPDATE_OPS", "model_fn", "MaskUpdateHook"]
+
+# Update ops of every replica's masks, read by MaskUpdateHook at begin():
+# under MirroredStrategy Estimator keeps the first replica's hooks only.
+MASK_UPDATE_OPS = "awd_lm_mask_update_ops"
+
+
+def model_fn(features, labels, mode, params):
+    """Estimator ``model_fn`` of the language model.
+
+    Args:
+      features: dict with 'inputs', int32 ``[batch, time]`` word ids.
+      labels: int32 ``[batch, time]``, the next word of each input.
+      mode: a ``tf.estimator.ModeKeys``.
+      params: the model's parameter dict (`awd_lm.presets.params_for`), with
+        'lr' and 'clip'; 'use_vd' makes the DropConnect masks variables
+        resampled after every step (`MaskUpdateHook`); 'training_hooks'
+        (optional) a function ``loss -> list of SessionRunHooks`` whose
+        hooks run after MaskUpdateHook in every training step (they see
+        each step's masks once resampled).
+
+    Returns:
+      ``tf.estimator.EstimatorSpec``: PREDICT gives 'logits'; EVAL the mean
+      cross-entropy as loss with 'perplexity' as metric; TRAIN the
+      regularized loss and a clipped SGD step.
+
+    Raises:
+      ValueError: bad params (named, see `model.build_lm`).
+    """
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        # build_lm needs targets; predictions do not depend on them.
+        labels = tf.zeros_like(features["inputs"])
+    out = model.build_lm({"inputs": features["inputs"], "targets": labels},
+                         mode, params)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode,
+                                          predictions={"logits": out.logits})
+    if mode == tf.estimator.ModeKeys.EVAL:
+        mean_xent = tf.metrics.mean(out.xent)
+        return tf.estimator.EstimatorSpec(
+            mode, loss=out.xent,
+            eval_metric_ops={"xent": mean_xent,
+                             "perplexity": (tf.exp(mean_xent[0]),
+                                            mean_xent[1])})
+    for cell in out.cells:
+        for op in cell.get_vd_update_op():
+            tf.add_to_collection(MASK_UPDATE_OPS, op)
+    sgd = dict(params, optimizer="sgd")
+    train_op, _ = model.build_train_op(
+        out.loss, params["lr"], sgd, tf.train.get_or_create_global_step())
+    tf.summary.scalar("xent", out.xent)
+    hooks = [MaskUpdateHook()]
+    if params.get("training_hooks"):
+        hooks.extend(params["training_hooks"](out.loss))
+    return tf.estimator.EstimatorSpec(mode, loss=out.loss, train_op=train_op,
+                                      training_hooks=hooks)
+
+
+class MaskUpdateHook(tf.train.SessionRunHook):
+    """Resamples the dropout-mask variables after every training step.
+
+    Runs the ops of the `MASK_UPDATE_OPS` collection (every replica's) in a
+    separate ``session.run`` after each step, so a step always reads one
+    mask, drawn before it started. Masks are local to the worker/replica
+    (`mask_placement`), so this never touches another worker's mask.
+
+    Args:
+      every_n_steps: resample after every n-th step.
+
+    Raises:
+      ValueError: ``every_n_steps`` not a positive int.
+    """
+
+    def __init__(self, every_n_steps=1):
+        self._every = check_positive_int(every_n_steps, "every_n_steps")
+        self._ops = []
+        self._steps = 0
+
+    def begin(self):
+        self._ops = tf.get_collection(MASK_UPDATE_OPS)
+
+    def after_run(self, run_context, run_values):
+        self._steps += 1
+        if self._ops and self._steps % self._every == 0:
+            run_context.session.run(self._ops)

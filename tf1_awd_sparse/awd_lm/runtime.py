@@ -1,0 +1,83 @@
+"""What both training paths (the single-process loop `awd_lm.train` and the
+Estimator command line `awd_lm.estimator`) set up the same way: the corpus
+and the session configuration."""
+from __future__ import absolute_import, division, print_function
+
+import tensorflow as tf
+
+from tf1_awd_sparse._checks import check_nonnegative_int
+from tf1_awd_sparse.awd_lm import data, synthetic
+
+__all__ = ["load_corpus", "session_config"]
+
+
+def load_corpus(data_dir, params):
+    """The corpus of a run: a PTB-layout directory, or the embedded one.
+
+    Args:
+      data_dir: a PTB-layout directory (see `data.read_ptb`), or None for
+        the embedded corpus: a sample of the seeded hidden Markov source
+        that params' ``hmm_*`` entries describe.
+      params: the run's parameter dict (`presets.params_for`).
+
+    Returns:
+      ``(corpus, floor, description)``: a `data.Corpus`; the source's exact
+      test perplexity (the floor no model can beat) for the embedded corpus,
+      None for a directory; one line describing the corpus.
+
+    Raises:
+      data.DataError: unreadable, missing or empty corpus files (one line
+        naming the file).
+    """
+    if data_dir:
+        corpus = data.read_ptb(data_dir)
+        return corpus, None, (
+            "corpus %s: vocab %d, tokens train %d valid %d test %d; words "
+            "mapped to <unk>: valid %d, test %d" % (
+                data_dir, len(corpus.vocab), len(corpus.train),
+                len(corpus.valid), len(corpus.test),
+                corpus.unk_counts["valid"], corpus.unk_counts["test"]))
+    corpus, hmm = synthetic.hmm_corpus(
+        seed=params["hmm_seed"], n_train=params["hmm_train"],
+        n_valid=params["hmm_valid"], n_test=params["hmm_test"],
+        n_states=params["hmm_states"], vocab_size=params["hmm_vocab"])
+    floor = synthetic.perplexity_floor(hmm, corpus.test)
+    return corpus, floor, (
+        "corpus %s: tokens train %d valid %d test %d; source (floor) test "
+        "perplexity %.2f" % (corpus.name, len(corpus.train),
+                             len(corpus.valid), len(corpus.test), floor))
+
+
+def session_config(threads=0, task_type=None, task_id=0, num_cpus=None,
+                   inter_op_threads=None):
+    """The ``tf.ConfigProto`` of one training process or cluster task.
+
+    Args:
+      threads: intra-op threads (0: TensorFlow's choice).
+      task_type: in a cluster, this task's job ('chief', 'worker', ...):
+        training tasks then see only the ps and themselves (device
+        filters), so a task never waits for another worker.
+      task_id: this task's index in its job.
+      num_cpus: CPU devices to create (MirroredStrategy without a GPU).
+      inter_op_threads: inter-op threads (default: ``threads``).
+
+    Returns:
+      ``tf.ConfigProto`` with soft placement on.
+
+    Raises:
+      ValueError: ``threads`` or ``inter_op_threads`` not an int >= 0
+        (TensorFlow aborts the process on a negative count).
+    """
+    threads = check_nonnegative_int(threads, "threads")
+    inter = check_nonnegative_int(
+        threads if inter_op_threads is None else inter_op_threads,
+        "inter_op_threads")
+    config = tf.ConfigProto(intra_op_parallelism_threads=threads,
+                            inter_op_parallelism_threads=inter,
+                            allow_soft_placement=True)
+    if num_cpus:
+        config.device_count["CPU"] = num_cpus
+    if task_type in ("chief", "master", "worker"):
+        config.device_filters.extend(
+            ["/job:ps", "/job:%s/task:%d" % (task_type, task_id)])
+    return config
