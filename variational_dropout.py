@@ -196,7 +196,7 @@ class HeldMask(object):
     """
 
     def __init__(self, create_variable, name, shape, keep_prob, dtype=None,
-                 seed=None, updates_collection=tf.GraphKeys.UPDATE_OPS):
+                 seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
         self._keep_prob = check_keep_prob(keep_prob)
         self._name, self._shape, self._seed = name, list(shape), seed
         self._collection = updates_collection
@@ -310,7 +310,7 @@ class VariationalDropout(object):
     """
 
     def __init__(self, input_shape, keep_prob, dtype=None, seed=None,
-                 name=None, updates_collection=tf.GraphKeys.UPDATE_OPS):
+                 name=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
         self._keep_prob = check_keep_prob(keep_prob, "keep_prob")
         shape = tf.TensorShape(input_shape)
         if not shape.is_fully_defined():

@@ -139,7 +139,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  is_train=True, sparsity=None, seed=None, is_quant=False,
                  quant_delay=0, weight_bits=8, activation_bits=8,
                  quant_activation="standard", pruning_mask=False,
-                 updates_collection=tf.GraphKeys.UPDATE_OPS,
+                 updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS,
                  kernel_transforms=None, **kwargs):
         num_units = check_positive_int(num_units, "num_units")
         input_size = check_positive_int(input_size, "input_size",

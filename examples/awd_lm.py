@@ -9,10 +9,21 @@ layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
   python examples/awd_lm.py --model awd --preset awd-ptb --data-dir DIR
   python examples/awd_lm.py ... --resume      # continue a killed run
   python examples/awd_lm.py ... --quant       # then fine-tune it 8-bit QAT
+  python examples/awd_lm.py --model awd ... --compress l0,magnitude
+                                               # then compress it (see below)
 
 Outputs in --out: <model>/ (checkpoints last/ and best/, TensorBoard
 events, state.json, summary.json), with --quant also <model>_quant/ (the
 quantization-aware fine-tuning), summary.json and valid_ppl.png.
+
+--compress TECHNIQUES (variational_dropout, l0, magnitude, comma-separated)
+then compresses each model (`tf1_awd_sparse.awd_lm.compress`): each
+technique fine-tunes the float model for --finetune-epochs at
+--finetune-lr towards --target-sparsity; the best is pruned, fine-tuned
+quantization-aware (--quant-epochs, --quant-lr) and exported as float and
+uint8 TFLite files scored with the TFLite interpreter. Its outputs and the
+table go to --compress-out (default <out>/<model>_compress), summary.json
+there.
 """
 import argparse
 import json
@@ -26,7 +37,8 @@ import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 from tf1_awd_sparse import _cli  # noqa: E402
 from tf1_awd_sparse._checks import check_nonnegative_int  # noqa: E402
-from tf1_awd_sparse.awd_lm import presets, records, runtime, train  # noqa: E402
+from tf1_awd_sparse.awd_lm import (  # noqa: E402
+    compress, presets, records, runtime, train)
 
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",
@@ -59,6 +71,15 @@ HELP = {
                    "ranges are learned",
     "weight_bits": "--quant: bits of the cells' weights",
     "activation_bits": "--quant: bits of the cells' activations",
+    "compress": "comma-separated compression techniques to run after the "
+                "float model: variational_dropout, l0, magnitude",
+    "target_sparsity": "--compress: magnitude pruning's target fraction of "
+                       "zeros, and the sparsity the chosen model must reach",
+    "finetune_epochs": "--compress: epochs of each technique's fine-tuning",
+    "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
+    "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "
+                                "the VD / L0 fine-tuning (default 1 / "
+                                "training tokens)",
 }
 
 # Options declared by hand above the generated per-parameter flags.
@@ -93,6 +114,9 @@ def parse_args(argv=None):
                    help="intra-op threads (0: all cores)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars")
+    p.add_argument("--compress-out", default=None,
+                   help="--compress: output directory (default "
+                   "<out>/<model>_compress)")
     group = p.add_argument_group("hyper-parameters (default: the preset's)")
     group.add_argument("--sparsity", choices=["variational_dropout", "l0"],
                        default=None, help="sparse embedding and LSTM "
@@ -164,6 +188,16 @@ def main(argv=None):
                     resume=args.resume, log=log, progress=progress,
                     threads=args.threads, extra={"floor_ppl": floor},
                     init_from=train.best_checkpoint(float_dir)))
+            params = all_params[phases.index((float_params, quant_params))]
+            if params["compress"]:
+                result = compress.run_pipeline(
+                    corpus, params, summaries[-1 if quant_params is None
+                                              else -2],
+                    float_dir, args.compress_out or (float_dir + "_compress"),
+                    params["compress"].split(","), resume=args.resume,
+                    log=log, threads=max(1, args.threads),
+                    progress=progress)
+                print("\n".join(result["table"]))
     except (ValueError, FloatingPointError, OSError) as e:
         # --resume with changed parameters, an unreadable checkpoint or
         # run state, a diverged loss, an --out that cannot be written.

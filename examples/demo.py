@@ -1,14 +1,20 @@
-"""`make demo`: the AWD-LSTM language model against a plain LSTM.
+"""`make demo`: the AWD-LSTM language model against a plain LSTM, then the
+AWD model compressed into a sparse, 8-bit TFLite language model.
 
 Trains `plain` and `awd` with `--preset demo` on the embedded corpus (a
 seeded hidden Markov source), one process each, side by side on one core
 each (the demo model's matrices are too small for two threads to help one
 run), and prints one table: the source's own perplexity (the floor), each
 model's test perplexity at its best validation epoch, its gap to the floor,
-epochs and seconds.  Outputs (checkpoints, TensorBoard events, summaries,
-valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder per model
-inside it, with the run's own output in train.log).  Other arguments are
-passed to both runs (e.g. `--resume`).
+epochs and seconds. The awd run then compresses its model
+(`--compress variational_dropout,magnitude`, see `awd_lm.compress`): both
+techniques fine-tune side by side, the best is pruned, fine-tuned
+quantization-aware and exported as float and uint8 TFLite files scored
+with the TFLite interpreter; the demo ends with that table (also in
+compress/summary.json).  Outputs (checkpoints, TensorBoard events,
+summaries, valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder
+per model inside it, with the run's own output in train.log, and
+compress/).  Other arguments are passed to both runs (e.g. `--resume`).
 
 The epoch rows are read from each run's JSON files as the run writes them
 (state.json after every epoch, summary.json at the end), never from its
@@ -26,6 +32,10 @@ from tf1_awd_sparse.awd_lm import records  # noqa: E402  (no TensorFlow)
 
 SCRIPT = os.path.join(HERE, "awd_lm.py")
 MODELS = ("plain", "awd")
+#: What the awd run compresses its model with.
+COMPRESS = "variational_dropout,magnitude"
+#: The compression stages' run directories inside compress/, with labels.
+COMPRESS_RUNS = (("awd+vd", "vd"), ("awd+mag", "mag"), ("awd+q", "qat"))
 POLL_SECONDS = 0.5
 
 
@@ -50,9 +60,10 @@ class RunWatcher(object):
         about to be replaced).
     """
 
-    def __init__(self, model, out, since):
+    def __init__(self, model, out, since, run_dir=None):
         self.model, self.out, self.since = model, out, since
-        self.state_path = os.path.join(out, model, "state.json")
+        self.state_path = os.path.join(run_dir or os.path.join(out, model),
+                                       "state.json")
         self.printed = 0
 
     def _print_epochs(self, epochs):
@@ -100,20 +111,28 @@ def main(argv):
     start = time.time()
     procs, watchers = [], []
     print(records.header("model"))
+    compress_out = os.path.join(out, "compress")
     for model in MODELS:
         model_out = os.path.join(out, model)
         os.makedirs(model_out, exist_ok=True)
+        extra = (["--compress", COMPRESS, "--compress-out", compress_out]
+                 if model == "awd" else [])
         with open(os.path.join(model_out, "train.log"), "w") as log:
             procs.append(subprocess.Popen(
                 [sys.executable, SCRIPT, "--model", model, "--preset", "demo",
                  "--threads", "1", "--no-progress", "--out", model_out]
-                + argv, stdout=log))
+                + extra + argv, stdout=log))
         watchers.append(RunWatcher(model, model_out, start))
+    stage_watchers = [RunWatcher(label, None, start,
+                                 os.path.join(compress_out, name))
+                      for label, name in COMPRESS_RUNS]
     # A run's closing lines as soon as it ends (plain usually stops first).
     summaries = [None] * len(procs)
     pending = list(range(len(procs)))
     while pending:
         time.sleep(POLL_SECONDS)
+        for watcher in stage_watchers:
+            watcher.poll()
         for i in list(pending):
             watchers[i].poll()
             if procs[i].poll() is not None:
@@ -130,6 +149,11 @@ def main(argv):
     floor = summaries[0]["floor_ppl"]
     lines = records.results_table(summaries, floor)
     print("\n" + "\n".join(lines))
+    compressed = _load(os.path.join(compress_out, "summary.json"))
+    if compressed is not None:
+        print("\ncompression of the awd model (%s), test perplexity and "
+              "weights of the embedding and LSTM kernels:" % COMPRESS)
+        print("\n".join(compressed["table"]))
     print("total %.0f s (both models at once, one core each); outputs in %s"
           % (time.time() - start, out))
     with open(os.path.join(out, "summary.json"), "w") as f:

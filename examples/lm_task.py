@@ -25,7 +25,7 @@ from tf1_awd_sparse import mask_placement  # noqa: E402
 from tf1_awd_sparse.awd_lm import estimator  # noqa: E402
 
 
-class RunLogHook(tf.train.SessionRunHook):
+class RunLogHook(tf.compat.v1.train.SessionRunHook):
     """Writes what one task did to a JSON file at the end of training:
     its own step count, the training losses of its steps, ``[time, own
     step]`` after ``warmup`` steps ('first') and after the last ('last'),

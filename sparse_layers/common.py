@@ -32,7 +32,7 @@ _Math = collections.namedtuple(
               "cast"])
 
 #: Elementwise ops for graph tensors.
-TF_MATH = _Math(log=tf.log, square=tf.square, clip=tf.clip_by_value,
+TF_MATH = _Math(log=tf.math.log, square=tf.square, clip=tf.clip_by_value,
                 sigmoid=tf.sigmoid, logical_not=tf.logical_not,
                 equal=tf.equal, cast=tf.cast)
 

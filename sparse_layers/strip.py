@@ -26,7 +26,8 @@ from sparse_layers import _checkpoint
 from sparse_layers import techniques
 from sparse_layers.common import EPSILON, GAMMA, THRESHOLD, ZETA
 
-__all__ = ["strip_checkpoint", "strip_values"]
+__all__ = ["strip_checkpoint", "strip_values", "strip_values_of_checkpoint",
+           "write_checkpoint"]
 
 def _stripped(values, pairs, options):
     """{name: array} with thetas replaced by eval weights, aux dropped.
@@ -57,13 +58,25 @@ def _stripped(values, pairs, options):
         for name in sorted(values) if not is_dropped(name))
 
 
-def _write_checkpoint(values, dtypes, output_prefix):
-    """Saves {name: array} as a checkpoint; returns its prefix."""
+def write_checkpoint(values, output_prefix, dtypes=None):
+    """Saves ``{variable name: array}`` as a checkpoint (no graph needed).
+
+    Args:
+      values: dict name -> numpy array.
+      output_prefix: the checkpoint prefix to write (its directory gets a
+        ``checkpoint`` file naming it).
+      dtypes: optional dict name -> tf.DType (default: the arrays').
+
+    Returns:
+      str, the prefix written (as ``tf.train.Saver.save`` returns).
+    """
+    dtypes = dtypes or {}
     with tf.Graph().as_default():
         feeds, var_list = {}, {}
-        for i, (name, value) in enumerate(values.items()):
+        for i, (name, value) in enumerate(sorted(values.items())):
+            dtype = dtypes.get(name) or tf.as_dtype(np.asarray(value).dtype)
             # Fed, not embedded: large tables stay out of the GraphDef.
-            placeholder = tf.placeholder(dtypes[name], np.shape(value))
+            placeholder = tf.placeholder(dtype, np.shape(value))
             var_list[name] = tf.Variable(placeholder, name="v%d" % i,
                                          trainable=False, collections=[])
             feeds[placeholder] = value
@@ -97,15 +110,36 @@ def strip_checkpoint(checkpoint_path, output_prefix, vd_pairs=None,
       ValueError: no checkpoint at the path, a named variable missing, or
         a theta in two pairs.
     """
+    reader, _ = _checkpoint.open_reader(checkpoint_path)
+    return write_checkpoint(
+        strip_values_of_checkpoint(checkpoint_path, vd_pairs, l0_pairs,
+                                   threshold, eps, gamma, zeta),
+        output_prefix, reader.get_variable_to_dtype_map())
+
+
+def strip_values_of_checkpoint(checkpoint_path, vd_pairs=None,
+                               l0_pairs=None, threshold=THRESHOLD,
+                               eps=EPSILON, gamma=GAMMA, zeta=ZETA):
+    """What `strip_checkpoint` writes, as arrays.
+
+    Args:
+      as for `strip_checkpoint` (no output).
+
+    Returns:
+      OrderedDict {variable name: numpy array}: every variable but the
+      auxiliary ones (and their slots), thetas as evaluation weights.
+
+    Raises:
+      ValueError: as `strip_checkpoint`.
+    """
     reader, prefix = _checkpoint.open_reader(checkpoint_path)
     pairs = _checkpoint.pairs(reader, prefix,
                               {"vd": vd_pairs, "l0": l0_pairs})
-    dtypes = reader.get_variable_to_dtype_map()
-    values = {name: reader.get_tensor(name) for name in dtypes}
+    values = {name: reader.get_tensor(name)
+              for name in reader.get_variable_to_dtype_map()}
     options = {"threshold": threshold, "eps": eps, "gamma": gamma,
                "zeta": zeta}
-    return _write_checkpoint(_stripped(values, pairs, options), dtypes,
-                             output_prefix)
+    return _stripped(values, pairs, options)
 
 
 def strip_values(session, threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,

@@ -187,7 +187,8 @@ class PruningMask(KernelTransform):
             self.threshold = add_variable(self.THRESHOLD_NAME, shape=[],
                                           trainable=False,
                                           initializer=tf.zeros_initializer())
-            tf.add_to_collection(PRUNING_MASKS, self.mask)
+            if self.mask not in tf.get_collection(PRUNING_MASKS):
+                tf.add_to_collection(PRUNING_MASKS, self.mask)
 
     def apply(self, kernel, training):
         """``kernel * pruning_mask``."""
@@ -238,7 +239,7 @@ class DropConnect(KernelTransform):
     MASK_NAME = "weight_drop_mask"
 
     def __init__(self, keep_prob, held=False, drop_input_weights=False,
-                 seed=None, updates_collection=tf.GraphKeys.UPDATE_OPS):
+                 seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
         self.keep_prob = check_keep_prob(keep_prob, "weight_drop_kr")
         self.held = check_bool(held, "use_vd")
         self.drop_input_weights = check_bool(drop_input_weights,

@@ -19,7 +19,7 @@ def _counter(name):
                        collections=[])
 
 
-class ClusterBarrierHook(tf.train.SessionRunHook):
+class ClusterBarrierHook(tf.compat.v1.train.SessionRunHook):
     """Start and end barriers for asynchronous parameter-server training.
 
     Without them the chief may finish before a worker has joined (Estimator

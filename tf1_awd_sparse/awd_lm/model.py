@@ -14,10 +14,14 @@ import tensorflow as tf
 
 import variational_dropout
 import weight_drop_lstm
+from tf1_awd_sparse import mask_placement
 from sparse_layers import losses as sparse_losses
+from sparse_layers import report as sparse_report
 from sparse_layers import techniques
+from tf1_awd_sparse import transforms
 from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
+from tf1_awd_sparse.quantization import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")
@@ -71,6 +75,10 @@ def check_params(params):
         raise ValueError("params['sparsity_weight']: required with sparsity "
                          "%r (e.g. 1 / training tokens), got None"
                          % params["sparsity"])
+    if params.get("sparsity") and params.get("pruning"):
+        raise ValueError("params['pruning']: a sparse (%r) model has no "
+                         "pruning mask; strip it first, got pruning=%r"
+                         % (params["sparsity"], params["pruning"]))
     return params
 
 
@@ -154,12 +162,12 @@ def build_lm(features, mode, params):
     training = _training_flag(mode)
     awd = params["model"] == "awd"
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
-        embedding, sparse, x = _embed(features["inputs"], training, params,
-                                      awd)
+        embedding, table, sparse, x = _embed(features["inputs"], training,
+                                             params, awd)
         cells, initial, final, raw, x = _stack(
             x, features["inputs"], features.get("state"), training, params,
             awd)
-        bias, logits, xent = _decode(x, embedding, sparse, features,
+        bias, logits, xent = _decode(x, table, sparse, features,
                                      training, params)
     weights = [embedding] + [v for c in cells for v in _cell_weights(c)] + [
         bias]
@@ -170,14 +178,60 @@ def build_lm(features, mode, params):
                      tuple(initial), tuple(final), cells)
 
 
-def _embed(inputs, training, params, awd):
-    """The embedding variable, the sparse technique and (embedding, aux)
-    pair (or None) and the embedded inputs after embedding dropout
-    (dropoute) and locked dropout (dropouti): [batch, time, emb_size]."""
+def embedding_table(params, training):
+    """The embedding variable and the table the model uses for the lookup
+    and the tied decoder: the variable itself, or with ``params['pruning']``
+    the variable times its pruning mask (``lm/embedding_pruning_mask``, a
+    ``transforms.PruningMask``), and with ``params['quant']`` that table
+    fake-quantized as a weight (last value, narrow range; what the 8-bit
+    TFLite model stores). Call inside the ``lm`` variable scope.
+
+    Returns:
+      ``(embedding variable, table tensor or the variable)``.
+    """
     init = tf.random_uniform_initializer(-0.1, 0.1)
     embedding = tf.get_variable(
         "embedding", [params["vocab_size"], params["emb_size"]],
         initializer=init)
+    table = embedding
+    if params.get("pruning"):
+        prune = transforms.PruningMask()
+        prune.build(lambda name, **kwargs: tf.get_variable(
+            "embedding_" + name, **kwargs), embedding.shape.as_list(), 0,
+            training)
+        with tf.name_scope("embedding_pruning"):
+            table = prune.apply(embedding, training)
+    if params.get("quant"):
+        with tf.name_scope("embedding_quant"):
+            table = _maybe_quantized(
+                params, training,
+                lambda t=table: fq.quantize_weight(t, params.get(
+                    "weight_bits", 8)), table)
+    return embedding, table
+
+
+def _maybe_quantized(params, training, quantized, plain):
+    """``quantized()`` once quantization is active (after ``quant_delay``
+    global steps in training), else ``plain``, as the cells decide."""
+    delay = int(params.get("quant_delay", 0))
+    if delay == 0 or training is False:
+        return quantized()
+    step = tf.train.get_global_step()
+    if step is None:
+        raise ValueError("params['quant_delay']=%d needs a global step: call "
+                         "tf.train.get_or_create_global_step() first" % delay)
+    active = tf.greater_equal(step, delay)
+    if training is not True:
+        active = tf.logical_or(tf.logical_not(training), active)
+    return smart_cond(active, quantized, lambda: tf.identity(plain))
+
+
+def _embed(inputs, training, params, awd):
+    """The embedding variable, the table used (see `embedding_table`), the
+    sparse technique and (embedding, aux) pair (or None) and the embedded
+    inputs after embedding dropout (dropoute) and locked dropout
+    (dropouti): [batch, time, emb_size]."""
+    embedding, table = embedding_table(params, training)
     sparse = _sparse_embedding(embedding, params.get("sparsity"))
     if sparse is not None:
         technique, pair = sparse
@@ -187,17 +241,32 @@ def _embed(inputs, training, params, awd):
             lambda: technique.nn.embedding_lookup_eval(pair, inputs))
     elif awd and params.get("dropoute", 0.0) > 0:
         x = variational_dropout.embedding_dropout(
-            embedding, inputs, 1.0 - params["dropoute"], training=training)
+            table, inputs, 1.0 - params["dropoute"], training=training)
     else:
-        x = tf.nn.embedding_lookup(embedding, inputs)
-    return embedding, sparse, _locked(x, _keep(params, "dropouti", awd),
-                                      training)
+        x = tf.nn.embedding_lookup(table, inputs)
+    return embedding, table, sparse, _locked(
+        x, _keep(params, "dropouti", awd), training)
+
+
+def make_layer(i, units, training, params):
+    """Layer ``i`` of the stack: a ``WeightDropLSTM`` (cell name
+    ``lstm_<i>``; its variables are those of a ``WeightDropLSTMCell`` under
+    ``dynamic_rnn`` in scope ``layer_<i>``) with the model's DropConnect,
+    held-mask, sparsity, pruning-mask and quantization settings."""
+    awd = params["model"] == "awd"
+    return weight_drop_lstm.WeightDropLSTM(
+        units, weight_drop_kr=_keep(params, "wdrop", awd),
+        use_vd=bool(params.get("use_vd", False)),
+        sparsity=params.get("sparsity"), is_train=training,
+        pruning_mask=bool(params.get("pruning")), name="lstm_%d" % i,
+        **_quant_args(params))
 
 
 def _stack(x, inputs, state_in, training, params, awd):
-    """The LSTM layers over x, each a WeightDropLSTMCell under dynamic_rnn
-    in scope layer_<i>, with locked dropout after each (dropouth between
-    layers, dropout after the last).
+    """The LSTM layers over x, each a `make_layer` (the whole-sequence
+    layer; quantized cells run under dynamic_rnn) in scope layer_<i>, with
+    locked dropout after each (dropouth between layers, dropout after the
+    last).
 
     Returns:
       (cells, initial states, final states, the last layer's output before
@@ -208,17 +277,12 @@ def _stack(x, inputs, state_in, training, params, awd):
     cells, initial, final = [], [], []
     raw = x
     for i, units in enumerate(sizes):
-        cell = weight_drop_lstm.WeightDropLSTMCell(
-            units, weight_drop_kr=_keep(params, "wdrop", awd),
-            use_vd=bool(params.get("use_vd", False)),
-            sparsity=params.get("sparsity"), is_train=training,
-            name="lstm_%d" % i, **_quant_args(params))
-        cells.append(cell)
+        layer = make_layer(i, units, training, params)
+        cells.append(layer.cell)
         s0 = (state_in[i] if state_in is not None
-              else cell.zero_state(batch, tf.float32))
+              else layer.cell.zero_state(batch, tf.float32))
         initial.append(s0)
-        raw, s1 = tf.nn.dynamic_rnn(cell, x, initial_state=s0,
-                                    scope="layer_%d" % i)
+        raw, s1 = layer(x, initial_state=s0, scope="layer_%d" % i)
         final.append(s1)
         last = i == len(sizes) - 1
         x = _locked(raw, _keep(params, "dropout" if last else "dropouth",
@@ -226,13 +290,18 @@ def _stack(x, inputs, state_in, training, params, awd):
     return cells, initial, final, raw, x
 
 
-def _decode(x, embedding, sparse, features, training, params):
-    """The tied decoder: (softmax bias variable, logits [batch, time,
-    vocab], mean cross-entropy of the targets)."""
-    vocab, emb_size = params["vocab_size"], params["emb_size"]
-    bias = tf.get_variable("softmax_bias", [vocab],
+def decoder_logits(flat, table, params, training, sparse=None):
+    """The tied decoder on ``flat`` ``[n, emb_size]``: ``flat @ table^T +
+    softmax_bias``, ``[n, vocab]``; with ``params['quant']`` the logits are
+    fake-quantized on a learned range (``lm/decoder/quant/logits/min|max``,
+    an EMA once per run as the cells' ranges), which is what the 8-bit
+    TFLite model outputs. Call inside the ``lm`` variable scope.
+
+    Returns:
+      ``(softmax_bias variable, logits)``.
+    """
+    bias = tf.get_variable("softmax_bias", [params["vocab_size"]],
                            initializer=tf.zeros_initializer())
-    flat = tf.reshape(x, [-1, emb_size])
     if sparse is not None:
         technique, pair = sparse
         decoded = smart_cond(
@@ -240,8 +309,41 @@ def _decode(x, embedding, sparse, features, training, params):
             lambda: technique.nn.matmul_train(flat, pair, transpose_b=True),
             lambda: technique.nn.matmul_eval(flat, pair, transpose_b=True))
     else:
-        decoded = tf.matmul(flat, embedding, transpose_b=True)
+        decoded = tf.matmul(flat, table, transpose_b=True)
     logits = tf.nn.bias_add(decoded, bias)
+    if params.get("quant"):
+        logits = _quantized_logits(logits, params, training)
+    return bias, logits
+
+
+def _quantized_logits(logits, params, training):
+    """Logits fake-quantized on a learned (EMA) range."""
+    ranges = fq.RangeSet(["logits"])
+    with tf.variable_scope("decoder"):
+        def add(name, shape, init):
+            variable = tf.get_variable(name, shape, initializer=init,
+                                       trainable=False, use_resource=True)
+            tf.add_to_collection(mask_placement.QUANT_VARIABLES, variable)
+            return variable
+        ranges.create_variables(add)
+    run = ranges.run_ranges(training)["logits"]
+    bits = int(params.get("activation_bits", 8))
+    if training is not False:
+        weight = 1.0 if training is True else tf.cast(training, tf.float32)
+        with tf.control_dependencies(
+                [ranges.observe({"logits": logits}, weight=weight)]):
+            logits = tf.identity(logits)
+    return _maybe_quantized(
+        params, training, lambda: fq.fake_quant(logits, run[0], run[1], bits),
+        logits)
+
+
+def _decode(x, table, sparse, features, training, params):
+    """The tied decoder: (softmax bias variable, logits [batch, time,
+    vocab], mean cross-entropy of the targets)."""
+    vocab, emb_size = params["vocab_size"], params["emb_size"]
+    flat = tf.reshape(x, [-1, emb_size])
+    bias, logits = decoder_logits(flat, table, params, training, sparse)
     xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.reshape(features["targets"], [-1]), logits=logits))
     logits = tf.reshape(logits, tf.concat([tf.shape(features["inputs"]),
@@ -268,9 +370,73 @@ def _penalties(x, raw, weights, training, params, awd):
     if params.get("sparsity"):
         penalty = (sparse_losses.kl_loss if params["sparsity"]
                    == "variational_dropout" else sparse_losses.l0_loss)
+        # Linear ramp of the weight from 0 over sparsity_ramp_steps steps.
+        ramp = int(params.get("sparsity_ramp_steps", 0))
         sparsity_loss = penalty(weight=params["sparsity_weight"],
-                                summaries=False)
+                                end_step=ramp, summaries=False)
     return ar, tar, wd, sparsity_loss
+
+
+def needs_global_step(params):
+    """Whether the model's graph needs a global step: quantization delay,
+    the magnitude-pruning schedule and the sparsity-loss ramp count it."""
+    return bool(params.get("quant") or params.get("pruning") == "magnitude"
+                or (params.get("sparsity")
+                    and params.get("sparsity_ramp_steps", 0)))
+
+
+def magnitude_pruning_op(params, global_step, train_op):
+    """With ``params['pruning'] == 'magnitude'``: ``train_op`` followed by
+    ``tf.contrib.model_pruning``'s gradual magnitude pruning of the
+    embedding and the cells' kernels (their ``pruning_mask`` variables),
+    from ``pruning_begin_step`` to ``pruning_end_step`` every
+    ``pruning_frequency`` steps to ``target_sparsity`` (Zhu & Gupta's cubic
+    schedule); else None.
+
+    Returns:
+      an op, or None.
+    """
+    if params.get("pruning") != "magnitude":
+        return None
+    hparams = tf.contrib.model_pruning.get_pruning_hparams().parse(
+        "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
+        "pruning_frequency=%d,target_sparsity=%r,"
+        "sparsity_function_begin_step=%d,sparsity_function_end_step=%d" % (
+            params["pruning_begin_step"], params["pruning_end_step"],
+            params["pruning_frequency"], float(params["target_sparsity"]),
+            params["pruning_begin_step"], params["pruning_end_step"]))
+    pruning = tf.contrib.model_pruning.Pruning(hparams,
+                                               global_step=global_step)
+    with tf.control_dependencies([train_op]):
+        return pruning.conditional_mask_update_op()
+
+
+def sparsity_report(params):
+    """Fraction of zeros of the weights the model uses (the embedding and
+    the cells' kernels) as tensors, or None for a dense model: the
+    ``sparse_layers`` report with sparsity, the pruning masks' zeros with
+    pruning.
+
+    Returns:
+      None or {"layers": OrderedDict(name -> scalar), "global": scalar}.
+    """
+    if params.get("sparsity"):
+        return sparse_report.sparsity_report(summaries=False)
+    if not params.get("pruning"):
+        return None
+    layers, zeros, sizes = collections.OrderedDict(), [], []
+    for mask in tf.get_collection(transforms.PRUNING_MASKS):
+        zero = tf.reduce_sum(tf.cast(tf.equal(mask, 0.0), tf.float32))
+        size = float(mask.shape.num_elements())
+        name = mask.op.name
+        for suffix in ("/" + transforms.PruningMask.MASK_NAME,
+                       "_" + transforms.PruningMask.MASK_NAME):
+            if name.endswith(suffix):
+                name = name[:-len(suffix)]
+        layers[name] = zero / size
+        zeros.append(zero)
+        sizes.append(size)
+    return {"layers": layers, "global": tf.add_n(zeros) / sum(sizes)}
 
 
 def _sparse_embedding(embedding, sparsity):
@@ -300,24 +466,29 @@ def _quant_args(params):
             "activation_bits": int(params.get("activation_bits", 8))}
 
 
-def quant_range_variables(cells):
-    """The learned quantization ranges of quantized cells, for summaries.
+def quant_range_variables(cells=None):
+    """The learned quantization ranges of the graph (the quantized cells'
+    and the decoder's logits range), for summaries.
 
     Args:
-      cells: built WeightDropLSTMCells (LMOutputs.cells).
+      cells: unused; kept for callers that pass LMOutputs.cells.
     Returns:
       list of (tag, min variable, max variable), one per quantized tensor,
-      tag like 'layer_0/lstm_0/gates'; empty for float cells.
+      tag like 'layer_0/lstm_0/gates' or 'decoder/logits'; empty for a
+      float model.
     """
-    found = []
-    for cell in cells:
-        if cell.quantizer is None:  # a float cell
+    del cells
+    found, by_name = [], {}
+    for variable in mask_placement.quant_variables():
+        by_name[variable.op.name] = variable
+    for name in sorted(by_name):
+        if not name.endswith("/min"):
             continue
-        ranges = cell.quantizer.ranges
-        for name, lo, hi in zip(ranges.names, ranges.min_vars,
-                                ranges.max_vars):
-            tag = lo.op.name.rsplit("/quant/", 1)[0]
-            found.append(("%s/%s" % (tag.split("/", 1)[-1], name), lo, hi))
+        scope, tensor = name[:-len("/min")].rsplit("/quant/", 1)
+        high = by_name.get(scope + "/quant/" + tensor + "/max")
+        if high is not None:
+            tag = "%s/%s" % (scope.split("/", 1)[-1], tensor)
+            found.append((tag, by_name[name], high))
     return found
 
 
@@ -329,6 +500,14 @@ def _locked(x, keep, training):
                                               time_axis=1)
 
 
+def _scaled(gradient, scale):
+    """``gradient * scale`` for a dense gradient or IndexedSlices."""
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.IndexedSlices(gradient.values * scale, gradient.indices,
+                                gradient.dense_shape)
+    return gradient * scale
+
+
 def build_train_op(loss, learning_rate, params, global_step=None):
     """Clipped-gradient step: NT-ASGD when params['optimizer'] == 'ntasgd'.
 
@@ -337,7 +516,8 @@ def build_train_op(loss, learning_rate, params, global_step=None):
       learning_rate: float or scalar tensor (the loop scales it by the BPTT
         window length).
       params: dict with 'clip' (global-norm clip, 0 for none), 'optimizer'
-        ('ntasgd' or 'sgd') and 'nonmono'.
+        ('ntasgd' or 'sgd'), 'nonmono' and optional 'aux_lr_scale' (the
+        sparse auxiliary variables' learning rate as a multiple of lr).
       global_step: optional step variable to increment.
     Returns:
       (train_op, optimizer).
@@ -357,4 +537,14 @@ def build_train_op(loss, learning_rate, params, global_step=None):
     grads, tvars = zip(*[(g, v) for g, v in grads_and_vars if g is not None])
     if params.get("clip", 0.0) > 0:
         grads, _ = tf.clip_by_global_norm(grads, params["clip"])
+    scale = float(params.get("aux_lr_scale", 1.0))
+    if scale != 1.0:
+        # log_sigma2 / log_alpha live on another scale than the weights:
+        # plain SGD at the weights' rate barely moves them (the L0 / VD
+        # papers use Adam), so they get their own rate (after clipping,
+        # which the weights' gradients keep governing).
+        aux = set(pair[1] for name in techniques.NAMES
+                  for pair in techniques.registered_pairs(name))
+        grads = [_scaled(g, scale) if v in aux else g
+                 for g, v in zip(grads, tvars)]
     return opt.apply_gradients(zip(grads, tvars), global_step), opt

@@ -65,7 +65,7 @@ def model_fn(features, labels, mode, params):
                                       training_hooks=hooks)
 
 
-class MaskUpdateHook(tf.train.SessionRunHook):
+class MaskUpdateHook(tf.compat.v1.train.SessionRunHook):
     """Resamples the dropout-mask variables after every training step.
 
     Runs the ops of the `MASK_UPDATE_OPS` collection (every replica's) in a

@@ -28,7 +28,7 @@ def nonmonotone_trigger(history, loss, nonmono=5):
     return len(history) > nonmono and loss > min(history[:-nonmono])
 
 
-class NTASGDOptimizer(tf.train.Optimizer):
+class NTASGDOptimizer(tf.compat.v1.train.Optimizer):
     """Non-monotonically triggered averaged SGD as a TF1 optimizer.
 
     Before the trigger each step is ``var -= learning_rate * grad``.  The

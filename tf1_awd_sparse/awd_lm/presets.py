@@ -24,8 +24,25 @@ DEFAULTS = {
     # stopping rule, identical for every model of a run
     "max_epochs": 500, "patience": 10,
     "seed": 1111,
-    # sparse embedding and cells (sparse_layers); weight None: 1 / tokens
-    "sparsity": None, "sparsity_weight": None,
+    # sparse embedding and cells (sparse_layers); weight None: 1 / tokens;
+    # the weight ramps up linearly over sparsity_ramp_steps global steps
+    "sparsity": None, "sparsity_weight": None, "sparsity_ramp_steps": 0,
+    # learning rate of log_sigma2 / log_alpha as a multiple of lr
+    "aux_lr_scale": 1.0,
+    # pruning masks on the embedding and the cells' kernels: None,
+    # 'magnitude' (tf.contrib.model_pruning's gradual schedule to
+    # target_sparsity between the two steps) or 'fixed' (masks as restored)
+    "pruning": None, "target_sparsity": 0.9, "pruning_begin_step": 0,
+    "pruning_end_step": 100, "pruning_frequency": 10,
+    # the first epoch whose validation may be the best (and count against
+    # patience): later than 1 while a schedule or ramp still runs
+    "select_from_epoch": 1, "select_min_sparsity": 0.0,
+    # compression after the float model (--compress): each technique
+    # fine-tunes from the float best checkpoint for finetune_epochs epochs
+    # at finetune_lr (None: lr / 4), under the same stopping rule; the best
+    # sparse model is pruned, fine-tuned quantization-aware and exported
+    "compress": "", "finetune_epochs": 12, "finetune_lr": None,
+    "compress_sparsity_weight": None,
     # quantization-aware fine-tuning of the trained float model (--quant):
     # quant_epochs epochs from its best checkpoint at learning rate quant_lr
     # (None: lr / 4, a fine-tuning rate), fake quantization from global step quant_delay of the
@@ -64,6 +81,10 @@ MODEL_OVERRIDES = {
 #: run never sees them, so adding --quant to a finished float run resumes it.
 QUANT_KEYS = ("quant", "quant_epochs", "quant_delay", "quant_lr",
               "weight_bits", "activation_bits")
+#: Parameters of the compression pipeline only (likewise never seen by the
+#: float phase).
+COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
+                 "target_sparsity", "compress_sparsity_weight")
 
 
 def split_quant(params):
@@ -81,7 +102,8 @@ def split_quant(params):
     Raises:
       ValueError: quant_epochs < 1 or quant_lr <= 0 with quant.
     """
-    float_params = {k: v for k, v in params.items() if k not in QUANT_KEYS}
+    float_params = {k: v for k, v in params.items()
+                    if k not in QUANT_KEYS + COMPRESS_KEYS}
     if not params.get("quant"):
         return float_params, None
     epochs = CHECKS["quant_epochs"](params["quant_epochs"], "quant_epochs")
@@ -136,6 +158,24 @@ def _sparsity(value, name):
     return check_choice(value, weight_drop_lstm.SPARSITY_CHOICES, name)
 
 
+#: Compression techniques (--compress): sparse variational dropout, L0
+#: gates, and tf.contrib.model_pruning's gradual magnitude pruning.
+COMPRESS_TECHNIQUES = ("variational_dropout", "l0", "magnitude")
+
+
+def _compress_techniques(value, name):
+    """A comma-separated list of COMPRESS_TECHNIQUES (may be empty)."""
+    if not isinstance(value, str):
+        raise ValueError("%s must be a comma-separated list of %s, got %r"
+                         % (name, ", ".join(COMPRESS_TECHNIQUES), value))
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    for item in items:
+        check_choice(item, COMPRESS_TECHNIQUES, name)
+    if len(set(items)) != len(items):
+        raise ValueError("%s lists a technique twice: %r" % (name, value))
+    return ",".join(items)
+
+
 _RATE = functools.partial(check_real, low=0.0, high=1.0, high_open=True)
 _NONNEGATIVE = functools.partial(check_real, low=0.0)
 _POSITIVE = functools.partial(check_real, low=0.0, low_open=True)
@@ -163,6 +203,20 @@ CHECKS = {
     "max_epochs": check_positive_int, "patience": check_positive_int,
     "seed": check_nonnegative_int,
     "sparsity": _sparsity, "sparsity_weight": _POSITIVE_OR_NONE,
+    "sparsity_ramp_steps": check_nonnegative_int,
+    "aux_lr_scale": _POSITIVE,
+    "pruning": _choice((None, "magnitude", "fixed")),
+    "target_sparsity": functools.partial(check_real, low=0.0, high=1.0,
+                                         high_open=True),
+    "pruning_begin_step": check_nonnegative_int,
+    "pruning_end_step": check_positive_int,
+    "pruning_frequency": check_positive_int,
+    "select_from_epoch": check_positive_int,
+    "select_min_sparsity": functools.partial(check_real, low=0.0, high=1.0,
+                                             high_open=True),
+    "compress": _compress_techniques,
+    "finetune_epochs": check_positive_int, "finetune_lr": _POSITIVE_OR_NONE,
+    "compress_sparsity_weight": _POSITIVE_OR_NONE,
     "quant": check_bool, "quant_epochs": check_positive_int,
     "quant_delay": check_nonnegative_int, "quant_lr": _POSITIVE_OR_NONE,
     "weight_bits": check_positive_int, "activation_bits": check_positive_int,
@@ -172,7 +226,9 @@ CHECKS = {
 }
 
 # How a parameter whose default is None is written as text.
-_TEXT_TYPES = {"sparsity": str, "sparsity_weight": float, "quant_lr": float}
+_TEXT_TYPES = {"sparsity": str, "sparsity_weight": float, "quant_lr": float,
+               "pruning": str, "finetune_lr": float,
+               "compress_sparsity_weight": float}
 
 
 def check_params(params, name="params[%r]"):

@@ -75,6 +75,10 @@ def session_config(threads=0, task_type=None, task_id=0, num_cpus=None,
     config = tf.ConfigProto(intra_op_parallelism_threads=threads,
                             inter_op_parallelism_threads=inter,
                             allow_soft_placement=True)
+    # Grappler's passes otherwise stop at a deadline, so which rewrites a
+    # graph gets (and its last bits) would depend on the machine's load;
+    # exact resume needs the same graph every time.
+    config.graph_options.rewrite_options.meta_optimizer_timeout_ms = -1
     if num_cpus:
         config.device_count["CPU"] = num_cpus
     if task_type in ("chief", "master", "worker"):

@@ -25,7 +25,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from sparse_layers import report as sparse_report
+from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import data, model, presets, records, runtime
 
@@ -43,11 +43,14 @@ class Graph(object):
     work on any instance.
     """
 
-    def __init__(self, params):
+    def __init__(self, params, warm_names=None):
         """Builds placeholders, model, train op and savers.
 
         Args:
           params: the model's parameter dict (see `awd_lm.presets`).
+          warm_names: names of the variables a warm-start checkpoint holds
+            (`Trainer`'s ``init_from``); the warm-start Saver restores the
+            model's variables among them. None: no warm start.
         """
         graph = tf.Graph()
         with graph.as_default():
@@ -62,23 +65,30 @@ class Graph(object):
                 for i, n in enumerate(model.layer_sizes(params)))
             features = {"inputs": inputs, "targets": targets,
                         "state": state}
-            quant = bool(params.get("quant"))
-            # quant_delay counts the steps of the quantization-aware phase.
-            step = tf.train.get_or_create_global_step() if quant else None
+            # Steps of this run: quant_delay, the magnitude-pruning
+            # schedule and the sparsity-loss ramp count them.
+            step = (tf.train.get_or_create_global_step()
+                    if model.needs_global_step(params) else None)
             out = model.build_lm(features, training, params)
-            # What a float checkpoint of the same model holds: the model's
-            # own variables (no optimizer state, no range, no step).
+            # A warm start restores the model's own variables that the
+            # checkpoint holds (never optimizer state, ranges or the step).
+            quant_vars = set(mask_placement.quant_variables())
             warm_vars = [v for v in tf.global_variables()
                          if v.op.name.startswith("lm/")
-                         and "/quant/" not in v.op.name]
+                         and v not in quant_vars
+                         and v.op.name in set(warm_names or ())]
             ranges = model.quant_range_variables(out.cells)
             train_op, self.optimizer = model.build_train_op(out.loss, lr,
                                                             params, step)
+            pruning = model.magnitude_pruning_op(params, step, train_op)
+            if pruning is not None:
+                train_op = pruning
             self.ntasgd = hasattr(self.optimizer, "averaging")
-            init = tf.global_variables_initializer()
+            init = tf.group(tf.global_variables_initializer(),
+                            tf.local_variables_initializer())
             self.saver_defs = [tf.train.Saver(max_to_keep=n).as_saver_def()
                                for n in (2, 1)]
-            if quant:
+            if warm_names is not None:
                 self.saver_defs.append(tf.train.Saver(warm_vars)
                                        .as_saver_def())
             self.range_tags = ["%s/%s" % (tag, end) for tag, _, _ in ranges
@@ -87,8 +97,8 @@ class Graph(object):
                 [v.read_value() for _, lo, hi in ranges for v in (lo, hi)]
             ).name if ranges else None
             self.sparsity = None
-            if params.get("sparsity"):
-                report = sparse_report.sparsity_report(summaries=False)
+            report = model.sparsity_report(params)
+            if report is not None:
                 self.sparsity = {"global": report["global"].name,
                                  "layers": collections.OrderedDict(
                                      (k, v.name) for k, v in
@@ -249,8 +259,17 @@ def stop_reason(state, params):
 
 
 def label(params):
-    """A model's name in logs and tables: 'awd', or 'awd+q' quantized."""
-    return params["model"] + ("+q" if params.get("quant") else "")
+    """A model's name in logs and tables: 'awd'; 'awd+q' quantized;
+    'awd+vd' / 'awd+l0' sparse; 'awd+mag' magnitude-pruned."""
+    suffix = ""
+    if params.get("sparsity"):
+        suffix += {"variational_dropout": "+vd"}.get(params["sparsity"],
+                                                     "+" + params["sparsity"])
+    if params.get("pruning") == "magnitude":
+        suffix += "+mag"
+    if params.get("quant"):
+        suffix += "+q"
+    return params["model"] + suffix
 
 
 def best_checkpoint(run_dir):
@@ -294,14 +313,13 @@ class Trainer(object):
         files of an earlier run there (last/, best/, state.json,
         summary.json, events) are deleted first, and nothing else.
       threads: intra-op threads (0 lets TensorFlow choose).
-      init_from: checkpoint prefix of a float run of the same model whose
-        model variables start a quantized run (see `run`).
+      init_from: checkpoint prefix of a run of the same model whose model
+        variables start this run (see `run`).
       progress: None or a tqdm-like class for per-epoch progress bars.
 
     Raises:
-      ValueError: invalid params (named), init_from without quant, resume
-        with changed parameters.
-      CheckpointError: an unreadable state.json.
+      ValueError: invalid params (named), resume with changed parameters.
+      CheckpointError: an unreadable state.json or init_from checkpoint.
       data.DataError: a split too short for its batch size.
     """
 
@@ -309,10 +327,14 @@ class Trainer(object):
                  init_from=None, progress=None):
         params = presets.check_params(dict(params,
                                            vocab_size=len(corpus.vocab)))
-        if init_from is not None and not params.get("quant"):
-            raise ValueError("init_from: only a quantized run "
-                             "(params['quant']) starts from a float "
-                             "checkpoint, got %r" % init_from)
+        warm_names = None
+        if init_from is not None:
+            try:
+                warm_names = [n for n, _ in
+                              tf.train.list_variables(init_from)]
+            except (tf.errors.OpError, ValueError) as e:
+                raise CheckpointError("%s: cannot read this checkpoint "
+                                      "(init_from): %s" % (init_from, e))
         if params.get("sparsity") and params.get("sparsity_weight") is None:
             # The KL / L0 term is a sum over weights; the data term a mean
             # over tokens: weigh by 1 / tokens (the ELBO per token).
@@ -334,7 +356,7 @@ class Trainer(object):
         os.makedirs(run_dir, exist_ok=True)
         self.last_prefix = os.path.join(run_dir, "last", "model.ckpt")
         self.best_prefix = best_checkpoint(run_dir)
-        self.graph = Graph(params)
+        self.graph = Graph(params, warm_names)
         self._writer = tf.summary.FileWriter(run_dir)
 
     def _load_state(self, resume):
@@ -416,11 +438,12 @@ class Trainer(object):
                 g.optimizer.set_history(state["val_history"])
             train_loss, tok_s = train_epoch(sess, g, self.streams["train"],
                                             params, epoch, self.progress)
-            record = self.validate(sess, best_saver)
+            record = self.validate(sess, best_saver, epoch)
             if record["best"]:
                 state.update(best_valid=record["valid_loss"],
                              best_epoch=epoch, since_best=0)
-            else:
+            elif epoch >= params.get("select_from_epoch", 1):
+                # Patience counts from the first selectable epoch.
                 state["since_best"] += 1
             if record["averaging_started"]:
                 state["averaging_epoch"] = epoch
@@ -430,8 +453,6 @@ class Trainer(object):
                           tokens_per_s=tok_s, seconds=seconds,
                           lr=params["lr"])
             state["epochs"].append(record)
-            if g.sparsity:
-                record["sparsity"] = float(sess.run(g.sparsity["global"]))
             ranges = g.quant_ranges(sess)
             state["epoch"] = epoch
             state["train_seconds"] += seconds
@@ -442,36 +463,49 @@ class Trainer(object):
         self._write_summaries(record, ranges)
         return dict(record, event="epoch")
 
-    def validate(self, sess, best_saver):
+    def validate(self, sess, best_saver, epoch):
         """Validates the weights of the epoch just trained: NT-ASGD's
         averaged weights once it averages. A new best validation loss saves
         the best checkpoint (of the weights validated); before averaging,
-        the loss feeds NT-ASGD's trigger.
+        the loss feeds NT-ASGD's trigger. Epochs before
+        ``params['select_from_epoch']`` (e.g. while a pruning schedule or a
+        sparsity-loss ramp still runs) are never the best. With
+        ``params['select_min_sparsity']``, an epoch whose weights reach that
+        fraction of zeros (within 0.01) beats every epoch that does not,
+        whatever its loss; among either kind the lower loss wins.
 
         Returns:
           dict with valid_loss, valid_ppl, best (bool), averaged (bool),
-          averaging_started (bool).
+          averaging_started (bool) and, for a sparse or pruned model,
+          sparsity (of the weights validated).
         """
         g, state = self.graph, self.state
         averaged = bool(g.averaging is not None and sess.run(g.averaging))
         # Without averaging, the raw weights are the ones validated.
         weights = (g.optimizer.averaged_weights(sess) if averaged
                    else contextlib.ExitStack())
+        extra = {}
         with weights:
             valid_loss = evaluate(sess, g, self.streams["valid"],
                                   self.params["bptt"])
-            best = bool(_is_best(state, valid_loss))
+            reached = True
+            if g.sparsity:
+                extra["sparsity"] = float(sess.run(g.sparsity["global"]))
+                reached = extra["sparsity"] >= self.params.get(
+                    "select_min_sparsity", 0.0) - 0.01
+            best = bool(epoch >= self.params.get("select_from_epoch", 1)
+                        and _is_best(state, valid_loss, reached))
             if best:
                 best_saver.save(sess, self.best_prefix)
+                state["best_reached"] = reached
         started = bool(not averaged and g.averaging is not None
                        and g.optimizer.observe(sess, valid_loss))
         if g.averaging is not None:
             state["val_history"] = list(g.optimizer.history)
         else:
             state["val_history"].append(valid_loss)
-        return {"valid_loss": valid_loss, "valid_ppl": ppl(valid_loss),
-                "best": best, "averaged": averaged,
-                "averaging_started": started}
+        return dict(extra, valid_loss=valid_loss, valid_ppl=ppl(valid_loss),
+                    best=best, averaged=averaged, averaging_started=started)
 
     def checkpoint(self, sess, last_saver, epoch):
         """Writes the epoch's checkpoint to last/ (the previous epoch's is
@@ -624,5 +658,12 @@ def _clear_run(run_dir):
             os.remove(path)
 
 
-def _is_best(state, valid_loss):
-    return state["best_valid"] is None or valid_loss < state["best_valid"]
+def _is_best(state, valid_loss, reached=True):
+    """Whether an epoch beats the best so far: one that reached the target
+    sparsity beats one that did not; else the lower loss wins."""
+    if state["best_valid"] is None:
+        return True
+    best_reached = state.get("best_reached", True)
+    if reached != best_reached:
+        return reached
+    return valid_loss < state["best_valid"]

@@ -268,11 +268,106 @@ def _eval_cell(cell, is_quant):
     return copy
 
 
-def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
-    """Builds the unrolled eval graph, loads ``values`` and converts it.
+def state_inputs(cells, batch_size, is_quant):
+    """The model's state inputs ``state_<l>_c`` / ``state_<l>_h`` (float
+    placeholders) and the initial state the cells receive: for a uint8
+    model on the cells' state / output grids (the cells quantize the state
+    they produce, not the state they receive). Call after the cells are
+    built.
 
     Returns:
-      ``(tflite_bytes, input_stats)``.
+      ``(placeholders, list of LSTMStateTuple)``.
+    """
+    placeholders, initial_state = [], []
+    for layer, cell in enumerate(cells):
+        c = tf.placeholder(tf.float32, [batch_size, cell.state_size.c],
+                           name="state_%d_c" % layer)
+        h = tf.placeholder(tf.float32, [batch_size, cell.state_size.h],
+                           name="state_%d_h" % layer)
+        placeholders += [c, h]
+        if is_quant:
+            ranges = cell.quantizer.run_ranges
+            bits = cell.quantizer.activation_bits
+            c = fq.fake_quant(c, *ranges["state"], num_bits=bits)
+            h = fq.fake_quant(h, *ranges["output"], num_bits=bits)
+        initial_state.append(tf.nn.rnn_cell.LSTMStateTuple(c, h))
+    return placeholders, initial_state
+
+
+def stack_outputs(outputs, top_cell, is_quant):
+    """The top cell's per-step outputs as ``[batch, steps, h_depth]``; for
+    a uint8 model on the cell's output grid (TFLite's quantized Pack needs
+    equal zero points)."""
+    stacked = tf.stack(outputs, axis=1)
+    if is_quant:
+        lo, hi = top_cell.quantizer.run_ranges["output"]
+        stacked = fq.fake_quant(stacked, lo, hi,
+                                top_cell.quantizer.activation_bits)
+    return stacked
+
+
+def final_state_outputs(final):
+    """``final_<l>_c`` / ``final_<l>_h`` identities of the final states."""
+    tensors = []
+    for layer, state in enumerate(final):
+        tensors += [tf.identity(state.c, "final_%d_c" % layer),
+                    tf.identity(state.h, "final_%d_h" % layer)]
+    return tensors
+
+
+def state_input_stats(cells, session):
+    """``quantized_input_stats`` entries of the state inputs (mean = zero
+    point, std = 1 / scale) from the grids they are put on."""
+    ranges = session.run({
+        name: cell.quantizer.run_ranges[key]
+        for layer, cell in enumerate(cells)
+        for name, key in (("state_%d_c" % layer, "state"),
+                          ("state_%d_h" % layer, "output"))})
+    return {name: _stats(lo, hi) for name, (lo, hi) in ranges.items()}
+
+
+def _stats(lo, hi):
+    scale, zero_point = nudged_quantization(lo, hi)
+    return float(zero_point), 1.0 / scale
+
+
+def convert(session, input_tensors, output_tensors, quantized_input_stats):
+    """Folds a session's graph between inputs and outputs to constants and
+    converts it with TOCO.
+
+    Args:
+      session: the session holding the trained values.
+      input_tensors, output_tensors: lists of tensors of its graph.
+      quantized_input_stats: None for a float model; for a uint8 model a
+        dict input name -> (mean, std) for every input.
+
+    Returns:
+      the ``.tflite`` bytes.
+
+    Raises:
+      tf.lite.ConverterError: if TOCO rejects the graph.
+    """
+    graph_def = _folded_graph_def(session, input_tensors, output_tensors)
+    frozen = tf.Graph()
+    with frozen.as_default():
+        tf.import_graph_def(graph_def, name="")
+        converter = tf.lite.TFLiteConverter(
+            graph_def,
+            [frozen.get_tensor_by_name(t.name) for t in input_tensors],
+            [frozen.get_tensor_by_name(t.name) for t in output_tensors])
+        if quantized_input_stats is not None:
+            converter.inference_type = tf.uint8
+            converter.quantized_input_stats = quantized_input_stats
+        _ensure_toco_on_path()
+        return converter.convert()
+
+
+def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
+    """Builds the unrolled eval graph of a cell stack, loads ``values`` and
+    converts it.
+
+    Returns:
+      the ``.tflite`` bytes.
     """
     graph = tf.Graph()
     with graph.as_default():
@@ -281,57 +376,27 @@ def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
         inputs = tf.placeholder(tf.float32, [batch_size, num_steps, depth],
                                 name=INPUT_NAME)
         _build_cells(new_cells, batch_size, depth)
-        state_inputs, initial_state = [], []
-        for layer, cell in enumerate(new_cells):
-            c = tf.placeholder(tf.float32, [batch_size, cell.state_size.c],
-                               name="state_%d_c" % layer)
-            h = tf.placeholder(tf.float32, [batch_size, cell.state_size.h],
-                               name="state_%d_h" % layer)
-            state_inputs += [c, h]
-            if is_quant:
-                # The cells quantize the state they produce, not the state
-                # they receive: put the state inputs on the same grids.
-                ranges = cell.quantizer.run_ranges
-                bits = cell.quantizer.activation_bits
-                c = fq.fake_quant(c, *ranges["state"], num_bits=bits)
-                h = fq.fake_quant(h, *ranges["output"], num_bits=bits)
-            initial_state.append(tf.nn.rnn_cell.LSTMStateTuple(c, h))
+        placeholders, initial_state = state_inputs(new_cells, batch_size,
+                                                   is_quant)
         outputs, final = unroll(new_cells, inputs, initial_state)
-        stacked = tf.stack(outputs, axis=1)
-        if is_quant:
-            # Pack's output on the same grid as its inputs (TFLite's
-            # quantized Pack needs equal zero points).
-            lo, hi = new_cells[-1].quantizer.run_ranges["output"]
-            stacked = fq.fake_quant(stacked, lo, hi,
-                                    new_cells[-1].quantizer.activation_bits)
-        output_tensors = [tf.identity(stacked, name=OUTPUT_NAME)]
-        for layer, state in enumerate(final):
-            output_tensors += [tf.identity(state.c, "final_%d_c" % layer),
-                               tf.identity(state.h, "final_%d_h" % layer)]
+        output_tensors = [tf.identity(
+            stack_outputs(outputs, new_cells[-1], is_quant),
+            name=OUTPUT_NAME)] + final_state_outputs(final)
         config = tf.ConfigProto(intra_op_parallelism_threads=1,
                                 inter_op_parallelism_threads=1)
         with tf.Session(graph=graph, config=config) as session:
             session.run(tf.global_variables_initializer())
             for cell, cell_values in zip(new_cells, values):
                 _load_values(cell, cell_values, session)
-            stats = {}
+            stats = None
             if is_quant:
-                stats = _input_stats(new_cells, session)
-            graph_def = _folded_graph_def(session, [inputs] + state_inputs,
-                                          output_tensors)
-    frozen = tf.Graph()
-    with frozen.as_default():
-        tf.import_graph_def(graph_def, name="")
-        converter = tf.lite.TFLiteConverter(
-            graph_def,
-            [frozen.get_tensor_by_name(t.name) for t in
-             [inputs] + state_inputs],
-            [frozen.get_tensor_by_name(t.name) for t in output_tensors])
-        if is_quant:
-            converter.inference_type = tf.uint8
-            converter.quantized_input_stats = stats
-        _ensure_toco_on_path()
-        return converter.convert()
+                stats = state_input_stats(new_cells, session)
+                # The first fake-quant the inputs meet is the bottom
+                # cell's concat.
+                stats[INPUT_NAME] = _stats(*session.run(
+                    new_cells[0].quantizer.run_ranges["concat"]))
+            return convert(session, [inputs] + placeholders, output_tensors,
+                           stats)
 
 
 def _load_values(cell, values, session):
@@ -344,23 +409,6 @@ def _load_values(cell, values, session):
                 "needs a cell trained with is_quant=True (has: %s)"
                 % (name, sorted(values)))
         variable.load(values[name], session)
-
-
-def _input_stats(cells, session):
-    """``quantized_input_stats`` (mean = zero point, std = 1 / scale) of the
-    model inputs, from the ranges their first fake-quant uses."""
-    ranges = session.run({
-        name: cell.quantizer.run_ranges[key]
-        for layer, cell in enumerate(cells)
-        for name, key in (("state_%d_c" % layer, "state"),
-                          ("state_%d_h" % layer, "output"))})
-    # The first fake-quant the inputs meet is the bottom cell's concat.
-    ranges[INPUT_NAME] = session.run(cells[0].quantizer.run_ranges["concat"])
-    stats = {}
-    for name, (lo, hi) in ranges.items():
-        scale, zero_point = nudged_quantization(lo, hi)
-        stats[name] = (float(zero_point), 1.0 / scale)
-    return stats
 
 
 def export_tflite(cells, batch_size, num_steps, float_path=None,
@@ -434,10 +482,18 @@ class TFLiteRunner(object):
           state: optional dict input name (``'state_0_c'``...) -> float
             array; zeros for missing entries.
 
+        Raises:
+          ValueError: a ``state`` key that is not an input of the model.
+
         Returns:
           dict output name -> float array.
         """
         state = dict(state or {})
+        unknown = sorted(set(state) - set(self.inputs))
+        if unknown:
+            raise ValueError("state: %s not among the model's inputs %s"
+                             % (", ".join(map(repr, unknown)),
+                                sorted(self.inputs)))
         state[INPUT_NAME] = inputs
         for name, detail in self.inputs.items():
             value = np.asarray(state.get(name, np.zeros(detail["shape"])),

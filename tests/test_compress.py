@@ -1,0 +1,198 @@
+"""The compression pipeline on a tiny language model (issue 12): every
+stage's figures against an independent reference, zeros that stay zero
+from the pruned checkpoint through quantization-aware training into the
+.tflite file, the TFLite models' perplexity against the TF graph's, and
+resume at every stage boundary."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf1_awd_sparse.awd_lm import (compress, data, export, presets, synthetic,
+                                   train)
+
+TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
+
+
+def _corpus():
+    corpus, _ = synthetic.hmm_corpus(seed=1, n_train=2400, n_valid=600,
+                                     n_test=600, n_states=4, vocab_size=40)
+    return corpus
+
+
+def _params():
+    return presets.params_for("demo", "awd", {
+        "emb_size": 12, "hidden_size": 16, "max_epochs": 2, "batch_size": 4,
+        "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 3,
+        "quant_epochs": 1, "quant_delay": 0, "target_sparsity": 0.7,
+        "compress_sparsity_weight": 0.05, "patience": 9})
+
+
+def _run(out, resume=False, float_dir=None):
+    corpus, params = _corpus(), _params()
+    float_params, _ = presets.split_quant(params)
+    float_dir = float_dir or os.path.join(out, "float")
+    summary = train.run(corpus, float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    return compress.run_pipeline(
+        corpus, params, summary, float_dir, os.path.join(out, "compress"),
+        TECHNIQUES, resume=resume, log=lambda *a: None, threads=1,
+        parallel=1)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted pipeline run (module-wide: the tests read it)."""
+    out = str(tmp_path_factory.mktemp("reference"))
+    return out, _run(out)
+
+
+def test_rows_and_summary_json(reference):
+    out, result = reference
+    stages = [r["stage"] for r in result["stages"]]
+    assert stages == ["float", "sparse", "sparse", "sparse", "qat",
+                      "tflite_float", "tflite_uint8"]
+    with open(os.path.join(out, "compress", "summary.json")) as handle:
+        written = json.load(handle)
+    assert written["stages"] == result["stages"]
+    for row in result["stages"]:
+        for key in ("stage", "technique", "test_ppl", "nonzero_weights",
+                    "total_weights", "bytes", "gzip_bytes"):
+            assert key in row
+        assert row["ratio_to_float"] == pytest.approx(
+            row["test_ppl"] / result["stages"][0]["test_ppl"])
+    magnitude = [r for r in result["stages"]
+                 if r["technique"] == "magnitude"][0]
+    # Every matrix pruned to the target by model_pruning's histogram
+    # threshold (a few entries' slack).
+    assert magnitude["sparsity"] == pytest.approx(0.7, abs=0.02)
+
+
+def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
+    out, result = reference
+    chosen = result["chosen"]
+    short = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
+    best = train.best_checkpoint(os.path.join(out, "compress",
+                                              short[chosen]))
+    reader = tf.train.load_checkpoint(best)
+    pruned = tf.train.load_checkpoint(
+        os.path.join(out, "compress", "pruned", "model.ckpt"))
+    for name in compress.weight_names(_params()):
+        theta = reader.get_tensor(name)
+        # The reference, independent of the library: the technique's
+        # evaluation weights written out in numpy.
+        if chosen == "magnitude":
+            mask_name = (name[:-len("kernel")] + "pruning_mask"
+                         if name.endswith("kernel")
+                         else name + "_pruning_mask")
+            expected = theta * reader.get_tensor(mask_name)
+        elif chosen == "l0":
+            aux = reader.get_tensor(_aux(name, "log_alpha"))
+            gate = np.clip(1.0 / (1.0 + np.exp(-aux)) * 1.2 - 0.1, 0, 1)
+            expected = theta * gate
+        else:
+            aux = reader.get_tensor(_aux(name, "log_sigma2"))
+            log_alpha = aux - np.log(theta ** 2 + 1e-8)
+            expected = theta * (log_alpha < 3.0)
+        got = pruned.get_tensor(name)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+        mask = pruned.get_tensor(
+            name[:-len("kernel")] + "pruning_mask" if name.endswith("kernel")
+            else name + "_pruning_mask")
+        np.testing.assert_array_equal(mask, (got != 0).astype(np.float32))
+
+
+def _aux(theta_name, aux):
+    if theta_name.endswith("/kernel"):
+        return theta_name[:-len("kernel")] + aux
+    return theta_name + "_" + aux
+
+
+def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
+    out, result = reference
+    params = _params()
+    pruned = tf.train.load_checkpoint(
+        os.path.join(out, "compress", "pruned", "model.ckpt"))
+    quant_best = tf.train.load_checkpoint(
+        train.best_checkpoint(os.path.join(out, "compress", "qat")))
+    for name in compress.weight_names(params):
+        zero = pruned.get_tensor(name) == 0
+        mask_name = (name[:-len("kernel")] + "pruning_mask"
+                     if name.endswith("kernel") else name + "_pruning_mask")
+        # The mask held through QAT; the weights it zeroes are zero in use.
+        np.testing.assert_array_equal(quant_best.get_tensor(mask_name),
+                                      (~zero).astype(np.float32))
+    # Read the weights back from the uint8 file: every pruned entry is
+    # the zero point (TFLite stores FullyConnected weights transposed).
+    path = os.path.join(out, "compress", "tflite_uint8.tflite")
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    details = interpreter.get_tensor_details()
+    shapes = export.weight_shapes(dict(params, vocab_size=len(
+        _corpus().vocab)))
+    names = compress.weight_names(params)
+    for name, shape in zip(names, shapes):
+        detail = [d for d in details if tuple(d["shape"]) == shape][0]
+        stored = interpreter.get_tensor(detail["index"])
+        zero = pruned.get_tensor(name) == 0
+        if name.endswith("kernel"):
+            zero = zero.T
+        assert zero.any()
+        assert np.all(stored[zero] == detail["quantization"][1])
+    row = [r for r in result["stages"] if r["stage"] == "tflite_uint8"][0]
+    qat = [r for r in result["stages"] if r["stage"] == "qat"][0]
+    assert row["nonzero_weights"] <= qat["nonzero_weights"]
+
+
+def test_tflite_perplexity_equals_the_tf_graphs(reference):
+    out, result = reference
+    rows = {r["stage"]: r for r in result["stages"]}
+    chosen = [r for r in result["stages"] if r["stage"] == "sparse"
+              and r["technique"] == result["chosen"]][0]
+    # The float file computes the pruned float model (the chosen sparse
+    # model's evaluation function); the uint8 file the fake-quant graph.
+    assert rows["tflite_float"]["test_ppl"] == pytest.approx(
+        chosen["test_ppl"], rel=1e-4)
+    assert rows["tflite_uint8"]["test_ppl"] == pytest.approx(
+        rows["qat"]["test_ppl"], rel=2e-3)
+    # Whole test stream, window by window.
+    stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
+    assert rows["tflite_uint8"]["tokens_scored"] == stream.shape[0] * (
+        stream.shape[1] - 1)
+
+
+class _Killed(Exception):
+    """Stands for a kill between two stages."""
+
+
+@pytest.mark.parametrize("boundary", ["before_qat", "before_uint8_export"])
+def test_resume_at_a_stage_boundary_equals_uninterrupted(
+        reference, tmp_path, monkeypatch, boundary):
+    ref_out, ref = reference
+    out = str(tmp_path)
+    original_run, original_export = train.run, export.export_lm
+
+    def run(corpus, params, run_dir, *args, **kwargs):
+        if boundary == "before_qat" and run_dir.endswith("qat"):
+            raise _Killed()
+        return original_run(corpus, params, run_dir, *args, **kwargs)
+
+    def export_lm(params, checkpoint, path, *args, **kwargs):
+        if boundary == "before_uint8_export" and "uint8" in path:
+            raise _Killed()
+        return original_export(params, checkpoint, path, *args, **kwargs)
+
+    monkeypatch.setattr(train, "run", run)
+    monkeypatch.setattr(export, "export_lm", export_lm)
+    with pytest.raises(_Killed):
+        _run(out, float_dir=os.path.join(ref_out, "float"))
+    monkeypatch.setattr(train, "run", original_run)
+    monkeypatch.setattr(export, "export_lm", original_export)
+    resumed = _run(out, resume=True, float_dir=os.path.join(ref_out,
+                                                            "float"))
+    for got, want in zip(resumed["stages"], ref["stages"]):
+        for key in ("stage", "technique", "nonzero_weights", "bytes"):
+            assert got[key] == want[key]
+        assert got["test_ppl"] == pytest.approx(want["test_ppl"], rel=1e-9)

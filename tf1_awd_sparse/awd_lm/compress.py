@@ -1,0 +1,375 @@
+"""Compression of a trained language model, every stage scored.
+
+From the float model's best checkpoint:
+
+1. **sparsify**, by each technique asked for, fine-tuning under the same
+   stopping rule for the same budget (``finetune_epochs``):
+   ``variational_dropout`` / ``l0`` (the cells' ``sparsity=`` and the
+   sparse embedding / tied decoder, the KL / L0 weight ramped up over the
+   first half of the budget) and ``magnitude`` (``tf.contrib.model_pruning``'s
+   gradual schedule to ``target_sparsity`` over the first half); the best
+   checkpoint is chosen after the ramp / schedule ends;
+2. **prune** the best technique's model (the lowest validation perplexity
+   among those at or above the target, else the sparsest): its evaluation
+   weights written as plain dense weights (``sparse_layers.strip``) with a
+   fixed pruning mask ``w != 0`` per weight matrix;
+3. **quantization-aware fine-tuning** of the pruned model with the masks
+   held (``--quant``'s schedule): zeros stay exactly zero;
+4. **export** the pruned float model and the quantized model as TFLite
+   files (`awd_lm.export`) and score both with the TFLite interpreter over
+   the whole test stream.
+
+`run_pipeline` returns (and writes to ``summary.json``) one row per stage
+and technique: test perplexity, ratio to the float model, non-zero / total
+weights of the embedding and the LSTM kernels, bytes and gzip bytes (the
+``.tflite`` file; for the TF stages the weights as float32 ``.npy``
+arrays), and the TFLite models' per-token latency. Every stage is resumable:
+``resume=True`` skips what finished and resumes a killed training stage.
+"""
+import concurrent.futures
+import gzip
+import io
+import json
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from sparse_layers import strip as sparse_strip
+from tf1_awd_sparse import transforms
+from tf1_awd_sparse.awd_lm import data, export, model, presets, train
+
+__all__ = ["run_pipeline", "finetune_params", "prune_checkpoint",
+           "weight_names", "STAGES"]
+
+SUMMARY_FILE = "summary.json"
+STATE_FILE = "pipeline.json"
+#: Stage names of the rows, in order.
+STAGES = ("float", "sparse", "qat", "tflite_float", "tflite_uint8")
+_SHORT = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
+# The auxiliary variables' learning rate as a multiple of the weights'
+# (measured on the demo preset: at 1 L0's gates never close within the
+# budget; at 1000 they pass the target within it).
+_AUX_LR_SCALE = {"variational_dropout": 10.0, "l0": 1000.0}
+
+
+def weight_names(params):
+    """Checkpoint names of the weight matrices compression counts: the
+    embedding and each cell's kernel."""
+    return ["lm/embedding"] + [
+        "lm/layer_%d/lstm_%d/kernel" % (i, i)
+        for i in range(len(model.layer_sizes(params)))]
+
+
+def _mask_name(weight):
+    """The pruning-mask variable of a weight (`transforms.PruningMask`
+    naming: ``<scope>/pruning_mask`` for a cell's kernel, ``<name>_``
+    prefix for the embedding)."""
+    if weight.endswith("/kernel"):
+        return weight[:-len("kernel")] + transforms.PruningMask.MASK_NAME
+    return weight + "_" + transforms.PruningMask.MASK_NAME
+
+
+def _threshold_name(weight):
+    if weight.endswith("/kernel"):
+        return weight[:-len("kernel")] + transforms.PruningMask.THRESHOLD_NAME
+    return weight + "_" + transforms.PruningMask.THRESHOLD_NAME
+
+
+def finetune_params(float_params, technique, steps_per_epoch):
+    """The parameters of one technique's fine-tuning from the float model.
+
+    Args:
+      float_params: the model's parameters with the compression settings
+        (``finetune_epochs``, ``finetune_lr``, ``target_sparsity``).
+      technique: one of ``presets.COMPRESS_TECHNIQUES``.
+      steps_per_epoch: training windows per epoch (for the schedules).
+
+    Returns:
+      dict: the float model's parameters with ``max_epochs =
+      finetune_epochs``, ``lr = finetune_lr`` (default lr / 4), the
+      technique's settings, ramp / schedule over the first half of the
+      budget and ``select_from_epoch`` right after it.
+
+    Raises:
+      ValueError: an unknown technique.
+    """
+    epochs = int(float_params["finetune_epochs"])
+    lr = float_params.get("finetune_lr") or float_params["lr"] / 4.0
+    params = {k: v for k, v in float_params.items()
+              if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
+    params.update(max_epochs=epochs, lr=lr)
+    half = max(1, int(round(0.5 * epochs * steps_per_epoch)))
+    if technique == "magnitude":
+        params.update(pruning="magnitude", pruning_begin_step=0,
+                      pruning_end_step=half,
+                      pruning_frequency=max(1, half // 40))
+    elif technique in ("variational_dropout", "l0"):
+        params.update(sparsity=technique, sparsity_ramp_steps=half)
+        if float_params.get("compress_sparsity_weight") is not None:
+            params["sparsity_weight"] = float_params[
+                "compress_sparsity_weight"]
+    else:
+        raise ValueError("technique must be one of %s, got %r"
+                         % (", ".join(presets.COMPRESS_TECHNIQUES),
+                            technique))
+    if technique == "magnitude":
+        params["target_sparsity"] = float_params["target_sparsity"]
+    else:
+        # SGD at the weights' rate barely moves log_sigma2 / log_alpha.
+        params["aux_lr_scale"] = _AUX_LR_SCALE[technique]
+    params["select_min_sparsity"] = float_params["target_sparsity"]
+    params["select_from_epoch"] = min(
+        epochs, int(math.ceil(half / float(steps_per_epoch))) + 1)
+    return params
+
+
+def _read(checkpoint):
+    reader = tf.train.load_checkpoint(checkpoint)
+    return {name: reader.get_tensor(name)
+            for name in reader.get_variable_to_shape_map()}
+
+
+def effective_weights(checkpoint, params):
+    """{name: array} of the weight matrices as the model uses them in
+    evaluation: sparse techniques' evaluation weights (stripped), or the
+    weights times their pruning masks."""
+    if params.get("sparsity"):
+        values = sparse_strip.strip_values_of_checkpoint(checkpoint)
+    else:
+        values = _read(checkpoint)
+    result = {}
+    for name in weight_names(params):
+        weight = values[name]
+        mask = values.get(_mask_name(name))
+        result[name] = weight if mask is None else weight * mask
+    return result
+
+
+def prune_checkpoint(checkpoint, params, output_prefix):
+    """Writes the model of ``checkpoint`` as plain dense weights with fixed
+    pruning masks: each weight matrix's evaluation weights (see
+    `effective_weights`) and a mask ``weights != 0`` (with a zero
+    threshold), the other model variables unchanged.
+
+    Returns:
+      the prefix written.
+    """
+    values = _read(checkpoint)
+    effective = effective_weights(checkpoint, params)
+    out = {name: value for name, value in values.items()
+           if name.startswith("lm/") and "/quant/" not in name
+           and not name.endswith(("log_sigma2", "log_alpha"))
+           and "/NTASGD" not in name and "/Momentum" not in name}
+    for name, weight in effective.items():
+        out[name] = weight.astype(np.float32)
+        out[_mask_name(name)] = (weight != 0).astype(np.float32)
+        out[_threshold_name(name)] = np.zeros([], np.float32)
+    return sparse_strip.write_checkpoint(out, output_prefix)
+
+
+def _nonzero(weights):
+    nonzero = sum(int(np.count_nonzero(w)) for w in weights.values())
+    return nonzero, sum(int(w.size) for w in weights.values())
+
+
+def _weights_bytes(weights):
+    """(bytes, gzip bytes) of the weight matrices as float32 .npy data."""
+    buf = io.BytesIO()
+    for name in sorted(weights):
+        np.save(buf, weights[name].astype(np.float32))
+    raw = buf.getvalue()
+    return len(raw), len(gzip.compress(raw, 9))
+
+
+def _file_bytes(path):
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    return len(raw), len(gzip.compress(raw, 9))
+
+
+def _row(stage, technique, summary, float_ppl, weights, extra=None):
+    nonzero, total = _nonzero(weights)
+    size, gz = _weights_bytes(weights)
+    row = {"stage": stage, "technique": technique,
+           "test_ppl": summary["test_ppl"],
+           "valid_ppl": summary["best_valid_ppl"],
+           "ratio_to_float": summary["test_ppl"] / float_ppl,
+           "nonzero_weights": nonzero, "total_weights": total,
+           "sparsity": 1.0 - nonzero / float(total),
+           "bytes": size, "gzip_bytes": gz,
+           "seconds": summary.get("train_seconds"),
+           "epochs": summary.get("epochs_run")}
+    row.update(extra or {})
+    return row
+
+
+def _choose(rows, target):
+    """The sparse row to carry on: the lowest validation perplexity among
+    those at or above ``target`` sparsity, else the sparsest."""
+    reached = [r for r in rows if r["sparsity"] >= target - 1e-9]
+    if reached:
+        return min(reached, key=lambda r: r["valid_ppl"])
+    return max(rows, key=lambda r: r["sparsity"])
+
+
+class _Pipeline(object):
+    """The state of one pipeline run in ``out_dir`` (pipeline.json)."""
+
+    def __init__(self, out_dir, resume):
+        self.out_dir = out_dir
+        self.path = os.path.join(out_dir, STATE_FILE)
+        self.done = {}
+        if resume and os.path.exists(self.path):
+            with open(self.path) as handle:
+                self.done = json.load(handle)
+        os.makedirs(out_dir, exist_ok=True)
+
+    def record(self, key, value):
+        self.done[key] = value
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(self.done, handle, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)
+        return value
+
+
+def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
+                 techniques, resume=False, log=print, threads=1,
+                 progress=None, parallel=2):
+    """Runs the compression pipeline on a trained float model.
+
+    Args:
+      corpus: the `data.Corpus` the float model was trained on.
+      params: the full parameters (`presets.params_for`): the model's, the
+        compression settings (`presets.COMPRESS_KEYS`) and the
+        quantization-aware schedule (`presets.QUANT_KEYS`).
+      float_summary: the float run's summary (`train.run`'s).
+      float_dir: the float run's directory (its best checkpoint is used).
+      out_dir: the pipeline's directory (one run directory per stage,
+        the pruned checkpoint, the .tflite files, summary.json).
+      techniques: list of ``presets.COMPRESS_TECHNIQUES``.
+      resume: skip finished stages and resume a killed training stage.
+      log: callable printing one line.
+      threads: intra-op threads of each training run.
+      progress: None or a tqdm-like class.
+      parallel: fine-tuning runs at once (each on its own thread).
+
+    Returns:
+      ``{"stages": [row, ...], "table": [lines]}`` (also summary.json).
+
+    Raises:
+      ValueError: no technique, or an unknown one.
+    """
+    if not techniques:
+        raise ValueError("techniques: give at least one of %s"
+                         % ", ".join(presets.COMPRESS_TECHNIQUES))
+    float_params = dict(params, vocab_size=len(corpus.vocab))
+    pipeline = _Pipeline(out_dir, resume)
+    float_best = train.best_checkpoint(float_dir)
+    float_ppl = float_summary["test_ppl"]
+    rows = [_row("float", "-", float_summary, float_ppl,
+                 effective_weights(float_best, float_params))]
+    train_stream = data.batchify(corpus.train, float_params["batch_size"])
+    steps = max(1, (train_stream.shape[1] - 1) // float_params["bptt"])
+    extra = {"floor_ppl": float_summary.get("floor_ppl")}
+
+    def finetune(technique):
+        params = finetune_params(float_params, technique, steps)
+        run_dir = os.path.join(out_dir, _SHORT[technique])
+        summary = train.run(corpus, params, run_dir, resume=resume, log=log,
+                            progress=progress, threads=threads, extra=extra,
+                            init_from=float_best)
+        return _row("sparse", technique, summary, float_ppl,
+                    effective_weights(train.best_checkpoint(run_dir),
+                                      summary["params"]))
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, parallel)) as pool:
+        sparse_rows = list(pool.map(finetune, techniques))
+    rows += sparse_rows
+    chosen = _choose(sparse_rows, float_params["target_sparsity"])
+    technique = chosen["technique"]
+    chosen_params = finetune_params(float_params, technique, steps)
+    pruned = os.path.join(out_dir, "pruned", "model.ckpt")
+    if pipeline.done.get("pruned") != technique:
+        prune_checkpoint(
+            train.best_checkpoint(os.path.join(out_dir, _SHORT[technique])),
+            chosen_params, pruned)
+        pipeline.record("pruned", technique)
+    pruned_params = {k: v for k, v in float_params.items()
+                     if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
+    pruned_params.update(pruning="fixed")
+    _, quant_params = presets.split_quant(dict(
+        {k: v for k, v in float_params.items()
+         if k not in presets.COMPRESS_KEYS}, quant=True))
+    quant_params.update(pruning="fixed")
+    quant_dir = os.path.join(out_dir, "qat")
+    quant = train.run(corpus, quant_params, quant_dir, resume=resume,
+                      log=log, progress=progress, threads=threads,
+                      extra=extra, init_from=pruned)
+    quant_best = train.best_checkpoint(quant_dir)
+    rows.append(_row("qat", technique, quant, float_ppl,
+                     effective_weights(quant_best, quant["params"])))
+    rows += _tflite_rows(corpus, pipeline, technique, float_ppl,
+                         (pruned_params, pruned), (quant["params"],
+                                                   quant_best))
+    table = format_table(rows)
+    result = {"stages": rows, "table": table, "chosen": technique,
+              "target_sparsity": float_params["target_sparsity"]}
+    with open(os.path.join(out_dir, SUMMARY_FILE), "w") as handle:
+        json.dump(result, handle, indent=1)
+    return result
+
+
+def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant):
+    """Exports both TFLite models (unless done) and scores them with the
+    interpreter over the whole test stream."""
+    params = pruned[0]
+    batch, steps = params["eval_batch_size"], params["bptt"]
+    test = data.batchify(corpus.test, batch)
+    rows, runners = [], {}
+    for stage, (stage_params, checkpoint) in (("tflite_float", pruned),
+                                               ("tflite_uint8", quant)):
+        path = os.path.join(pipeline.out_dir, "%s.tflite" % stage)
+        if pipeline.done.get(stage) != technique or not os.path.exists(path):
+            export.export_lm(stage_params, checkpoint, path, batch, steps)
+            pipeline.record(stage, technique)
+        ppl, _, tokens = export.tflite_perplexity(path, test)
+        zeros, total = export.weight_sparsity_of_tflite(
+            path, export.weight_shapes(stage_params))
+        size, gz = _file_bytes(path)
+        runners[stage] = export.LMRunner(path)
+        rows.append({"stage": stage, "technique": technique,
+                     "test_ppl": ppl, "valid_ppl": None,
+                     "ratio_to_float": ppl / float_ppl,
+                     "nonzero_weights": total - zeros,
+                     "total_weights": total,
+                     "sparsity": zeros / float(total), "bytes": size,
+                     "gzip_bytes": gz, "tokens_scored": tokens})
+    # Latency side by side: alternate the two models' timings.
+    times = {stage: [] for stage in runners}
+    for _ in range(5):
+        for stage, runner in runners.items():
+            times[stage].append(runner.time_per_token(repeats=4))
+    for row in rows:
+        row["ms_per_token"] = 1e3 * float(np.median(times[row["stage"]]))
+    return rows
+
+
+def format_table(rows):
+    """The pipeline's table, as lines."""
+    header = ("%-12s | %-19s | %8s | %6s | %17s | %9s | %9s | %8s"
+              % ("stage", "technique", "test ppl", "ratio",
+                 "nonzero / total", "bytes", "gzip", "ms/token"))
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append("%-12s | %-19s | %8.2f | %6.3f | %8d / %6.1f%% | %9d | "
+                     "%9d | %8s" % (
+                         r["stage"], r["technique"], r["test_ppl"],
+                         r["ratio_to_float"], r["nonzero_weights"],
+                         100.0 * r["nonzero_weights"] / r["total_weights"],
+                         r["bytes"], r["gzip_bytes"],
+                         "%.4f" % r["ms_per_token"] if "ms_per_token" in r
+                         else "-"))
+    return lines

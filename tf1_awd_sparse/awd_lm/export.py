@@ -1,0 +1,242 @@
+"""The whole language model as a TFLite file, and its perplexity measured
+with the TFLite interpreter.
+
+:func:`export_lm` rebuilds the model of a checkpoint in evaluation mode
+with a fixed batch and window length, unrolled (TOCO in TF 1.13 converts no
+while loop), and converts it: the embedding lookup (a Gather of the table),
+the LSTM stack and the tied decoder (a FullyConnected layer with the same
+table as weights) in one model. A float model comes from a float
+checkpoint; a fully 8-bit (``uint8``) model from a quantization-aware one
+(``params['quant']``), whose every tensor carries a learned or weight
+range: the table, the cells' weights and activations, and the logits.
+
+Inputs: ``inputs`` int32 ``[batch, steps]`` word ids and, per layer, the
+carried state ``state_<l>_c`` / ``state_<l>_h``; outputs: ``logits``
+``[batch, steps, vocab]`` and the final states ``final_<l>_c`` /
+``final_<l>_h``, so a long stream runs window by window. The log-softmax
+is computed outside the model, on the (dequantized) logits: a uint8
+softmax has no resolution below 1/256 for the probability of a word.
+"""
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse.awd_lm import data, model
+from tf1_awd_sparse.quantization import export as qexport
+
+__all__ = ["export_lm", "LMRunner", "tflite_perplexity", "weight_shapes",
+           "weight_sparsity_of_tflite"]
+
+LOGITS_NAME = "logits"
+
+
+def _unrolled_model(params, batch_size, num_steps, quantized):
+    """Builds the evaluation graph; returns (input tensors, output tensors,
+    cells)."""
+    ids = tf.placeholder(tf.int32, [batch_size, num_steps],
+                         name=qexport.INPUT_NAME)
+    with tf.variable_scope("lm"):
+        _, table = model.embedding_table(params, training=False)
+        x = tf.gather(table, ids)
+        layers = [model.make_layer(i, units, False, params)
+                  for i, units in enumerate(model.layer_sizes(params))]
+        cells = [layer.cell for layer in layers]
+        # Build each cell (variables, per-run kernel) in its layer's scope.
+        depth = params["emb_size"]
+        probe = tf.zeros([batch_size, depth])
+        for i, cell in enumerate(cells):
+            with tf.variable_scope("layer_%d" % i, reuse=tf.AUTO_REUSE):
+                probe, _ = cell(probe, cell.zero_state(batch_size,
+                                                       tf.float32))
+        with tf.name_scope(""):  # top-level input names
+            placeholders, state = qexport.state_inputs(cells, batch_size,
+                                                       quantized)
+        outputs = []
+        for t in range(num_steps):
+            h = x[:, t, :]
+            for i, cell in enumerate(cells):
+                with tf.variable_scope("layer_%d" % i, reuse=tf.AUTO_REUSE):
+                    h, state[i] = cell(h, state[i])
+            outputs.append(h)
+        stacked = qexport.stack_outputs(outputs, cells[-1], quantized)
+        flat = tf.reshape(stacked, [batch_size * num_steps, depth])
+        _, logits = model.decoder_logits(flat, table, params, False)
+        logits = tf.reshape(logits, [batch_size, num_steps,
+                                     params["vocab_size"]])
+    logits = tf.identity(logits, name=LOGITS_NAME)
+    return ([ids] + placeholders,
+            [logits] + qexport.final_state_outputs(state), cells)
+
+
+def export_lm(params, checkpoint, path, batch_size, num_steps):
+    """Writes the language model of ``checkpoint`` as a TFLite file.
+
+    Args:
+      params: the model's parameters (as trained: ``params['quant']``
+        makes a uint8 model, else a float one; ``pruning`` and the sizes as
+        in the checkpoint's model); dropout settings do not matter.
+      checkpoint: checkpoint prefix holding the model's variables.
+      path: the ``.tflite`` file to write.
+      batch_size, num_steps: the model's fixed input shape.
+
+    Returns:
+      the file size in bytes.
+
+    Raises:
+      ValueError: bad sizes or params (named).
+      tf.errors.NotFoundError: the checkpoint lacks a variable of the model.
+      tf.lite.ConverterError: TOCO rejected the graph.
+    """
+    batch_size = check_positive_int(batch_size, "batch_size")
+    num_steps = check_positive_int(num_steps, "num_steps")
+    params = model.check_params(dict(params, use_vd=False,
+                                     quant_delay=0))
+    quantized = bool(params.get("quant"))
+    graph = tf.Graph()
+    with graph.as_default():
+        inputs, outputs, cells = _unrolled_model(params, batch_size,
+                                                 num_steps, quantized)
+        saver = tf.train.Saver(tf.global_variables())
+        config = tf.ConfigProto(intra_op_parallelism_threads=1,
+                                inter_op_parallelism_threads=1)
+        with tf.Session(graph=graph, config=config) as session:
+            saver.restore(session, checkpoint)
+            stats = None
+            if quantized:
+                stats = qexport.state_input_stats(cells, session)
+                stats[qexport.INPUT_NAME] = (0.0, 1.0)  # int32 ids
+            model_bytes = qexport.convert(session, inputs, outputs, stats)
+    with open(path, "wb") as handle:
+        handle.write(model_bytes)
+    return len(model_bytes)
+
+
+class LMRunner(object):
+    """Runs an exported language model window by window, carrying the
+    state, on a ``[batch, length]`` id stream.
+
+    Args:
+      path: a file written by :func:`export_lm`.
+    """
+
+    def __init__(self, path):
+        self.runner = qexport.TFLiteRunner(path)
+        detail = self.runner.inputs[qexport.INPUT_NAME]
+        self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
+        self.state_names = sorted(n for n in self.runner.inputs
+                                  if n.startswith("state_"))
+
+    def windows(self, stream):
+        """Yields ``(log_probs of the targets [batch, n], n)`` for every
+        window of ``stream`` (int ``[batch, length]``, batch equal to the
+        model's), the state carried between windows; the last window is
+        padded (its padding is not scored).
+
+        Raises:
+          ValueError: a stream whose batch differs from the model's.
+        """
+        stream = np.asarray(stream)
+        if stream.ndim != 2 or stream.shape[0] != self.batch_size:
+            raise ValueError("stream must be [%d, length] (the model's "
+                             "batch), got shape %s" % (self.batch_size,
+                                                       stream.shape))
+        state = {}
+        for start, n in data.bptt_windows(stream.shape[1] - 1,
+                                          self.num_steps):
+            inputs = np.zeros([self.batch_size, self.num_steps], np.int32)
+            inputs[:, :n] = stream[:, start:start + n]
+            targets = stream[:, start + 1:start + n + 1]
+            result = self.runner.run(inputs, state)
+            logits = result[LOGITS_NAME][:, :n, :].astype(np.float64)
+            log_probs = logits - _logsumexp(logits)
+            picked = np.take_along_axis(log_probs, targets[..., None],
+                                        axis=2)[..., 0]
+            state = {name: result["final" + name[len("state"):]]
+                     for name in self.state_names}
+            yield picked, n
+
+    def time_per_token(self, repeats=20):
+        """Seconds per token of one invoke (single thread), the median of
+        ``repeats`` invokes on zeros."""
+        inputs = np.zeros([self.batch_size, self.num_steps], np.int32)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            self.runner.run(inputs)
+            times.append(time.perf_counter() - start)
+        return float(np.median(times)) / (self.batch_size * self.num_steps)
+
+
+def _logsumexp(x):
+    top = x.max(axis=-1, keepdims=True)
+    return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
+
+
+def tflite_perplexity(path, stream):
+    """Perplexity of an exported model over a whole id stream, computed
+    with the TFLite interpreter window by window (state carried), the
+    log-softmax in float64 numpy.
+
+    Args:
+      path: a file written by :func:`export_lm`.
+      stream: int ``[batch, length]`` (``data.batchify``), batch equal to
+        the model's.
+
+    Returns:
+      ``(perplexity, mean cross-entropy in nats, tokens scored)``.
+    """
+    runner = LMRunner(path)
+    total, count = 0.0, 0
+    for picked, _ in runner.windows(stream):
+        total -= float(picked.sum())
+        count += picked.size
+    xent = total / count
+    return float(np.exp(xent)), xent, count
+
+
+def weight_shapes(params):
+    """Shapes of the model's weight matrices as TFLite stores them: the
+    embedding table ``[vocab, emb]`` and each cell's kernel as
+    FullyConnected weights ``[4 * units, input depth + units]``."""
+    shapes = [(params["vocab_size"], params["emb_size"])]
+    depth = params["emb_size"]
+    for units in model.layer_sizes(params):
+        shapes.append((4 * units, depth + units))
+        depth = units
+    return shapes
+
+
+def weight_sparsity_of_tflite(path, shapes):
+    """(zero, total) entries of the model's weight tensors, read back from
+    the ``.tflite`` file; a uint8 entry is zero when it equals its zero
+    point.
+
+    Args:
+      path: a ``.tflite`` file.
+      shapes: the weight tensors' shapes (`weight_shapes`); the first
+        tensor of each shape is counted.
+
+    Returns:
+      ``(zeros, total)`` ints.
+
+    Raises:
+      ValueError: a shape with no tensor in the model.
+    """
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    details = interpreter.get_tensor_details()
+    zeros = total = 0
+    for shape in shapes:
+        found = [d for d in details if tuple(d["shape"]) == tuple(shape)]
+        if not found:
+            raise ValueError("%s has no tensor of shape %s"
+                             % (path, tuple(shape)))
+        detail = found[0]
+        value = interpreter.get_tensor(detail["index"])
+        zero_point = detail["quantization"][1] \
+            if detail["dtype"] == np.uint8 else 0
+        zeros += int(np.sum(value == zero_point))
+        total += value.size
+    return zeros, total
