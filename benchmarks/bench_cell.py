@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 import _quiet  # noqa: F401,E402
+from _timing import interleaved_ratios  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -103,44 +104,15 @@ def added_ops_ms(units, repeats=30):
 
 
 def measure(units, rounds, steps_per_round=2, warmup=3):
-    """Per-variant medians over rounds of the step-time ratio to LSTMCell.
-
-    Each round times every variant back to back (rotating the order), and
-    the ratio is taken within the round, so slow drifts of a shared machine
-    cancel. Both wall-clock and process CPU time are measured: with one
-    intra-op and one inter-op thread the CPU time is what the step costs,
-    and it is not inflated when other processes take the cores.
+    """Per-variant medians over rounds of the step-time ratio to LSTMCell
+    (`_timing.interleaved_ratios`).
 
     Returns:
-      ``{name: (wall_ratio, cpu_ratio, cpu_min_ratio)}`` (the last: fastest
-      round of the variant over fastest round of the baseline, the figure
-      least disturbed by other jobs), and the baseline's median wall and
-      CPU seconds per step.
+      ``{name: (wall_ratio, cpu_ratio, cpu_min_ratio)}``, and the
+      baseline's median wall and CPU seconds per step.
     """
     built = [(name, _build_step(make, units)) for name, make in VARIANTS]
-    for _, (sess, fetches) in built:
-        for _ in range(warmup):
-            sess.run(fetches)
-    wall = {name: [] for name, _ in built}
-    cpu = {name: [] for name, _ in built}
-    for r in range(rounds):
-        shift = r % len(built)
-        for name, (sess, fetches) in built[shift:] + built[:shift]:
-            start_wall, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(steps_per_round):
-                sess.run(fetches)
-            wall[name].append(time.perf_counter() - start_wall)
-            cpu[name].append(time.process_time() - start_cpu)
-    for _, (sess, _) in built:
-        sess.close()
-    base = VARIANTS[0][0]
-    ratios = {}
-    for name, _ in built[1:]:
-        ratios[name] = tuple(
-            float(np.median(np.array(t[name]) / np.array(t[base])))
-            for t in (wall, cpu)) + (min(cpu[name]) / min(cpu[base]),)
-    return ratios, tuple(float(np.median(t[base])) / steps_per_round
-                         for t in (wall, cpu))
+    return interleaved_ratios(built, rounds, steps_per_round, warmup)
 
 
 def main(argv=None):

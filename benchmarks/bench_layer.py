@@ -39,6 +39,7 @@ import tensorflow as tf  # noqa: E402
 
 from tf1_awd_sparse._lstm_sequence import lstm_sequence  # noqa: E402
 from weight_drop_lstm import WeightDropLSTM  # noqa: E402
+from _timing import interleaved_ratios  # noqa: E402
 
 BATCH, TIME = 20, 35
 UNITS = (200, 650)
@@ -126,11 +127,8 @@ def _build_step(make_outputs, units, intra_threads):
 
 def measure(variants, units, intra_threads, rounds, steps_per_round=2,
             warmup=3):
-    """Per-variant medians over rounds of the step-time ratio to the first.
-
-    Each round times every variant back to back (rotating the order), and
-    the ratio is taken within the round, so slow drifts of a shared machine
-    cancel.
+    """Per-variant medians over rounds of the step-time ratio to the first
+    (`_timing.interleaved_ratios`).
 
     Returns:
       ``{name: (wall_ratio, cpu_ratio, cpu_min_ratio)}`` for every variant
@@ -139,28 +137,9 @@ def measure(variants, units, intra_threads, rounds, steps_per_round=2,
     """
     built = [(name, _build_step(make, units, intra_threads))
              for name, make in variants]
-    for _, (sess, train) in built:
-        for _ in range(warmup):
-            sess.run(train)
-    wall = {name: [] for name, _ in built}
-    cpu = {name: [] for name, _ in built}
-    for r in range(rounds):
-        shift = r % len(built)
-        for name, (sess, train) in built[shift:] + built[:shift]:
-            start_wall, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(steps_per_round):
-                sess.run(train)
-            wall[name].append(time.perf_counter() - start_wall)
-            cpu[name].append(time.process_time() - start_cpu)
-    for _, (sess, _) in built:
-        sess.close()
-    base = variants[0][0]
-    ratios = {}
-    for name, _ in built[1:]:
-        ratios[name] = tuple(
-            float(np.median(np.array(t[name]) / np.array(t[base])))
-            for t in (wall, cpu)) + (min(cpu[name]) / min(cpu[base]),)
-    return ratios, float(np.median(wall[base])) / steps_per_round
+    ratios, (base_wall, _) = interleaved_ratios(built, rounds,
+                                                steps_per_round, warmup)
+    return ratios, base_wall
 
 
 def profile(make_outputs, units, runs=5, top=10):

@@ -43,6 +43,7 @@ from tf1_awd_sparse import _cli  # noqa: E402
 from tf1_awd_sparse._checks import (check_nonnegative_int,  # noqa: E402
                                     check_positive_int, check_real)
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402
+from tf1_awd_sparse import mask_placement  # noqa: E402
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
 
 CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1,
@@ -213,7 +214,7 @@ def main(argv=None):
             float_twin, _ = tf.nn.dynamic_rnn(
                 tf.nn.rnn_cell.MultiRNNCell(twins), model["x"],
                 dtype=tf.float32, scope="rnn")
-        range_vars = [v for v in tf.global_variables() if "/quant/" in v.name]
+        range_vars = mask_placement.quant_variables()
         restored = [v for v in tf.global_variables()
                     if v not in range_vars and "Adam" not in v.name
                     and "beta" not in v.name]
@@ -229,8 +230,9 @@ def main(argv=None):
             tf_float = batched(lambda b: sess.run(
                 float_twin, {model["x"]: b}), x_test, args.batch)
             head = sess.run(model["head"].weights)
+            quant_vars = set(range_vars)
             params = sum(int(np.prod(v.shape)) for c in model["cells"]
-                         for v in (c.weights) if "/quant/" not in v.name)
+                         for v in c.weights if v not in quant_vars)
             # 3. Export (from the live session; checkpoint= works as well).
             paths = (os.path.join(out, "stack_float.tflite"),
                      os.path.join(out, "stack_uint8.tflite"))

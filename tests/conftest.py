@@ -1,11 +1,8 @@
 """Shared test setup: a quiet TensorFlow and a fresh graph per test."""
 import os
 import sys
-import warnings
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-warnings.filterwarnings("ignore", category=DeprecationWarning)
-warnings.filterwarnings("ignore", category=FutureWarning)
+import tf1_awd_sparse._quiet  # noqa: F401  (before TensorFlow is imported)
 
 # Harnesses the tests share with the examples (LocalCluster) live there,
 # outside the library's import path.
@@ -14,12 +11,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tensorflow.python.util import deprecation  # noqa: E402
-
-# tf.compat.v1.logging: on 1.15 the tf.logging name logs a deprecation
-# warning itself.
-tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
-deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared",
                            "data")

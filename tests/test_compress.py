@@ -27,7 +27,7 @@ def _params():
         "emb_size": 12, "hidden_size": 16, "max_epochs": 2, "batch_size": 4,
         "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 3,
         "quant_epochs": 1, "quant_delay": 0, "target_sparsity": 0.7,
-        "compress_sparsity_weight": 0.05, "patience": 9})
+        "compress_sparsity_weight": 0.002, "patience": 9})
 
 
 def _run(out, resume=False, float_dir=None):

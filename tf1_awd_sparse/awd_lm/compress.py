@@ -6,8 +6,8 @@ From the float model's best checkpoint:
    stopping rule for the same budget (``finetune_epochs``):
    ``variational_dropout`` / ``l0`` (the cells' ``sparsity=`` and the
    sparse embedding / tied decoder, the KL / L0 weight ramped up over the
-   first half of the budget) and ``magnitude`` (``tf.contrib.model_pruning``'s
-   gradual schedule to ``target_sparsity`` over the first half); the best
+   first 40 % of the budget) and ``magnitude`` (``tf.contrib.model_pruning``'s
+   gradual schedule to ``target_sparsity`` over the same steps); the best
    checkpoint is chosen after the ramp / schedule ends;
 2. **prune** the best technique's model (the lowest validation perplexity
    among those at or above the target, else the sparsest): its evaluation
@@ -38,7 +38,8 @@ import tensorflow as tf
 
 from sparse_layers import strip as sparse_strip
 from tf1_awd_sparse import transforms
-from tf1_awd_sparse.awd_lm import data, export, model, presets, train
+from tf1_awd_sparse.awd_lm import (data, export, model, presets, records,
+                                   train)
 
 __all__ = ["run_pipeline", "finetune_params", "prune_checkpoint",
            "weight_names", "STAGES"]
@@ -48,10 +49,15 @@ STATE_FILE = "pipeline.json"
 #: Stage names of the rows, in order.
 STAGES = ("float", "sparse", "qat", "tflite_float", "tflite_uint8")
 _SHORT = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
+#: Fraction of the fine-tuning budget over which the sparsity loss ramps up
+#: and magnitude pruning's schedule runs.
+RAMP_FRACTION = 0.4
+#: Steps per call of the exported TFLite models.
+EXPORT_STEPS = 10
 # The auxiliary variables' learning rate as a multiple of the weights'
 # (measured on the demo preset: at 1 L0's gates never close within the
 # budget; at 1000 they pass the target within it).
-_AUX_LR_SCALE = {"variational_dropout": 10.0, "l0": 1000.0}
+_AUX_LR_SCALE = {"variational_dropout": 1.0, "l0": 1000.0}
 
 
 def weight_names(params):
@@ -88,9 +94,10 @@ def finetune_params(float_params, technique, steps_per_epoch):
 
     Returns:
       dict: the float model's parameters with ``max_epochs =
-      finetune_epochs``, ``lr = finetune_lr`` (default lr / 4), the
-      technique's settings, ramp / schedule over the first half of the
-      budget and ``select_from_epoch`` right after it.
+      finetune_epochs``, ``lr = finetune_lr`` (default lr / 4), plain SGD,
+      the technique's settings, ramp / schedule over the first
+      `RAMP_FRACTION` of the budget and ``select_from_epoch`` right after
+      it.
 
     Raises:
       ValueError: an unknown technique.
@@ -99,8 +106,10 @@ def finetune_params(float_params, technique, steps_per_epoch):
     lr = float_params.get("finetune_lr") or float_params["lr"] / 4.0
     params = {k: v for k, v in float_params.items()
               if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
-    params.update(max_epochs=epochs, lr=lr)
-    half = max(1, int(round(0.5 * epochs * steps_per_epoch)))
+    # Plain SGD: NT-ASGD would validate (and keep) averages of the masks'
+    # and gates' parameters, which lag the ones being pruned.
+    params.update(max_epochs=epochs, lr=lr, optimizer="sgd")
+    half = max(1, int(round(RAMP_FRACTION * epochs * steps_per_epoch)))
     if technique == "magnitude":
         params.update(pruning="magnitude", pruning_begin_step=0,
                       pruning_end_step=half,
@@ -281,12 +290,14 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
         summary = train.run(corpus, params, run_dir, resume=resume, log=log,
                             progress=progress, threads=threads, extra=extra,
                             init_from=float_best)
-        return _row("sparse", technique, summary, float_ppl,
-                    effective_weights(train.best_checkpoint(run_dir),
-                                      summary["params"]))
+        return {"technique": technique, "summary": summary,
+                "row": _row("sparse", technique, summary, float_ppl,
+                            effective_weights(train.best_checkpoint(run_dir),
+                                              summary["params"]))}
 
     with concurrent.futures.ThreadPoolExecutor(max(1, parallel)) as pool:
-        sparse_rows = list(pool.map(finetune, techniques))
+        sparse_runs = list(pool.map(finetune, techniques))
+    sparse_rows = [r["row"] for r in sparse_runs]
     rows += sparse_rows
     chosen = _choose(sparse_rows, float_params["target_sparsity"])
     technique = chosen["technique"]
@@ -319,6 +330,16 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
               "target_sparsity": float_params["target_sparsity"]}
     with open(os.path.join(out_dir, SUMMARY_FILE), "w") as handle:
         json.dump(result, handle, indent=1)
+    # The fine-tuning curves continue the float curve from its best epoch
+    # (QAT from the end of the chosen technique's).
+    summaries = [float_summary] + [r["summary"] for r in sparse_runs] + [
+        quant]
+    start = float_summary["best_epoch"]
+    chosen_run = [r for r in sparse_runs if r["technique"] == technique][0]
+    offsets = [0] + [start] * len(sparse_runs) + [
+        start + chosen_run["summary"]["best_epoch"]]
+    records.plot_curves(summaries, os.path.join(out_dir, "valid_ppl.png"),
+                        float_summary.get("floor_ppl"), offsets)
     return result
 
 
@@ -326,7 +347,10 @@ def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant):
     """Exports both TFLite models (unless done) and scores them with the
     interpreter over the whole test stream."""
     params = pruned[0]
-    batch, steps = params["eval_batch_size"], params["bptt"]
+    # A short window keeps the unrolled graph (each step adds its ops to
+    # the file) small beside the weights; the state carries across.
+    batch, steps = params["eval_batch_size"], min(params["bptt"],
+                                                   EXPORT_STEPS)
     test = data.batchify(corpus.test, batch)
     rows, runners = [], {}
     for stage, (stage_params, checkpoint) in (("tflite_float", pruned),

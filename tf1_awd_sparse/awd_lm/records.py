@@ -131,20 +131,23 @@ def results_table(summaries, floor):
     return lines
 
 
-def plot_curves(summaries, path, floor=None):
+def plot_curves(summaries, path, floor=None, offsets=None):
     """PNG of validation perplexity per epoch, one line per model.
 
     Args:
       summaries: list of run summaries.
       path: output .png path.
       floor: optional float, the source's perplexity, drawn as a line.
+      offsets: optional list (one per summary) of epochs to add to a
+        run's epochs, e.g. a fine-tuning's starting epoch, so that it
+        continues the curve it started from.
     """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4))
-    for s in summaries:
-        ep = [r["epoch"] for r in s["epochs"]]
+    for s, offset in zip(summaries, offsets or [0] * len(summaries)):
+        ep = [r["epoch"] + offset for r in s["epochs"]]
         ax.plot(ep, [r["valid_ppl"] for r in s["epochs"]], marker=".",
                 label="%s (test %.1f)" % (s["model"], s["test_ppl"]))
     if floor:

@@ -376,8 +376,11 @@ class Trainer(object):
                                   % (path, type(e).__name__, e))
         # Only max_epochs may change: it extends or shortens a run (a
         # quantized run's max_epochs is its quant_epochs).
+        # A parameter the run's version did not have yet counts as its
+        # default (a run resumes under a version that added parameters).
         changed = sorted(k for k in set(self.params) | set(old)
-                         if self.params.get(k) != old.get(k)
+                         if self.params.get(k) != old.get(
+                             k, presets.DEFAULTS.get(k))
                          and k not in ("max_epochs", "quant_epochs"))
         if changed:
             raise ValueError("resume: %s was made with different parameters "

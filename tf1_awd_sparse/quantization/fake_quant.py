@@ -110,11 +110,15 @@ def quantize_weight(weight, num_bits, name=None):
       name: optional op name.
 
     Returns:
-      ``weight`` on the narrow-range grid of ``[min(weight), max(weight)]``.
+      ``weight`` on the narrow-range grid of ``[min(weight), max(weight)]``
+      (widened to contain 0 and to at least ``MIN_RANGE_WIDTH``: an
+      all-zero, e.g. fully pruned, matrix has no zero-width range, which
+      TOCO rejects).
     """
     weight = tf.convert_to_tensor(weight)
-    return fake_quant(weight, tf.reduce_min(weight), tf.reduce_max(weight),
-                      num_bits, narrow_range=True, name=name)
+    low, high = sanitize_range(tf.reduce_min(weight), tf.reduce_max(weight))
+    return fake_quant(weight, low, high, num_bits, narrow_range=True,
+                      name=name)
 
 
 def sanitize_range(range_min, range_max, limit=None):

@@ -1,0 +1,51 @@
+"""Interleaved timing shared by the benchmarks: ratios to a baseline
+measured in the same rounds, robust to a shared machine's load."""
+import time
+
+import numpy as np
+
+
+def interleaved_ratios(built, rounds, steps_per_round=2, warmup=3):
+    """Per-variant medians over rounds of the step-time ratio to the first.
+
+    Each round times every variant back to back (rotating the order), and
+    the ratio is taken within the round, so slow drifts of a shared machine
+    cancel. Both wall-clock and process CPU time are measured: with one
+    intra-op and one inter-op thread the CPU time is what the step costs,
+    and it is not inflated when other processes take the cores. The
+    sessions are closed at the end.
+
+    Args:
+      built: list of ``(name, (session, fetches))``, the baseline first.
+      rounds, steps_per_round, warmup: ints.
+
+    Returns:
+      ``({name: (wall_ratio, cpu_ratio, cpu_min_ratio)}, (base wall, base
+      cpu))``: ratios of every variant but the baseline (the last: fastest
+      round of the variant over fastest round of the baseline, the figure
+      least disturbed by other jobs), and the baseline's median wall and
+      CPU seconds per step.
+    """
+    for _, (sess, fetches) in built:
+        for _ in range(warmup):
+            sess.run(fetches)
+    wall = {name: [] for name, _ in built}
+    cpu = {name: [] for name, _ in built}
+    for r in range(rounds):
+        shift = r % len(built)
+        for name, (sess, fetches) in built[shift:] + built[:shift]:
+            start_wall, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(steps_per_round):
+                sess.run(fetches)
+            wall[name].append(time.perf_counter() - start_wall)
+            cpu[name].append(time.process_time() - start_cpu)
+    for _, (sess, _) in built:
+        sess.close()
+    base = built[0][0]
+    ratios = {}
+    for name, _ in built[1:]:
+        ratios[name] = tuple(
+            float(np.median(np.array(t[name]) / np.array(t[base])))
+            for t in (wall, cpu)) + (min(cpu[name]) / min(cpu[base]),)
+    return ratios, tuple(float(np.median(t[base])) / steps_per_round
+                         for t in (wall, cpu))
