@@ -1,4 +1,5 @@
-"""Every ```python block of README.md runs as written (issue 10.5).
+"""Every ```python block of README.md and docs/*.md runs as written
+(issue 10.5).
 
 Each block runs on its own: in a fresh Python process (so a fresh default
 graph), in a temporary working directory, with a time limit. A block that
@@ -9,6 +10,7 @@ by a digest of their text, with the reason, and run as expected failures:
 the entry stops applying as soon as the block's text changes, so a
 rewritten block is held to the rule.
 """
+import glob
 import hashlib
 import os
 import re
@@ -20,19 +22,16 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+#: The Markdown files whose python blocks run: the README and the reference
+#: pages.
+FILES = [README] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 NOT_RUN = "<!-- not-run -->"
 TIME_LIMIT = 180  # seconds per block
 
-# digest (see _digest) -> why the block fails today. README.md is being
-# rewritten so that every block runs; until then these are expected.
-KNOWN_FAILING = {
-    "a5f02df51627": "use_vd snippet continues the block before it: "
-                    "WeightDropLSTMCell, tf, x and sess are not defined",
-    "73a720327d9a": "VariationalDropout snippet: h, is_train and sess are "
-                    "not defined",
-    "1b3b5eb44be8": "QAT snippet: tf, x, sess and x_batch are not defined "
-                    "and '...' stands for the training (issue 10.5)",
-}
+# digest (see _digest) -> why the block fails today; empty: every block
+# runs. An entry is for a block that cannot be fixed at once, and it
+# stops applying as soon as the block's text changes.
+KNOWN_FAILING = {}
 
 
 def _digest(code):
@@ -76,7 +75,8 @@ def readme_blocks(path=README):
     return blocks
 
 
-BLOCKS = readme_blocks()
+BLOCKS = [dict(block, file=os.path.relpath(path, ROOT))
+          for path in FILES for block in readme_blocks(path)]
 
 
 def _params():
@@ -84,20 +84,21 @@ def _params():
     for block in BLOCKS:
         marks = []
         if block["not_run"]:
-            marks.append(pytest.mark.skip(reason="marked %s in README.md"
-                                          % NOT_RUN))
+            marks.append(pytest.mark.skip(reason="marked %s in %s"
+                                          % (NOT_RUN, block["file"])))
         elif block["digest"] in KNOWN_FAILING:
             marks.append(pytest.mark.xfail(
                 reason=KNOWN_FAILING[block["digest"]], strict=True))
         params.append(pytest.param(block, marks=marks,
-                                   id="line%d-%s" % (block["line"],
-                                                     block["digest"])))
+                                   id="%s:%d-%s" % (block["file"],
+                                                    block["line"],
+                                                    block["digest"])))
     return params
 
 
 @pytest.mark.parametrize("block", _params())
 def test_readme_block_runs(block, tmp_path):
-    script = tmp_path / ("readme_line%d.py" % block["line"])
+    script = tmp_path / ("block_line%d.py" % block["line"])
     script.write_text(block["code"])
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
                PYTHONPATH=os.pathsep.join(
@@ -110,10 +111,10 @@ def test_readme_block_runs(block, tmp_path):
                               stderr=subprocess.PIPE, universal_newlines=True,
                               timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
-        pytest.fail("README.md line %d: still running after %d s"
-                    % (block["line"], TIME_LIMIT))
-    assert proc.returncode == 0, "README.md line %d:\n%s" % (
-        block["line"], proc.stderr[-3000:])
+        pytest.fail("%s line %d: still running after %d s"
+                    % (block["file"], block["line"], TIME_LIMIT))
+    assert proc.returncode == 0, "%s line %d:\n%s" % (
+        block["file"], block["line"], proc.stderr[-3000:])
 
 
 def test_readme_block_census():
@@ -127,13 +128,13 @@ def test_readme_block_census():
                                    for b in BLOCKS)}
     counts["run"] = counts["blocks"] - counts["not_run"] - counts[
         "known_failing"]
-    print("README.md python blocks: %(blocks)d; run %(run)d, not-run "
-          "%(not_run)d, known failing %(known_failing)d" % counts)
+    print("python blocks of README.md and docs/: %(blocks)d; run %(run)d, "
+          "not-run %(not_run)d, known failing %(known_failing)d" % counts)
     stale = sorted(set(KNOWN_FAILING) - digests)
     if stale:
         warnings.warn("tests/test_readme.py: KNOWN_FAILING entries match no "
-                      "README block any more, delete them: %s" % stale)
-    assert counts["blocks"] >= 1
+                      "block any more, delete them: %s" % stale)
+    assert any(b["file"] == "README.md" for b in BLOCKS)
 
 
 def test_block_parser(tmp_path):
