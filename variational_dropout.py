@@ -33,7 +33,7 @@ __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob",
     "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
-    "HeldMask",
+    "HeldMask", "make_mask_variable",
 ]
 
 
@@ -200,14 +200,21 @@ class HeldMask(object):
         self._keep_prob = check_keep_prob(keep_prob)
         self._name, self._shape, self._seed = name, list(shape), seed
         self._collection = updates_collection
+        # Outside the mask scope, whose device hides a replica device
+        # setter: a replicated graph's masks are initialized by its local
+        # init op (Scaffold), never lazily.
+        lazy_init = not mask_placement.is_replicated_here()
         # control_dependencies(None) also leaves any while-loop / cond
         # context: the variable and its ops can be fetched on their own.
         with tf.control_dependencies(None), \
                 mask_placement.mask_variable_scope():
-            self._lazy_init = not mask_placement.is_replicated_here()
             self.variable = create_variable(
                 name, self._shape, dtype,
                 BernoulliInitializer(self._keep_prob, derived_seed(seed, 0)))
+            self._scope = self.variable.op.name + "_"
+            # One op for every read: which initial mask a first run sees
+            # cannot depend on which read's assign ran first.
+            self._init = self._initialized() if lazy_init else None
             self._raw_update = self._resample([])
         self._update = self._raw_update
         self._independent_reads = []
@@ -227,7 +234,7 @@ class HeldMask(object):
         """An assign of a new sample, run after the ops ``after``."""
         with tf.control_dependencies(None), \
                 tf.device(self.variable.device), \
-                tf.name_scope(self._name + "_update"), \
+                tf.name_scope(self._scope + "update/"), \
                 tf.control_dependencies(after):
             sample = bernoulli_mask(self._shape, self._keep_prob,
                                     self.variable.dtype.base_dtype,
@@ -240,12 +247,12 @@ class HeldMask(object):
         variable = self.variable
         initial = BernoulliInitializer(self._keep_prob,
                                        derived_seed(self._seed, 0))
-        return tf.cond(
-            tf.is_variable_initialized(variable), tf.no_op,
-            lambda: variable.assign(initial(self._shape,
-                                            variable.dtype.base_dtype),
-                                    read_value=False),
-            name=self._name + "_initialized")
+        with tf.name_scope(self._scope + "initialized/"):
+            return tf.cond(
+                tf.is_variable_initialized(variable), tf.no_op,
+                lambda: variable.assign(initial(self._shape,
+                                                variable.dtype.base_dtype),
+                                        read_value=False))
 
     def read(self):
         """The mask for this run, read once outside any loop or cond.
@@ -254,7 +261,7 @@ class HeldMask(object):
           A tensor of the mask's shape and dtype (0s and 1s).
         """
         with once_per_run(), tf.name_scope(self._name + "_read"):
-            deps = [self._initialized()] if self._lazy_init else []
+            deps = [] if self._init is None else [self._init]
             with tf.control_dependencies(deps):
                 value = self.variable.read_value()
         updates = [self._raw_update, self._update]
@@ -270,6 +277,15 @@ class HeldMask(object):
                     ops.append(update)
             self._update = update
         return value
+
+
+def make_mask_variable(create_variable, name, shape, keep_prob, dtype=None,
+                       seed=None):
+    """Deprecated: use :class:`HeldMask`. Creates a held mask and returns
+    ``(variable, update_op)`` (the update op as it is now; it is replaced by
+    an ordered one when a read is built without it, see HeldMask)."""
+    held = HeldMask(create_variable, name, shape, keep_prob, dtype, seed)
+    return held.variable, held.update_ops()[0]
 
 
 class VariationalDropout(object):

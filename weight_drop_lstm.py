@@ -289,6 +289,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         for transform in self._transforms:
             transform.build(self.add_variable, shape, input_depth,
                             self._is_train)
+            transform.mark_built()
         if self._quantizer is not None and not self._quantizer.created:
             self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
@@ -298,7 +299,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             kernel = self._kernel
             for transform in self._transforms:
                 with tf.name_scope(transform.name):
-                    kernel = transform.apply(kernel, self._is_train)
+                    kernel = transform.apply(kernel, self._is_train,
+                                             self._kernel)
             self._step_kernel = kernel
             if self._quantizer is not None:
                 self._quantizer.prepare(
@@ -395,12 +397,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     @classmethod
     def from_config(cls, config):
         """Rebuilds a cell from :meth:`get_config`."""
-        config = dict(config)
-        if config.get("kernel_transforms") is not None:
-            config["kernel_transforms"] = [
-                kernel_transforms_module.from_config(c)
-                for c in config["kernel_transforms"]]
-        return cls(**config)
+        return cls(**_decoded_config(config))
 
 
 class WeightDropLSTM(object):
@@ -417,9 +414,8 @@ class WeightDropLSTM(object):
     **all** steps is one matmul (its weight gradient too); only
     ``h_{t-1} @ W_h`` is inside the loop, and the loop's gradient is
     hand-written (``tf1_awd_sparse._lstm_sequence``): one backward loop and
-    one whole-sequence matmul for ``W_h``'s gradient. Measured on 2 CPU
-    cores, a training step costs 0.3-0.4 x ``LSTMCell``'s (see
-    ``docs/results.md``).
+    one whole-sequence matmul for ``W_h``'s gradient (measured against
+    ``LSTMCell``: ``make bench``, ``docs/bench.md``).
 
     The fast path needs the plain LSTM step; with ``is_quant``,
     ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``
@@ -431,6 +427,9 @@ class WeightDropLSTM(object):
       num_units: int, the cell size.
       time_major: inputs and outputs ``[time, batch, depth]`` instead of
         ``[batch, time, depth]``.
+      scope: the default variable scope of calls (``'rnn'`` if None, as
+        ``dynamic_rnn``); also where :meth:`get_vd_update_op` creates the
+        held mask when it is called before the first call.
       **cell_kwargs: every :class:`WeightDropLSTMCell` argument
         (``weight_drop_kr``, ``use_vd``, ``is_train``, ``sparsity``...).
 
@@ -443,8 +442,10 @@ class WeightDropLSTM(object):
         outputs, final_state = layer(x)        # x: [batch, time, depth]
     """
 
-    def __init__(self, num_units, time_major=False, **cell_kwargs):
+    def __init__(self, num_units, time_major=False, scope=None,
+                 **cell_kwargs):
         self._time_major = check_bool(time_major, "time_major")
+        self._scope = scope
         self._cell = WeightDropLSTMCell(num_units, **cell_kwargs)
         config = self._cell.get_config()
         activation = cell_kwargs.get("activation")
@@ -475,25 +476,25 @@ class WeightDropLSTM(object):
         return self._cell.weights
 
     def get_vd_update_op(self):
-        """The held DropConnect mask's update op (see the cell's)."""
-        return self._cell.get_vd_update_op()
+        """The held DropConnect mask's update op (see the cell's); before
+        the first call the mask is created in the layer's default scope,
+        so the variable names do not depend on when this is called."""
+        if self._cell.built:
+            return self._cell.get_vd_update_op()
+        with tf.variable_scope(self._scope or "rnn"):
+            return self._cell.get_vd_update_op()
 
     def get_config(self):
         """The cell's arguments plus ``time_major``."""
         config = self._cell.get_config()
-        config["time_major"] = self._time_major
+        config.update(time_major=self._time_major, scope=self._scope)
         return config
 
     @classmethod
     def from_config(cls, config):
         """Rebuilds a layer from :meth:`get_config`."""
-        config = dict(config)
-        num_units = config.pop("num_units")
-        if config.get("kernel_transforms") is not None:
-            config["kernel_transforms"] = [
-                kernel_transforms_module.from_config(c)
-                for c in config["kernel_transforms"]]
-        return cls(num_units, **config)
+        config = _decoded_config(config)
+        return cls(config.pop("num_units"), **config)
 
     def __call__(self, inputs, initial_state=None, sequence_length=None,
                  scope=None, dtype=None):
@@ -507,7 +508,8 @@ class WeightDropLSTM(object):
           sequence_length: optional int ``[batch]``, as for
             ``tf.nn.dynamic_rnn`` (outputs zero past each length, the state
             copied through).
-          scope: variable scope (default ``'rnn'``, as ``dynamic_rnn``).
+          scope: variable scope (default: the constructor's, else ``'rnn'``
+            as ``dynamic_rnn``).
           dtype: the state's dtype when ``initial_state`` is None (default:
             the inputs' dtype).
 
@@ -524,7 +526,7 @@ class WeightDropLSTM(object):
                              "%s), got shape %s" % (
                                  " time major" if self._time_major else "",
                                  inputs.get_shape()))
-        with tf.variable_scope(scope or "rnn") as varscope:
+        with tf.variable_scope(scope or self._scope or "rnn") as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
             if not self._fast:
@@ -567,6 +569,17 @@ class WeightDropLSTM(object):
         return outputs, LSTMStateTuple(c, h)
 
 
+def _decoded_config(config):
+    """A copy of a ``get_config`` dict with its kernel transforms rebuilt
+    from their serialized form."""
+    config = dict(config)
+    if config.get("kernel_transforms") is not None:
+        config["kernel_transforms"] = [
+            kernel_transforms_module.from_config(c)
+            for c in config["kernel_transforms"]]
+    return config
+
+
 def _transforms_from_arguments(weight_drop_kr, use_vd, drop_input_weights,
                                sparsity, seed, pruning_mask,
                                updates_collection):
@@ -607,4 +620,5 @@ def _given_transforms(transforms, **arguments):
         if isinstance(transform, WeightFakeQuant):
             raise ValueError("kernel_transforms: weight fake-quant is added "
                              "by is_quant=True; leave it out")
-    return transforms
+    # Copies: one list may configure several cells (a MultiRNNCell).
+    return [transform.copy() for transform in transforms]

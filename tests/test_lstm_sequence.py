@@ -350,7 +350,7 @@ def test_gradient_after_meta_graph_import_and_saver_restore():
     (dict(sequence_length=[1, 2]), ValueError, "sequence_length"),
     (dict(forget_bias="1"), TypeError, "forget_bias"),
     (dict(parallel_iterations=0), ValueError, "parallel_iterations"),
-    (dict(swap_memory=1), TypeError, "swap_memory"),
+    (dict(swap_memory=1), ValueError, "swap_memory"),  # _checks.check_bool
 ])
 def test_bad_arguments_fail_early_naming_the_argument(change, error,
                                                       message):

@@ -39,6 +39,8 @@ from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops
 
+from tf1_awd_sparse._checks import check_bool, check_positive_int
+
 __all__ = ["lstm_sequence"]
 
 #: Gradient registered for the ``IdentityN`` op that carries the forward
@@ -92,13 +94,8 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
             forget_bias, bool):
         raise TypeError("forget_bias must be a Python number, got %r"
                         % (forget_bias,))
-    if not isinstance(parallel_iterations, numbers.Integral) or isinstance(
-            parallel_iterations, bool) or parallel_iterations < 1:
-        raise ValueError("parallel_iterations must be a positive integer, "
-                         "got %r" % (parallel_iterations,))
-    if not isinstance(swap_memory, bool):
-        raise TypeError("swap_memory must be a bool, got %r"
-                        % (swap_memory,))
+    check_positive_int(parallel_iterations, "parallel_iterations")
+    check_bool(swap_memory, "swap_memory")
 
     time = inputs.get_shape()[0]
     if time.value == 0:

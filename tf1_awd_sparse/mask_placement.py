@@ -23,7 +23,9 @@ which applies these rules:
   (``Scaffold``'s local init op, ``tf.local_variables_initializer()``). In a
   single-process graph the library also initializes a mask on its first
   read when nothing else did (see ``variational_dropout.HeldMask``), so the
-  usual ``tf.global_variables_initializer()`` alone still works.
+  usual ``tf.global_variables_initializer()`` alone still works for
+  training and evaluation; reading a mask variable directly before any
+  forward pass (to inspect it) needs ``tf.local_variables_initializer()``.
 
 The library's other non-weight variables, the learned quantization ranges
 of ``WeightDropLSTMCell(is_quant=True)``, are model state (saved, restored,
@@ -81,10 +83,9 @@ def mask_variable_scope():
     Every variable created inside is placed on the device ordinary ops get
     here (so a ``replica_device_setter`` keeps it on the worker), marked
     ``ON_READ`` / ``ONLY_FIRST_REPLICA`` (replica-local under a distribution
-    strategy), added to :data:`MASK_VARIABLES`, and, when the graph is
-    replicated (:func:`is_replicated_here`), kept out of
-    ``GLOBAL_VARIABLES`` (``LOCAL_VARIABLES`` instead). Create only
-    non-trainable variables inside.
+    strategy), added to :data:`MASK_VARIABLES` and ``LOCAL_VARIABLES``,
+    and kept out of ``GLOBAL_VARIABLES``. Create only non-trainable
+    variables inside.
 
     Yields:
       None.

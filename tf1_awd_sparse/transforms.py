@@ -17,10 +17,13 @@ loop, so each step costs one matmul by a ready tensor:
    for quantization-aware training (zeros stay zero: 0 is on the grid).
 
 Each transform owns its variables (created in the layer's scope through
-``layer.add_variable``, with stable names) and its per-run tensors.
-A transform is used by one layer.
+``layer.add_variable``, with stable names) and its per-run tensors, and
+belongs to one layer (a layer given transforms copies them; building one
+twice raises).
 """
 from __future__ import absolute_import, division, print_function
+
+import copy as copy_module
 
 import tensorflow as tf
 
@@ -33,7 +36,8 @@ from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
 
 __all__ = ["KernelTransform", "SparseWeights", "PruningMask", "DropConnect",
            "WeightFakeQuant", "SPARSITY_CHOICES", "sparsity_technique",
-           "PRUNING_MASKS", "from_config"]
+           "PRUNING_MASKS", "from_config", "serialize",
+           "pruning_variable_names", "pruned_weight_name"]
 
 #: Accepted values of the ``sparsity`` argument of the cells.
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")
@@ -63,6 +67,31 @@ class KernelTransform(object):
 
     #: Short name, used in name scopes and configs.
     name = "transform"
+    _built = False
+
+    def copy(self):
+        """An unbuilt copy with the same configuration.
+
+        Raises:
+          ValueError: the transform was built (it has variables).
+        """
+        if self._built:
+            raise ValueError("a %s that was built belongs to its layer; give "
+                             "each layer its own transforms" % type(self)
+                             .__name__)
+        return copy_module.copy(self)
+
+    def mark_built(self):
+        """Records that the transform created its variables (layers call
+        this after `build`).
+
+        Raises:
+          ValueError: it was built already, e.g. shared by two layers.
+        """
+        if self._built:
+            raise ValueError("this %s was built already: a kernel transform "
+                             "belongs to one layer" % type(self).__name__)
+        self._built = True
 
     def build(self, add_variable, shape, input_depth, training):
         """Creates the transform's variables.
@@ -81,13 +110,15 @@ class KernelTransform(object):
         """
         del add_variable, shape, input_depth, training
 
-    def apply(self, kernel, training):
+    def apply(self, kernel, training, variable):
         """The transformed kernel for this run (called once per run,
         outside any loop).
 
         Args:
           kernel: ``[rows, cols]`` tensor, the previous step's result.
           training: Python bool or scalar bool tensor.
+          variable: the layer's ``kernel`` variable itself (what sparse
+            pairs and pruning schedules refer to, whatever came before).
 
         Returns:
           A tensor of ``kernel``'s shape and dtype.
@@ -137,10 +168,11 @@ class SparseWeights(KernelTransform):
                 self.technique.aux_name, shape=shape,
                 initializer=self.technique.make_initializer())
 
-    def apply(self, kernel, training):
-        """VD / L0 weight sample in training, evaluation weights else."""
-        if not self._registered and isinstance(kernel, tf.Variable):
-            techniques.register_pair(self.technique, (kernel, self.aux))
+    def apply(self, kernel, training, variable):
+        """VD / L0 weight sample in training, evaluation weights else; the
+        pair ``(variable, aux)`` joins the ``sparse_layers`` registry."""
+        if not self._registered:
+            techniques.register_pair(self.technique, (variable, self.aux))
             self._registered = True
         pair = (kernel, self.aux)
         nn = self.technique.nn
@@ -190,16 +222,39 @@ class PruningMask(KernelTransform):
             if self.mask not in tf.get_collection(PRUNING_MASKS):
                 tf.add_to_collection(PRUNING_MASKS, self.mask)
 
-    def apply(self, kernel, training):
-        """``kernel * pruning_mask``."""
+    def apply(self, kernel, training, variable):
+        """``kernel * pruning_mask``; the mask's magnitude schedule (if
+        any) prunes by the magnitudes of ``variable``."""
         masked = tf.multiply(tf.convert_to_tensor(kernel),
                              tf.cast(self.mask, kernel.dtype),
                              name="masked_weight")
-        if not self._registered and isinstance(kernel, tf.Variable):
-            _register_for_model_pruning(kernel, self.mask, self.threshold,
+        if not self._registered:
+            _register_for_model_pruning(variable, self.mask, self.threshold,
                                         masked)
             self._registered = True
         return masked
+
+
+def pruning_variable_names(weight_name):
+    """Names of a weight's `PruningMask` variables, ``(mask, threshold)``:
+    ``<scope>/pruning_mask`` next to a layer's ``<scope>/kernel``, and
+    ``<name>_pruning_mask`` for a weight outside layers (``lm/embedding``).
+    The one place this naming is written (checkpoints are read by it)."""
+    if weight_name.endswith("/kernel"):
+        scope = weight_name[:-len("kernel")]
+        return (scope + PruningMask.MASK_NAME,
+                scope + PruningMask.THRESHOLD_NAME)
+    return (weight_name + "_" + PruningMask.MASK_NAME,
+            weight_name + "_" + PruningMask.THRESHOLD_NAME)
+
+
+def pruned_weight_name(mask_name):
+    """The weight a pruning mask belongs to (inverse of
+    `pruning_variable_names`; a layer's mask gives the layer scope)."""
+    for suffix in ("/" + PruningMask.MASK_NAME, "_" + PruningMask.MASK_NAME):
+        if mask_name.endswith(suffix):
+            return mask_name[:-len(suffix)]
+    return mask_name
 
 
 def _register_for_model_pruning(weight, mask, threshold, masked):
@@ -292,7 +347,7 @@ class DropConnect(KernelTransform):
             self.create_held_mask(add_variable, rows, shape[1])
         self._input_depth = input_depth
 
-    def apply(self, kernel, training):
+    def apply(self, kernel, training, variable):
         """The kernel with the run's mask applied (training), else as is."""
         if not self.active(training):
             return kernel
@@ -344,7 +399,7 @@ class WeightFakeQuant(KernelTransform):
     def __init__(self, quantizer):
         self.quantizer = quantizer
 
-    def apply(self, kernel, training):
+    def apply(self, kernel, training, variable):
         """The fake-quantized kernel."""
         return self.quantizer.quantize_weight(kernel)
 

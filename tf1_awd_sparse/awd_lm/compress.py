@@ -69,18 +69,11 @@ def weight_names(params):
 
 
 def _mask_name(weight):
-    """The pruning-mask variable of a weight (`transforms.PruningMask`
-    naming: ``<scope>/pruning_mask`` for a cell's kernel, ``<name>_``
-    prefix for the embedding)."""
-    if weight.endswith("/kernel"):
-        return weight[:-len("kernel")] + transforms.PruningMask.MASK_NAME
-    return weight + "_" + transforms.PruningMask.MASK_NAME
+    return transforms.pruning_variable_names(weight)[0]
 
 
 def _threshold_name(weight):
-    if weight.endswith("/kernel"):
-        return weight[:-len("kernel")] + transforms.PruningMask.THRESHOLD_NAME
-    return weight + "_" + transforms.PruningMask.THRESHOLD_NAME
+    return transforms.pruning_variable_names(weight)[1]
 
 
 def finetune_params(float_params, technique, steps_per_epoch):

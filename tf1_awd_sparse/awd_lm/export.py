@@ -215,8 +215,8 @@ def weight_sparsity_of_tflite(path, shapes):
 
     Args:
       path: a ``.tflite`` file.
-      shapes: the weight tensors' shapes (`weight_shapes`); the first
-        tensor of each shape is counted.
+      shapes: the weight tensors' shapes (`weight_shapes`); each is matched
+        to a different tensor of that shape, in the file's order.
 
     Returns:
       ``(zeros, total)`` ints.
@@ -234,6 +234,7 @@ def weight_sparsity_of_tflite(path, shapes):
             raise ValueError("%s has no tensor of shape %s"
                              % (path, tuple(shape)))
         detail = found[0]
+        details.remove(detail)  # two kernels of one shape: two tensors
         value = interpreter.get_tensor(detail["index"])
         zero_point = detail["quantization"][1] \
             if detail["dtype"] == np.uint8 else 0

@@ -196,11 +196,13 @@ def embedding_table(params, training):
     table = embedding
     if params.get("pruning"):
         prune = transforms.PruningMask()
+        # "embedding_pruning_mask": transforms.pruning_variable_names' rule
+        # for a weight outside layers.
         prune.build(lambda name, **kwargs: tf.get_variable(
             "embedding_" + name, **kwargs), embedding.shape.as_list(), 0,
             training)
         with tf.name_scope("embedding_pruning"):
-            table = prune.apply(embedding, training)
+            table = prune.apply(embedding, training, embedding)
     if params.get("quant"):
         with tf.name_scope("embedding_quant"):
             table = _maybe_quantized(
@@ -213,16 +215,10 @@ def embedding_table(params, training):
 def _maybe_quantized(params, training, quantized, plain):
     """``quantized()`` once quantization is active (after ``quant_delay``
     global steps in training), else ``plain``, as the cells decide."""
-    delay = int(params.get("quant_delay", 0))
-    if delay == 0 or training is False:
+    active = fq.quantization_active(int(params.get("quant_delay", 0)),
+                                    training)
+    if active is True:
         return quantized()
-    step = tf.train.get_global_step()
-    if step is None:
-        raise ValueError("params['quant_delay']=%d needs a global step: call "
-                         "tf.train.get_or_create_global_step() first" % delay)
-    active = tf.greater_equal(step, delay)
-    if training is not True:
-        active = tf.logical_or(tf.logical_not(training), active)
     return smart_cond(active, quantized, lambda: tf.identity(plain))
 
 
@@ -320,16 +316,11 @@ def _quantized_logits(logits, params, training):
     """Logits fake-quantized on a learned (EMA) range."""
     ranges = fq.RangeSet(["logits"])
     with tf.variable_scope("decoder"):
-        def add(name, shape, init):
-            variable = tf.get_variable(name, shape, initializer=init,
-                                       trainable=False, use_resource=True)
-            tf.add_to_collection(mask_placement.QUANT_VARIABLES, variable)
-            return variable
-        ranges.create_variables(add)
+        ranges.create_variables(fq.range_variable_creator(tf.get_variable))
     run = ranges.run_ranges(training)["logits"]
     bits = int(params.get("activation_bits", 8))
-    if training is not False:
-        weight = 1.0 if training is True else tf.cast(training, tf.float32)
+    weight = fq.observe_weight(training)
+    if weight is not None:
         with tf.control_dependencies(
                 [ranges.observe({"logits": logits}, weight=weight)]):
             logits = tf.identity(logits)
@@ -428,11 +419,7 @@ def sparsity_report(params):
     for mask in tf.get_collection(transforms.PRUNING_MASKS):
         zero = tf.reduce_sum(tf.cast(tf.equal(mask, 0.0), tf.float32))
         size = float(mask.shape.num_elements())
-        name = mask.op.name
-        for suffix in ("/" + transforms.PruningMask.MASK_NAME,
-                       "_" + transforms.PruningMask.MASK_NAME):
-            if name.endswith(suffix):
-                name = name[:-len(suffix)]
+        name = transforms.pruned_weight_name(mask.op.name)
         layers[name] = zero / size
         zeros.append(zero)
         sizes.append(size)
@@ -547,4 +534,7 @@ def build_train_op(loss, learning_rate, params, global_step=None):
                   for pair in techniques.registered_pairs(name))
         grads = [_scaled(g, scale) if v in aux else g
                  for g, v in zip(grads, tvars)]
-    return opt.apply_gradients(zip(grads, tvars), global_step), opt
+    # TF1's convention (batch norm's): the update ops (held dropout masks,
+    # params['use_vd']) run with the step, ordered after their reads.
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        return opt.apply_gradients(zip(grads, tvars), global_step), opt

@@ -54,6 +54,11 @@ class Graph(object):
         """
         graph = tf.Graph()
         with graph.as_default():
+            # A graph-level seed gives every random op its own stream
+            # (seed2); `instance` then rewrites only the op seed per epoch.
+            # Without it every op would draw the same sequence (the layers'
+            # dropout masks alike).
+            tf.set_random_seed(params["seed"])
             inputs = tf.placeholder(tf.int32, [None, None], "inputs")
             targets = tf.placeholder(tf.int32, [None, None], "targets")
             training = tf.placeholder_with_default(False, [], "training")

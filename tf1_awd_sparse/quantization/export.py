@@ -23,6 +23,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.quantization import fake_quant as fq
 
@@ -105,7 +106,10 @@ def read_cell_values(cells, session=None, checkpoint=None):
               if checkpoint is not None else None)
     result = []
     for cell in cells:
-        variables = cell.weights
+        # Dropout masks are per-process sampling state (never in a
+        # checkpoint) and an exported model does not drop.
+        masks = set(mask_placement.mask_variables(cell.weights[0].graph))
+        variables = [v for v in cell.weights if v not in masks]
         if reader is not None:
             values = [reader.get_tensor(v.op.name) for v in variables]
         else:

@@ -52,6 +52,79 @@ def check_num_bits(name, num_bits):
     return int(num_bits)
 
 
+def quantization_active(quant_delay, training):
+    """Whether fake quantization is on this run: True, or a scalar bool
+    tensor that is False in training while the global step is below
+    ``quant_delay`` (ranges are learned meanwhile).
+
+    Args:
+      quant_delay: int >= 0.
+      training: Python bool or scalar bool tensor.
+
+    Raises:
+      ValueError: ``quant_delay > 0`` and no global step while training
+        may be on.
+    """
+    if quant_delay == 0 or training is False:
+        return True
+    step = tf.train.get_global_step()
+    if step is None:
+        raise ValueError(
+            "quant_delay=%d needs a global step: call "
+            "tf.train.get_or_create_global_step() before building the "
+            "model" % quant_delay)
+    reached = tf.greater_equal(step, quant_delay)
+    if training is True:
+        return reached
+    return tf.logical_or(tf.logical_not(training), reached)
+
+
+def observe_weight(training):
+    """The 0/1 weight of a run's range statistics: None for an evaluation
+    graph (nothing observed), 1.0 in training, a float tensor for a train
+    flag tensor (no cond around the statistics)."""
+    if training is False:
+        return None
+    if training is True:
+        return 1.0
+    return tf.cast(training, tf.float32)
+
+
+def range_variable_creator(add_variable):
+    """``add(name, shape, initializer)`` for :meth:`RangeSet.
+    create_variables`: a non-trainable resource variable made by
+    ``add_variable`` (a layer's ``add_variable`` or ``tf.get_variable``,
+    given also the keyword arguments of :func:`variable_sync`) and listed in
+    ``mask_placement.QUANT_VARIABLES``."""
+    from tf1_awd_sparse import mask_placement
+
+    def add(name, shape, init):
+        variable = add_variable(name, shape=shape, initializer=init,
+                                trainable=False, use_resource=True,
+                                **variable_sync(name))
+        tf.add_to_collection(mask_placement.QUANT_VARIABLES, variable)
+        return variable
+    return add
+
+
+def variable_sync(name):
+    """How a quantization variable is kept under a distribution strategy.
+
+    The per-step accumulator (``quant/observed``) is replica-local scratch:
+    each replica adds its own observations inside the RNN loop, where a
+    cross-replica write cannot go. The ranges (and ``quant/initialized``)
+    are model state: every write is averaged over the replicas, so all
+    replicas hold the same ranges. No effect without a strategy.
+
+    Returns:
+      dict of ``synchronization`` / ``aggregation`` keyword arguments.
+    """
+    if name.endswith("/observed"):
+        return {"synchronization": tf.VariableSynchronization.ON_READ,
+                "aggregation": tf.VariableAggregation.SUM}
+    return {"aggregation": tf.VariableAggregation.MEAN}
+
+
 def fixed_output_range(kind, num_bits):
     """The output range TFLite's quantized kernels impose on an activation.
 

@@ -31,8 +31,7 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 """
 import tensorflow as tf
 
-from tf1_awd_sparse import mask_placement
-from tf1_awd_sparse._checks import smart_cond
+from tf1_awd_sparse._checks import check_nonnegative_int, smart_cond
 from tf1_awd_sparse.quantization import fake_quant as fq
 
 QUANT_ACTIVATIONS = ("standard", "hard")
@@ -82,24 +81,6 @@ def fold_forget_bias(bias, forget_bias, num_units):
     return bias + offset
 
 
-def variable_sync(name):
-    """How a quantization variable is kept under a distribution strategy.
-
-    The per-step accumulator (``quant/observed``) is replica-local scratch:
-    each replica adds its own observations inside the RNN loop, where a
-    cross-replica write cannot go. The ranges (and ``quant/initialized``)
-    are model state: every write is averaged over the replicas, so all
-    replicas hold the same ranges. No effect without a strategy.
-
-    Returns:
-      dict of ``synchronization`` / ``aggregation`` keyword arguments.
-    """
-    if name.endswith("/observed"):
-        return {"synchronization": tf.VariableSynchronization.ON_READ,
-                "aggregation": tf.VariableAggregation.SUM}
-    return {"aggregation": tf.VariableAggregation.MEAN}
-
-
 class LSTMQuantizer(object):
     """Fake-quantization state and step math for one LSTM cell.
 
@@ -137,10 +118,7 @@ class LSTMQuantizer(object):
         if quant_activation not in QUANT_ACTIVATIONS:
             raise ValueError("quant_activation must be one of %s; got %r"
                              % (QUANT_ACTIVATIONS, quant_activation))
-        if isinstance(quant_delay, bool) or not isinstance(quant_delay, int) \
-                or quant_delay < 0:
-            raise ValueError("quant_delay must be an int >= 0; got %r"
-                             % (quant_delay,))
+        quant_delay = check_nonnegative_int(quant_delay, "quant_delay")
         self.num_units, self.num_proj = num_units, num_proj
         self.use_peepholes, self.forget_bias = use_peepholes, forget_bias
         self.cell_clip, self.proj_clip = cell_clip, proj_clip
@@ -165,15 +143,10 @@ class LSTMQuantizer(object):
         Args:
           layer: the cell.
         """
-        def add(name, shape, init):
-            variable = layer.add_variable(
-                name, shape=shape, initializer=init, trainable=False,
-                use_resource=True, **variable_sync(name))
-            tf.add_to_collection(mask_placement.QUANT_VARIABLES, variable)
-            return variable
         # Outside any control dependency of the call site.
         with tf.control_dependencies(None):
-            self.ranges.create_variables(add)
+            self.ranges.create_variables(
+                fq.range_variable_creator(layer.add_variable))
 
     @property
     def created(self):
@@ -193,12 +166,11 @@ class LSTMQuantizer(object):
         """
         self._training = training
         self._active = (False if self.float_only
-                        else self._quant_active(training))
+                        else fq.quantization_active(self.quant_delay,
+                                                    training))
         # Range statistics count in training only; with a flag tensor the
         # choice is this 0/1 weight, not a cond inside the loop.
-        self._observe_weight = (None if training is False else 1.0
-                                if training is True
-                                else tf.cast(training, tf.float32))
+        self._observe_weight = fq.observe_weight(training)
         self.run_ranges = self.ranges.run_ranges(training)
 
     def quantize_weight(self, weight):
@@ -241,21 +213,6 @@ class LSTMQuantizer(object):
         out_lo, out_hi = self.run_ranges["output"]
         self.run_ranges["concat"] = (tf.minimum(in_lo, out_lo),
                                      tf.maximum(in_hi, out_hi))
-
-    def _quant_active(self, training):
-        """True, or a bool tensor: False in training before ``quant_delay``."""
-        if self.quant_delay == 0 or training is False:
-            return True
-        step = tf.train.get_global_step()
-        if step is None:
-            raise ValueError(
-                "quant_delay=%d needs a global step: call "
-                "tf.train.get_or_create_global_step() before building the "
-                "cell" % self.quant_delay)
-        reached = tf.greater_equal(step, self.quant_delay)
-        if training is True:
-            return reached
-        return tf.logical_or(tf.logical_not(training), reached)
 
     def _quant(self, x, rng, bypass=None):
         """Fake-quantizes ``x`` on ``rng`` when quantization is active, else
