@@ -80,6 +80,18 @@ HELP = {
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "
                                 "the VD / L0 fine-tuning (default 1 / "
                                 "training tokens)",
+    "sparsity_ramp_steps": "steps over which the KL / L0 weight ramps up "
+                           "from 0",
+    "aux_lr_scale": "learning rate of log_sigma2 / log_alpha as a multiple "
+                    "of --lr",
+    "pruning": "pruning masks on the embedding and kernels: magnitude "
+               "(tf.contrib.model_pruning schedule) or fixed",
+    "pruning_begin_step": "--pruning magnitude: first step of the schedule",
+    "pruning_end_step": "--pruning magnitude: last step of the schedule",
+    "pruning_frequency": "--pruning magnitude: steps between mask updates",
+    "select_from_epoch": "first epoch whose validation may be the best",
+    "select_min_sparsity": "an epoch at this fraction of zeros beats every "
+                           "epoch below it",
 }
 
 # Options declared by hand above the generated per-parameter flags.
@@ -111,7 +123,8 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true",
                    help="continue the runs found in --out")
     p.add_argument("--threads", type=int, default=0,
-                   help="intra-op threads (0: all cores)")
+                   help="intra-op threads (0: TensorFlow's choice, all "
+                   "cores)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars")
     p.add_argument("--compress-out", default=None,
@@ -141,8 +154,9 @@ def parse_args(argv=None):
             continue  # the options above
         # Read as text; converted and checked below, so that a bad value
         # is reported with the flag's name and the parameter's range.
+        kind = presets.text_type(key)
         group.add_argument("--" + key.replace("_", "-"), dest=key,
-                           default=None, metavar=type(default).__name__.upper(),
+                           default=None, metavar=kind.__name__.upper(),
                            help=HELP.get(key, key))
         checks[key] = _parameter(key)
     return p.check_flags(p.parse_args(argv), checks)

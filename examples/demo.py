@@ -6,9 +6,10 @@ seeded hidden Markov source), one process each, side by side on one core
 each (the demo model's matrices are too small for two threads to help one
 run), and prints one table: the source's own perplexity (the floor), each
 model's test perplexity at its best validation epoch, its gap to the floor,
-epochs and seconds. The awd run then compresses its model
-(`--compress variational_dropout,magnitude`, see `awd_lm.compress`): both
-techniques fine-tune side by side, the best is pruned, fine-tuned
+epochs and seconds. The awd run then compresses its model to 95 % zeros
+in the embedding and LSTM kernels (`--compress l0,magnitude
+--target-sparsity 0.95`, see `awd_lm.compress`): both techniques fine-tune
+side by side, the best is pruned, fine-tuned
 quantization-aware and exported as float and uint8 TFLite files scored
 with the TFLite interpreter; the demo ends with that table (also in
 compress/summary.json).  Outputs (checkpoints, TensorBoard events,
@@ -32,10 +33,11 @@ from tf1_awd_sparse.awd_lm import records  # noqa: E402  (no TensorFlow)
 
 SCRIPT = os.path.join(HERE, "awd_lm.py")
 MODELS = ("plain", "awd")
-#: What the awd run compresses its model with.
-COMPRESS = "variational_dropout,magnitude"
+#: What the awd run compresses its model with, and to how many zeros.
+COMPRESS = "l0,magnitude"
+TARGET_SPARSITY = "0.95"
 #: The compression stages' run directories inside compress/, with labels.
-COMPRESS_RUNS = (("awd+vd", "vd"), ("awd+mag", "mag"), ("awd+q", "qat"))
+COMPRESS_RUNS = (("awd+l0", "l0"), ("awd+mag", "mag"), ("awd+q", "qat"))
 POLL_SECONDS = 0.5
 
 
@@ -115,7 +117,8 @@ def main(argv):
     for model in MODELS:
         model_out = os.path.join(out, model)
         os.makedirs(model_out, exist_ok=True)
-        extra = (["--compress", COMPRESS, "--compress-out", compress_out]
+        extra = (["--compress", COMPRESS, "--target-sparsity",
+                  TARGET_SPARSITY, "--compress-out", compress_out]
                  if model == "awd" else [])
         with open(os.path.join(model_out, "train.log"), "w") as log:
             procs.append(subprocess.Popen(

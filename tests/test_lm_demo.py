@@ -1,6 +1,7 @@
 """`make demo`'s driver: both runs' epoch rows reach the screen, read from
-the runs' JSON files (not from their output), and the one closing table is
-the one the runs' summaries make."""
+the runs' JSON files (not from their output), the one closing table is
+the one the runs' summaries make, and the compression table is the one its
+summary.json holds."""
 import json
 import os
 import subprocess
@@ -23,9 +24,10 @@ def _index(lines, block):
 @pytest.mark.slow
 def test_demo_prints_both_runs_and_one_table(tmp_path):
     proc = subprocess.run(
-        [sys.executable, DEMO, "--out", str(tmp_path), "--max-epochs", "1"],
+        [sys.executable, DEMO, "--out", str(tmp_path), "--max-epochs", "1",
+         "--finetune-epochs", "1", "--quant-epochs", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, timeout=240)
+        universal_newlines=True, timeout=420)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     summaries = []
@@ -46,3 +48,10 @@ def test_demo_prints_both_runs_and_one_table(tmp_path):
     with open(os.path.join(str(tmp_path), "summary.json")) as f:
         assert json.load(f)["table"] == table
     assert os.path.exists(os.path.join(str(tmp_path), "valid_ppl.png"))
+    # The compression of the awd model: its table, as written to JSON.
+    with open(os.path.join(str(tmp_path), "compress", "summary.json")) as f:
+        compressed = json.load(f)
+    stages = [row["stage"] for row in compressed["stages"]]
+    for stage in ("float", "sparse", "qat", "tflite_float", "tflite_uint8"):
+        assert stage in stages
+    assert len(_index(lines, compressed["table"])) == 1, proc.stdout

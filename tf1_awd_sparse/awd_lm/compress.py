@@ -317,7 +317,7 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                      effective_weights(quant_best, quant["params"])))
     rows += _tflite_rows(corpus, pipeline, technique, float_ppl,
                          (pruned_params, pruned), (quant["params"],
-                                                   quant_best))
+                                                   quant_best), progress)
     table = format_table(rows)
     result = {"stages": rows, "table": table, "chosen": technique,
               "target_sparsity": float_params["target_sparsity"]}
@@ -336,7 +336,8 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     return result
 
 
-def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant):
+def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant,
+                 progress=None):
     """Exports both TFLite models (unless done) and scores them with the
     interpreter over the whole test stream."""
     params = pruned[0]
@@ -352,7 +353,7 @@ def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant):
         if pipeline.done.get(stage) != technique or not os.path.exists(path):
             export.export_lm(stage_params, checkpoint, path, batch, steps)
             pipeline.record(stage, technique)
-        ppl, _, tokens = export.tflite_perplexity(path, test)
+        ppl, _, tokens = export.tflite_perplexity(path, test, progress)
         zeros, total = export.weight_sparsity_of_tflite(
             path, export.weight_shapes(stage_params))
         size, gz = _file_bytes(path)

@@ -17,6 +17,7 @@ carried state ``state_<l>_c`` / ``state_<l>_h``; outputs: ``logits``
 is computed outside the model, on the (dequantized) logits: a uint8
 softmax has no resolution below 1/256 for the probability of a word.
 """
+import os
 import time
 
 import numpy as np
@@ -174,7 +175,7 @@ def _logsumexp(x):
     return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
 
 
-def tflite_perplexity(path, stream):
+def tflite_perplexity(path, stream, progress=None):
     """Perplexity of an exported model over a whole id stream, computed
     with the TFLite interpreter window by window (state carried), the
     log-softmax in float64 numpy.
@@ -183,15 +184,22 @@ def tflite_perplexity(path, stream):
       path: a file written by :func:`export_lm`.
       stream: int ``[batch, length]`` (``data.batchify``), batch equal to
         the model's.
+      progress: None or a tqdm-like class (a bar over the stream).
 
     Returns:
       ``(perplexity, mean cross-entropy in nats, tokens scored)``.
     """
     runner = LMRunner(path)
     total, count = 0.0, 0
+    bar = (progress(total=stream.shape[0] * (stream.shape[1] - 1),
+                    desc=os.path.basename(path)) if progress else None)
     for picked, _ in runner.windows(stream):
         total -= float(picked.sum())
         count += picked.size
+        if bar is not None:
+            bar.update(picked.size)
+    if bar is not None:
+        bar.close()
     xent = total / count
     return float(np.exp(xent)), xent, count
 

@@ -254,6 +254,11 @@ def check_params(params, name="params[%r]"):
     return checked
 
 
+def text_type(key):
+    """The type a parameter is written in as text (for its flag)."""
+    return _TEXT_TYPES.get(key, type(DEFAULTS[key]))
+
+
 def parse_bool(text, name):
     """A bool written as text: 1/true/yes/on or 0/false/no/off (any case).
 
@@ -286,7 +291,7 @@ def parse_value(key, text, name):
     if key not in DEFAULTS:
         raise ValueError("%s: not a parameter (known: %s)"
                          % (name, ", ".join(sorted(DEFAULTS))))
-    kind = _TEXT_TYPES.get(key, type(DEFAULTS[key]))
+    kind = text_type(key)
     if kind is bool:
         value = parse_bool(text, name)
     else:
