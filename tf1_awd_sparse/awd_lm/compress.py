@@ -217,24 +217,48 @@ def _choose(rows, target):
 
 
 class _Pipeline(object):
-    """The state of one pipeline run in ``out_dir`` (pipeline.json)."""
+    """One pipeline run in ``out_dir``: its settings, the stages' shared
+    inputs and what finished (pipeline.json, for resume)."""
 
-    def __init__(self, out_dir, resume):
-        self.out_dir = out_dir
+    def __init__(self, corpus, params, float_summary, float_dir, out_dir,
+                 run_options):
+        self.corpus, self.out_dir = corpus, out_dir
+        self.params = dict(params, vocab_size=len(corpus.vocab))
+        self.float_summary = float_summary
+        self.float_best = train.best_checkpoint(float_dir)
+        self.float_ppl = float_summary["test_ppl"]
+        self.run_options = run_options  # resume, log, progress, threads
+        self.extra = {"floor_ppl": float_summary.get("floor_ppl")}
+        stream = data.batchify(corpus.train, self.params["batch_size"])
+        self.steps_per_epoch = max(1, (stream.shape[1] - 1)
+                                   // self.params["bptt"])
         self.path = os.path.join(out_dir, STATE_FILE)
         self.done = {}
-        if resume and os.path.exists(self.path):
+        if run_options["resume"] and os.path.exists(self.path):
             with open(self.path) as handle:
                 self.done = json.load(handle)
         os.makedirs(out_dir, exist_ok=True)
 
     def record(self, key, value):
+        """Notes a finished stage (written atomically)."""
         self.done[key] = value
         tmp = self.path + ".tmp"
         with open(tmp, "w") as handle:
             json.dump(self.done, handle, indent=1, sort_keys=True)
         os.replace(tmp, self.path)
         return value
+
+    def train(self, params, run_dir, init_from):
+        """`train.run` of one stage (resumable)."""
+        return train.run(self.corpus, params, run_dir, extra=self.extra,
+                         init_from=init_from, **self.run_options)
+
+    def model_params(self, **changes):
+        """The model's parameters without the pipeline's own."""
+        params = {k: v for k, v in self.params.items()
+                  if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
+        params.update(changes)
+        return params
 
 
 def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
@@ -259,7 +283,8 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
       parallel: fine-tuning runs at once (each on its own thread).
 
     Returns:
-      ``{"stages": [row, ...], "table": [lines]}`` (also summary.json).
+      ``{"stages": [row, ...], "table": [lines], "chosen": technique,
+      "target_sparsity": float}`` (also summary.json).
 
     Raises:
       ValueError: no technique, or an unknown one.
@@ -267,85 +292,97 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     if not techniques:
         raise ValueError("techniques: give at least one of %s"
                          % ", ".join(presets.COMPRESS_TECHNIQUES))
-    float_params = dict(params, vocab_size=len(corpus.vocab))
-    pipeline = _Pipeline(out_dir, resume)
-    float_best = train.best_checkpoint(float_dir)
-    float_ppl = float_summary["test_ppl"]
-    rows = [_row("float", "-", float_summary, float_ppl,
-                 effective_weights(float_best, float_params))]
-    train_stream = data.batchify(corpus.train, float_params["batch_size"])
-    steps = max(1, (train_stream.shape[1] - 1) // float_params["bptt"])
-    extra = {"floor_ppl": float_summary.get("floor_ppl")}
+    pipeline = _Pipeline(corpus, params, float_summary, float_dir, out_dir,
+                         {"resume": resume, "log": log, "progress": progress,
+                          "threads": threads})
+    rows = [_row("float", "-", float_summary, pipeline.float_ppl,
+                 effective_weights(pipeline.float_best, pipeline.params))]
+    sparse_runs = _sparsify(pipeline, techniques, parallel)
+    rows += [run["row"] for run in sparse_runs]
+    chosen = _choose([run["row"] for run in sparse_runs],
+                     pipeline.params["target_sparsity"])["technique"]
+    pruned = _prune(pipeline, chosen)
+    quant, quant_best = _quantize(pipeline, pruned)
+    rows.append(_row("qat", chosen, quant, pipeline.float_ppl,
+                     effective_weights(quant_best, quant["params"])))
+    rows += _tflite_rows(pipeline, chosen,
+                         (pipeline.model_params(pruning="fixed"), pruned),
+                         (quant["params"], quant_best), progress)
+    result = {"stages": rows, "table": format_table(rows), "chosen": chosen,
+              "target_sparsity": pipeline.params["target_sparsity"]}
+    with open(os.path.join(out_dir, SUMMARY_FILE), "w") as handle:
+        json.dump(result, handle, indent=1)
+    _plot(pipeline, sparse_runs, chosen, quant)
+    return result
 
+
+def _sparsify(pipeline, techniques, parallel):
+    """Stage 2: each technique's fine-tuning from the float model, up to
+    ``parallel`` at once. Returns ``[{technique, summary, row}]``."""
     def finetune(technique):
-        params = finetune_params(float_params, technique, steps)
-        run_dir = os.path.join(out_dir, _SHORT[technique])
-        summary = train.run(corpus, params, run_dir, resume=resume, log=log,
-                            progress=progress, threads=threads, extra=extra,
-                            init_from=float_best)
+        params = finetune_params(pipeline.params, technique,
+                                 pipeline.steps_per_epoch)
+        run_dir = os.path.join(pipeline.out_dir, _SHORT[technique])
+        summary = pipeline.train(params, run_dir, pipeline.float_best)
         return {"technique": technique, "summary": summary,
-                "row": _row("sparse", technique, summary, float_ppl,
+                "row": _row("sparse", technique, summary, pipeline.float_ppl,
                             effective_weights(train.best_checkpoint(run_dir),
                                               summary["params"]))}
 
     with concurrent.futures.ThreadPoolExecutor(max(1, parallel)) as pool:
-        sparse_runs = list(pool.map(finetune, techniques))
-    sparse_rows = [r["row"] for r in sparse_runs]
-    rows += sparse_rows
-    chosen = _choose(sparse_rows, float_params["target_sparsity"])
-    technique = chosen["technique"]
-    chosen_params = finetune_params(float_params, technique, steps)
-    pruned = os.path.join(out_dir, "pruned", "model.ckpt")
+        return list(pool.map(finetune, techniques))
+
+
+def _prune(pipeline, technique):
+    """Stage 3: the chosen model as dense weights with fixed masks (once).
+    Returns the pruned checkpoint's prefix."""
+    pruned = os.path.join(pipeline.out_dir, "pruned", "model.ckpt")
     if pipeline.done.get("pruned") != technique:
-        prune_checkpoint(
-            train.best_checkpoint(os.path.join(out_dir, _SHORT[technique])),
-            chosen_params, pruned)
+        params = finetune_params(pipeline.params, technique,
+                                 pipeline.steps_per_epoch)
+        prune_checkpoint(train.best_checkpoint(
+            os.path.join(pipeline.out_dir, _SHORT[technique])), params,
+                         pruned)
         pipeline.record("pruned", technique)
-    pruned_params = {k: v for k, v in float_params.items()
-                     if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
-    pruned_params.update(pruning="fixed")
-    _, quant_params = presets.split_quant(dict(
-        {k: v for k, v in float_params.items()
+    return pruned
+
+
+def _quantize(pipeline, pruned):
+    """Stage 4: quantization-aware fine-tuning of the pruned model with its
+    masks held. Returns (summary, best checkpoint)."""
+    _, params = presets.split_quant(dict(
+        {k: v for k, v in pipeline.params.items()
          if k not in presets.COMPRESS_KEYS}, quant=True))
-    quant_params.update(pruning="fixed")
-    quant_dir = os.path.join(out_dir, "qat")
-    quant = train.run(corpus, quant_params, quant_dir, resume=resume,
-                      log=log, progress=progress, threads=threads,
-                      extra=extra, init_from=pruned)
-    quant_best = train.best_checkpoint(quant_dir)
-    rows.append(_row("qat", technique, quant, float_ppl,
-                     effective_weights(quant_best, quant["params"])))
-    rows += _tflite_rows(corpus, pipeline, technique, float_ppl,
-                         (pruned_params, pruned), (quant["params"],
-                                                   quant_best), progress)
-    table = format_table(rows)
-    result = {"stages": rows, "table": table, "chosen": technique,
-              "target_sparsity": float_params["target_sparsity"]}
-    with open(os.path.join(out_dir, SUMMARY_FILE), "w") as handle:
-        json.dump(result, handle, indent=1)
-    # The fine-tuning curves continue the float curve from its best epoch
-    # (QAT from the end of the chosen technique's).
+    params.update(pruning="fixed")
+    quant_dir = os.path.join(pipeline.out_dir, "qat")
+    summary = pipeline.train(params, quant_dir, pruned)
+    return summary, train.best_checkpoint(quant_dir)
+
+
+def _plot(pipeline, sparse_runs, chosen, quant):
+    """valid_ppl.png: the fine-tuning curves continue the float curve from
+    its best epoch (QAT from the chosen technique's best)."""
+    float_summary = pipeline.float_summary
+    start = float_summary["best_epoch"]
+    chosen_run = [r for r in sparse_runs if r["technique"] == chosen][0]
     summaries = [float_summary] + [r["summary"] for r in sparse_runs] + [
         quant]
-    start = float_summary["best_epoch"]
-    chosen_run = [r for r in sparse_runs if r["technique"] == technique][0]
     offsets = [0] + [start] * len(sparse_runs) + [
         start + chosen_run["summary"]["best_epoch"]]
-    records.plot_curves(summaries, os.path.join(out_dir, "valid_ppl.png"),
+    records.plot_curves(summaries, os.path.join(pipeline.out_dir,
+                                                "valid_ppl.png"),
                         float_summary.get("floor_ppl"), offsets)
-    return result
 
 
-def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant,
-                 progress=None):
-    """Exports both TFLite models (unless done) and scores them with the
-    interpreter over the whole test stream."""
+def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
+    """Stages 5 and 6: exports both TFLite models (unless done) and scores
+    them with the interpreter over the whole test stream."""
     params = pruned[0]
     # A short window keeps the unrolled graph (each step adds its ops to
     # the file) small beside the weights; the state carries across.
     batch, steps = params["eval_batch_size"], min(params["bptt"],
                                                    EXPORT_STEPS)
-    test = data.batchify(corpus.test, batch)
+    test = data.batchify(pipeline.corpus.test, batch)
     rows, runners = [], {}
     for stage, (stage_params, checkpoint) in (("tflite_float", pruned),
                                                ("tflite_uint8", quant)):
@@ -360,7 +397,7 @@ def _tflite_rows(corpus, pipeline, technique, float_ppl, pruned, quant,
         runners[stage] = export.LMRunner(path)
         rows.append({"stage": stage, "technique": technique,
                      "test_ppl": ppl, "valid_ppl": None,
-                     "ratio_to_float": ppl / float_ppl,
+                     "ratio_to_float": ppl / pipeline.float_ppl,
                      "nonzero_weights": total - zeros,
                      "total_weights": total,
                      "sparsity": zeros / float(total), "bytes": size,
