@@ -27,7 +27,8 @@ from tensorflow.python.ops.variables import PartitionedVariable
 from tf1_awd_sparse import mask_placement
 # The library's one copy of the checks; re-exported here (public names).
 from tf1_awd_sparse._checks import (  # noqa: F401
-    check_keep_prob, check_training, derived_seed, once_per_run, smart_cond)
+    check_choice, check_ids, check_int, check_keep_prob, check_tensor,
+    check_training, derived_seed, once_per_run, smart_cond)
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
@@ -40,25 +41,83 @@ __all__ = [
 # --------------------------------------------------------------------------
 # The dropout math (the only copy in the library).
 # --------------------------------------------------------------------------
+# Keep probabilities: a Python number is checked when the graph is built; a
+# tensor (any function of this module that documents "or a scalar float
+# tensor") is checked when it runs, by assertions that raise
+# InvalidArgumentError naming the argument for a value outside (0, 1] or
+# NaN (see tf1_awd_sparse._checks.check_keep_prob). Without them 0 and NaN
+# gave NaN outputs and 1.5 scaled without dropping.
+
+
+def _float_dtype(dtype, arg_name="dtype"):
+    """``dtype`` as a float ``tf.DType``.
+
+    Raises:
+      TypeError: not a dtype, or not a float one.
+    """
+    try:
+        dtype = tf.as_dtype(dtype)
+    except TypeError:
+        raise TypeError("%s must be a float dtype, got %r" % (arg_name,
+                                                               dtype))
+    if not dtype.is_floating:
+        raise TypeError("%s must be a float dtype, got %s" % (arg_name,
+                                                               dtype.name))
+    return dtype
+
+
+def _mask_shape(shape):
+    """A mask shape: a list of ints >= 0, or a 1-D int tensor."""
+    if isinstance(shape, (tf.Tensor, tf.Variable)):
+        return check_tensor(shape, "shape", kind="int", rank=1)
+    try:
+        dims = tf.TensorShape(shape)
+    except (TypeError, ValueError) as error:
+        raise ValueError("shape must be a list of ints >= 0 or a 1-D int "
+                         "tensor, got %r (%s)" % (shape, error))
+    if not dims.is_fully_defined():
+        raise ValueError("shape must be fully defined, got %s" % (dims,))
+    return dims.as_list()
+
+
+def _check_broadcast(x, mask_shape, mask_name):
+    """Raises ValueError naming both when the static shapes of ``x`` and a
+    mask cannot broadcast (unknown dimensions pass)."""
+    try:
+        tf.broadcast_static_shape(x.get_shape(), tf.TensorShape(mask_shape))
+    except ValueError:
+        raise ValueError("x of shape %s does not broadcast with %s of shape "
+                         "%s" % (x.get_shape(), mask_name, mask_shape))
+
+
 def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
     """Samples a 0/1 keep-mask, each entry 1 with probability ``keep_prob``.
 
     Args:
-      shape: 1-D int tensor or list, the mask's shape.
-      keep_prob: Python float or scalar tensor in ``(0, 1]``.
+      shape: 1-D int tensor or list of ints >= 0, the mask's shape.
+      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor
+        (checked when the graph runs).
       dtype: float dtype of the mask.
       seed: optional op seed.
       name: optional name scope.
 
     Returns:
       A ``dtype`` tensor of ``shape`` holding 0s and 1s.
+
+    Raises:
+      ValueError: a bad ``shape`` or ``keep_prob``.
+      TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
+    keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
+    dtype = _float_dtype(dtype)
+    shape = _mask_shape(shape)
     with tf.name_scope(name, "bernoulli_mask", [shape]):
         # The raw op samples [0, 1) directly; tf.random_uniform would add a
         # full-size multiply and add for the range (masks can be large).
         seed1, seed2 = random_seed.get_seed(seed)
         uniform = gen_random_ops.random_uniform(
-            tf.convert_to_tensor(shape), dtype,
+            tf.convert_to_tensor(shape, tf.int32 if isinstance(shape, list)
+                                 else None), dtype,
             seed=seed1, seed2=seed2)
         # U ~ [0, 1): P(U < keep) = keep, and keep = 1 gives all ones.
         return tf.cast(uniform < tf.cast(keep_prob, dtype), dtype)
@@ -69,13 +128,19 @@ def scaled_mask(mask, keep_prob, dtype):
 
     Args:
       mask: 0/1 tensor.
-      keep_prob: Python float or scalar tensor, the mask's keep probability.
+      keep_prob: Python float in ``(0, 1]`` or scalar float tensor
+        (checked when the graph runs), the mask's keep probability.
       dtype: float dtype of the result.
 
     Returns:
       A ``dtype`` tensor of ``mask``'s shape: 0 or ``1 / keep_prob``.
+
+    Raises:
+      ValueError: a bad ``keep_prob``.
+      TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
-    dtype = tf.as_dtype(dtype)
+    keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
+    dtype = _float_dtype(dtype)
     if isinstance(keep_prob, numbers.Real):
         scale = 1.0 / float(keep_prob)
     else:
@@ -89,14 +154,22 @@ def apply_mask(x, mask, keep_prob, name=None):
     Args:
       x: float tensor.
       mask: 0/1 tensor broadcastable to ``x``'s shape (cast to its dtype).
-      keep_prob: Python float or scalar tensor, the mask's keep probability.
+      keep_prob: Python float in ``(0, 1]`` or scalar float tensor
+        (checked when the graph runs), the mask's keep probability.
       name: optional name scope.
 
     Returns:
       A tensor of the broadcast shape; its expectation over masks is ``x``.
+
+    Raises:
+      TypeError: ``x`` not a float tensor.
+      ValueError: a bad ``keep_prob``, or static shapes of ``x`` and
+        ``mask`` that do not broadcast.
     """
     with tf.name_scope(name, "apply_mask", [x, mask]):
-        x = tf.convert_to_tensor(x)
+        x = check_tensor(x, "x", kind="float")
+        mask = check_tensor(mask, "mask")
+        _check_broadcast(x, mask.get_shape(), "mask")
         # Scale the (often smaller, broadcast) mask rather than x.
         return x * scaled_mask(mask, keep_prob, x.dtype)
 
@@ -328,15 +401,17 @@ class VariationalDropout(object):
     def __init__(self, input_shape, keep_prob, dtype=None, seed=None,
                  name=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
         self._keep_prob = check_keep_prob(keep_prob, "keep_prob")
-        shape = tf.TensorShape(input_shape)
+        try:
+            shape = tf.TensorShape(input_shape)
+        except (TypeError, ValueError) as error:
+            raise ValueError("input_shape must be a fully defined shape (a "
+                             "list of ints >= 0), got %r (%s)"
+                             % (input_shape, error))
         if not shape.is_fully_defined():
             raise ValueError("input_shape must be fully defined, got %s"
                              % (shape,))
         self._shape = shape
-        self._dtype = tf.as_dtype(dtype or tf.float32)
-        if not self._dtype.is_floating:
-            raise ValueError("dtype must be a float dtype, got %s"
-                             % self._dtype.name)
+        self._dtype = _float_dtype(dtype or tf.float32)
         self._seed = seed
         with tf.variable_scope(None, default_name=name
                                or "variational_dropout") as scope:
@@ -379,14 +454,11 @@ class VariationalDropout(object):
 
         Raises:
           ValueError: bad ``training``, or shapes that cannot broadcast.
+          TypeError: ``x`` not a float tensor.
         """
         training = check_training(training)
-        x = tf.convert_to_tensor(x)
-        try:
-            tf.broadcast_static_shape(x.get_shape(), self._shape)
-        except ValueError:
-            raise ValueError("x of shape %s does not broadcast with the mask "
-                             "shape %s" % (x.get_shape(), self._shape))
+        x = check_tensor(x, "x", kind="float")
+        _check_broadcast(x, self._shape, "the mask (input_shape)")
         with tf.name_scope(None, "variational_dropout", [x]):
             if training is False:
                 return tf.identity(x)
@@ -411,9 +483,11 @@ def locked_dropout(x, keep_prob, training=True, time_axis=1, seed=None,
 
     Args:
       x: float tensor of known rank >= 2, e.g. ``[batch, time, depth]``.
-      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor.
+      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor,
+        checked when the graph runs (``InvalidArgumentError`` naming
+        ``keep_prob`` for a value outside ``(0, 1]`` or NaN).
       training: Python bool or scalar bool tensor; False returns ``x``.
-      time_axis: the axis the mask is shared along (negative allowed).
+      time_axis: int, the axis the mask is shared along (negative allowed).
       seed: optional op seed.
       name: optional name scope.
 
@@ -421,18 +495,16 @@ def locked_dropout(x, keep_prob, training=True, time_axis=1, seed=None,
       A tensor of ``x``'s shape and dtype.
 
     Raises:
-      ValueError: bad ``keep_prob``/``training``, unknown rank or rank < 2,
-        or ``time_axis`` out of range.
+      ValueError: bad ``keep_prob``/``training``/``time_axis``, unknown
+        rank or rank < 2, or ``time_axis`` out of range.
+      TypeError: ``x`` or a tensor ``keep_prob`` not of a float dtype.
     """
     training = check_training(training)
-    if not isinstance(keep_prob, (tf.Tensor, tf.Variable)):
-        keep_prob = check_keep_prob(keep_prob)
+    keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
+    time_axis = check_int(time_axis, "time_axis")
     with tf.name_scope(name, "locked_dropout", [x]):
-        x = tf.convert_to_tensor(x)
+        x = check_tensor(x, "x", kind="float", min_rank=2)
         rank = x.get_shape().ndims
-        if rank is None or rank < 2:
-            raise ValueError("x must have a known rank >= 2, got shape %s"
-                             % (x.get_shape(),))
         if not -rank <= time_axis < rank:
             raise ValueError("time_axis must be in [%d, %d) for rank %d, "
                              "got %d" % (-rank, rank, rank, time_axis))
@@ -457,12 +529,19 @@ def embedding_dropout(params, ids, keep_prob, training=True, seed=None,
     number per word) and the looked-up rows are touched: cost is
     O(vocabulary + ids * depth), never vocabulary x depth.
 
+    Ids outside ``[0, vocab)`` (vocab: the rows of all shards) raise
+    ``InvalidArgumentError`` naming ``ids`` when the graph runs, in training
+    and evaluation alike (inside XLA, which drops run-time assertions, they
+    are clamped into range: see ``tf1_awd_sparse._checks.check_ids``).
+
     Args:
-      params: the embedding matrix ``[vocab, depth]`` (tensor or variable),
-        or a list / ``PartitionedVariable`` of shards as for
+      params: the embedding matrix ``[vocab, depth]`` (float tensor or
+        variable), or a list / ``PartitionedVariable`` of shards as for
         ``tf.nn.embedding_lookup``.
       ids: int32/int64 tensor of word ids, any shape.
-      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor.
+      keep_prob: Python float in ``(0, 1]`` or a scalar float tensor,
+        checked when the graph runs (``InvalidArgumentError`` naming
+        ``keep_prob`` for a value outside ``(0, 1]`` or NaN).
       training: Python bool or scalar bool tensor; False is a plain lookup.
       seed: optional op seed.
       partition_strategy: as for ``tf.nn.embedding_lookup`` with shards.
@@ -472,26 +551,30 @@ def embedding_dropout(params, ids, keep_prob, training=True, seed=None,
       A tensor ``ids.shape + [depth]`` of ``params``' dtype.
 
     Raises:
-      ValueError: bad ``keep_prob``/``training`` or non-integer ids.
+      ValueError: bad ``keep_prob``/``training``/``partition_strategy``, or
+        ``params`` (a shard) of rank < 2.
+      TypeError: ids not int32 / int64, ``params`` or a tensor
+        ``keep_prob`` not of a float dtype.
     """
     training = check_training(training)
-    if not isinstance(keep_prob, (tf.Tensor, tf.Variable)):
-        keep_prob = check_keep_prob(keep_prob)
+    keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
+    check_choice(partition_strategy, ("mod", "div"), "partition_strategy")
     shards = (list(params) if isinstance(params, (list, tuple,
                                                   PartitionedVariable))
               else [params])
+    if not shards:
+        raise ValueError("params must be a tensor or a non-empty list of "
+                         "shards, got %r" % (params,))
     with tf.name_scope(name, "embedding_dropout", [ids]):
-        ids = tf.convert_to_tensor(ids)
-        if not ids.dtype.is_integer:
-            raise ValueError("ids must be int32 or int64, got %s"
-                             % ids.dtype.name)
+        for shard in shards:
+            check_tensor(shard, "params", kind="float", min_rank=2)
+        vocab = tf.add_n([tf.shape(s)[0] for s in shards])
+        ids = check_ids(ids, vocab)
         rows = tf.nn.embedding_lookup(
             shards if len(shards) > 1 else shards[0], ids,
             partition_strategy=partition_strategy)
 
         def dropped():
-            vocab = tf.add_n([tf.shape(s, out_type=ids.dtype)[0]
-                              for s in shards])
             word_mask = bernoulli_mask(tf.reshape(vocab, [1]), keep_prob,
                                        rows.dtype, seed)
             # One mask entry per looked-up id, broadcast over the depth.

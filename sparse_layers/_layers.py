@@ -11,7 +11,8 @@ from tensorflow.python.layers import base
 from sparse_layers import layer_utils
 from sparse_layers import techniques
 from tf1_awd_sparse import _compat
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse._checks import (check_dim, check_positive_int,
+                                    check_sparse_options, check_tensor)
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}
@@ -31,9 +32,11 @@ FULLY_CONNECTED_DOC = """
     training is the default, pass False to evaluate).
 
     Raises:
-      ValueError: non-positive `units`, or inputs without a known last
-        dimension (at build).
-      TypeError: `training` neither a bool nor a tf.bool tensor.
+      ValueError: non-positive `units`, a technique option out of range
+        (named); inputs without a known last dimension (at build) or, once
+        built, of another depth than the layer was built for.
+      TypeError: `training` neither a bool nor a tf.bool tensor; inputs
+        not of a float dtype, or not of the layer's dtype once it has one.
 """
 
 CONV2D_DOC = """
@@ -50,15 +53,23 @@ CONV2D_DOC = """
     `training` as for `FullyConnected`.
 
     Raises:
-      ValueError: bad `filters`, `kernel_size`, `strides`, `padding` or
-        `data_format`; inputs not rank 4 (at build).
-      TypeError: `training` neither a bool nor a tf.bool tensor.
+      ValueError: bad `filters`, `kernel_size`, `strides`, `padding`,
+        `data_format` or technique option; inputs not rank 4 (at build)
+        or, once built, with other channels than the layer was built for.
+      TypeError: `training` neither a bool nor a tf.bool tensor; inputs
+        as for `FullyConnected`.
 """
 
 
 def _int_pair(value, name):
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2:
+    if isinstance(value, int):
+        pair = (value, value)
+    else:
+        try:
+            pair = tuple(value)
+        except TypeError:
+            pair = ()
+    if len(pair) != 2 or isinstance(value, str):
         raise ValueError("%s must be an int or 2 ints, got %r" % (name, value))
     for v in pair:
         check_positive_int(v, name)
@@ -90,7 +101,25 @@ class SparseLayer(base.Layer):
             bias_initializer or "zeros")
         self.aux_initializer = tf.keras.initializers.get(aux_initializer)
         self.technique_options = dict(technique_options or {})
+        check_sparse_options(**self.technique_options)
         self.kernel = self.aux = self.bias = None
+
+    def __call__(self, inputs, *args, **kwargs):
+        """Checks `inputs` (before the base layer builds variables of
+        their dtype) and calls the layer."""
+        inputs = check_tensor(inputs, "inputs", kind="float",
+                              dtype=self.dtype,
+                              dtype_of="the layer's dtype" if self.dtype
+                              else None)
+        if self.kernel is not None and inputs.shape.ndims is not None:
+            axis = self._input_axis(inputs.shape.ndims)
+            check_dim(inputs, axis, self.kernel.shape.as_list()[-2],
+                      "inputs", "the depth the layer was built for")
+        return super(SparseLayer, self).__call__(inputs, *args, **kwargs)
+
+    def _input_axis(self, rank):
+        """The axis of inputs of `rank` that the kernel's rows meet."""
+        raise NotImplementedError
 
     def _kernel_shape(self, input_shape):
         raise NotImplementedError
@@ -186,6 +215,9 @@ class FullyConnected(SparseLayer):
     def _bias_size(self):
         return self.units
 
+    def _input_axis(self, rank):
+        return rank - 1
+
     def _apply(self, mode, inputs, params, **kwargs):
         prefix = "matmul_" if inputs.shape.ndims == 2 else "broadcast_matmul_"
         return getattr(self.TECHNIQUE.nn, prefix + mode)(inputs, params,
@@ -234,6 +266,9 @@ class Conv2D(SparseLayer):
 
     def _bias_size(self):
         return self.filters
+
+    def _input_axis(self, rank):
+        return self._channel_axis() % rank
 
     def _op_strides(self):
         if self._format == "NCHW":

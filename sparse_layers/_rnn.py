@@ -11,7 +11,9 @@ import tensorflow as tf
 
 from sparse_layers import layer_utils
 from tf1_awd_sparse import _compat
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse._checks import (ParamsError, check_positive_int,
+                                    check_real, check_sparse_options,
+                                    check_tensor)
 
 
 RNN_CELL_DOC = """
@@ -24,10 +26,13 @@ RNN_CELL_DOC = """
       reuse, name: as for `tf.nn.rnn_cell.RNNCell`.
 
     Raises:
-      RuntimeError: malformed `kernel_weights`/`bias_weights` (shapes
-        named), or inputs whose width does not fit the kernel's rows.
-      ValueError: bad `num_units`.
-      TypeError: `training` neither a bool, None nor a tf.bool tensor.
+      ParamsError (a ValueError, and a RuntimeError for older code):
+        malformed `kernel_weights`/`bias_weights` (shapes and dtypes
+        named).
+      ValueError: bad `num_units` or technique option; inputs whose width
+        does not fit the kernel's rows.
+      TypeError: `training` neither a bool, None nor a tf.bool tensor;
+        inputs of another dtype than the kernel.
 """
 
 LSTM_CELL_DOC = """
@@ -74,6 +79,7 @@ class HeldWeights(object):
         self.params = layer_utils.check_params(kernel_weights,
                                                "kernel_weights", rank=2)
         self.training = layer_utils.check_training(training)
+        check_sparse_options(**options)
         self.options = options
 
     def eval_weights(self):
@@ -105,25 +111,31 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
     def __init__(self, held_weights, bias_weights, num_units, activation=None,
                  reuse=None, name=None):
         super(_SparseCell, self).__init__(_reuse=reuse, name=name)
-        self._num_units = check_positive_int(num_units, "num_units")
+        self._num_units = num_units = check_positive_int(num_units,
+                                                         "num_units")
         self._held = held_weights
         self._activation = activation or tf.tanh
         width = self._NUM_GATES * num_units
         theta = held_weights.params[0]
         if theta.shape[1].value not in (None, width):
-            raise RuntimeError(
+            raise ParamsError(
                 "kernel_weights must have shape [input_size + num_units, %d] "
                 "(%d x num_units=%d), got %s"
                 % (width, self._NUM_GATES, num_units, theta.shape))
         if theta.shape[0].value is not None and \
                 theta.shape[0].value <= num_units:
-            raise RuntimeError(
+            raise ParamsError(
                 "kernel_weights must have more than num_units=%d rows "
                 "(input_size + num_units), got %s" % (num_units, theta.shape))
-        self._bias = tf.convert_to_tensor(bias_weights)
+        try:
+            self._bias = check_tensor(bias_weights, "bias_weights",
+                                      dtype=theta.dtype,
+                                      dtype_of="the dtype of kernel_weights")
+        except TypeError as error:
+            raise ParamsError(str(error))
         if not self._bias.shape.is_compatible_with([width]):
-            raise RuntimeError("bias_weights must have shape [%d], got %s"
-                               % (width, self._bias.shape))
+            raise ParamsError("bias_weights must have shape [%d], got %s"
+                              % (width, self._bias.shape))
         self._preactivation = None
         self._input_size = None
 
@@ -146,14 +158,17 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
             raise ValueError("the cell's inputs need a known last dimension, "
                              "got shape %s" % inputs_shape)
         if rows is not None and rows != input_size + self._num_units:
-            raise RuntimeError(
-                "kernel_weights has %d rows but input_size + num_units = "
-                "%d + %d" % (rows, input_size, self._num_units))
+            raise ValueError(
+                "inputs (shape %s) do not fit kernel_weights: it has %d "
+                "rows but input_size + num_units = %d + %d"
+                % (inputs_shape, rows, input_size, self._num_units))
         self._input_size = input_size
         self.built = True
 
     def _gates(self, inputs, h):
         """[x, h] @ W + b with the run's held noise / gates."""
+        check_tensor(inputs, "inputs", dtype=self._held.params[0].dtype,
+                     dtype_of="the dtype of kernel_weights")
         if self._preactivation is None:
             # Outside any while loop / control dependency: one sample per run.
             with tf.control_dependencies(None):
@@ -182,7 +197,7 @@ class SparseLSTMCell(_SparseCell):
         super(SparseLSTMCell, self).__init__(held_weights, bias_weights,
                                              num_units, activation, reuse,
                                              name)
-        self._forget_bias = forget_bias
+        self._forget_bias = check_real(forget_bias, "forget_bias")
 
     @property
     def state_size(self):

@@ -133,7 +133,7 @@ def test_cell_bad_inputs_raise(technique):
     with pytest.raises(RuntimeError, match=r"bias_weights.*\[12\].*\(3,\)"):
         module.LSTMCell((theta, theta), tf.zeros([3]), 3)
     cell = module.LSTMCell((theta, theta), bias, 3, training=True)
-    with pytest.raises(RuntimeError, match="5 rows"):
+    with pytest.raises(ValueError, match="inputs.*5 rows"):
         tf.nn.dynamic_rnn(cell, tf.zeros([2, 4, 3]), dtype=tf.float32)
     unknown_batch = tf.placeholder(tf.float32, [None, 4, 2])
     cell = module.LSTMCell((theta, theta), bias, 3, training=True)

@@ -18,10 +18,13 @@ import numbers
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import smart_cond as _smart_cond
+from tensorflow.python.ops import control_flow_util
 
-__all__ = ["TrainingFlagError", "check_training", "smart_cond",
-           "check_positive_int", "check_nonnegative_int", "check_real",
-           "check_keep_prob", "check_bool", "check_choice", "derived_seed", "outer_control_inputs",
+__all__ = ["TrainingFlagError", "DtypeError", "ParamsError", "check_training", "smart_cond",
+           "check_positive_int", "check_nonnegative_int", "check_int",
+           "check_real", "check_keep_prob", "check_bool", "check_choice",
+           "check_tensor", "check_dim", "check_ids", "check_sparse_options",
+           "in_xla_context", "derived_seed", "outer_control_inputs",
            "once_per_run"]
 
 
@@ -30,6 +33,20 @@ class TrainingFlagError(TypeError, ValueError):
     tensor. Both a TypeError (``tf.layers``' convention for call arguments)
     and a ValueError (``tf.nn.rnn_cell``'s for constructor arguments), so
     code written against either convention catches it."""
+
+
+class DtypeError(TypeError, ValueError):
+    """A tensor argument of the wrong dtype (or not a tensor at all). A
+    TypeError (TensorFlow's convention for dtypes) and a ValueError (what
+    some functions of the library raised for it before), so code written
+    against either catches it."""
+
+
+class ParamsError(ValueError, RuntimeError):
+    """A malformed parameter pair ``(theta, aux)`` of the sparse ops, cells
+    and layers (not a 2-tuple, shapes or dtypes that differ, a wrong rank).
+    A ValueError like every other bad argument of the library, and a
+    RuntimeError for code written against the releases that raised one."""
 
 
 def check_training(training, arg_name="training"):
@@ -76,8 +93,13 @@ def smart_cond(pred, true_fn, false_fn, name=None):
 
     Returns:
       The selected callable's result.
+
+    Raises:
+      TrainingFlagError: ``pred`` is neither a bool nor a scalar bool
+        tensor (named ``training``: every caller passes a training flag).
     """
-    return _smart_cond.smart_cond(pred, true_fn, false_fn, name=name)
+    return _smart_cond.smart_cond(check_training(pred), true_fn, false_fn,
+                                  name=name)
 
 
 def check_positive_int(value, arg_name, allow_none=False):
@@ -110,11 +132,25 @@ def check_nonnegative_int(value, arg_name, allow_none=False):
     return _check_int(value, arg_name, 0, "an int >= 0", allow_none)
 
 
+def check_int(value, arg_name, allow_none=False):
+    """Validates an integer of any sign (Python or numpy int, not a bool),
+    e.g. a step number or a seed.
+
+    Returns:
+      ``value`` as a Python int (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else, e.g. 2.5, True or '3'.
+    """
+    return _check_int(value, arg_name, None, "an int", allow_none)
+
+
 def _check_int(value, arg_name, minimum, what, allow_none):
     if value is None and allow_none:
         return None
     if (isinstance(value, (bool, np.bool_))
-            or not isinstance(value, numbers.Integral) or value < minimum):
+            or not isinstance(value, numbers.Integral)
+            or (minimum is not None and value < minimum)):
         raise ValueError("%s must be %s%s, got %r"
                          % (arg_name, what, " or None" if allow_none else "",
                             value))
@@ -158,25 +194,229 @@ def check_real(value, arg_name, low=None, high=None, low_open=False,
     return float(value)
 
 
-def check_keep_prob(keep_prob, arg_name="keep_prob"):
-    """Validates a keep probability given as a Python number.
+def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
+    """Validates a keep probability.
+
+    A Python number is checked here. A tensor (only with ``allow_tensor``)
+    must be a float scalar; its value is checked when the graph runs: the
+    tensor returned carries ``tf.debugging`` assertions (two scalar
+    comparisons per run) that raise ``InvalidArgumentError`` naming
+    ``arg_name`` for a value outside ``(0, 1]``, NaN included. (Inside an
+    XLA computation TensorFlow drops run-time assertions: check the value
+    before ``xla.compile``.)
 
     Args:
-      keep_prob: a Python / numpy real in ``(0, 1]``.
+      keep_prob: a Python / numpy real in ``(0, 1]``, or with
+        ``allow_tensor`` a scalar float tensor / variable.
       arg_name: the argument's name, for the error message.
+      allow_tensor: accept a tensor.
 
     Returns:
-      ``keep_prob`` as a Python float.
+      ``keep_prob`` as a Python float, or the checked tensor (a tensor
+      this function returned is passed through unchanged).
 
     Raises:
-      ValueError: not a real number in ``(0, 1]`` (NaN included).
+      ValueError: a number outside ``(0, 1]`` (NaN included), anything
+        else that is not a number (a tensor without ``allow_tensor``), or
+        a tensor of known rank other than 0.
+      TypeError: a tensor that is not of a float dtype.
     """
+    if allow_tensor and isinstance(keep_prob, (tf.Tensor, tf.Variable)):
+        if getattr(keep_prob, _CHECKED_KEEP_PROB, False):
+            return keep_prob
+        keep_prob = check_tensor(keep_prob, arg_name, kind="float", rank=0)
+        checked = with_assertions(keep_prob, [
+            tf.debugging.assert_greater(
+                keep_prob, tf.zeros([], keep_prob.dtype),
+                message="%s must be in (0, 1]" % arg_name),
+            tf.debugging.assert_less_equal(
+                keep_prob, tf.ones([], keep_prob.dtype),
+                message="%s must be in (0, 1]" % arg_name)], arg_name)
+        setattr(checked, _CHECKED_KEEP_PROB, True)
+        return checked
     if (isinstance(keep_prob, (bool, np.bool_))
             or not isinstance(keep_prob, numbers.Real)
             or not 0.0 < float(keep_prob) <= 1.0):
-        raise ValueError("%s must be a number in (0, 1], got %r"
-                         % (arg_name, keep_prob))
+        raise ValueError("%s must be a number in (0, 1]%s, got %r"
+                         % (arg_name, " or a scalar float tensor"
+                            if allow_tensor else "", keep_prob))
     return float(keep_prob)
+
+
+# Attribute set on the tensors check_keep_prob returns, so that a keep
+# probability passed on (e.g. locked_dropout -> bernoulli_mask ->
+# apply_mask) is asserted once per graph, not once per function.
+_CHECKED_KEEP_PROB = "_tf1_awd_checked_keep_prob"
+
+
+def with_assertions(tensor, assertions, name=None):
+    """``tensor``, through an identity that runs ``assertions`` first.
+
+    Args:
+      tensor: a tensor.
+      assertions: ops (``tf.debugging.assert_*``) to run whenever the
+        returned tensor is computed.
+      name: optional name scope.
+
+    Returns:
+      A tensor equal to ``tensor``.
+    """
+    with tf.control_dependencies(assertions):
+        return tf.identity(tensor, name=name)
+
+
+_KINDS = {"float": ("a float", lambda d: d.is_floating),
+          "int": ("an int32 or int64",
+                  lambda d: d in (tf.int32, tf.int64))}
+
+
+def check_tensor(value, arg_name, kind=None, dtype=None, dtype_of=None,
+                 rank=None, min_rank=None):
+    """Converts an argument to a tensor and checks its dtype and rank at
+    graph-construction time, so a bad tensor is named here rather than by
+    the op it would reach.
+
+    Args:
+      value: a tensor, variable, array or Python value.
+      arg_name: the argument's name, for the error message.
+      kind: None, ``'float'`` (any float dtype) or ``'int'`` (int32 or
+        int64: the index dtypes of TensorFlow's gathers).
+      dtype: the exact (base) dtype required, or None.
+      dtype_of: what ``dtype`` is, for the message (e.g. ``"the dtype of
+        variational_params"``).
+      rank: the static rank required (an unknown rank passes), or None.
+      min_rank: the smallest static rank allowed; the rank must then be
+        known.
+
+    Returns:
+      The tensor (a variable is read with ``tf.convert_to_tensor``).
+
+    Raises:
+      DtypeError (a TypeError and a ValueError): not convertible to a
+        tensor, or a dtype of the wrong kind or other than ``dtype``.
+      ValueError: a wrong (or, with ``min_rank``, unknown) rank.
+    """
+    try:
+        tensor = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as error:
+        raise DtypeError("%s must be a tensor (or convertible to one), got "
+                         "%r (%s)" % (arg_name, value, error))
+    base = tensor.dtype.base_dtype
+    if kind is not None and not _KINDS[kind][1](base):
+        raise DtypeError("%s must be %s tensor, got %s" % (
+            arg_name, _KINDS[kind][0], base.name))
+    if dtype is not None and base != tf.as_dtype(dtype).base_dtype:
+        raise DtypeError("%s must be %s%s, got %s" % (
+            arg_name, tf.as_dtype(dtype).base_dtype.name,
+            " (%s)" % dtype_of if dtype_of else "", base.name))
+    ndims = tensor.shape.ndims
+    if rank is not None and ndims not in (None, rank):
+        raise ValueError("%s must have rank %d, got shape %s"
+                         % (arg_name, rank, tensor.shape))
+    if min_rank is not None and (ndims is None or ndims < min_rank):
+        raise ValueError("%s must have a known rank >= %d, got shape %s"
+                         % (arg_name, min_rank, tensor.shape))
+    return tensor
+
+
+def check_dim(tensor, axis, expected, arg_name, expected_what):
+    """Checks one static dimension of a tensor (unknown sizes pass).
+
+    Args:
+      tensor: a tensor of known rank.
+      axis: the axis (negative counts from the end).
+      expected: the size it must have (int or None: anything passes).
+      arg_name: the tensor's argument name, for the message.
+      expected_what: where ``expected`` comes from, for the message (e.g.
+        ``"the rows of variational_params' theta"``).
+
+    Raises:
+      ValueError: a known size other than ``expected``, naming both.
+    """
+    shape = tensor.shape
+    size = shape.as_list()[axis]
+    if expected is not None and size is not None and size != expected:
+        raise ValueError("%s.shape[%d] must be %d (%s), got shape %s"
+                         % (arg_name, axis, expected, expected_what, shape))
+
+
+def in_xla_context():
+    """True when ops are being built inside an XLA compilation context
+    (``xla.compile``)."""
+    # TF 1.13 has no public accessor for the current control-flow context.
+    graph = tf.get_default_graph()
+    context = graph._get_control_flow_context()  # pylint: disable=W0212
+    return control_flow_util.GetContainingXLAContext(context) is not None
+
+
+def check_ids(ids, vocab_size, arg_name="ids"):
+    """Validates the ids of an embedding lookup: an int32 / int64 tensor
+    checked at graph-construction time, and its values in
+    ``[0, vocab_size)`` checked when the graph runs.
+
+    The library's one rule for ids out of range: an ``InvalidArgumentError``
+    at run time whose message names ``arg_name`` and the vocabulary size
+    (two ``tf.debugging`` assertions, a min and a max over the ids). Inside
+    an XLA computation (``xla.compile``) TensorFlow drops run-time
+    assertions, so there the ids are clamped into ``[0, vocab_size)``
+    instead, as XLA's own gather does, never silently turned into rows of
+    zeros: check ids before ``xla.compile`` when they may be bad.
+
+    Args:
+      ids: int32 / int64 tensor of any shape (Python lists and arrays are
+        converted).
+      vocab_size: int or scalar int tensor, the number of rows.
+      arg_name: the argument's name, for the error message.
+
+    Returns:
+      The ids tensor, with the check attached.
+
+    Raises:
+      TypeError: ids that are not int32 / int64.
+    """
+    ids = check_tensor(ids, arg_name, kind="int")
+    vocab = tf.cast(vocab_size, ids.dtype)
+    if in_xla_context():
+        return tf.clip_by_value(ids, tf.zeros([], ids.dtype), vocab - 1)
+    message = "%s must be in [0, vocab_size)" % arg_name
+    return with_assertions(ids, [
+        tf.debugging.assert_non_negative(ids, message=message),
+        tf.debugging.assert_less(ids, vocab, message=message,
+                                 summarize=1)], arg_name)
+
+
+def check_sparse_options(clip_alpha=False, eps=None, threshold=None,
+                         beta=None, gamma=None, zeta=None):
+    """Validates the options of the sparse techniques given as Python
+    numbers (omitted ones are not checked; ``clip_alpha=None`` means no
+    clipping).
+
+    Args:
+      clip_alpha: VD: None, or a finite number >= 0 (log(alpha) is clipped
+        to ``[-clip_alpha, clip_alpha]``).
+      eps: the numerical floor inside logs / square roots: finite, > 0.
+      threshold: VD: the log(alpha) at which a weight is dropped: finite.
+      beta: hard-concrete temperature: finite, > 0.
+      gamma, zeta: hard-concrete stretch interval: ``gamma < 0`` and
+        ``zeta > 1`` (so that the clipped gate can be exactly 0 and 1,
+        Louizos et al. 2018).
+
+    Raises:
+      ValueError: a value outside its range, NaN or not a number, naming
+        the option.
+    """
+    if clip_alpha is not False:
+        check_real(clip_alpha, "clip_alpha", low=0, allow_none=True)
+    if eps is not None:
+        check_real(eps, "eps", low=0, low_open=True)
+    if threshold is not None:
+        check_real(threshold, "threshold")
+    if beta is not None:
+        check_real(beta, "beta", low=0, low_open=True)
+    if gamma is not None:
+        check_real(gamma, "gamma", high=0, high_open=True)
+    if zeta is not None:
+        check_real(zeta, "zeta", low=1, low_open=True)
 
 
 def check_bool(value, arg_name):

@@ -16,6 +16,9 @@ from sparse_layers import _docs
 from sparse_layers import common
 from sparse_layers import layer_utils
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
+from tf1_awd_sparse._checks import check_sparse_options, check_tensor
+
+_PARAMS = "weight_parameters"
 
 
 # The ops mirror sparse_layers.variational_dropout.nn argument for argument.
@@ -32,8 +35,11 @@ _MIRROR = """
       the output of the VD op's shape%s.
 
     Raises:
-      RuntimeError: malformed `weight_parameters` (shapes named).
-      ValueError, TypeError: as for the VD op (rank of x, data_format, ids).
+      ParamsError (a ValueError): malformed `weight_parameters` (shapes
+        named).
+      ValueError, TypeError: as for the VD op (rank, size and dtype of x,
+        data_format, padding, strides, ids); `beta <= 0`, `gamma >= 0`,
+        `zeta <= 1` or any of them not a finite number.
 """
 _TRAIN = _MIRROR % ("beta, gamma, zeta: hard-concrete temperature and "
                     "stretch interval.\n      eps: keeps log(u) finite at "
@@ -55,12 +61,24 @@ def train_weights(weight_parameters, beta=BETA, gamma=GAMMA, zeta=ZETA,
       tensor of theta's shape.
 
     Raises:
-      RuntimeError: malformed `weight_parameters`.
+      ParamsError (a ValueError): malformed `weight_parameters`.
+      ValueError: `beta <= 0`, `gamma >= 0`, `zeta <= 1`, `eps <= 0`, or
+        any of them not a finite number.
     """
-    theta, log_alpha = layer_utils.check_params(weight_parameters,
-                                                "weight_parameters")
+    theta, log_alpha = _train_params(weight_parameters, beta, gamma, zeta,
+                                     eps)
     return theta * common.hard_concrete_sample(log_alpha, beta, gamma, zeta,
                                                eps)
+
+
+def _train_params(weight_parameters, beta, gamma, zeta, eps, rank=None):
+    check_sparse_options(beta=beta, gamma=gamma, zeta=zeta, eps=eps)
+    return layer_utils.check_params(weight_parameters, _PARAMS, rank)
+
+
+def _eval_params(weight_parameters, gamma, zeta, rank=None):
+    check_sparse_options(gamma=gamma, zeta=zeta)
+    return layer_utils.check_params(weight_parameters, _PARAMS, rank)
 
 
 def eval_weights(weight_parameters, gamma=GAMMA, zeta=ZETA):
@@ -69,14 +87,8 @@ def eval_weights(weight_parameters, gamma=GAMMA, zeta=ZETA):
     Arguments (without beta and eps), result shape and errors as for
     `train_weights`.
     """
-    theta, log_alpha = layer_utils.check_params(weight_parameters,
-                                                "weight_parameters")
+    theta, log_alpha = _eval_params(weight_parameters, gamma, zeta)
     return common.l0_eval_weights(theta, log_alpha, gamma, zeta)
-
-
-def _checked(weight_parameters, rank):
-    layer_utils.check_params(weight_parameters, "weight_parameters", rank)
-    return weight_parameters
 
 
 @_docs.append(_TRAIN)
@@ -84,8 +96,10 @@ def matmul_train(x, weight_parameters, transpose_a=False, transpose_b=False,
                  beta=BETA, gamma=GAMMA, zeta=ZETA, eps=EPSILON, name=None):
     """Training-time `x @ (theta * z)`, z ~ hard-concrete, one per weight."""
     with tf.name_scope(name, "l0_matmul_train", [x]):
-        return tf.matmul(x, train_weights(weight_parameters, beta, gamma,
-                                          zeta, eps),
+        params = _train_params(weight_parameters, beta, gamma, zeta, eps, 2)
+        x = layer_utils.check_matmul_input(
+            x, params[0], transpose_a, transpose_b, _PARAMS)
+        return tf.matmul(x, train_weights(params, beta, gamma, zeta, eps),
                          transpose_a=transpose_a, transpose_b=transpose_b)
 
 
@@ -94,7 +108,10 @@ def matmul_eval(x, weight_parameters, transpose_a=False, transpose_b=False,
                 gamma=GAMMA, zeta=ZETA, name=None):
     """Evaluation-time `x @ (theta * hard_concrete_mean(log_alpha))`."""
     with tf.name_scope(name, "l0_matmul_eval", [x]):
-        return tf.matmul(x, eval_weights(weight_parameters, gamma, zeta),
+        params = _eval_params(weight_parameters, gamma, zeta, 2)
+        x = layer_utils.check_matmul_input(
+            x, params[0], transpose_a, transpose_b, _PARAMS)
+        return tf.matmul(x, eval_weights(params, gamma, zeta),
                          transpose_a=transpose_a, transpose_b=transpose_b)
 
 
@@ -103,9 +120,10 @@ def broadcast_matmul_train(x, weight_parameters, beta=BETA, gamma=GAMMA,
                            zeta=ZETA, eps=EPSILON, name=None):
     """`matmul_train` for x of rank >= 2, contracted on its last axis."""
     with tf.name_scope(name, "l0_broadcast_matmul_train", [x]):
+        params = _train_params(weight_parameters, beta, gamma, zeta, eps, 2)
+        x = layer_utils.check_input(x, params[0], -1, _PARAMS, min_rank=2)
         return layer_utils.broadcast_matmul(
-            x, train_weights(_checked(weight_parameters, 2), beta, gamma,
-                             zeta, eps))
+            x, train_weights(params, beta, gamma, zeta, eps))
 
 
 @_docs.append(_EVAL)
@@ -113,8 +131,10 @@ def broadcast_matmul_eval(x, weight_parameters, gamma=GAMMA, zeta=ZETA,
                           name=None):
     """`matmul_eval` for x of rank >= 2, contracted on its last axis."""
     with tf.name_scope(name, "l0_broadcast_matmul_eval", [x]):
-        return layer_utils.broadcast_matmul(
-            x, eval_weights(_checked(weight_parameters, 2), gamma, zeta))
+        params = _eval_params(weight_parameters, gamma, zeta, 2)
+        x = layer_utils.check_input(x, params[0], -1, _PARAMS, min_rank=2)
+        return layer_utils.broadcast_matmul(x, eval_weights(params, gamma,
+                                                            zeta))
 
 
 @_docs.append(_TRAIN)
@@ -122,9 +142,12 @@ def conv2d_train(x, weight_parameters, strides, padding, data_format="NHWC",
                  beta=BETA, gamma=GAMMA, zeta=ZETA, eps=EPSILON, name=None):
     """Training-time conv2d with theta * z, z ~ hard-concrete per weight."""
     with tf.name_scope(name, "l0_conv2d_train", [x]):
+        params = _train_params(weight_parameters, beta, gamma, zeta, eps, 4)
+        x = layer_utils.check_conv_input(x, params[0], data_format,
+                                         _PARAMS)
         return layer_utils.conv2d(
-            x, train_weights(_checked(weight_parameters, 4), beta, gamma,
-                             zeta, eps), strides, padding, data_format)
+            x, train_weights(params, beta, gamma, zeta, eps), strides,
+            padding, data_format)
 
 
 @_docs.append(_EVAL)
@@ -132,9 +155,11 @@ def conv2d_eval(x, weight_parameters, strides, padding, data_format="NHWC",
                 gamma=GAMMA, zeta=ZETA, name=None):
     """Evaluation-time conv2d with theta * hard_concrete_mean(log_alpha)."""
     with tf.name_scope(name, "l0_conv2d_eval", [x]):
-        return layer_utils.conv2d(
-            x, eval_weights(_checked(weight_parameters, 4), gamma, zeta),
-            strides, padding, data_format)
+        params = _eval_params(weight_parameters, gamma, zeta, 4)
+        x = layer_utils.check_conv_input(x, params[0], data_format,
+                                         _PARAMS)
+        return layer_utils.conv2d(x, eval_weights(params, gamma, zeta),
+                                  strides, padding, data_format)
 
 
 @_docs.append(_TRAIN)
@@ -145,8 +170,9 @@ def embedding_lookup_train(weight_parameters, ids, name=None, beta=BETA,
     vocabulary).
     """
     with tf.name_scope(name, "l0_embedding_lookup_train", [ids]):
-        return train_weights(_gathered(weight_parameters, ids), beta, gamma,
-                             zeta, eps)
+        return train_weights(layer_utils.gather_pair(
+            _train_params(weight_parameters, beta, gamma, zeta, eps), ids,
+            _PARAMS), beta, gamma, zeta, eps)
 
 
 @_docs.append(_EVAL)
@@ -154,14 +180,9 @@ def embedding_lookup_eval(weight_parameters, ids, name=None, gamma=GAMMA,
                           zeta=ZETA):
     """Evaluation-time lookup: gathered theta * hard_concrete_mean."""
     with tf.name_scope(name, "l0_embedding_lookup_eval", [ids]):
-        return eval_weights(_gathered(weight_parameters, ids), gamma, zeta)
-
-
-def _gathered(weight_parameters, ids):
-    theta, log_alpha = layer_utils.check_params(weight_parameters,
-                                                "weight_parameters")
-    return (layer_utils.gather(theta, ids),
-            layer_utils.gather(log_alpha, ids))
+        return eval_weights(layer_utils.gather_pair(
+            _eval_params(weight_parameters, gamma, zeta), ids, _PARAMS),
+            gamma, zeta)
 
 
 def l0_norm(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA, name=None):
@@ -177,7 +198,14 @@ def l0_norm(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA, name=None):
 
     Returns:
       float scalar tensor.
+
+    Raises:
+      TypeError: `log_alpha` not a float tensor.
+      ValueError: `beta <= 0`, `gamma >= 0`, `zeta <= 1` or any of them
+        not a finite number.
     """
+    check_sparse_options(beta=beta, gamma=gamma, zeta=zeta)
     with tf.name_scope(name, "l0_norm", [log_alpha]):
+        log_alpha = check_tensor(log_alpha, "log_alpha", kind="float")
         return tf.reduce_sum(common.hard_concrete_nonzero_probability(
             log_alpha, beta, gamma, zeta))

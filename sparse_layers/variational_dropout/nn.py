@@ -16,6 +16,9 @@ from sparse_layers import _docs
 from sparse_layers import common
 from sparse_layers import layer_utils
 from sparse_layers.common import EPSILON, THRESHOLD
+from tf1_awd_sparse._checks import check_sparse_options, check_tensor
+
+_PARAMS = "variational_params"
 
 # Coefficients of Molchanov et al.'s approximation of -KL(q || log-uniform).
 _K1, _K2, _K3 = 0.63576, 1.8732, 1.48695
@@ -33,14 +36,20 @@ def _eval_doc(train_op):
       as `{0}`, but deterministic.
 
     Raises:
-      as `{0}`.
+      as `{0}`; ValueError: `threshold` not a finite number.
     """.format(train_op)
 
 
 def _train_params(variational_params, clip_alpha, eps, rank=None):
-    theta, log_sigma2 = layer_utils.check_params(
-        variational_params, "variational_params", rank)
+    check_sparse_options(clip_alpha=clip_alpha, eps=eps)
+    theta, log_sigma2 = layer_utils.check_params(variational_params, _PARAMS,
+                                                 rank)
     return theta, common.clip_log_sigma2(log_sigma2, theta, clip_alpha, eps)
+
+
+def _eval_params(variational_params, threshold, eps, rank=None):
+    check_sparse_options(threshold=threshold, eps=eps)
+    return layer_utils.check_params(variational_params, _PARAMS, rank)
 
 
 def _sample(op, x, theta, log_sigma2, eps, noise_shape=None, noise=None):
@@ -76,9 +85,10 @@ def eval_weights(variational_params, threshold=THRESHOLD, eps=EPSILON):
       tensor of theta's shape.
 
     Raises:
-      RuntimeError: malformed `variational_params`.
+      ParamsError (a ValueError): malformed `variational_params`.
+      ValueError: `threshold` or `eps` out of range.
     """
-    theta, log_sigma2 = layer_utils.check_params(variational_params)
+    theta, log_sigma2 = _eval_params(variational_params, threshold, eps)
     return common.vd_eval_weights(theta, log_sigma2, threshold, eps)
 
 
@@ -98,7 +108,8 @@ def train_weights(variational_params, clip_alpha=None, eps=EPSILON):
       tensor of theta's shape.
 
     Raises:
-      RuntimeError: malformed `variational_params`.
+      ParamsError (a ValueError): malformed `variational_params`.
+      ValueError: `clip_alpha` or `eps` out of range.
     """
     theta, log_sigma2 = _train_params(variational_params, clip_alpha, eps)
     return _sample_weights(theta, log_sigma2, eps)
@@ -132,11 +143,17 @@ def matmul_train(x, variational_params, transpose_a=False, transpose_b=False,
       float tensor [batch, out].
 
     Raises:
-      RuntimeError: `variational_params` is not a 2-tuple of one shape.
+      ParamsError (a ValueError): `variational_params` is not a 2-tuple of
+        float tensors of one shape, dtype and rank 2.
+      ValueError: `x` not of rank 2 or of another inner dimension than
+        theta's; `clip_alpha` or `eps` out of range.
+      TypeError: `x` of another dtype than theta.
     """
     with tf.name_scope(name, "vd_matmul_train", [x]):
         theta, log_sigma2 = _train_params(variational_params, clip_alpha,
-                                          eps)
+                                          eps, rank=2)
+        x = layer_utils.check_matmul_input(x, theta, transpose_a,
+                                           transpose_b, _PARAMS)
         return _sample(_matmul(transpose_a, transpose_b), x, theta,
                        log_sigma2, eps, noise=noise)
 
@@ -146,7 +163,11 @@ def matmul_eval(x, variational_params, transpose_a=False, transpose_b=False,
                 threshold=THRESHOLD, eps=EPSILON, name=None):
     """Evaluation-time `x @ (theta * mask)`, mask = log(alpha) < threshold."""
     with tf.name_scope(name, "vd_matmul_eval", [x]):
-        weights = eval_weights(variational_params, threshold, eps)
+        theta, log_sigma2 = _eval_params(variational_params, threshold, eps,
+                                         rank=2)
+        x = layer_utils.check_matmul_input(x, theta, transpose_a,
+                                           transpose_b, _PARAMS)
+        weights = common.vd_eval_weights(theta, log_sigma2, threshold, eps)
         return _matmul(transpose_a, transpose_b)(x, weights)
 
 
@@ -173,13 +194,16 @@ def broadcast_matmul_train(x, variational_params, clip_alpha=None,
       float tensor [batch, ..., out], static shape set.
 
     Raises:
-      RuntimeError: malformed `variational_params` or not rank 2.
-      ValueError: `x` of unknown rank or rank < 2.
+      ParamsError (a ValueError): malformed `variational_params` or not
+        rank 2.
+      ValueError: `x` of unknown rank or rank < 2, or a last dimension
+        other than theta's rows; `clip_alpha` or `eps` out of range.
+      TypeError: `x` of another dtype than theta.
     """
     with tf.name_scope(name, "vd_broadcast_matmul_train", [x]):
         theta, log_sigma2 = _train_params(variational_params, clip_alpha,
                                           eps, rank=2)
-        x = tf.convert_to_tensor(x)
+        x = layer_utils.check_input(x, theta, -1, _PARAMS, min_rank=2)
         noise_shape = layer_utils.broadcast_noise_shape(x,
                                                         tf.shape(theta)[1])
         return _sample(layer_utils.broadcast_matmul, x, theta, log_sigma2,
@@ -191,9 +215,11 @@ def broadcast_matmul_eval(x, variational_params, threshold=THRESHOLD,
                           eps=EPSILON, name=None):
     """`matmul_eval` for x of rank >= 2, contracted on its last axis."""
     with tf.name_scope(name, "vd_broadcast_matmul_eval", [x]):
-        layer_utils.check_params(variational_params, rank=2)
+        theta, log_sigma2 = _eval_params(variational_params, threshold, eps,
+                                         rank=2)
+        x = layer_utils.check_input(x, theta, -1, _PARAMS, min_rank=2)
         return layer_utils.broadcast_matmul(
-            x, eval_weights(variational_params, threshold, eps))
+            x, common.vd_eval_weights(theta, log_sigma2, threshold, eps))
 
 
 def conv2d_train(x, variational_params, strides, padding,
@@ -218,12 +244,17 @@ def conv2d_train(x, variational_params, strides, padding,
       float tensor, rank 4, in `data_format`.
 
     Raises:
-      RuntimeError: malformed `variational_params` or not rank 4.
-      ValueError: unknown `data_format`.
+      ParamsError (a ValueError): malformed `variational_params` or not
+        rank 4.
+      ValueError: unknown `data_format` or `padding`, bad `strides`, `x`
+        not of rank 4 or with other input channels than theta;
+        `clip_alpha` or `eps` out of range.
+      TypeError: `x` of another dtype than theta.
     """
     with tf.name_scope(name, "vd_conv2d_train", [x]):
         theta, log_sigma2 = _train_params(variational_params, clip_alpha,
                                           eps, rank=4)
+        x = layer_utils.check_conv_input(x, theta, data_format, _PARAMS)
         return _sample(_conv(strides, padding, data_format), x, theta,
                        log_sigma2, eps)
 
@@ -233,9 +264,11 @@ def conv2d_eval(x, variational_params, strides, padding, data_format="NHWC",
                 threshold=THRESHOLD, eps=EPSILON, name=None):
     """Evaluation-time conv2d with theta * (log(alpha) < threshold)."""
     with tf.name_scope(name, "vd_conv2d_eval", [x]):
-        layer_utils.check_params(variational_params, rank=4)
+        theta, log_sigma2 = _eval_params(variational_params, threshold, eps,
+                                         rank=4)
+        x = layer_utils.check_conv_input(x, theta, data_format, _PARAMS)
         return _conv(strides, padding, data_format)(
-            x, eval_weights(variational_params, threshold, eps))
+            x, common.vd_eval_weights(theta, log_sigma2, threshold, eps))
 
 
 def _conv(strides, padding, data_format):
@@ -262,15 +295,22 @@ def embedding_lookup_train(variational_params, ids, name=None,
     Returns:
       float tensor ids.shape + [dim].
 
+    Ids outside [0, vocab) raise `InvalidArgumentError` naming `ids` when
+    the graph runs (clamped inside XLA, which drops run-time assertions:
+    see `tf1_awd_sparse._checks.check_ids`).
+
     Raises:
-      RuntimeError: malformed `variational_params`.
-      TypeError: non-integer ids.
+      ParamsError (a ValueError): malformed `variational_params`.
+      TypeError: ids not int32 / int64.
+      ValueError: `clip_alpha` or `eps` out of range.
     """
     with tf.name_scope(name, "vd_embedding_lookup_train", [ids]):
-        theta, log_sigma2 = layer_utils.check_params(variational_params)
-        theta_g = layer_utils.gather(theta, ids)
-        log_sigma2_g = common.clip_log_sigma2(
-            layer_utils.gather(log_sigma2, ids), theta_g, clip_alpha, eps)
+        check_sparse_options(clip_alpha=clip_alpha, eps=eps)
+        theta_g, log_sigma2_g = layer_utils.gather_pair(
+            layer_utils.check_params(variational_params, _PARAMS), ids,
+            _PARAMS)
+        log_sigma2_g = common.clip_log_sigma2(log_sigma2_g, theta_g,
+                                              clip_alpha, eps)
         return _sample_weights(theta_g, log_sigma2_g, eps)
 
 
@@ -279,10 +319,9 @@ def embedding_lookup_eval(variational_params, ids, name=None,
                           threshold=THRESHOLD, eps=EPSILON):
     """Evaluation-time embedding lookup: gathered theta * (log_alpha < t)."""
     with tf.name_scope(name, "vd_embedding_lookup_eval", [ids]):
-        theta, log_sigma2 = layer_utils.check_params(variational_params)
-        return eval_weights((layer_utils.gather(theta, ids),
-                             layer_utils.gather(log_sigma2, ids)),
-                            threshold, eps)
+        theta_g, log_sigma2_g = layer_utils.gather_pair(
+            _eval_params(variational_params, threshold, eps), ids, _PARAMS)
+        return common.vd_eval_weights(theta_g, log_sigma2_g, threshold, eps)
 
 
 def negative_dkl(variational_params=None, clip_alpha=None, eps=EPSILON,
@@ -308,18 +347,22 @@ def negative_dkl(variational_params=None, clip_alpha=None, eps=EPSILON,
       float scalar tensor, the summed KL.
 
     Raises:
-      ValueError: neither `variational_params` nor `log_alpha` given.
-      RuntimeError: malformed `variational_params`.
+      ValueError: neither `variational_params` nor `log_alpha` given;
+        `clip_alpha` or `eps` out of range.
+      ParamsError (a ValueError): malformed `variational_params`.
+      TypeError: `log_alpha` not a float tensor.
     """
     if variational_params is None and log_alpha is None:
         raise ValueError("negative_dkl needs variational_params=(theta, "
                          "log_sigma2) or log_alpha, got neither")
+    check_sparse_options(clip_alpha=clip_alpha, eps=eps)
     with tf.name_scope(name, "vd_negative_dkl"):
         if log_alpha is None:
-            theta, log_sigma2 = layer_utils.check_params(variational_params)
+            theta, log_sigma2 = layer_utils.check_params(variational_params,
+                                                         _PARAMS)
             log_alpha = common.compute_log_alpha(log_sigma2, theta, eps,
                                                  value_limit=clip_alpha)
-        log_alpha = tf.convert_to_tensor(log_alpha)
+        log_alpha = check_tensor(log_alpha, "log_alpha", kind="float")
         # softplus(-a) == log1p(exp(-a)) without overflow at a << 0.
         neg_kl = (_K1 * tf.sigmoid(_K2 + _K3 * log_alpha)
                   - 0.5 * tf.nn.softplus(-log_alpha) - _K1)
