@@ -27,8 +27,8 @@ from tensorflow.python.ops.variables import PartitionedVariable
 from tf1_awd_sparse import mask_placement
 # The library's one copy of the checks; re-exported here (public names).
 from tf1_awd_sparse._checks import (  # noqa: F401
-    check_choice, check_ids, check_int, check_keep_prob, check_tensor,
-    check_training, derived_seed, once_per_run, smart_cond)
+    check_choice, check_float_dtype, check_ids, check_int, check_keep_prob,
+    check_tensor, check_training, derived_seed, once_per_run, smart_cond)
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
@@ -47,23 +47,6 @@ __all__ = [
 # InvalidArgumentError naming the argument for a value outside (0, 1] or
 # NaN (see tf1_awd_sparse._checks.check_keep_prob). Without them 0 and NaN
 # gave NaN outputs and 1.5 scaled without dropping.
-
-
-def _float_dtype(dtype, arg_name="dtype"):
-    """``dtype`` as a float ``tf.DType``.
-
-    Raises:
-      TypeError: not a dtype, or not a float one.
-    """
-    try:
-        dtype = tf.as_dtype(dtype)
-    except TypeError:
-        raise TypeError("%s must be a float dtype, got %r" % (arg_name,
-                                                               dtype))
-    if not dtype.is_floating:
-        raise TypeError("%s must be a float dtype, got %s" % (arg_name,
-                                                               dtype.name))
-    return dtype
 
 
 def _mask_shape(shape):
@@ -109,7 +92,7 @@ def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
       TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
     keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
-    dtype = _float_dtype(dtype)
+    dtype = check_float_dtype(dtype)
     shape = _mask_shape(shape)
     with tf.name_scope(name, "bernoulli_mask", [shape]):
         # The raw op samples [0, 1) directly; tf.random_uniform would add a
@@ -140,7 +123,7 @@ def scaled_mask(mask, keep_prob, dtype):
       TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
     keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
-    dtype = _float_dtype(dtype)
+    dtype = check_float_dtype(dtype)
     if isinstance(keep_prob, numbers.Real):
         scale = 1.0 / float(keep_prob)
     else:
@@ -411,7 +394,7 @@ class VariationalDropout(object):
             raise ValueError("input_shape must be fully defined, got %s"
                              % (shape,))
         self._shape = shape
-        self._dtype = _float_dtype(dtype or tf.float32)
+        self._dtype = check_float_dtype(dtype or tf.float32)
         self._seed = seed
         with tf.variable_scope(None, default_name=name
                                or "variational_dropout") as scope:

@@ -13,8 +13,11 @@ from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
 
 from tf1_awd_sparse import _compat
 from tf1_awd_sparse import transforms as kernel_transforms_module
-from tf1_awd_sparse._checks import (check_bool, check_positive_int,
-                                    check_training, once_per_run)
+from tf1_awd_sparse._checks import (check_bool, check_dim,
+                                    check_float_dtype, check_int,
+                                    check_keep_prob, check_positive_int,
+                                    check_real, check_tensor, check_training,
+                                    once_per_run)
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
 from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
@@ -112,14 +115,22 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
       **kwargs: base layer keywords (``trainable``...), as for ``LSTMCell``.
 
     Raises:
-      ValueError: ``weight_drop_kr`` outside ``(0, 1]``, an unknown
-        ``sparsity``, a non-bool ``use_vd``/``drop_input_weights``, an
-        ``is_train`` that is neither a bool nor a scalar bool tensor, a
-        ``num_units``/``input_size`` that is not a positive int,
-        ``sparsity`` with ``num_unit_shards``, or ``kernel_transforms``
-        together with the arguments that build them; with ``is_quant``: bad
-        bit widths, delay or ``quant_activation``, a non-float32 dtype or a
-        custom ``activation``.
+      ValueError: ``weight_drop_kr`` outside ``(0, 1]`` (a Python number:
+        tensors are not accepted), an unknown ``sparsity``, a non-bool
+        ``use_vd``/``drop_input_weights``, an ``is_train`` that is neither
+        a bool nor a scalar bool tensor, a ``num_units``/``input_size``/
+        ``num_proj``/shard count that is not a positive int, a
+        ``cell_clip``/``proj_clip`` that is not a number > 0, a
+        ``forget_bias`` that is not a finite number, a ``seed`` that is
+        not an int, ``sparsity`` with ``num_unit_shards``, or
+        ``kernel_transforms`` together with the arguments that build them;
+        with ``is_quant``: bit widths outside [2, 8], a delay that is not
+        an int >= 0, an unknown ``quant_activation``, a non-float32 dtype
+        or a custom ``activation``.
+
+    Calling the cell raises TypeError for inputs that are not of a float
+    dtype (float32 with ``is_quant``) or not of the cell's dtype, and
+    ValueError for inputs of another depth than the cell was built for.
 
     Example::
 
@@ -145,6 +156,11 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
         is_train = check_training(is_train, "is_train")
+        _check_lstm_arguments(num_proj, cell_clip, proj_clip, forget_bias,
+                              num_unit_shards, num_proj_shards, seed)
+        # Checked here under the cell's names (DropConnect names its own).
+        check_keep_prob(weight_drop_kr, "weight_drop_kr")
+        check_bool(use_vd, "use_vd")
         is_quant = check_bool(is_quant, "is_quant")
         if is_quant and activation not in (None, tf.tanh, "tanh"):
             raise ValueError("is_quant=True computes tanh (or ReLU with "
@@ -314,6 +330,22 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     # ------------------------------------------------------------------
     # Step.
     # ------------------------------------------------------------------
+    def __call__(self, inputs, state, *args, **kwargs):
+        """Checks ``inputs`` (before the base layer builds variables of
+        their dtype) and runs one step; as ``LSTMCell.__call__``."""
+        quant = self._quantizer is not None
+        dtype = tf.float32 if quant else self.dtype
+        inputs = check_tensor(
+            inputs, "inputs", kind="float", dtype=dtype,
+            dtype_of="is_quant=True needs float32" if quant
+            else "the cell's dtype" if dtype else None)
+        if self.built and inputs.shape.ndims is not None:
+            check_dim(inputs, -1, self._kernel.shape.as_list()[0]
+                      - self._h_depth, "inputs",
+                      "the input depth the cell was built for")
+        return super(WeightDropLSTMCell, self).__call__(inputs, state, *args,
+                                                        **kwargs)
+
     @_compat.do_not_convert
     def call(self, inputs, state):
         """One LSTM step with the effective kernel.
@@ -421,7 +453,8 @@ class WeightDropLSTM(object):
     ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``
     or an activation other than tanh the layer runs its cell under
     ``tf.nn.dynamic_rnn`` (same results, the cell's speed); ``fast_path``
-    says which.
+    says which. float16 inputs also take the ``dynamic_rnn`` path (the
+    hand-written recurrence is float32 / float64).
 
     Args:
       num_units: int, the cell size.
@@ -518,18 +551,35 @@ class WeightDropLSTM(object):
           major) and ``LSTMStateTuple(c, h)``.
 
         Raises:
-          ValueError: inputs not of rank 3 or of unknown depth.
+          ValueError: inputs not of rank 3 or of unknown depth; an
+            ``initial_state`` that is not a ``(c, h)`` pair of ``[batch,
+            num_units]`` tensors; a ``sequence_length`` not of rank 1.
+          TypeError: inputs not of a float dtype (as the cell: float32
+            with ``is_quant``); ``initial_state`` not of the inputs' dtype;
+            ``sequence_length`` not int32 / int64; ``dtype`` not a float
+            dtype.
         """
-        inputs = tf.convert_to_tensor(inputs, name="inputs")
-        if inputs.get_shape().ndims != 3:
+        inputs = check_tensor(inputs, "inputs", kind="float")
+        if inputs.get_shape().ndims != 3 or \
+                inputs.get_shape()[2].value is None:
             raise ValueError("inputs must have rank 3 ([batch, time, depth]"
-                             "%s), got shape %s" % (
+                             "%s) and a known depth, got shape %s" % (
                                  " time major" if self._time_major else "",
                                  inputs.get_shape()))
+        if dtype is not None:
+            dtype = check_float_dtype(dtype)
+        if sequence_length is not None:
+            sequence_length = check_tensor(sequence_length,
+                                           "sequence_length", kind="int",
+                                           rank=1)
+        if initial_state is not None:
+            initial_state = self._checked_state(initial_state,
+                                                dtype or inputs.dtype)
         with tf.variable_scope(scope or self._scope or "rnn") as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
-            if not self._fast:
+            if not self._fast or inputs.dtype.base_dtype not in (
+                    tf.float32, tf.float64):
                 return tf.nn.dynamic_rnn(
                     self._cell, inputs, sequence_length=sequence_length,
                     initial_state=initial_state, dtype=dtype or inputs.dtype,
@@ -537,11 +587,33 @@ class WeightDropLSTM(object):
             return self._fast_call(inputs, initial_state, sequence_length,
                                    dtype)
 
+    def _checked_state(self, state, dtype):
+        """``initial_state`` as an ``LSTMStateTuple`` of checked tensors.
+
+        Raises:
+          ValueError, TypeError: as :meth:`__call__` says.
+        """
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise ValueError("initial_state must be an LSTMStateTuple(c, h) "
+                             "(or a (c, h) pair), got %r" % (state,))
+        parts = []
+        for part, size in zip(("c", "h"), self._cell.state_size):
+            name = "initial_state.%s" % part
+            tensor = check_tensor(getattr(state, part, None)
+                                  if isinstance(state, LSTMStateTuple)
+                                  else state["ch".index(part)], name,
+                                  dtype=dtype, dtype_of="the state's dtype",
+                                  rank=2)
+            check_dim(tensor, 1, size, name, "the cell's state size")
+            parts.append(tensor)
+        return LSTMStateTuple(*parts)
+
     def _fast_call(self, inputs, initial_state, sequence_length, dtype):
         """The whole-sequence path."""
         time_major = (inputs if self._time_major
                       else tf.transpose(inputs, [1, 0, 2]))
         batch = tf.shape(time_major)[1]
+        depth = time_major.get_shape()[2].value
         if initial_state is None:
             initial_state = self._cell.zero_state(batch,
                                                   dtype or inputs.dtype)
@@ -550,9 +622,11 @@ class WeightDropLSTM(object):
         # variables in its scope, exactly as dynamic_rnn would, and the
         # per-run kernel; the one-step ops it adds are never run.
         if not self._cell.built:
-            self._cell(time_major[0], initial_state)
+            # On zeros of a step's shape, not on time_major[0]: a sequence
+            # may have no steps.
+            self._cell(tf.zeros(tf.stack([batch, depth]), inputs.dtype),
+                       initial_state)
         kernel = self._cell.effective_kernel
-        depth = time_major.get_shape()[2].value
         units = self._cell.output_size
         # tf.split: one concat in the gradient (two slices cost more).
         w_x, w_h = tf.split(tf.convert_to_tensor(kernel), [depth, units], 0)
@@ -578,6 +652,22 @@ def _decoded_config(config):
             kernel_transforms_module.from_config(c)
             for c in config["kernel_transforms"]]
     return config
+
+
+def _check_lstm_arguments(num_proj, cell_clip, proj_clip, forget_bias,
+                          num_unit_shards, num_proj_shards, seed):
+    """Checks the ``LSTMCell`` arguments that ``LSTMCell`` itself takes as
+    given (a bad one surfaced later from an inner op, or as garbage: a
+    negative clip clipped everything to a constant)."""
+    check_positive_int(num_proj, "num_proj", allow_none=True)
+    check_positive_int(num_unit_shards, "num_unit_shards", allow_none=True)
+    check_positive_int(num_proj_shards, "num_proj_shards", allow_none=True)
+    check_real(cell_clip, "cell_clip", low=0, low_open=True,
+               allow_none=True)
+    check_real(proj_clip, "proj_clip", low=0, low_open=True,
+               allow_none=True)
+    check_real(forget_bias, "forget_bias")
+    check_int(seed, "seed", allow_none=True)
 
 
 def _transforms_from_arguments(weight_drop_kr, use_vd, drop_input_weights,

@@ -15,15 +15,25 @@ def open_reader(checkpoint_path):
       (reader, prefix).
 
     Raises:
-      ValueError: a directory without a checkpoint.
+      ValueError: not a string, a directory without a checkpoint, no
+        checkpoint at the prefix, or one TensorFlow cannot read (truncated,
+        corrupt); TensorFlow's own message is included.
     """
+    if not isinstance(checkpoint_path, str) or not checkpoint_path:
+        raise ValueError("checkpoint_path must be a checkpoint prefix or "
+                         "directory (str), got %r" % (checkpoint_path,))
     if tf.gfile.IsDirectory(checkpoint_path):
         found = tf.train.latest_checkpoint(checkpoint_path)
         if found is None:
             raise ValueError("checkpoint_path %r is a directory without a "
                              "checkpoint" % (checkpoint_path,))
         checkpoint_path = found
-    return tf.train.NewCheckpointReader(checkpoint_path), checkpoint_path
+    try:
+        return tf.train.NewCheckpointReader(checkpoint_path), checkpoint_path
+    except tf.errors.OpError as error:
+        raise ValueError("checkpoint_path %r: no readable checkpoint (%s)"
+                         % (checkpoint_path, error.message.split("\n")[0]))
+
 
 
 def pairs(reader, prefix, given):
@@ -38,7 +48,8 @@ def pairs(reader, prefix, given):
       list of (technique, theta_name, aux_name).
 
     Raises:
-      ValueError: a given name that is not in the checkpoint.
+      ValueError: a given list that is not of (theta_name, aux_name)
+        string pairs, or a given name that is not in the checkpoint.
     """
     names = set(reader.get_variable_to_shape_map())
     found = []
@@ -46,6 +57,12 @@ def pairs(reader, prefix, given):
         listed = given.get(technique.short_name)
         if listed is None:
             listed = technique.find_pairs(names)
+        elif isinstance(listed, str) or not all(
+                isinstance(p, (tuple, list)) and len(p) == 2
+                and all(isinstance(n, str) for n in p) for p in listed):
+            raise ValueError("%s_pairs must be a list of (theta_name, "
+                             "aux_name) strings, got %r"
+                             % (technique.short_name, listed))
         for theta_name, aux_name in listed:
             for name in (theta_name, aux_name):
                 if name not in names:

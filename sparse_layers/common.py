@@ -11,6 +11,8 @@ import math as _py_math
 import numpy as np
 import tensorflow as tf
 
+from tf1_awd_sparse._checks import check_sparse_options
+
 # Numerical floor inside logs and square roots.
 EPSILON = 1e-8
 # Hard-concrete temperature and stretch interval (Louizos et al. 2018).
@@ -65,7 +67,12 @@ def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
 
     Returns:
       log(alpha), same shape as `theta`.
+
+    Raises:
+      ValueError: `eps <= 0` or a `value_limit` that is not None or a
+        number >= 0.
     """
+    check_sparse_options(clip_alpha=value_limit, eps=eps)
     log_alpha = log_sigma2 - math.log(math.square(theta) + eps)
     if value_limit is not None:
         log_alpha = math.clip(log_alpha, -value_limit, value_limit)
@@ -158,7 +165,12 @@ def hard_concrete_sample(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA,
 
     Returns:
       float tensor of gates in [0, 1], the shape of `log_alpha`.
+
+    Raises:
+      ValueError: `beta <= 0`, `gamma >= 0`, `zeta <= 1`, `eps <= 0` or
+        any of them not a finite number (the gates would be garbage).
     """
+    check_sparse_options(beta=beta, gamma=gamma, zeta=zeta, eps=eps)
     log_alpha = tf.convert_to_tensor(log_alpha)  # a Variable's dtype is _ref
     u = tf.random_uniform(tf.shape(log_alpha), dtype=log_alpha.dtype)
     s = tf.sigmoid((tf.log(u + eps) - tf.log(1. - u) + log_alpha) / beta)
@@ -177,7 +189,11 @@ def hard_concrete_mean(log_alpha, gamma=GAMMA, zeta=ZETA, math=TF_MATH):
 
     Returns:
       gates in [0, 1], the shape of `log_alpha`.
+
+    Raises:
+      ValueError: `gamma >= 0`, `zeta <= 1` or either not a finite number.
     """
+    check_sparse_options(gamma=gamma, zeta=zeta)
     return _stretch_and_clip(math.sigmoid(log_alpha), gamma, zeta, math)
 
 
@@ -265,5 +281,10 @@ def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,
 
     Returns:
       probabilities, the shape of `log_alpha`.
+
+    Raises:
+      ValueError: `beta <= 0`, `gamma >= 0`, `zeta <= 1` or any of them not
+        a finite number (the log of `-gamma / zeta` would be NaN).
     """
+    check_sparse_options(beta=beta, gamma=gamma, zeta=zeta)
     return math.sigmoid(log_alpha - beta * np.log(-gamma / zeta))

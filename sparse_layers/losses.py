@@ -15,6 +15,8 @@ import tensorflow as tf
 from sparse_layers import _docs
 from sparse_layers import techniques
 from sparse_layers.common import BETA, EPSILON, GAMMA, ZETA
+from tf1_awd_sparse._checks import (check_bool, check_int, check_real,
+                                    check_sparse_options, check_tensor)
 
 
 def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
@@ -34,11 +36,13 @@ def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
       float32 scalar tensor.
 
     Raises:
-      ValueError: negative weight, end_step < begin_step, or a ramp without
-        a global step.
+      ValueError: a weight that is not a finite number >= 0, steps that are
+        not ints, end_step < begin_step, or a ramp without a global step.
+      TypeError: a `global_step` that is not an int tensor.
     """
-    if weight < 0:
-        raise ValueError("weight must be >= 0, got %r" % (weight,))
+    weight = check_real(weight, "weight", low=0)
+    begin_step = check_int(begin_step, "begin_step")
+    end_step = check_int(end_step, "end_step")
     if end_step < begin_step:
         raise ValueError("end_step must be >= begin_step, got begin_step=%r "
                          "end_step=%r" % (begin_step, end_step))
@@ -51,7 +55,8 @@ def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
                          "global step; pass global_step or create one with "
                          "tf.train.get_or_create_global_step()"
                          % (begin_step, end_step))
-    step = tf.cast(global_step, tf.float32)
+    step = tf.cast(check_tensor(global_step, "global_step", kind="int",
+                                rank=0), tf.float32)
     if end_step == begin_step:
         fraction = tf.cast(step >= begin_step, tf.float32)
     else:
@@ -74,14 +79,18 @@ _LOSS_DOC = """
       float32 scalar tensor, the current weight times the summed penalty.
 
     Raises:
-      ValueError: no pairs registered (unless `allow_empty`); see also
-        `ramp_weight`.
+      ValueError: no pairs registered (unless `allow_empty`); a technique
+        option out of range (named); a non-bool `summaries`/`allow_empty`;
+        see also `ramp_weight`.
 """
 
 
 def _pairs_loss(technique, options, weight, begin_step, end_step,
                 global_step, name, summaries, allow_empty):
     technique = techniques.get(technique)
+    check_sparse_options(**options)
+    summaries = check_bool(summaries, "summaries")
+    allow_empty = check_bool(allow_empty, "allow_empty")
     pairs = techniques.registered_pairs(technique)
     if not pairs and not allow_empty:
         raise ValueError(

@@ -25,6 +25,7 @@ from sparse_layers import _checkpoint
 from sparse_layers import common
 from sparse_layers import techniques
 from sparse_layers.common import EPSILON, GAMMA, THRESHOLD, ZETA
+from tf1_awd_sparse._checks import check_bool, check_sparse_options
 
 
 def _layer_name(theta_name):
@@ -67,9 +68,14 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
     Returns:
       {"layers": OrderedDict(layer name -> float32 scalar tensor),
        "global": float32 scalar tensor (0 when there are no weights)}.
+
+    Raises:
+      ValueError: an option out of range (named, see
+        `tf1_awd_sparse._checks.check_sparse_options`), a non-bool
+        `summaries`.
     """
-    options = {"threshold": threshold, "eps": eps, "gamma": gamma,
-               "zeta": zeta}
+    options = _options(threshold, eps, gamma, zeta)
+    summaries = check_bool(summaries, "summaries")
     layers = collections.OrderedDict()
     zeros, sizes = [], []
     with tf.name_scope(name):
@@ -109,11 +115,12 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
       {"layers": OrderedDict(layer name -> float), "global": float}.
 
     Raises:
-      ValueError: no checkpoint at the path, or a named variable missing.
+      ValueError: no readable checkpoint at the path, pairs that are not
+        lists of (theta_name, aux_name) strings, a named variable missing,
+        or an option out of range.
     """
+    options = _options(threshold, eps, gamma, zeta)
     reader, prefix = _checkpoint.open_reader(checkpoint_path)
-    options = {"threshold": threshold, "eps": eps, "gamma": gamma,
-               "zeta": zeta}
     layers = collections.OrderedDict()
     zeros = total = 0
     for technique, theta_name, aux_name in _checkpoint.pairs(
@@ -128,6 +135,14 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
             "global": float(zeros) / total if total else 0.}
 
 
+def _options(threshold, eps, gamma, zeta):
+    """The eval options of both techniques, checked."""
+    check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
+                         zeta=zeta)
+    return {"threshold": threshold, "eps": eps, "gamma": gamma,
+            "zeta": zeta}
+
+
 def format_report(report):
     """Text table of a report (tensor values must be evaluated first).
 
@@ -137,7 +152,17 @@ def format_report(report):
 
     Returns:
       str, one `layer  fraction` line per layer and a global line.
+
+    Raises:
+      ValueError: not such a dict of numbers (e.g. tensors not evaluated).
     """
+    if not isinstance(report, dict) or not isinstance(
+            report.get("layers"), dict) or not all(
+                isinstance(v, (int, float, np.number)) for v in
+                list(report["layers"].values()) + [report.get("global")]):
+        raise ValueError("report must be {'layers': {name: fraction}, "
+                         "'global': fraction} of numbers (session.run a "
+                         "sparsity_report() first), got %r" % (report,))
     width = max([len(k) for k in report["layers"]] + [6])
     lines = ["%-*s  %6.2f%% zero" % (width, k, 100. * v)
              for k, v in report["layers"].items()]

@@ -25,6 +25,7 @@ import tensorflow as tf
 from sparse_layers import _checkpoint
 from sparse_layers import techniques
 from sparse_layers.common import EPSILON, GAMMA, THRESHOLD, ZETA
+from tf1_awd_sparse._checks import check_sparse_options
 
 __all__ = ["strip_checkpoint", "strip_values", "strip_values_of_checkpoint",
            "write_checkpoint"]
@@ -58,6 +59,14 @@ def _stripped(values, pairs, options):
         for name in sorted(values) if not is_dropped(name))
 
 
+def _options(threshold, eps, gamma, zeta):
+    """The eval options of both techniques, checked."""
+    check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
+                         zeta=zeta)
+    return {"threshold": threshold, "eps": eps, "gamma": gamma,
+            "zeta": zeta}
+
+
 def write_checkpoint(values, output_prefix, dtypes=None):
     """Saves ``{variable name: array}`` as a checkpoint (no graph needed).
 
@@ -69,7 +78,19 @@ def write_checkpoint(values, output_prefix, dtypes=None):
 
     Returns:
       str, the prefix written (as ``tf.train.Saver.save`` returns).
+
+    Raises:
+      ValueError: ``values`` not a dict of arrays by name, ``dtypes`` not a
+        dict; ``tf.train.Saver``'s ValueError naming ``output_prefix`` when
+        its directory cannot be made.
     """
+    if not isinstance(values, dict) or not all(
+            isinstance(k, str) for k in values):
+        raise ValueError("values must be a dict variable name -> array, got "
+                         "%r" % (type(values).__name__,))
+    if not isinstance(dtypes, (dict, type(None))):
+        raise ValueError("dtypes must be a dict name -> tf.DType, got %r"
+                         % (dtypes,))
     dtypes = dtypes or {}
     with tf.Graph().as_default():
         feeds, var_list = {}, {}
@@ -107,8 +128,8 @@ def strip_checkpoint(checkpoint_path, output_prefix, vd_pairs=None,
       str, the prefix written (as `tf.train.Saver.save` returns).
 
     Raises:
-      ValueError: no checkpoint at the path, a named variable missing, or
-        a theta in two pairs.
+      ValueError: no readable checkpoint at the path, a named variable
+        missing, a theta in two pairs, or an option out of range.
     """
     reader, _ = _checkpoint.open_reader(checkpoint_path)
     return write_checkpoint(
@@ -132,13 +153,12 @@ def strip_values_of_checkpoint(checkpoint_path, vd_pairs=None,
     Raises:
       ValueError: as `strip_checkpoint`.
     """
+    options = _options(threshold, eps, gamma, zeta)
     reader, prefix = _checkpoint.open_reader(checkpoint_path)
     pairs = _checkpoint.pairs(reader, prefix,
                               {"vd": vd_pairs, "l0": l0_pairs})
     values = {name: reader.get_tensor(name)
               for name in reader.get_variable_to_dtype_map()}
-    options = {"threshold": threshold, "eps": eps, "gamma": gamma,
-               "zeta": zeta}
     return _stripped(values, pairs, options)
 
 
@@ -155,8 +175,12 @@ def strip_values(session, threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
       variable but the auxiliary ones, thetas as evaluation weights.
 
     Raises:
-      ValueError: a registered pair that is not two global variables.
+      ValueError: `session` not a `tf.Session`, a registered pair that is
+        not two global variables, or an option out of range.
     """
+    if not isinstance(session, tf.Session):
+        raise ValueError("session must be a tf.Session, got %r" % (session,))
+    options = _options(threshold, eps, gamma, zeta)
     graph = session.graph
     variables = {v.op.name: v for v in
                  graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}
@@ -169,6 +193,4 @@ def strip_values(session, threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
                     "strip_values needs pairs of global variables, got "
                     "(%s, %s)" % (pair[0].name, pair[1].name))
             pairs.append((technique, names[0], names[1]))
-    options = {"threshold": threshold, "eps": eps, "gamma": gamma,
-               "zeta": zeta}
     return _stripped(session.run(variables), pairs, options)

@@ -335,8 +335,6 @@ def test_gradient_after_meta_graph_import_and_saver_restore():
      "projected_inputs"),
     (dict(projected_inputs=np.zeros((B, 4 * H), np.float32)), ValueError,
      "projected_inputs"),
-    (dict(projected_inputs=np.zeros((0, B, 4 * H), np.float32)),
-     ValueError, "projected_inputs"),
     (dict(recurrent_kernel=np.zeros((H, 3 * H), np.float32)), ValueError,
      "recurrent_kernel"),
     (dict(recurrent_kernel=np.zeros((H, 4 * H), np.float64)), TypeError,
@@ -361,3 +359,30 @@ def test_bad_arguments_fail_early_naming_the_argument(change, error,
     args.update(change)
     with pytest.raises(error, match=message):
         lstm_sequence(**args)
+
+
+@pytest.mark.parametrize("static_time", [True, False])
+def test_no_steps_give_no_outputs_and_the_initial_state(sess, static_time):
+    # A sequence of zero steps (static or fed) is valid: no outputs, the
+    # initial state as the final one, and gradients that flow to the
+    # initial state only (there was a gradient shape error before).
+    rng = np.random.RandomState(3)
+    c0, h0 = (tf.constant(rng.randn(B, H).astype(np.float32))
+              for _ in range(2))
+    kernel = tf.constant(rng.randn(H, 4 * H).astype(np.float32))
+    value = np.zeros((0, B, 4 * H), np.float32)
+    x = tf.constant(value) if static_time else \
+        tf.placeholder(tf.float32, [None, B, 4 * H])
+    feed = {} if static_time else {x: value}
+    outputs, (c, h) = lstm_sequence(x, kernel, c0, h0)
+    loss = tf.reduce_sum(outputs) + tf.reduce_sum(c * c) + tf.reduce_sum(h)
+    grads = tf.gradients(loss, [x, kernel, c0, h0])
+    out, c_v, h_v, g, c0_v, h0_v = sess.run(
+        [outputs, c, h, grads, c0, h0], feed)
+    assert out.shape == (0, B, H)
+    np.testing.assert_array_equal(c_v, c0_v)
+    np.testing.assert_array_equal(h_v, h0_v)
+    assert g[0].shape == (0, B, 4 * H)
+    np.testing.assert_array_equal(g[1], np.zeros((H, 4 * H)))
+    np.testing.assert_allclose(g[2], 2 * c0_v, rtol=1e-6)
+    np.testing.assert_array_equal(g[3], np.ones((B, H)))

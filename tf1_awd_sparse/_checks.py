@@ -20,12 +20,14 @@ import tensorflow as tf
 from tensorflow.python.framework import smart_cond as _smart_cond
 from tensorflow.python.ops import control_flow_util
 
-__all__ = ["TrainingFlagError", "DtypeError", "ParamsError", "check_training", "smart_cond",
-           "check_positive_int", "check_nonnegative_int", "check_int",
-           "check_real", "check_keep_prob", "check_bool", "check_choice",
-           "check_tensor", "check_dim", "check_ids", "check_sparse_options",
-           "in_xla_context", "derived_seed", "outer_control_inputs",
-           "once_per_run"]
+__all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
+           "check_training", "smart_cond", "check_positive_int",
+           "check_nonnegative_int", "check_int", "check_real",
+           "check_keep_prob", "check_num_bits", "check_interval",
+           "check_bool", "check_choice", "check_tensor",
+           "check_float_dtype", "check_dim", "check_ids",
+           "check_sparse_options", "in_xla_context", "with_assertions",
+           "derived_seed", "outer_control_inputs", "once_per_run"]
 
 
 class TrainingFlagError(TypeError, ValueError):
@@ -319,6 +321,27 @@ def check_tensor(value, arg_name, kind=None, dtype=None, dtype_of=None,
     return tensor
 
 
+def check_float_dtype(dtype, arg_name="dtype"):
+    """Validates a dtype argument that must be a float dtype.
+
+    Returns:
+      ``dtype`` as a ``tf.DType``.
+
+    Raises:
+      DtypeError (a TypeError and a ValueError): not a dtype, or not a
+        float one.
+    """
+    try:
+        dtype = tf.as_dtype(dtype)
+    except TypeError:
+        raise DtypeError("%s must be a float dtype, got %r" % (arg_name,
+                                                                dtype))
+    if not dtype.is_floating:
+        raise DtypeError("%s must be a float dtype, got %s" % (arg_name,
+                                                                dtype.name))
+    return dtype
+
+
 def check_dim(tensor, axis, expected, arg_name, expected_what):
     """Checks one static dimension of a tensor (unknown sizes pass).
 
@@ -417,6 +440,42 @@ def check_sparse_options(clip_alpha=False, eps=None, threshold=None,
         check_real(gamma, "gamma", high=0, high_open=True)
     if zeta is not None:
         check_real(zeta, "zeta", low=1, low_open=True)
+
+
+def check_num_bits(num_bits, arg_name="num_bits"):
+    """Validates a bit width of fake quantization: an int in [2, 8] (the
+    limits of ``tf.fake_quant_with_min_max_vars``).
+
+    Returns:
+      ``num_bits`` as a Python int.
+
+    Raises:
+      ValueError: anything else (8.0, True, 9, 1...).
+    """
+    value = _check_int(num_bits, arg_name, 2, "an integer in [2, 8]", False)
+    if value > 8:
+        raise ValueError("%s must be an integer in [2, 8], got %r"
+                         % (arg_name, num_bits))
+    return value
+
+
+def check_interval(low, high, low_name, high_name):
+    """Validates an interval given as two Python numbers: both finite and
+    ``low < high`` (e.g. a quantization range: an empty one has no grid).
+
+    Returns:
+      ``(low, high)`` as Python floats.
+
+    Raises:
+      ValueError: naming the bound that is not a finite number, or both
+        when ``low >= high``.
+    """
+    low = check_real(low, low_name)
+    high = check_real(high, high_name)
+    if not low < high:
+        raise ValueError("%s must be < %s, got %r and %r"
+                         % (low_name, high_name, low, high))
+    return low, high
 
 
 def check_bool(value, arg_name):

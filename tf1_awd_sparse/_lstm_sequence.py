@@ -98,9 +98,6 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
     check_bool(swap_memory, "swap_memory")
 
     time = inputs.get_shape()[0]
-    if time.value == 0:
-        raise ValueError("projected_inputs must have at least one time step, "
-                         "got shape %s" % inputs.get_shape())
     gate_dims = []
     for tensor, name in ((kernel, "recurrent_kernel"),
                          (inputs, "projected_inputs")):
@@ -392,7 +389,9 @@ def _backward(saved, outputs, kernel, c0, h0, length, d_outputs, d_c, d_h,
     # dW_h = sum_t h_{t-1}^T dG_t as one [H, T'B] x [T'B, 4H] matmul. Rows
     # past a sequence length have dG = 0, so the zero outputs there (rather
     # than the copied-through state) do not matter.
-    h_prev = tf.concat([h0[None], outputs[:-1]], axis=0)
+    # h0 sliced to at most num_steps rows: a sequence without steps has no
+    # h_{-1} either (outputs[:-1] of no outputs is empty, not one short).
+    h_prev = tf.concat([h0[None][:num_steps], outputs[:-1]], axis=0)
     units = tf.shape(kernel)[0]
     d_kernel = tf.matmul(tf.reshape(h_prev, [-1, units]),
                          tf.reshape(d_gates, [-1, 4 * units]),

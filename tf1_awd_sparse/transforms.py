@@ -30,7 +30,7 @@ import tensorflow as tf
 from sparse_layers import techniques
 from tf1_awd_sparse import _compat
 from tf1_awd_sparse._checks import (check_bool, check_keep_prob, check_choice,
-                                    derived_seed, smart_cond)
+                                    check_int, derived_seed, smart_cond)
 from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
                                  scaled_mask)
 
@@ -287,7 +287,8 @@ class DropConnect(KernelTransform):
         ``tf.GraphKeys.UPDATE_OPS``; None: none).
 
     Raises:
-      ValueError: bad ``keep_prob``, ``held`` or ``drop_input_weights``.
+      ValueError: bad ``keep_prob``, ``held``, ``drop_input_weights`` or
+        ``seed``.
     """
 
     name = "drop_connect"
@@ -295,11 +296,11 @@ class DropConnect(KernelTransform):
 
     def __init__(self, keep_prob, held=False, drop_input_weights=False,
                  seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
-        self.keep_prob = check_keep_prob(keep_prob, "weight_drop_kr")
-        self.held = check_bool(held, "use_vd")
+        self.keep_prob = check_keep_prob(keep_prob, "keep_prob")
+        self.held = check_bool(held, "held")
         self.drop_input_weights = check_bool(drop_input_weights,
                                              "drop_input_weights")
-        self.seed = seed
+        self.seed = check_int(seed, "seed", allow_none=True)
         self.updates_collection = updates_collection
         self._held_mask = None
         self._input_depth = None
@@ -416,11 +417,20 @@ def from_config(config):
     """Rebuilds a transform from ``{'class_name': ..., 'config': ...}``.
 
     Raises:
-      ValueError: an unknown class name.
+      ValueError: not such a dict, an unknown class name, or a ``config``
+        the class does not take (its arguments named).
     """
+    if not isinstance(config, dict) or not isinstance(
+            config.get("config", {}), dict):
+        raise ValueError("config must be a dict {'class_name': ..., "
+                         "'config': {...}}, got %r" % (config,))
     check_choice(config.get("class_name"), sorted(_CLASSES),
                  "kernel transform class_name")
-    return _CLASSES[config["class_name"]](**config.get("config", {}))
+    cls = _CLASSES[config["class_name"]]
+    try:
+        return cls(**config.get("config", {}))
+    except TypeError as error:
+        raise ValueError("config of %s: %s" % (cls.__name__, error))
 
 
 def serialize(transform):

@@ -24,7 +24,8 @@ import numpy as np
 import tensorflow as tf
 
 from tf1_awd_sparse import mask_placement
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse._checks import (check_interval, check_num_bits,
+                                    check_positive_int)
 from tf1_awd_sparse.quantization import fake_quant as fq
 
 INPUT_NAME = "inputs"
@@ -163,8 +164,14 @@ def nudged_quantization(range_min, range_max, num_bits=8):
 
     Returns:
       ``(scale, zero_point)``: float and int.
+
+    Raises:
+      ValueError: a bad ``num_bits``, or a range that is not two finite
+        numbers ``range_min < range_max``.
     """
-    quant_max = 2 ** num_bits - 1
+    range_min, range_max = check_interval(range_min, range_max, "range_min",
+                                          "range_max")
+    quant_max = 2 ** check_num_bits(num_bits) - 1
     scale = (float(range_max) - float(range_min)) / quant_max
     zero_point = -float(range_min) / scale
     return scale, int(np.clip(np.round(zero_point), 0, quant_max))
@@ -438,12 +445,18 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
     Raises:
       ValueError: bad sizes, cells of another kind (say what to pass),
         unbuilt cells, both or neither of
-        ``session`` / ``checkpoint``, or an 8-bit export of float cells.
+        ``session`` / ``checkpoint``, an output path that is not a string
+        in an existing directory, or an 8-bit export of float cells.
       tf.lite.ConverterError (``ConverterError``): if TOCO rejects a graph.
     """
     cells = _as_cell_list(cells)
     batch_size = check_positive_int(batch_size, "batch_size")
     num_steps = check_positive_int(num_steps, "num_steps")
+    for path, arg_name in ((float_path, "float_path"),
+                           (quant_path, "quant_path")):
+        # Before the conversion (which takes a while), not at the write.
+        if path is not None:
+            _check_output_path(path, arg_name)
     values = read_cell_values(cells, session=session, checkpoint=checkpoint)
     sizes = {}
     for path, is_quant, key in ((float_path, False, "float_bytes"),
@@ -458,16 +471,39 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
     return sizes
 
 
+def _check_output_path(path, arg_name):
+    """Raises ValueError naming ``arg_name`` unless ``path`` is a string
+    naming a file in an existing directory."""
+    if not isinstance(path, str) or not path:
+        raise ValueError("%s must be a file path (str), got %r"
+                         % (arg_name, path))
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory) or os.path.isdir(path):
+        raise ValueError("%s must name a file in an existing directory, got "
+                         "%r" % (arg_name, path))
+
+
 class TFLiteRunner(object):
     """Runs an exported model with ``tf.lite.Interpreter`` on float arrays,
     quantizing inputs and dequantizing outputs for uint8 models.
 
     Args:
       path: a ``.tflite`` file written by :func:`export_tflite`.
+
+    Raises:
+      ValueError: ``path`` is not an existing file, or not a TFLite model
+        the interpreter can load (its message included).
     """
 
     def __init__(self, path):
-        self.interpreter = tf.lite.Interpreter(model_path=path)
+        if not isinstance(path, str) or not os.path.isfile(path):
+            raise ValueError("path must name an existing .tflite file, got "
+                             "%r" % (path,))
+        try:
+            self.interpreter = tf.lite.Interpreter(model_path=path)
+        except ValueError as error:
+            raise ValueError("path %r is not a TFLite model the interpreter "
+                             "can load: %s" % (path, error))
         self.interpreter.allocate_tensors()
         self.inputs = {d["name"]: d
                        for d in self.interpreter.get_input_details()}
@@ -482,26 +518,37 @@ class TFLiteRunner(object):
         """One call of the model.
 
         Args:
-          inputs: ``[batch, steps, depth]`` float array.
+          inputs: ``[batch, steps, depth]`` float array, the model's fixed
+            shape, finite values.
           state: optional dict input name (``'state_0_c'``...) -> float
-            array; zeros for missing entries.
+            array of that input's shape; zeros for missing entries.
 
         Raises:
-          ValueError: a ``state`` key that is not an input of the model.
+          ValueError: a ``state`` key that is not an input of the model,
+            or an array (named) that is not numeric, of another shape than
+            the model's input or not finite (a NaN has no uint8 code, and a
+            float model would only return NaN).
 
         Returns:
           dict output name -> float array.
         """
+        if not isinstance(state, (dict, type(None))):
+            raise ValueError("state must be a dict input name -> array, got "
+                             "%r" % (state,))
         state = dict(state or {})
         unknown = sorted(set(state) - set(self.inputs))
         if unknown:
             raise ValueError("state: %s not among the model's inputs %s"
                              % (", ".join(map(repr, unknown)),
                                 sorted(self.inputs)))
+        if INPUT_NAME in state:
+            raise ValueError("state: %r is the inputs argument, not a state"
+                             % (INPUT_NAME,))
         state[INPUT_NAME] = inputs
         for name, detail in self.inputs.items():
-            value = np.asarray(state.get(name, np.zeros(detail["shape"])),
-                               np.float32)
+            value = _input_array(
+                state.get(name, np.zeros(detail["shape"])), detail["shape"],
+                "inputs" if name == INPUT_NAME else "state[%r]" % (name,))
             if detail["dtype"] == np.uint8:
                 scale, zero_point = detail["quantization"]
                 value = np.clip(np.round(value / scale + zero_point), 0, 255)
@@ -516,3 +563,22 @@ class TFLiteRunner(object):
                 value = (value.astype(np.float32) - zero_point) * scale
             result[name] = value
         return result
+
+
+def _input_array(value, shape, arg_name):
+    """``value`` as a float32 array of the model input's ``shape``.
+
+    Raises:
+      ValueError: not numeric, another shape, or not finite.
+    """
+    try:
+        array = np.asarray(value, np.float32)
+    except (TypeError, ValueError):
+        raise ValueError("%s must be a float array, got %r"
+                         % (arg_name, value))
+    if list(array.shape) != list(shape):
+        raise ValueError("%s must have the model's shape %s, got %s"
+                         % (arg_name, list(shape), list(array.shape)))
+    if not np.all(np.isfinite(array)):
+        raise ValueError("%s must be finite, got NaN or inf" % (arg_name,))
+    return array

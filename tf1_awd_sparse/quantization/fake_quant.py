@@ -21,9 +21,11 @@ a ref variable read through ``tf.identity`` aliases the variable's memory, so
 assignments made while a loop runs would change a "frozen" range between
 time steps.
 """
-import numpy as np
+import numbers
+
 import tensorflow as tf
 
+from tf1_awd_sparse import _checks
 from tf1_awd_sparse._checks import smart_cond
 
 # Width given to a range that collapsed to a point: a [0, 0] range has a zero
@@ -45,11 +47,7 @@ def check_num_bits(name, num_bits):
       ValueError: unless ``num_bits`` is an integer in [2, 8] (the op's
         limits).
     """
-    if isinstance(num_bits, bool) or not isinstance(
-            num_bits, (int, np.integer)) or not 2 <= num_bits <= 8:
-        raise ValueError("%s must be an integer in [2, 8]; got %r"
-                         % (name, num_bits))
-    return int(num_bits)
+    return _checks.check_num_bits(num_bits, name)
 
 
 def quantization_active(quant_delay, training):
@@ -140,14 +138,13 @@ def fixed_output_range(kind, num_bits):
       ``(min, max)`` Python floats.
 
     Raises:
-      ValueError: for an unknown ``kind``.
+      ValueError: for an unknown ``kind`` or bad ``num_bits``.
     """
-    levels = float(2 ** num_bits)
+    _checks.check_choice(kind, ("sigmoid", "tanh"), "kind")
+    levels = float(2 ** check_num_bits("num_bits", num_bits))
     if kind == "sigmoid":
         return 0.0, (levels - 1.0) / levels
-    if kind == "tanh":
-        return -1.0, 1.0 - 2.0 / levels
-    raise ValueError("kind must be 'sigmoid' or 'tanh'; got %r" % (kind,))
+    return -1.0, 1.0 - 2.0 / levels
 
 
 def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
@@ -166,7 +163,21 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
     Returns:
       A tensor like ``x`` whose values lie on the quantization grid; its
       gradient is the straight-through estimator inside the range.
+
+    Raises:
+      TypeError: ``x`` not float32 (the op's only dtype).
+      ValueError: bad ``num_bits``; Python-number ranges that are not
+        finite or not ``range_min < range_max`` (tensor ranges are the
+        caller's: the cells' learned ranges are sanitized, see
+        :func:`sanitize_range`).
     """
+    num_bits = check_num_bits("num_bits", num_bits)
+    x = _checks.check_tensor(x, "x", dtype=tf.float32,
+                             dtype_of="fake quantization is float32 only")
+    if isinstance(range_min, numbers.Real) and \
+            isinstance(range_max, numbers.Real):
+        _checks.check_interval(range_min, range_max, "range_min",
+                               "range_max")
     range_min = tf.stop_gradient(tf.convert_to_tensor(range_min, x.dtype))
     range_max = tf.stop_gradient(tf.convert_to_tensor(range_max, x.dtype))
     return tf.fake_quant_with_min_max_vars(
@@ -187,8 +198,14 @@ def quantize_weight(weight, num_bits, name=None):
       (widened to contain 0 and to at least ``MIN_RANGE_WIDTH``: an
       all-zero, e.g. fully pruned, matrix has no zero-width range, which
       TOCO rejects).
+
+    Raises:
+      TypeError: ``weight`` not float32.
+      ValueError: bad ``num_bits``.
     """
-    weight = tf.convert_to_tensor(weight)
+    weight = _checks.check_tensor(weight, "weight", dtype=tf.float32,
+                                  dtype_of="fake quantization is float32 "
+                                  "only")
     low, high = sanitize_range(tf.reduce_min(weight), tf.reduce_max(weight))
     return fake_quant(weight, low, high, num_bits, narrow_range=True,
                       name=name)
@@ -205,7 +222,12 @@ def sanitize_range(range_min, range_max, limit=None):
 
     Returns:
       ``(min, max)`` tensors.
+
+    Raises:
+      ValueError: ``limit`` not None or a finite number > 0.
     """
+    limit = _checks.check_real(limit, "limit", low=0, low_open=True,
+                               allow_none=True)
     range_min = tf.minimum(range_min, 0.0)
     range_max = tf.maximum(range_max, 0.0)
     if limit is not None:
@@ -233,7 +255,11 @@ def ema_fold(ema, observed_sum, count, initialized, decay):
 
     Returns:
       The updated float32 vector.
+
+    Raises:
+      ValueError: ``decay`` not a number in [0, 1).
     """
+    decay = _checks.check_real(decay, "decay", low=0, high=1, high_open=True)
     mean = observed_sum / tf.maximum(count, 1.0)
     weight = tf.where(initialized > 0.0, 1.0 - decay, 1.0)
     return tf.where(tf.fill(tf.shape(ema), count > 0.0),
@@ -270,19 +296,32 @@ class RangeSet(object):
       init_range: ``(min, max)`` used before anything was observed.
 
     Raises:
-      ValueError: for duplicate names or a decay outside [0, 1).
+      ValueError: names that are not a list of unique strings, a decay
+        outside [0, 1), limits that are not numbers > 0 by name, or an
+        ``init_range`` that is not two finite numbers ``min < max``.
     """
 
     def __init__(self, names, ema_decay=0.999, limits=None,
                  init_range=(-6.0, 6.0)):
+        if isinstance(names, str) or not all(
+                isinstance(n, str) for n in names):
+            raise ValueError("names must be a list of strings; got %r"
+                             % (names,))
         names = list(names)
         if len(set(names)) != len(names):
             raise ValueError("names must be unique; got %r" % (names,))
-        if not 0.0 <= ema_decay < 1.0:
-            raise ValueError("ema_decay must be in [0, 1); got %r"
-                             % (ema_decay,))
+        self.ema_decay = _checks.check_real(ema_decay, "ema_decay", low=0,
+                                            high=1, high_open=True)
+        for name, limit in dict(limits or {}).items():
+            _checks.check_real(limit, "limits[%r]" % (name,), low=0,
+                               low_open=True, allow_none=True)
+        if not isinstance(init_range, (tuple, list)) or \
+                len(init_range) != 2:
+            raise ValueError("init_range must be (min, max); got %r"
+                             % (init_range,))
+        init_range = _checks.check_interval(
+            init_range[0], init_range[1], "init_range[0]", "init_range[1]")
         self.names = names
-        self.ema_decay = float(ema_decay)
         self.limits = dict(limits or {})
         self.init_range = init_range
         self._index = {n: i for i, n in enumerate(names)}

@@ -31,7 +31,8 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 """
 import tensorflow as tf
 
-from tf1_awd_sparse._checks import check_nonnegative_int, smart_cond
+from tf1_awd_sparse._checks import (check_choice, check_nonnegative_int,
+                                    check_training, smart_cond)
 from tf1_awd_sparse.quantization import fake_quant as fq
 
 QUANT_ACTIVATIONS = ("standard", "hard")
@@ -115,9 +116,8 @@ class LSTMQuantizer(object):
         self.weight_bits = fq.check_num_bits("weight_bits", weight_bits)
         self.activation_bits = fq.check_num_bits("activation_bits",
                                                  activation_bits)
-        if quant_activation not in QUANT_ACTIVATIONS:
-            raise ValueError("quant_activation must be one of %s; got %r"
-                             % (QUANT_ACTIVATIONS, quant_activation))
+        check_choice(quant_activation, QUANT_ACTIVATIONS,
+                     "quant_activation")
         quant_delay = check_nonnegative_int(quant_delay, "quant_delay")
         self.num_units, self.num_proj = num_units, num_proj
         self.use_peepholes, self.forget_bias = use_peepholes, forget_bias
@@ -163,7 +163,9 @@ class LSTMQuantizer(object):
         Raises:
           ValueError: if ``quant_delay > 0`` and the graph has no global
             step while ``training`` may be True.
+          TrainingFlagError: a bad ``training``.
         """
+        training = check_training(training)
         self._training = training
         self._active = (False if self.float_only
                         else fq.quantization_active(self.quant_delay,
