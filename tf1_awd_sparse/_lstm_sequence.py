@@ -174,7 +174,8 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
 
     Args:
       projected_inputs: float32 or float64 tensor ``[T, B, 4H]``, the input
-        projection plus bias of every step (T static or dynamic, T >= 1).
+        projection plus bias of every step (T static or dynamic, T >= 0:
+        no steps give no outputs and the initial state).
       recurrent_kernel: ``[H, 4H]``, same dtype: the hidden-to-hidden weight
         (apply any DropConnect mask before the call; it is used as given).
       initial_c: ``[B, H]``, same dtype: the cell state before step 0.
@@ -184,7 +185,7 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
         the output row is zero and the state is copied through, so the
         final state is the state after each example's last valid step
         (the initial state for a zero length). The loop stops after
-        ``max(sequence_length)`` steps (at least one).
+        ``max(sequence_length)`` steps (at least one, at most T).
       forget_bias: Python float added to the forget gate pre-activation.
       parallel_iterations: ``tf.while_loop``'s parallel_iterations for the
         forward and the backward loop. Each step depends on the previous
