@@ -67,7 +67,8 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
 
     Returns:
       {"layers": OrderedDict(layer name -> float32 scalar tensor),
-       "global": float32 scalar tensor (0 when there are no weights)}.
+       "global": float32 scalar tensor}; a fraction over no weights (no
+      pairs, or a pair of zero size) is 0.
 
     Raises:
       ValueError: an option out of range (named, see
@@ -86,9 +87,11 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
                     **technique.select(options, "eval")), tf.float32)
                 zeros.append(tf.reduce_sum(mask))
                 sizes.append(tf.cast(tf.size(mask), tf.float32))
-                layers[_layer_name(theta.name)] = zeros[-1] / sizes[-1]
-        global_fraction = (tf.add_n(zeros) / tf.add_n(sizes) if zeros
-                           else tf.constant(0.))
+                # div_no_nan: a pair without weights is 0 % zero, not NaN.
+                layers[_layer_name(theta.name)] = tf.div_no_nan(zeros[-1],
+                                                                sizes[-1])
+        global_fraction = (tf.div_no_nan(tf.add_n(zeros), tf.add_n(sizes))
+                           if zeros else tf.constant(0.))
         if summaries:
             for layer, fraction in layers.items():
                 tf.summary.scalar(layer.replace(":", "_"), fraction)
@@ -128,7 +131,8 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
         mask = technique.zero_mask(
             reader.get_tensor(theta_name), reader.get_tensor(aux_name),
             math=common.NUMPY_MATH, **technique.select(options, "eval"))
-        layers[_layer_name(theta_name)] = float(np.mean(mask))
+        layers[_layer_name(theta_name)] = (float(np.mean(mask)) if mask.size
+                                           else 0.)
         zeros += int(np.sum(mask))
         total += mask.size
     return {"layers": layers,

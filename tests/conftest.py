@@ -11,6 +11,23 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# Property-based tests (tests/test_properties_*.py). Default: a fixed
+# example budget and seed (derandomize), so `make test` tries the same cases
+# in about a minute; `pytest --hypothesis-profile long` tries ten times as
+# many, drawn afresh, and runs the long numerics (tests/test_numerics.py).
+# No deadline: building a TensorFlow graph per example is slow; no
+# database: nothing is written into the tree.
+_PROPERTY_SETTINGS = dict(
+    deadline=None, database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow,
+                           HealthCheck.function_scoped_fixture,
+                           HealthCheck.filter_too_much])
+settings.register_profile("default", max_examples=50, derandomize=True,
+                          **_PROPERTY_SETTINGS)
+settings.register_profile("long", max_examples=500, **_PROPERTY_SETTINGS)
+settings.load_profile("default")
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared",
                            "data")
@@ -31,3 +48,40 @@ def sess(fresh_graph):
                             inter_op_parallelism_threads=1)
     with tf.Session(graph=fresh_graph, config=config) as session:
         yield session
+
+
+def long_runs(config):
+    """True under ``--hypothesis-profile long`` or with TF1_AWD_LONG=1:
+    the long versions of the numerics tests run."""
+    return (config.getoption("hypothesis_profile", None) == "long"
+            or os.environ.get("TF1_AWD_LONG") == "1")
+
+
+@pytest.fixture
+def long_run(request):
+    """Whether this run is a long one (see :func:`long_runs`)."""
+    return long_runs(request.config)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The property tests' count of cases tried, per function family, and
+    the numerics runs' results (tests/test_numerics.py)."""
+    numerics = sys.modules.get("test_numerics")
+    if numerics is not None and numerics.RESULTS:
+        terminalreporter.write_sep("-", "numerics runs")
+        for model, steps, loss, largest in numerics.RESULTS:
+            terminalreporter.write_line(
+                "%-20s %6d steps  final loss %.4f  max |weight| %.3f"
+                % (model, steps, loss, largest))
+    support = sys.modules.get("property_support")
+    if support is None or not support.CASES:
+        return
+    families = sorted({family for family, _ in support.CASES})
+    outcomes = sorted({outcome for _, outcome in support.CASES})
+    terminalreporter.write_sep("-", "property cases tried")
+    for family in families:
+        counts = ", ".join("%d %s" % (support.CASES[family, o], o)
+                           for o in outcomes if support.CASES[family, o])
+        terminalreporter.write_line("%-28s %s" % (family, counts))
+    terminalreporter.write_line("%-28s %d" % (
+        "total", sum(support.CASES.values())))

@@ -408,11 +408,16 @@ def check_ids(ids, vocab_size, arg_name="ids"):
                                  summarize=1)], arg_name)
 
 
-def check_sparse_options(clip_alpha=False, eps=None, threshold=None,
-                         beta=None, gamma=None, zeta=None):
+# Default of check_sparse_options' arguments: not passed, not checked.
+_OMITTED = object()
+
+
+def check_sparse_options(clip_alpha=_OMITTED, eps=_OMITTED,
+                         threshold=_OMITTED, beta=_OMITTED, gamma=_OMITTED,
+                         zeta=_OMITTED):
     """Validates the options of the sparse techniques given as Python
-    numbers (omitted ones are not checked; ``clip_alpha=None`` means no
-    clipping).
+    numbers (the ones not passed are not checked; ``clip_alpha=None`` means
+    no clipping, None is no value for the others).
 
     Args:
       clip_alpha: VD: None, or a finite number >= 0 (log(alpha) is clipped
@@ -428,18 +433,18 @@ def check_sparse_options(clip_alpha=False, eps=None, threshold=None,
       ValueError: a value outside its range, NaN or not a number, naming
         the option.
     """
-    if clip_alpha is not False:
-        check_real(clip_alpha, "clip_alpha", low=0, allow_none=True)
-    if eps is not None:
-        check_real(eps, "eps", low=0, low_open=True)
-    if threshold is not None:
-        check_real(threshold, "threshold")
-    if beta is not None:
-        check_real(beta, "beta", low=0, low_open=True)
-    if gamma is not None:
-        check_real(gamma, "gamma", high=0, high_open=True)
-    if zeta is not None:
-        check_real(zeta, "zeta", low=1, low_open=True)
+    checks = {
+        "clip_alpha": dict(low=0, allow_none=True),
+        "eps": dict(low=0, low_open=True),
+        "threshold": {},
+        "beta": dict(low=0, low_open=True),
+        "gamma": dict(high=0, high_open=True),
+        "zeta": dict(low=1, low_open=True)}
+    given = {"clip_alpha": clip_alpha, "eps": eps, "threshold": threshold,
+             "beta": beta, "gamma": gamma, "zeta": zeta}
+    for name in sorted(given):
+        if given[name] is not _OMITTED:
+            check_real(given[name], name, **checks[name])
 
 
 def check_num_bits(num_bits, arg_name="num_bits"):

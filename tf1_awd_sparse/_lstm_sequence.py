@@ -256,6 +256,20 @@ def _pad_time(tensor, num_steps):
     return tf.pad(tensor, [[0, extra]] + [[0, 0]] * (rank - 1))
 
 
+def _stack(array, static_shape, dynamic_shape):
+    """``array.stack()``, also of zero steps: TensorFlow packs a zero-size
+    TensorArray only when its element shape is fully defined, so with an
+    unknown batch the empty result ``[0] + dynamic_shape`` is built by a
+    cond instead (it failed with UnimplementedError before)."""
+    if static_shape.is_fully_defined():
+        return array.stack()
+    stacked = tf.cond(
+        array.size() > 0, array.stack,
+        lambda: tf.zeros(tf.concat([[0], dynamic_shape], 0), array.dtype))
+    stacked.set_shape(tf.TensorShape([None]).concatenate(static_shape))
+    return stacked
+
+
 def _step_reader(t, one):
     """A function ``x -> x[t]`` for tensors [T, ...] inside a loop body.
 
@@ -324,7 +338,9 @@ def _forward(inputs, kernel, c0, h0, length, forget_bias, num_steps,
         (tf.constant(0), c0, h0, arrays),
         parallel_iterations=parallel_iterations, swap_memory=swap_memory,
         back_prop=False, name="forward")
-    stacked = [a.stack() for a in arrays]
+    # Every saved value (output, gates after the split, c_prev, tanh_c) is
+    # [B, H].
+    stacked = [_stack(a, state_shape, tf.shape(c0)) for a in arrays]
     return stacked[0], final_c, final_h, stacked[1:]
 
 
@@ -386,7 +402,8 @@ def _backward(saved, outputs, kernel, c0, h0, length, d_outputs, d_c, d_h,
         (num_steps - 1, d_c, d_h, d_gates),
         parallel_iterations=parallel_iterations, swap_memory=swap_memory,
         back_prop=False, name="backward")
-    d_gates = d_gates.stack()
+    d_gates = _stack(d_gates, i_all.get_shape()[1:2].concatenate(
+        kernel.get_shape()[1:2]), tf.shape(i_all)[1:] * tf.constant([1, 4]))
     # dW_h = sum_t h_{t-1}^T dG_t as one [H, T'B] x [T'B, 4H] matmul. Rows
     # past a sequence length have dG = 0, so the zero outputs there (rather
     # than the copied-through state) do not matter.

@@ -21,8 +21,6 @@ a ref variable read through ``tf.identity`` aliases the variable's memory, so
 assignments made while a loop runs would change a "frozen" range between
 time steps.
 """
-import numbers
-
 import tensorflow as tf
 
 from tf1_awd_sparse import _checks
@@ -166,18 +164,22 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
 
     Raises:
       TypeError: ``x`` not float32 (the op's only dtype).
-      ValueError: bad ``num_bits``; Python-number ranges that are not
-        finite or not ``range_min < range_max`` (tensor ranges are the
-        caller's: the cells' learned ranges are sanitized, see
-        :func:`sanitize_range`).
+      ValueError: bad ``num_bits``; range bounds given as Python values
+        that are not finite numbers, or not ``range_min < range_max``
+        (tensor bounds are the caller's: the cells' learned ranges are
+        sanitized, see :func:`sanitize_range`).
     """
     num_bits = check_num_bits("num_bits", num_bits)
     x = _checks.check_tensor(x, "x", dtype=tf.float32,
                              dtype_of="fake quantization is float32 only")
-    if isinstance(range_min, numbers.Real) and \
-            isinstance(range_max, numbers.Real):
+    given = {"range_min": range_min, "range_max": range_max}
+    numbers_given = [n for n in sorted(given) if not isinstance(
+        given[n], (tf.Tensor, tf.Variable))]
+    if len(numbers_given) == 2:
         _checks.check_interval(range_min, range_max, "range_min",
                                "range_max")
+    for name in numbers_given:
+        _checks.check_real(given[name], name)
     range_min = tf.stop_gradient(tf.convert_to_tensor(range_min, x.dtype))
     range_max = tf.stop_gradient(tf.convert_to_tensor(range_max, x.dtype))
     return tf.fake_quant_with_min_max_vars(
