@@ -31,7 +31,9 @@ setup(
         "gast==0.2.2",
     ],
     extras_require={
-        "test": ["pytest==7.4.4"],
+        # hypothesis: the property-based tests (tests/test_properties_*);
+        # 6.79.4 is the last release for CPython 3.7.
+        "test": ["pytest==7.4.4", "hypothesis==6.79.4"],
         "examples": ["tqdm==4.66.5", "matplotlib==3.1.3"],
     },
     classifiers=[
