@@ -464,9 +464,11 @@ def check_num_bits(num_bits, arg_name="num_bits"):
     return value
 
 
-def check_interval(low, high, low_name, high_name):
+def check_interval(low, high, low_name, high_name, dtype=None):
     """Validates an interval given as two Python numbers: both finite and
-    ``low < high`` (e.g. a quantization range: an empty one has no grid).
+    ``low < high`` (e.g. a quantization range: an empty one has no grid),
+    also once cast to ``dtype`` when given (two float64 bounds may round
+    to one float32 value).
 
     Returns:
       ``(low, high)`` as Python floats.
@@ -477,9 +479,12 @@ def check_interval(low, high, low_name, high_name):
     """
     low = check_real(low, low_name)
     high = check_real(high, high_name)
-    if not low < high:
-        raise ValueError("%s must be < %s, got %r and %r"
-                         % (low_name, high_name, low, high))
+    cast = tf.as_dtype(dtype).as_numpy_dtype if dtype else float
+    if not cast(low) < cast(high):
+        raise ValueError("%s must be < %s%s, got %r and %r"
+                         % (low_name, high_name,
+                            " in %s" % tf.as_dtype(dtype).name if dtype
+                            else "", low, high))
     return low, high
 
 

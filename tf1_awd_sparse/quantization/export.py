@@ -167,10 +167,11 @@ def nudged_quantization(range_min, range_max, num_bits=8):
 
     Raises:
       ValueError: a bad ``num_bits``, or a range that is not two finite
-        numbers ``range_min < range_max``.
+        numbers ``range_min < range_max`` (in float32).
     """
+    # float32: the ranges are a model's float32 values.
     range_min, range_max = check_interval(range_min, range_max, "range_min",
-                                          "range_max")
+                                          "range_max", tf.float32)
     quant_max = 2 ** check_num_bits(num_bits) - 1
     scale = (float(range_max) - float(range_min)) / quant_max
     zero_point = -float(range_min) / scale

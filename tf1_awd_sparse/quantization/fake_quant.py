@@ -165,8 +165,8 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
     Raises:
       TypeError: ``x`` not float32 (the op's only dtype).
       ValueError: bad ``num_bits``; range bounds given as Python values
-        that are not finite numbers, or not ``range_min < range_max``
-        (tensor bounds are the caller's: the cells' learned ranges are
+        that are not finite numbers, or not ``range_min < range_max`` in
+        float32 (an empty range gave NaN; tensor bounds are the caller's: the cells' learned ranges are
         sanitized, see :func:`sanitize_range`).
     """
     num_bits = check_num_bits("num_bits", num_bits)
@@ -177,7 +177,7 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
         given[n], (tf.Tensor, tf.Variable))]
     if len(numbers_given) == 2:
         _checks.check_interval(range_min, range_max, "range_min",
-                               "range_max")
+                               "range_max", tf.float32)
     for name in numbers_given:
         _checks.check_real(given[name], name)
     range_min = tf.stop_gradient(tf.convert_to_tensor(range_min, x.dtype))
