@@ -23,7 +23,7 @@ import tensorflow as tf
 from sparse_layers import common
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import nn as vd_nn
-from tf1_awd_sparse._checks import check_choice
+from tf1_awd_sparse._checks import check_choice, check_graph
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
            "registered_pairs"]
@@ -329,11 +329,11 @@ def registered_pairs(technique, graph=None):
       (also after `import_meta_graph`), other tensors as tensors.
 
     Raises:
-      ValueError: unknown technique, or a registered name missing from the
-        graph.
+      ValueError: unknown technique, `graph` not a `tf.Graph`, or a
+        registered name missing from the graph.
     """
     technique = get(technique)
-    graph = graph or tf.get_default_graph()
+    graph = check_graph(graph)
     variables = _graph_variables(graph)
     pairs = []
     for item in graph.get_collection(technique.collection):

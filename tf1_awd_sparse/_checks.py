@@ -24,7 +24,7 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_training", "smart_cond", "check_positive_int",
            "check_nonnegative_int", "check_int", "check_real",
            "check_keep_prob", "check_num_bits", "check_interval",
-           "check_bool", "check_choice", "check_tensor",
+           "check_graph", "check_bool", "check_choice", "check_tensor",
            "check_float_dtype", "check_dim", "check_ids",
            "check_sparse_options", "in_xla_context", "with_assertions",
            "derived_seed", "outer_control_inputs", "once_per_run"]
@@ -486,6 +486,23 @@ def check_interval(low, high, low_name, high_name, dtype=None):
                             " in %s" % tf.as_dtype(dtype).name if dtype
                             else "", low, high))
     return low, high
+
+
+def check_graph(graph, arg_name="graph"):
+    """A graph argument: None means the default graph.
+
+    Returns:
+      The ``tf.Graph``.
+
+    Raises:
+      ValueError: anything but None or a ``tf.Graph``.
+    """
+    if graph is None:
+        return tf.get_default_graph()
+    if not isinstance(graph, tf.Graph):
+        raise ValueError("%s must be a tf.Graph or None, got %r"
+                         % (arg_name, graph))
+    return graph
 
 
 def check_bool(value, arg_name):

@@ -40,6 +40,8 @@ import tensorflow as tf
 from tensorflow.python.distribute import distribution_strategy_context
 from tensorflow.python.ops import gen_resource_variable_ops
 
+from tf1_awd_sparse._checks import check_graph
+
 __all__ = ["MASK_VARIABLES", "QUANT_VARIABLES", "mask_variable_scope",
            "mask_variables", "restorable_variables", "quant_variables",
            "is_replicated_here"]
@@ -115,8 +117,12 @@ def mask_variables(graph=None):
 
     Returns:
       List of variables (replica-local wrappers under a strategy).
+
+    Raises:
+      ValueError: ``graph`` neither None nor a ``tf.Graph`` (also for
+        :func:`restorable_variables` and :func:`quant_variables`).
     """
-    graph = graph or tf.get_default_graph()
+    graph = check_graph(graph)
     return graph.get_collection(MASK_VARIABLES)
 
 
@@ -133,7 +139,7 @@ def restorable_variables(graph=None):
     Returns:
       List of variables.
     """
-    graph = graph or tf.get_default_graph()
+    graph = check_graph(graph)
     masks = set(id(v) for v in mask_variables(graph))
     return [v for v in graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
             if id(v) not in masks]
@@ -152,5 +158,5 @@ def quant_variables(graph=None):
     Returns:
       List of variables.
     """
-    graph = graph or tf.get_default_graph()
+    graph = check_graph(graph)
     return graph.get_collection(QUANT_VARIABLES)
