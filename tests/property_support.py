@@ -119,8 +119,11 @@ def keep_prob_static_ok(spec, allow_tensor=True):
 
 
 def keep_prob_value(spec):
-    """The keep rate's value (for a valid spec)."""
-    return float(spec.value if isinstance(spec, Tensor) else spec)
+    """The keep rate's value (for a valid spec), as its tensor holds it
+    (0.01 in float32 is not 0.01)."""
+    if isinstance(spec, Tensor):
+        return float(np.asarray(spec.value, spec.dtype.as_numpy_dtype))
+    return float(spec)
 
 
 # Training flags of every accepted and rejected kind. The rule: a Python

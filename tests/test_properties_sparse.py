@@ -26,21 +26,21 @@ NN = {"vd": vd_nn, "l0": l0_nn}
 PARAMS = {"vd": "variational_params", "l0": "weight_parameters"}
 BAD_NUMBERS = [float("nan"), float("inf"), "3", True, None]
 
-# Options at and past their limits (valid first: see property_support's
-# `mostly`). None is valid only for clip_alpha.
+# Options at and past their limits: (accepted values, rejected values).
+# None is accepted only for clip_alpha.
 OPTIONS = {
-    "clip_alpha": mostly(st.sampled_from([None, 0, 3, 8.0]),
-                         st.sampled_from([-1.0, float("nan"), "3", True])),
-    "eps": mostly(st.sampled_from([1e-8, 1e-3]),
-                  st.sampled_from([0.0, -1e-8] + BAD_NUMBERS)),
-    "threshold": mostly(st.sampled_from([3.0, -1.0, 0, 10]),
-                        st.sampled_from(BAD_NUMBERS)),
-    "beta": mostly(st.sampled_from([2. / 3., 0.1, 5]),
-                   st.sampled_from([0.0, -0.5] + BAD_NUMBERS)),
-    "gamma": mostly(st.sampled_from([-0.1, -1e-3, -2]),
-                    st.sampled_from([0.0, 0.1, 2.0] + BAD_NUMBERS)),
-    "zeta": mostly(st.sampled_from([1.1, 1.001, 3]),
-                   st.sampled_from([1.0, 0.9, -1.0] + BAD_NUMBERS)),
+    "clip_alpha": (st.sampled_from([None, 0, 3, 8.0]),
+                   st.sampled_from([-1.0, float("nan"), "3", True])),
+    "eps": (st.sampled_from([1e-8, 1e-3]),
+            st.sampled_from([0.0, -1e-8] + BAD_NUMBERS)),
+    "threshold": (st.sampled_from([3.0, -1.0, 0, 10]),
+                  st.sampled_from(BAD_NUMBERS)),
+    "beta": (st.sampled_from([2. / 3., 0.1, 5]),
+             st.sampled_from([0.0, -0.5] + BAD_NUMBERS)),
+    "gamma": (st.sampled_from([-0.1, -1e-3, -2]),
+              st.sampled_from([0.0, 0.1, 2.0] + BAD_NUMBERS)),
+    "zeta": (st.sampled_from([1.1, 1.001, 3]),
+             st.sampled_from([1.0, 0.9, -1.0] + BAD_NUMBERS)),
 }
 DEFAULTS = {"clip_alpha": None, "eps": 1e-8, "threshold": 3.0,
             "beta": 2. / 3., "gamma": -0.1, "zeta": 1.1}
@@ -62,9 +62,14 @@ def _option_ok(name, value):
 
 @st.composite
 def technique_options(draw, technique, mode):
-    """(options dict for the op, names of the bad ones)."""
-    options = {name: draw(OPTIONS[name])
-               for name in KINDS[technique, mode]}
+    """(options dict for the op, names of the bad ones): all valid, or one
+    or two of them rejected values."""
+    names = KINDS[technique, mode]
+    options = {name: draw(OPTIONS[name][0]) for name in names}
+    spoiled = draw(mostly(st.just(set()), st.sets(
+        st.sampled_from(names), min_size=1, max_size=2), 2))
+    for name in spoiled:
+        options[name] = draw(OPTIONS[name][1])
     return options, {n for n, v in options.items() if not _option_ok(n, v)}
 
 
@@ -101,21 +106,25 @@ def _pair(rng, shape, dtype, technique):
        op=st.sampled_from(["matmul", "broadcast_matmul", "weights"]),
        dims=st.tuples(st.integers(0, 3), st.integers(0, 3),
                       st.integers(0, 3)),
-       extra=st.integers(0, 2), mismatch=mostly(st.just(0), st.just(1)),
-       x_rank_change=mostly(st.just(0), st.sampled_from([-1, 1])),
-       unknown_batch=st.booleans(), transpose=st.tuples(st.booleans(),
-                                                         st.booleans()),
-       x_dtype_other=mostly(st.just(None), DTYPES),
-       params_dtype=mostly(st.sampled_from(FLOATS), st.just(tf.int32)),
-       params_ok=mostly(st.just("pair"), st.sampled_from(
-           ["single", "triple", "shapes", "dtypes"])),
-       data=st.data(), seed=st.integers(0, 2 ** 16))
-def test_sparse_matmul_ops(technique, mode, op, dims, extra, mismatch,
-                           x_rank_change, unknown_batch, transpose,
-                           x_dtype_other, params_dtype, params_ok, data,
-                           seed):
+       extra=st.integers(0, 2), unknown_batch=st.booleans(),
+       transpose=st.tuples(st.booleans(), st.booleans()),
+       params_dtype=st.sampled_from(FLOATS),
+       # One thing wrong with x or the parameters, in a quarter of cases.
+       spoil=mostly(st.just(None), st.sampled_from(
+           ["mismatch", "rank-", "rank+", "x_dtype", "params_dtype",
+            "single", "triple", "shapes", "dtypes"]), 3),
+       x_dtype_other=DTYPES, data=st.data(), seed=st.integers(0, 2 ** 16))
+def test_sparse_matmul_ops(technique, mode, op, dims, extra, unknown_batch,
+                           transpose, params_dtype, spoil, x_dtype_other,
+                           data, seed):
+    mismatch = int(spoil == "mismatch")
+    x_rank_change = {"rank-": -1, "rank+": 1}.get(spoil, 0)
+    params_ok = spoil if spoil in ("single", "triple", "shapes",
+                                   "dtypes") else "pair"
+    if spoil == "params_dtype":
+        params_dtype = tf.int32
     rng = np.random.RandomState(seed)
-    x_dtype = x_dtype_other or params_dtype
+    x_dtype = x_dtype_other if spoil == "x_dtype" else params_dtype
     batch, rows, cols = dims
     options, bad = data.draw(technique_options(technique, mode))
     params_name = PARAMS[technique]

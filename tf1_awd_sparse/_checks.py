@@ -203,7 +203,8 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
     must be a float scalar; its value is checked when the graph runs: the
     tensor returned carries ``tf.debugging`` assertions (two scalar
     comparisons per run) that raise ``InvalidArgumentError`` naming
-    ``arg_name`` for a value outside ``(0, 1]``, NaN included. (Inside an
+    ``arg_name`` for a value outside ``(0, 1]``, NaN included, or (for a
+    tensor of unknown rank) a value that is not a scalar. (Inside an
     XLA computation TensorFlow drops run-time assertions: check the value
     before ``xla.compile``.)
 
@@ -227,13 +228,17 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
         if getattr(keep_prob, _CHECKED_KEEP_PROB, False):
             return keep_prob
         keep_prob = check_tensor(keep_prob, arg_name, kind="float", rank=0)
-        checked = with_assertions(keep_prob, [
+        message = "%s must be in (0, 1]" % arg_name
+        assertions = [
             tf.debugging.assert_greater(
-                keep_prob, tf.zeros([], keep_prob.dtype),
-                message="%s must be in (0, 1]" % arg_name),
+                keep_prob, tf.zeros([], keep_prob.dtype), message=message),
             tf.debugging.assert_less_equal(
-                keep_prob, tf.ones([], keep_prob.dtype),
-                message="%s must be in (0, 1]" % arg_name)], arg_name)
+                keep_prob, tf.ones([], keep_prob.dtype), message=message)]
+        if keep_prob.shape.ndims is None:
+            # An unknown rank: a scalar is checked when the graph runs.
+            assertions.append(tf.debugging.assert_rank(
+                keep_prob, 0, message="%s must be a scalar" % arg_name))
+        checked = with_assertions(keep_prob, assertions, arg_name)
         setattr(checked, _CHECKED_KEEP_PROB, True)
         return checked
     if (isinstance(keep_prob, (bool, np.bool_))
@@ -404,8 +409,7 @@ def check_ids(ids, vocab_size, arg_name="ids"):
     message = "%s must be in [0, vocab_size)" % arg_name
     return with_assertions(ids, [
         tf.debugging.assert_non_negative(ids, message=message),
-        tf.debugging.assert_less(ids, vocab, message=message,
-                                 summarize=1)], arg_name)
+        tf.debugging.assert_less(ids, vocab, message=message)], arg_name)
 
 
 # Default of check_sparse_options' arguments: not passed, not checked.
