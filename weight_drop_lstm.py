@@ -17,7 +17,7 @@ from tf1_awd_sparse._checks import (check_bool, check_dim,
                                     check_float_dtype, check_int,
                                     check_keep_prob, check_positive_int,
                                     check_real, check_tensor, check_training,
-                                    once_per_run)
+                                    once_per_run, with_assertions)
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
 from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
@@ -540,7 +540,9 @@ class WeightDropLSTM(object):
             tensors, or None for zeros.
           sequence_length: optional int ``[batch]``, as for
             ``tf.nn.dynamic_rnn`` (outputs zero past each length, the state
-            copied through).
+            copied through; a length past the time steps means all of
+            them); a negative length raises ``InvalidArgumentError`` naming
+            ``sequence_length`` when the graph runs.
           scope: variable scope (default: the constructor's, else ``'rnn'``
             as ``dynamic_rnn``).
           dtype: the state's dtype when ``initial_state`` is None (default:
@@ -572,6 +574,11 @@ class WeightDropLSTM(object):
             sequence_length = check_tensor(sequence_length,
                                            "sequence_length", kind="int",
                                            rank=1)
+            # A negative length would silently act as 0.
+            sequence_length = with_assertions(sequence_length, [
+                tf.debugging.assert_non_negative(
+                    sequence_length,
+                    message="sequence_length must be >= 0")])
         if initial_state is not None:
             initial_state = self._checked_state(initial_state,
                                                 dtype or inputs.dtype)

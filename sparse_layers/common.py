@@ -13,7 +13,10 @@ import tensorflow as tf
 
 from tf1_awd_sparse._checks import check_sparse_options
 
-# Numerical floor inside logs and square roots.
+# Numerical floor inside logs and square roots. In a dtype whose smallest
+# normal number is larger (float16: 6.1e-5) that number is used instead
+# (`dtype_eps`): 1e-8 rounds to 0 in float16, and the gradients of
+# sqrt(0) and log(0) are infinite.
 EPSILON = 1e-8
 # Hard-concrete temperature and stretch interval (Louizos et al. 2018).
 BETA = 2. / 3.
@@ -53,6 +56,23 @@ NUMPY_MATH = _Math(log=np.log, square=np.square, clip=np.clip,
                    cast=lambda x, dtype: np.asarray(x).astype(dtype))
 
 
+def dtype_eps(eps, dtype):
+    """`eps`, raised to the smallest normal number of `dtype` when below it
+    (only float16 and bfloat16 are concerned with the default `EPSILON`):
+    a floor that rounds to zero would not keep logs and square roots and
+    their gradients finite.
+
+    Args:
+      eps: Python float > 0.
+      dtype: a float `tf.DType` or numpy dtype.
+
+    Returns:
+      Python float.
+    """
+    return max(float(eps), float(np.finfo(
+        tf.as_dtype(dtype).as_numpy_dtype).tiny))
+
+
 def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
                       math=TF_MATH):
     """log(alpha) = log(sigma^2) - log(theta^2 + eps), optionally clipped.
@@ -60,7 +80,8 @@ def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
     Args:
       log_sigma2: float tensor (or array with `math=NUMPY_MATH`), any shape.
       theta: float tensor of the same shape, the weight means.
-      eps: small constant that keeps the log finite at theta = 0.
+      eps: small constant that keeps the log finite at theta = 0 (at
+        least the smallest normal number of theta's dtype, `dtype_eps`).
       value_limit: clip the result to [-value_limit, value_limit]; None
         disables clipping.
       math: `TF_MATH` (default) or `NUMPY_MATH`.
@@ -73,6 +94,7 @@ def compute_log_alpha(log_sigma2, theta, eps=EPSILON, value_limit=8.,
         number >= 0.
     """
     check_sparse_options(clip_alpha=value_limit, eps=eps)
+    eps = dtype_eps(eps, theta.dtype)
     log_alpha = log_sigma2 - math.log(math.square(theta) + eps)
     if value_limit is not None:
         log_alpha = math.clip(log_alpha, -value_limit, value_limit)
@@ -90,6 +112,8 @@ def compute_log_sigma2(log_alpha, theta, eps=EPSILON):
     Returns:
       log(sigma^2), same shape as `theta`.
     """
+    theta = tf.convert_to_tensor(theta)
+    eps = dtype_eps(eps, theta.dtype)
     return log_alpha + tf.log(tf.square(theta) + eps)
 
 
@@ -173,6 +197,7 @@ def hard_concrete_sample(log_alpha, beta=BETA, gamma=GAMMA, zeta=ZETA,
     check_sparse_options(beta=beta, gamma=gamma, zeta=zeta, eps=eps)
     log_alpha = tf.convert_to_tensor(log_alpha)  # a Variable's dtype is _ref
     u = tf.random_uniform(tf.shape(log_alpha), dtype=log_alpha.dtype)
+    eps = dtype_eps(eps, log_alpha.dtype)
     s = tf.sigmoid((tf.log(u + eps) - tf.log(1. - u) + log_alpha) / beta)
     return _stretch_and_clip(s, gamma, zeta, TF_MATH)
 

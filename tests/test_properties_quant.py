@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from property_support import (DTYPES, FLAGS, Tensor, build, close, examples,
-                              expect, flag_ok, flag_value, fresh_session,
+                              expect, expect_run_error, flag_ok, flag_value, fresh_session,
                               keep_prob_static_ok, keep_probs, mostly,
                               random_array, shapes)
 from test_quant_reference import fake_quant as np_fake_quant
@@ -294,7 +294,7 @@ def test_weight_drop_lstm_cell(args, batch, steps, inputs_dtype,
        state=mostly(st.sampled_from(["none", "tuple", "pair"]),
                     st.sampled_from(["wide", "tensor", "dtype"])),
        lengths=mostly(st.sampled_from(["none", "ok"]),
-                      st.sampled_from(["float", "matrix"])),
+                      st.sampled_from(["float", "matrix", "negative"])),
        seed=st.integers(0, 2 ** 16))
 def test_weight_drop_lstm_layer(shape, unknown, inputs_dtype, time_major,
                                 state, lengths, seed):
@@ -316,6 +316,8 @@ def test_weight_drop_lstm_layer(shape, unknown, inputs_dtype, time_major,
     batch, steps = (shape[1], shape[0]) if time_major is True and \
         len(shape) == 3 else shape[:2]
     seq = rng.randint(0, steps + 2, size=batch)
+    if lengths == "negative" and batch:
+        seq[0] = -1
     np_dtype = inputs_dtype.as_numpy_dtype if inputs_dtype.is_floating \
         else np.float32
     c0, h0 = (rng.randn(batch, units).astype(np_dtype) for _ in range(2))
@@ -339,6 +341,7 @@ def test_weight_drop_lstm_layer(shape, unknown, inputs_dtype, time_major,
                 "tensor": tf.constant(c0),
                 "dtype": (tf.zeros([batch, units], tf.int32),) * 2}[state]
             length = {"none": None, "ok": tf.constant(seq, tf.int32),
+                      "negative": tf.constant(seq, tf.int32),
                       "float": tf.constant(seq, tf.float32),
                       "matrix": tf.constant(seq[None], tf.int32)}[lengths]
             layer = WeightDropLSTM(units, time_major=time_major)
@@ -349,13 +352,18 @@ def test_weight_drop_lstm_layer(shape, unknown, inputs_dtype, time_major,
         def check(result):
             layer, outputs, final = result
             session.run(tf.global_variables_initializer())
+            if lengths == "negative" and batch:
+                expect_run_error("recurrent.WeightDropLSTM",
+                                 "sequence_length",
+                                 lambda: session.run(outputs))
+                return
             got, (c, h) = session.run([outputs, final])
             values = dict(zip(relative_variable_names(layer.weights),
                               session.run(layer.weights)))
             batch_major = x.transpose(1, 0, 2) if time_major else x
             want, want_c, want_h = _lstm_reference(
                 batch_major.astype(np.float64), values["kernel"],
-                values["bias"], lengths=seq if lengths == "ok" else None,
+                values["bias"], lengths=None if lengths == "none" else seq,
                 c=None if state == "none" else c0.astype(np.float64),
                 h=None if state == "none" else h0.astype(np.float64))
             if time_major:

@@ -10,7 +10,8 @@ import tensorflow as tf
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_support import (DTYPES, FLAGS, FLOATS, Tensor, build, close,
+from property_support import (CASES, DTYPES, FLAGS, FLOATS, Tensor, build,
+                              close,
                               examples, expect, expect_run_error, flag_ok,
                               flag_value, fresh_session, mostly,
                               random_array, shapes)
@@ -565,3 +566,40 @@ def test_penalties_and_report(technique, shape, data, seed):
                                        atol=1e-6)
 
         expect("sparse.report", eval_bad, fraction, check_fraction)
+
+
+@examples(1)
+@given(technique=st.sampled_from(["vd", "l0"]),
+       op=st.sampled_from(["matmul", "broadcast_matmul", "weights",
+                           "embedding_lookup"]),
+       dtype=st.sampled_from(FLOATS), zero_theta=st.booleans(),
+       zero_x=st.booleans(), aux=st.sampled_from([-30.0, -10.0, 0.0, 8.0,
+                                                  30.0]),
+       seed=st.integers(0, 2 ** 16))
+def test_sparse_train_gradients_are_finite(technique, op, dtype, zero_theta,
+                                           zero_x, aux, seed):
+    # Zero weights and zero inputs in every float dtype: the numerical
+    # floors must not round to 0 (in float16 eps = 1e-8 did, and a zero
+    # input row gave NaN gradients through sqrt(0)).
+    rng = np.random.RandomState(seed)
+    theta_value = np.zeros((3, 2)) if zero_theta else rng.randn(3, 2)
+    x_value = np.zeros((2, 3)) if zero_x else rng.randn(2, 3)
+    with fresh_session() as session:
+        theta = tf.constant(theta_value, dtype)
+        aux_t = tf.fill([3, 2], tf.constant(aux, dtype))
+        x = tf.constant(x_value, dtype)
+        nn = NN[technique]
+        if op == "weights":
+            y = nn.train_weights((theta, aux_t))
+        elif op == "embedding_lookup":
+            y = nn.embedding_lookup_train((theta, aux_t), tf.constant([0, 2]))
+        else:
+            y = getattr(nn, op + "_train")(x, (theta, aux_t))
+        penalty = (nn.negative_dkl((theta, aux_t)) if technique == "vd"
+                   else nn.l0_norm(aux_t))
+        loss = tf.reduce_sum(y) + penalty
+        grads = session.run([tf.convert_to_tensor(g) for g in tf.gradients(
+            loss, [theta, aux_t, x]) if g is not None])
+        for grad in grads:
+            assert np.all(np.isfinite(grad)), grads
+        CASES["sparse.%s.train_ops" % technique, "documented result"] += 1

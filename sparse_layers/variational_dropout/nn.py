@@ -64,11 +64,14 @@ def _sample(op, x, theta, log_sigma2, eps, noise_shape=None, noise=None):
 
 
 def _reparameterize(mean, variance, eps, noise_shape=None, noise=None):
-    """mean + sqrt(variance + eps) * noise, noise ~ N(0, 1)."""
+    """mean + sqrt(variance + eps) * noise, noise ~ N(0, 1); eps at least
+    the dtype's smallest normal number (`common.dtype_eps`: in float16 the
+    default 1e-8 is 0, and a zero input row gave NaN gradients)."""
     if noise is None:
         noise = common.standard_normal(
             tf.shape(mean) if noise_shape is None else noise_shape,
             dtype=mean.dtype)
+    eps = common.dtype_eps(eps, mean.dtype)
     return mean + tf.sqrt(variance + eps) * noise
 
 
