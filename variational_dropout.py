@@ -28,7 +28,8 @@ from tf1_awd_sparse import mask_placement
 # The library's one copy of the checks; re-exported here (public names).
 from tf1_awd_sparse._checks import (  # noqa: F401
     check_choice, check_float_dtype, check_ids, check_int, check_keep_prob,
-    check_tensor, check_training, derived_seed, once_per_run, smart_cond)
+    check_shape, check_tensor, check_training, derived_seed, once_per_run,
+    smart_cond)
 
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
@@ -53,14 +54,7 @@ def _mask_shape(shape):
     """A mask shape: a list of ints >= 0, or a 1-D int tensor."""
     if isinstance(shape, (tf.Tensor, tf.Variable)):
         return check_tensor(shape, "shape", kind="int", rank=1)
-    try:
-        dims = tf.TensorShape(shape)
-    except (TypeError, ValueError) as error:
-        raise ValueError("shape must be a list of ints >= 0 or a 1-D int "
-                         "tensor, got %r (%s)" % (shape, error))
-    if not dims.is_fully_defined():
-        raise ValueError("shape must be fully defined, got %s" % (dims,))
-    return dims.as_list()
+    return check_shape(shape).as_list()
 
 
 def _check_broadcast(x, mask_shape, mask_name):
@@ -384,16 +378,7 @@ class VariationalDropout(object):
     def __init__(self, input_shape, keep_prob, dtype=None, seed=None,
                  name=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
         self._keep_prob = check_keep_prob(keep_prob, "keep_prob")
-        try:
-            shape = tf.TensorShape(input_shape)
-        except (TypeError, ValueError) as error:
-            raise ValueError("input_shape must be a fully defined shape (a "
-                             "list of ints >= 0), got %r (%s)"
-                             % (input_shape, error))
-        if not shape.is_fully_defined():
-            raise ValueError("input_shape must be fully defined, got %s"
-                             % (shape,))
-        self._shape = shape
+        self._shape = shape = check_shape(input_shape, "input_shape")
         self._dtype = check_float_dtype(dtype or tf.float32)
         self._seed = seed
         with tf.variable_scope(None, default_name=name

@@ -25,7 +25,7 @@ from sparse_layers import _checkpoint
 from sparse_layers import common
 from sparse_layers import techniques
 from sparse_layers.common import EPSILON, GAMMA, THRESHOLD, ZETA
-from tf1_awd_sparse._checks import check_bool, check_sparse_options
+from tf1_awd_sparse._checks import check_bool
 
 
 def _layer_name(theta_name):
@@ -75,7 +75,7 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
         `tf1_awd_sparse._checks.check_sparse_options`), a non-bool
         `summaries`.
     """
-    options = _options(threshold, eps, gamma, zeta)
+    options = techniques.eval_options(threshold, eps, gamma, zeta)
     summaries = check_bool(summaries, "summaries")
     layers = collections.OrderedDict()
     zeros, sizes = [], []
@@ -122,7 +122,7 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
         lists of (theta_name, aux_name) strings, a named variable missing,
         or an option out of range.
     """
-    options = _options(threshold, eps, gamma, zeta)
+    options = techniques.eval_options(threshold, eps, gamma, zeta)
     reader, prefix = _checkpoint.open_reader(checkpoint_path)
     layers = collections.OrderedDict()
     zeros = total = 0
@@ -137,14 +137,6 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
         total += mask.size
     return {"layers": layers,
             "global": float(zeros) / total if total else 0.}
-
-
-def _options(threshold, eps, gamma, zeta):
-    """The eval options of both techniques, checked."""
-    check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
-                         zeta=zeta)
-    return {"threshold": threshold, "eps": eps, "gamma": gamma,
-            "zeta": zeta}
 
 
 def format_report(report):

@@ -25,7 +25,6 @@ import tensorflow as tf
 from sparse_layers import _checkpoint
 from sparse_layers import techniques
 from sparse_layers.common import EPSILON, GAMMA, THRESHOLD, ZETA
-from tf1_awd_sparse._checks import check_sparse_options
 
 __all__ = ["strip_checkpoint", "strip_values", "strip_values_of_checkpoint",
            "write_checkpoint"]
@@ -57,14 +56,6 @@ def _stripped(values, pairs, options):
     return collections.OrderedDict(
         (name, replaced.get(name, values[name]))
         for name in sorted(values) if not is_dropped(name))
-
-
-def _options(threshold, eps, gamma, zeta):
-    """The eval options of both techniques, checked."""
-    check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
-                         zeta=zeta)
-    return {"threshold": threshold, "eps": eps, "gamma": gamma,
-            "zeta": zeta}
 
 
 def write_checkpoint(values, output_prefix, dtypes=None):
@@ -153,7 +144,7 @@ def strip_values_of_checkpoint(checkpoint_path, vd_pairs=None,
     Raises:
       ValueError: as `strip_checkpoint`.
     """
-    options = _options(threshold, eps, gamma, zeta)
+    options = techniques.eval_options(threshold, eps, gamma, zeta)
     reader, prefix = _checkpoint.open_reader(checkpoint_path)
     pairs = _checkpoint.pairs(reader, prefix,
                               {"vd": vd_pairs, "l0": l0_pairs})
@@ -180,7 +171,7 @@ def strip_values(session, threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
     """
     if not isinstance(session, tf.Session):
         raise ValueError("session must be a tf.Session, got %r" % (session,))
-    options = _options(threshold, eps, gamma, zeta)
+    options = techniques.eval_options(threshold, eps, gamma, zeta)
     graph = session.graph
     variables = {v.op.name: v for v in
                  graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}

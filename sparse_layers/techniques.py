@@ -23,10 +23,11 @@ import tensorflow as tf
 from sparse_layers import common
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import nn as vd_nn
-from tf1_awd_sparse._checks import check_choice, check_graph
+from tf1_awd_sparse._checks import (check_choice, check_graph,
+                                    check_sparse_options)
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
-           "registered_pairs"]
+           "registered_pairs", "eval_options"]
 
 # Checkpoint naming of a pair: `<scope>/kernel` goes with `<scope>/<aux>`
 # (layers and cells), any other `<name>` with `<name>_<aux>` (embeddings,
@@ -245,6 +246,20 @@ def for_collection(key):
     """
     by_key = {_REGISTRY[n].collection: _REGISTRY[n] for n in NAMES}
     return by_key[check_choice(key, sorted(by_key), "collection")]
+
+
+def eval_options(threshold, eps, gamma, zeta):
+    """The evaluation options of both techniques by name (for reports and
+    strip, which cover pairs of either), checked.
+
+    Raises:
+      ValueError: an option out of range (see
+        `tf1_awd_sparse._checks.check_sparse_options`).
+    """
+    check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
+                         zeta=zeta)
+    return {"threshold": threshold, "eps": eps, "gamma": gamma,
+            "zeta": zeta}
 
 
 def _graph_variables(graph):

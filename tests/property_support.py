@@ -163,6 +163,22 @@ def static_shape(shape, unknown):
     return tuple(None if i in unknown else d for i, d in enumerate(shape))
 
 
+def random_ids(rng, vocab, shape, out_of_range):
+    """Ids in [0, vocab) of ``shape``; with ``out_of_range`` (and at least
+    one id) one of them is -1, vocab or vocab + 3."""
+    ids = rng.randint(0, vocab, size=shape)
+    if out_of_range and ids.size:
+        ids.flat[rng.randint(ids.size)] = rng.choice([-1, vocab, vocab + 3])
+    return ids
+
+
+def flag_and_keep_bad(training, keep):
+    """The names among ``training`` / ``keep_prob`` whose specs are
+    rejected when the graph is built."""
+    return ({"training"} if not flag_ok(training) else set()) | (
+        {"keep_prob"} if not keep_prob_static_ok(keep) else set())
+
+
 def random_array(rng, shape, dtype, low=-2.0, high=2.0):
     return rng.uniform(low, high, size=shape).astype(dtype.as_numpy_dtype)
 

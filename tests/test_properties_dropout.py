@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 import variational_dropout as vd
 from property_support import (DTYPES, FLAGS, Tensor, build, close, examples,
-                              expect, expect_run_error, flag_ok, flag_value,
-                              fresh_session, keep_prob_static_ok,
-                              keep_prob_value, keep_probs, mostly, shapes,
+                              expect, expect_run_error, flag_and_keep_bad,
+                              flag_ok, flag_value, fresh_session,
+                              keep_prob_static_ok, keep_prob_value,
+                              keep_probs, mostly, random_ids, shapes,
                               static_shape)
 
 
@@ -52,11 +53,7 @@ def test_locked_dropout(shape, unknown, unknown_rank, dtype, keep, training,
     value = (_nonzero(rng, shape, dtype) if dtype.is_floating
              else np.ones(shape, dtype.as_numpy_dtype))
     rank = len(shape)
-    bad = set()
-    if not flag_ok(training):
-        bad.add("training")
-    if not keep_prob_static_ok(keep):
-        bad.add("keep_prob")
+    bad = flag_and_keep_bad(training, keep)
     if not isinstance(time_axis, int) or isinstance(time_axis, bool):
         bad.add("time_axis")
     if not dtype.is_floating or unknown_rank or rank < 2:
@@ -112,15 +109,9 @@ def test_embedding_dropout(vocab, depth, params_dtype, params_rank, shards,
     table = (_nonzero(rng, (vocab, depth), params_dtype)
              if params_dtype.is_floating
              else np.ones((vocab, depth), params_dtype.as_numpy_dtype))
-    ids = rng.randint(0, vocab, size=ids_shape)
-    if out_of_range and ids.size:
-        ids.flat[rng.randint(ids.size)] = rng.choice([-1, vocab, vocab + 3])
+    ids = random_ids(rng, vocab, ids_shape, out_of_range)
     shards = min(shards, vocab)
-    bad = set()
-    if not flag_ok(training):
-        bad.add("training")
-    if not keep_prob_static_ok(keep):
-        bad.add("keep_prob")
+    bad = flag_and_keep_bad(training, keep)
     if strategy not in ("mod", "div"):
         bad.add("partition_strategy")
     if not params_dtype.is_floating or params_rank < 2:

@@ -11,10 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from property_support import (CASES, DTYPES, FLAGS, FLOATS, Tensor, build,
-                              close,
-                              examples, expect, expect_run_error, flag_ok,
-                              flag_value, fresh_session, mostly,
-                              random_array, shapes)
+                              close, examples, expect, expect_run_error,
+                              flag_ok, flag_value, fresh_session, mostly,
+                              random_array, random_ids, shapes)
 from sparse_layers import losses, report, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.l0_regularization import nn as l0_nn
@@ -283,9 +282,7 @@ def test_sparse_embedding_lookups(technique, mode, vocab, depth, ids_shape,
     rng = np.random.RandomState(seed)
     options, bad = data.draw(technique_options(technique, mode))
     theta, aux = _pair(rng, (vocab, depth), tf.float32, technique)
-    ids = rng.randint(0, vocab, size=ids_shape)
-    if out_of_range and ids.size:
-        ids.flat[rng.randint(ids.size)] = rng.choice([-1, vocab, vocab + 3])
+    ids = random_ids(rng, vocab, ids_shape, out_of_range)
     if ids_dtype not in (tf.int32, tf.int64):
         bad.add("ids")
 

@@ -25,7 +25,7 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_nonnegative_int", "check_int", "check_real",
            "check_keep_prob", "check_num_bits", "check_interval",
            "check_graph", "check_bool", "check_choice", "check_tensor",
-           "check_float_dtype", "check_dim", "check_ids",
+           "check_shape", "check_float_dtype", "check_dim", "check_ids",
            "check_sparse_options", "in_xla_context", "with_assertions",
            "derived_seed", "outer_control_inputs", "once_per_run"]
 
@@ -324,6 +324,27 @@ def check_tensor(value, arg_name, kind=None, dtype=None, dtype_of=None,
         raise ValueError("%s must have a known rank >= %d, got shape %s"
                          % (arg_name, min_rank, tensor.shape))
     return tensor
+
+
+def check_shape(shape, arg_name="shape"):
+    """Validates a static shape argument: fully defined, a list / tuple of
+    ints >= 0 or a ``tf.TensorShape``.
+
+    Returns:
+      The ``tf.TensorShape``.
+
+    Raises:
+      ValueError: anything else (a string, -1, 2.5, None entries...).
+    """
+    try:
+        dims = tf.TensorShape(shape)
+    except (TypeError, ValueError) as error:
+        raise ValueError("%s must be a fully defined shape (a list of ints "
+                         ">= 0), got %r (%s)" % (arg_name, shape, error))
+    if not dims.is_fully_defined():
+        raise ValueError("%s must be fully defined, got %s"
+                         % (arg_name, dims))
+    return dims
 
 
 def check_float_dtype(dtype, arg_name="dtype"):
