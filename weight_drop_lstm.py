@@ -550,7 +550,10 @@ class WeightDropLSTM(object):
 
         Returns:
           ``(outputs, final_state)``: ``[batch, time, num_units]`` (or time
-          major) and ``LSTMStateTuple(c, h)``.
+          major) and ``LSTMStateTuple(c, h)``. A sequence of no steps gives
+          no outputs and the initial state (on the ``dynamic_rnn`` path
+          only when the zero is static: ``tf.nn.dynamic_rnn`` cannot stack
+          zero steps of a batch of unknown size).
 
         Raises:
           ValueError: inputs not of rank 3 or of unknown depth; an
@@ -585,6 +588,8 @@ class WeightDropLSTM(object):
         with tf.variable_scope(scope or self._scope or "rnn") as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
+            if inputs.get_shape()[0 if self._time_major else 1].value == 0:
+                return self._no_steps(inputs, initial_state, dtype)
             if not self._fast or inputs.dtype.base_dtype not in (
                     tf.float32, tf.float64):
                 return tf.nn.dynamic_rnn(
@@ -595,11 +600,20 @@ class WeightDropLSTM(object):
                                    dtype)
 
     def _checked_state(self, state, dtype):
-        """``initial_state`` as an ``LSTMStateTuple`` of checked tensors.
+        """``initial_state`` as an ``LSTMStateTuple`` of checked tensors
+        (one checked ``[batch, c + h]`` tensor with
+        ``state_is_tuple=False``).
 
         Raises:
           ValueError, TypeError: as :meth:`__call__` says.
         """
+        size = self._cell.state_size
+        if not isinstance(size, LSTMStateTuple):
+            state = check_tensor(state, "initial_state", dtype=dtype,
+                                 dtype_of="the state's dtype", rank=2)
+            check_dim(state, 1, size, "initial_state",
+                      "the cell's state size, state_is_tuple=False")
+            return state
         if not isinstance(state, (tuple, list)) or len(state) != 2:
             raise ValueError("initial_state must be an LSTMStateTuple(c, h) "
                              "(or a (c, h) pair), got %r" % (state,))
@@ -614,6 +628,24 @@ class WeightDropLSTM(object):
             check_dim(tensor, 1, size, name, "the cell's state size")
             parts.append(tensor)
         return LSTMStateTuple(*parts)
+
+    def _no_steps(self, inputs, initial_state, dtype):
+        """A sequence of (statically) no steps: no outputs, the initial
+        state. Built directly: ``tf.nn.dynamic_rnn`` cannot stack zero steps
+        of an unknown batch (UnimplementedError)."""
+        batch = tf.shape(inputs)[1 if self._time_major else 0]
+        dtype = dtype or inputs.dtype
+        if initial_state is None:
+            initial_state = self._cell.zero_state(batch, dtype)
+        if not self._cell.built:
+            # Creates the variables as a run over steps would.
+            self._cell(tf.zeros(tf.stack([batch, inputs.get_shape()[2].value]),
+                                inputs.dtype), initial_state)
+        outputs = tf.zeros(tf.stack([0, batch, self._cell.output_size]),
+                           dtype)
+        if not self._time_major:
+            outputs = tf.transpose(outputs, [1, 0, 2])
+        return outputs, initial_state
 
     def _fast_call(self, inputs, initial_state, sequence_length, dtype):
         """The whole-sequence path."""

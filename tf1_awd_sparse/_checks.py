@@ -204,9 +204,10 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
     tensor returned carries ``tf.debugging`` assertions (two scalar
     comparisons per run) that raise ``InvalidArgumentError`` naming
     ``arg_name`` for a value outside ``(0, 1]``, NaN included, or (for a
-    tensor of unknown rank) a value that is not a scalar. (Inside an
-    XLA computation TensorFlow drops run-time assertions: check the value
-    before ``xla.compile``.)
+    tensor of unknown rank) a value that is not a scalar. (TensorFlow 1.15
+    evaluates the assertions of a constant while the graph is built and
+    raises the same error then. Inside an XLA computation TensorFlow drops
+    run-time assertions: check the value before ``xla.compile``.)
 
     Args:
       keep_prob: a Python / numpy real in ``(0, 1]``, or with
@@ -405,11 +406,13 @@ def check_ids(ids, vocab_size, arg_name="ids"):
 
     The library's one rule for ids out of range: an ``InvalidArgumentError``
     at run time whose message names ``arg_name`` and the vocabulary size
-    (two ``tf.debugging`` assertions, a min and a max over the ids). Inside
-    an XLA computation (``xla.compile``) TensorFlow drops run-time
-    assertions, so there the ids are clamped into ``[0, vocab_size)``
-    instead, as XLA's own gather does, never silently turned into rows of
-    zeros: check ids before ``xla.compile`` when they may be bad.
+    (two ``tf.debugging`` assertions over the ids; TensorFlow 1.15
+    evaluates them on constant ids while the graph is built and raises the
+    same error then). Inside an XLA computation (``xla.compile``)
+    TensorFlow drops run-time assertions, so there the ids are clamped into
+    ``[0, vocab_size)`` instead, as XLA's own gather does, never silently
+    turned into rows of zeros: check ids before ``xla.compile`` when they
+    may be bad.
 
     Args:
       ids: int32 / int64 tensor of any shape (Python lists and arrays are
