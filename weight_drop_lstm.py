@@ -589,7 +589,8 @@ class WeightDropLSTM(object):
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
             if inputs.get_shape()[0 if self._time_major else 1].value == 0:
-                return self._no_steps(inputs, initial_state, dtype)
+                return self._no_steps(inputs, initial_state, sequence_length,
+                                      dtype)
             if not self._fast or inputs.dtype.base_dtype not in (
                     tf.float32, tf.float64):
                 return tf.nn.dynamic_rnn(
@@ -629,10 +630,11 @@ class WeightDropLSTM(object):
             parts.append(tensor)
         return LSTMStateTuple(*parts)
 
-    def _no_steps(self, inputs, initial_state, dtype):
+    def _no_steps(self, inputs, initial_state, sequence_length, dtype):
         """A sequence of (statically) no steps: no outputs, the initial
         state. Built directly: ``tf.nn.dynamic_rnn`` cannot stack zero steps
-        of an unknown batch (UnimplementedError)."""
+        of an unknown batch (UnimplementedError). The results depend on
+        ``sequence_length`` (its check still runs)."""
         batch = tf.shape(inputs)[1 if self._time_major else 0]
         dtype = dtype or inputs.dtype
         if initial_state is None:
@@ -641,11 +643,16 @@ class WeightDropLSTM(object):
             # Creates the variables as a run over steps would.
             self._cell(tf.zeros(tf.stack([batch, inputs.get_shape()[2].value]),
                                 inputs.dtype), initial_state)
-        outputs = tf.zeros(tf.stack([0, batch, self._cell.output_size]),
-                           dtype)
-        if not self._time_major:
-            outputs = tf.transpose(outputs, [1, 0, 2])
-        return outputs, initial_state
+        with tf.control_dependencies(
+                [] if sequence_length is None else [sequence_length]):
+            outputs = tf.zeros(tf.stack([0, batch, self._cell.output_size]),
+                               dtype)
+            if not self._time_major:
+                outputs = tf.transpose(outputs, [1, 0, 2])
+            if isinstance(initial_state, LSTMStateTuple):
+                return outputs, LSTMStateTuple(tf.identity(initial_state.c),
+                                               tf.identity(initial_state.h))
+            return outputs, tf.identity(initial_state)
 
     def _fast_call(self, inputs, initial_state, sequence_length, dtype):
         """The whole-sequence path."""

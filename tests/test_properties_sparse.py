@@ -425,9 +425,12 @@ def test_sparse_cells(technique, cell_kind, kernel_ok, bias_ok,
     if not bad:
         if inputs_dtype != tf.float32 or depth_mismatch:
             bad.add("inputs")
-        elif unknown_batch and steps and technique == "vd" and \
-                flag_value(training):
-            bad.add("inputs")  # VD holds per-example noise: static batch
+        elif unknown_batch and steps and technique == "vd" and not (
+                training is False or (isinstance(training, np.bool_)
+                                      and not training)):
+            # VD holds per-example noise: the training branch (built for
+            # any flag but a Python False) needs a static batch.
+            bad.add("inputs")
     x = np.ones((batch, steps, depth + depth_mismatch),
                 inputs_dtype.as_numpy_dtype)
     if inputs_dtype.is_floating:
@@ -582,6 +585,9 @@ def test_sparse_train_gradients_are_finite(technique, op, dtype, zero_theta,
     # Zero weights and zero inputs in every float dtype: the numerical
     # floors must not round to 0 (in float16 eps = 1e-8 did, and a zero
     # input row gave NaN gradients through sqrt(0)).
+    if dtype == tf.float16 and technique == "vd":
+        # exp(log_sigma2) must be a float16 (< 65504): log_sigma2 <= 11.
+        aux = min(aux, 8.0)
     rng = np.random.RandomState(seed)
     theta_value = np.zeros((3, 2)) if zero_theta else rng.randn(3, 2)
     x_value = np.zeros((2, 3)) if zero_x else rng.randn(2, 3)

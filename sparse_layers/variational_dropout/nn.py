@@ -9,6 +9,13 @@ Train ops use the local reparameterization trick: the pre-activation
 `x @ theta + sqrt(x^2 @ sigma^2 + eps) * N(0, 1)`, one draw per example and
 output unit. Eval ops use `theta` with the weights whose log(alpha) is at or
 above `threshold` set to zero.
+
+Numerics: the train ops compute sigma^2 = exp(log_sigma2) in the
+parameters' dtype, so log_sigma2 must stay below log(max) of that dtype
+(float32: 88; float16: 11, where a log_sigma2 of 30 overflows to inf and
+the gradients are NaN: pass clip_alpha to bound log(alpha), or train in
+float32). Numerical floors (`eps`) are at least the dtype's smallest normal
+number (`common.dtype_eps`).
 """
 import tensorflow as tf
 
