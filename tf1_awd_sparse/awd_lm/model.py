@@ -398,9 +398,13 @@ def magnitude_pruning_op(params, global_step, train_op):
             params["pruning_begin_step"], params["pruning_end_step"],
             params["pruning_frequency"], float(params["target_sparsity"]),
             params["pruning_begin_step"], params["pruning_end_step"]))
-    pruning = tf.contrib.model_pruning.Pruning(hparams,
-                                               global_step=global_step)
+    # Built after the step: Pruning's constructor already reads the global
+    # step (its sparsity schedule); outside this scope that read would race
+    # with the step's increment, and the masks would depend on the
+    # scheduler (seen on TF 1.15).
     with tf.control_dependencies([train_op]):
+        pruning = tf.contrib.model_pruning.Pruning(hparams,
+                                                   global_step=global_step)
         return pruning.conditional_mask_update_op()
 
 
