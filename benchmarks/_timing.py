@@ -3,6 +3,7 @@ measured in the same rounds, robust to a shared machine's load."""
 import time
 
 import numpy as np
+import tensorflow as tf
 
 
 def interleaved_ratios(built, rounds, steps_per_round=2, warmup=3):
@@ -49,3 +50,15 @@ def interleaved_ratios(built, rounds, steps_per_round=2, warmup=3):
             for t in (wall, cpu)) + (min(cpu[name]) / min(cpu[base]),)
     return ratios, tuple(float(np.median(t[base])) / steps_per_round
                          for t in (wall, cpu))
+
+
+def regression_task(batch, time_steps, units):
+    """Seeded constant inputs and targets ``[batch, time, units]`` of the
+    training-step benchmarks (call inside the benchmark's graph; sets its
+    graph-level seed)."""
+    tf.set_random_seed(0)
+    rng = np.random.RandomState(0)
+    x = tf.constant(rng.randn(batch, time_steps, units).astype(np.float32))
+    target = tf.constant(rng.randn(batch, time_steps, units).astype(
+        np.float32))
+    return x, target

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 import _quiet  # noqa: F401,E402
-from _timing import interleaved_ratios  # noqa: E402
+from _timing import interleaved_ratios, regression_task  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -43,11 +43,7 @@ def _build_step(make_cell, units):
     """A graph, its session and the fetches of one training step."""
     graph = tf.Graph()
     with graph.as_default():
-        tf.set_random_seed(0)
-        rng = np.random.RandomState(0)
-        x = tf.constant(rng.randn(BATCH, TIME, units).astype(np.float32))
-        target = tf.constant(rng.randn(BATCH, TIME, units).astype(
-            np.float32))
+        x, target = regression_task(BATCH, TIME, units)
         cell = make_cell(units)
         outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
         loss = tf.reduce_mean(tf.square(outputs - target))

@@ -39,7 +39,7 @@ import tensorflow as tf  # noqa: E402
 
 from tf1_awd_sparse._lstm_sequence import lstm_sequence  # noqa: E402
 from weight_drop_lstm import WeightDropLSTM  # noqa: E402
-from _timing import interleaved_ratios  # noqa: E402
+from _timing import interleaved_ratios, regression_task  # noqa: E402
 
 BATCH, TIME = 20, 35
 UNITS = (200, 650)
@@ -104,11 +104,7 @@ def _build_step(make_outputs, units, intra_threads):
     """A graph, its session and the training-step op."""
     graph = tf.Graph()
     with graph.as_default():
-        tf.set_random_seed(0)
-        rng = np.random.RandomState(0)
-        x = tf.constant(rng.randn(BATCH, TIME, units).astype(np.float32))
-        target = tf.constant(rng.randn(BATCH, TIME, units).astype(
-            np.float32))
+        x, target = regression_task(BATCH, TIME, units)
         outputs = make_outputs(x, units)
         loss = tf.reduce_mean(tf.square(outputs - target))
         # A held mask's update op (UPDATE_OPS) is part of the step.
