@@ -8,11 +8,11 @@ of the informative and of the uninformative weights, and the same figures
 with the pruning threshold lowered from 3 to 0.
 """
 import os
+import sys
 import time
-import warnings
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-warnings.filterwarnings("ignore")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
