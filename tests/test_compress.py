@@ -167,31 +167,69 @@ class _Killed(Exception):
     """Stands for a kill between two stages."""
 
 
-@pytest.mark.parametrize("boundary", ["before_qat", "before_uint8_export"])
-def test_resume_at_a_stage_boundary_equals_uninterrupted(
-        reference, tmp_path, monkeypatch, boundary):
+# Every boundary between two stages, in pipeline order: after the float
+# model, between two fine-tunings, before the strip, before QAT, before
+# each export.
+BOUNDARIES = ["before_sparse", "between_sparse", "before_prune",
+              "before_qat", "before_float_export", "before_uint8_export"]
+
+
+def _killing_at(boundary, originals):
+    """Stand-ins for the stage functions that raise `_Killed` at one
+    boundary and otherwise call the originals."""
+    run, prune, export_lm = originals
+    sparse_dirs = {"before_sparse": "vd", "between_sparse": "l0"}
+
+    def killing_run(corpus, params, run_dir, *args, **kwargs):
+        if (boundary == "before_qat" and run_dir.endswith("qat")) or (
+                run_dir.endswith(os.sep + sparse_dirs.get(boundary, "-"))):
+            raise _Killed()
+        return run(corpus, params, run_dir, *args, **kwargs)
+
+    def killing_prune(*args, **kwargs):
+        if boundary == "before_prune":
+            raise _Killed()
+        return prune(*args, **kwargs)
+
+    def killing_export(params, checkpoint, path, *args, **kwargs):
+        if (boundary, "uint8" in path) in (("before_float_export", False),
+                                            ("before_uint8_export", True)):
+            raise _Killed()
+        return export_lm(params, checkpoint, path, *args, **kwargs)
+
+    return killing_run, killing_prune, killing_export
+
+
+def test_resume_at_every_stage_boundary_equals_uninterrupted(
+        reference, tmp_path, monkeypatch):
+    """One run killed at each boundary in turn and resumed each time (so
+    every boundary is a resume point) ends with the uninterrupted run's
+    figures."""
     ref_out, ref = reference
     out = str(tmp_path)
-    original_run, original_export = train.run, export.export_lm
-
-    def run(corpus, params, run_dir, *args, **kwargs):
-        if boundary == "before_qat" and run_dir.endswith("qat"):
-            raise _Killed()
-        return original_run(corpus, params, run_dir, *args, **kwargs)
-
-    def export_lm(params, checkpoint, path, *args, **kwargs):
-        if boundary == "before_uint8_export" and "uint8" in path:
-            raise _Killed()
-        return original_export(params, checkpoint, path, *args, **kwargs)
-
-    monkeypatch.setattr(train, "run", run)
-    monkeypatch.setattr(export, "export_lm", export_lm)
-    with pytest.raises(_Killed):
-        _run(out, float_dir=os.path.join(ref_out, "float"))
-    monkeypatch.setattr(train, "run", original_run)
-    monkeypatch.setattr(export, "export_lm", original_export)
-    resumed = _run(out, resume=True, float_dir=os.path.join(ref_out,
-                                                            "float"))
+    float_dir = os.path.join(ref_out, "float")
+    originals = (train.run, compress.prune_checkpoint, export.export_lm)
+    targets = ((train, "run"), (compress, "prune_checkpoint"),
+               (export, "export_lm"))
+    for i, boundary in enumerate(BOUNDARIES):
+        for (module, name), stand_in in zip(
+                targets, _killing_at(boundary, originals)):
+            monkeypatch.setattr(module, name, stand_in)
+        with pytest.raises(_Killed):
+            _run(out, resume=i > 0, float_dir=float_dir)
+    # The last resume redoes nothing that finished: no strip, and only the
+    # uint8 export (the kill came before it).
+    calls = []
+    monkeypatch.setattr(train, "run", originals[0])
+    monkeypatch.setattr(compress, "prune_checkpoint",
+                        lambda *a, **k: calls.append("prune"))
+    monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
+                        *a, **k: (calls.append(os.path.basename(path)),
+                                  originals[2](params, checkpoint, path, *a,
+                                               **k)))
+    resumed = _run(out, resume=True, float_dir=float_dir)
+    assert calls == ["tflite_uint8.tflite"]
+    assert len(resumed["stages"]) == len(ref["stages"])
     for got, want in zip(resumed["stages"], ref["stages"]):
         for key in ("stage", "technique", "nonzero_weights", "bytes"):
             assert got[key] == want[key]
