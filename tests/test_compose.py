@@ -87,10 +87,12 @@ def test_quantized_stack_under_contrib_quantize(
                 train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
             sess.run([tf.global_variables_initializer(),
                       tf.local_variables_initializer()])
+            initial = sess.run(cells[0].weights[0])
             losses = [sess.run([train, loss])[1] for _ in range(2)]
             assert np.all(np.isfinite(losses))
             weights = sess.run(cells[0].weights[0])
             assert np.all(np.isfinite(weights))
+            assert not np.allclose(weights, initial)  # the stack trains
         else:
             sess.run([tf.global_variables_initializer(),
                       tf.local_variables_initializer()])
