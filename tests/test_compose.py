@@ -11,7 +11,7 @@ import tensorflow as tf
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse.quantization.export import nudged_quantization
 from variational_dropout import VariationalDropout
-from weight_drop_lstm import WeightDropLSTMCell
+from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 
 B, T, V, D, N = 2, 3, 7, 4, 5
 FAKE_QUANT = "FakeQuantWithMinMaxVars"
@@ -145,25 +145,40 @@ def _assert_ordered(variable, step_ops):
                 write in _ancestors([read]), (read.name, write.name)
 
 
-def _cell_model(pattern, use_cell=True):
-    """A weight-dropped LSTM (or VariationalDropout) trained with SGD in
-    one of the documented patterns; returns (train op, loss, mask var,
-    the mask the step's forward pass used)."""
+#: Every variable-held mask of the library: the cell's, the sequence
+#: layer's and VariationalDropout's.
+KINDS = ["cell", "layer", "vd"]
+
+
+def _cell_model(pattern, kind="cell"):
+    """A weight-dropped LSTM cell (``kind`` "cell") or sequence layer
+    ("layer"), or a VariationalDropout ("vd"), with a held mask, trained
+    with SGD in one of the documented patterns; returns (train op, loss,
+    mask var, what the step's forward pass used: kernel or dropped input)."""
     tf.set_random_seed(5)
     x = tf.constant(np.random.RandomState(0).randn(B, T, D), tf.float32)
-    if use_cell:
-        cell = WeightDropLSTMCell(N, weight_drop_kr=0.5, use_vd=True, seed=2)
-        updates = cell.get_vd_update_op() if pattern == "port" else None
+    if kind in ("cell", "layer"):
+        if kind == "cell":
+            cell = WeightDropLSTMCell(N, weight_drop_kr=0.5, use_vd=True,
+                                      seed=2)
+            owner = cell
 
-        def forward():
-            out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
-            return out
+            def forward():
+                return tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)[0]
+        else:
+            owner = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                                   seed=2)
+            cell = owner.cell
+
+            def forward():
+                return owner(x)[0]
+        updates = owner.get_vd_update_op() if pattern == "port" else None
         if updates is not None:
             with tf.control_dependencies(updates):
                 out = forward()
         else:
             out = forward()
-        mask, used = cell.mask_variable, cell.effective_kernel
+        mask, used = cell.mask_variable, owner.effective_kernel
     else:
         vd = VariationalDropout([B, 1, D], 0.5, seed=2)
         updates = vd.get_update_mask_op() if pattern == "port" else None
@@ -186,17 +201,17 @@ def _cell_model(pattern, use_cell=True):
     return train, loss, mask, used
 
 
-@pytest.mark.parametrize("use_cell", [True, False], ids=["cell", "vd"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("pattern", ["optimizer", "port"])
-def test_update_ordered_against_reads(fresh_graph, pattern, use_cell):
-    train, _, mask, _ = _cell_model(pattern, use_cell)
+def test_update_ordered_against_reads(fresh_graph, pattern, kind):
+    train, _, mask, _ = _cell_model(pattern, kind)
     _assert_ordered(mask, [train.op if hasattr(train, "op") else train])
 
 
-def _losses(pattern, use_cell, steps=12):
+def _losses(pattern, kind, steps=12):
     graph = tf.Graph()
     with graph.as_default():
-        train, loss, _, _ = _cell_model(pattern, use_cell)
+        train, loss, _, _ = _cell_model(pattern, kind)
         config = tf.ConfigProto(intra_op_parallelism_threads=2,
                                 inter_op_parallelism_threads=4)
         with tf.Session(config=config) as sess:
@@ -205,62 +220,70 @@ def _losses(pattern, use_cell, steps=12):
             return [sess.run([train, loss])[1] for _ in range(steps)]
 
 
-@pytest.mark.parametrize("use_cell", [True, False], ids=["cell", "vd"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("pattern", ["optimizer", "port"])
-def test_same_seeds_bit_identical_losses(pattern, use_cell):
-    first = _losses(pattern, use_cell)
+def test_same_seeds_bit_identical_losses(pattern, kind):
+    first = _losses(pattern, kind)
     for _ in range(2):
-        assert _losses(pattern, use_cell) == first
+        assert _losses(pattern, kind) == first
 
 
-@pytest.mark.parametrize("use_cell", [True, False], ids=["cell", "vd"])
+def _kernel_of(mask):
+    scope = mask.op.name.rsplit("/", 1)[0]
+    return [v for v in tf.global_variables()
+            if v.op.name == scope + "/kernel"][0]
+
+
+def _masked(kind, mask_value, kernel=None):
+    """What the forward pass uses under ``mask_value``: the kernel with the
+    hidden rows dropped (cell, layer) or the dropped input (vd)."""
+    if kind == "vd":
+        x = np.random.RandomState(0).randn(B, T, D).astype(np.float32)
+        return x * mask_value * 2.0
+    return kernel * np.concatenate([np.ones([D, 4 * N], np.float32),
+                                    mask_value * 2.0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_optimizer_pattern_trains_on_current_mask_leaves_new_one(
-        sess, use_cell):
-    train, _, mask, used = _cell_model("optimizer", use_cell)
+        sess, kind):
+    train, _, mask, used = _cell_model("optimizer", kind)
     sess.run([tf.global_variables_initializer(),
               tf.local_variables_initializer()])
-    x = np.random.RandomState(0).randn(B, T, D).astype(np.float32)
-    if use_cell:
-        scope = mask.op.name.rsplit("/", 1)[0]
-        kernel = [v for v in tf.global_variables()
-                  if v.op.name == scope + "/kernel"][0]
+    kernel = _kernel_of(mask) if kind != "vd" else None
     for _ in range(3):
         before = sess.run(mask.read_value())
-        kernel_before = sess.run(kernel) if use_cell else None
+        kernel_before = sess.run(kernel) if kernel is not None else None
         used_value = sess.run([used, train])[0]
         after = sess.run(mask.read_value())
         assert not np.array_equal(before, after)  # a new mask each step
         # The step's forward pass used the mask held before the step.
-        if use_cell:
-            multiplier = np.concatenate([np.ones([D, 4 * N], np.float32),
-                                         before * 2.0])
-            np.testing.assert_allclose(used_value,
-                                       kernel_before * multiplier)
-        else:
-            np.testing.assert_allclose(used_value, x * before * 2.0,
-                                       rtol=1e-6)
+        np.testing.assert_allclose(used_value,
+                                   _masked(kind, before, kernel_before),
+                                   rtol=1e-6)
 
 
-def test_port_pattern_uses_fresh_mask(sess):
-    train, _, mask, used = _cell_model("port", use_cell=False)
+@pytest.mark.parametrize("kind", KINDS)
+def test_port_pattern_uses_fresh_mask(sess, kind):
+    train, _, mask, used = _cell_model("port", kind)
     sess.run([tf.global_variables_initializer(),
               tf.local_variables_initializer()])
-    x_mask = None
+    kernel = _kernel_of(mask) if kind != "vd" else None
     for _ in range(3):
         before = sess.run(mask.read_value())
+        kernel_before = sess.run(kernel) if kernel is not None else None
         used_value = sess.run([used, train])[0]
         after = sess.run(mask.read_value())
         # The forward pass saw the mask the update drew in this run.
-        x = np.random.RandomState(0).randn(B, T, D).astype(np.float32)
-        np.testing.assert_allclose(used_value, x * after * 2.0, rtol=1e-6)
         assert not np.array_equal(before, after)
-        x_mask = after
-    assert x_mask is not None
+        np.testing.assert_allclose(used_value,
+                                   _masked(kind, after, kernel_before),
+                                   rtol=1e-6)
 
 
-@pytest.mark.parametrize("use_cell", [True, False], ids=["cell", "vd"])
-def test_run_update_ops_alone(sess, use_cell):
-    _cell_model("none", use_cell)
+@pytest.mark.parametrize("kind", KINDS)
+def test_run_update_ops_alone(sess, kind):
+    _cell_model("none", kind)
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     assert len(updates) == 1
     sess.run([tf.global_variables_initializer(),
@@ -277,10 +300,14 @@ def test_updates_collection_none_keeps_ops_out(sess):
     cell = WeightDropLSTMCell(N, weight_drop_kr=0.5, use_vd=True,
                               updates_collection=None)
     vd = VariationalDropout([D], 0.5, updates_collection=None)
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                           updates_collection=None)
     x = tf.ones([B, T, D])
     tf.nn.dynamic_rnn(cell, vd(x), dtype=tf.float32)
+    layer(x, scope="layer")
     assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == []
     assert len(cell.get_vd_update_op()) == 1
+    assert len(layer.get_vd_update_op()) == 1
     assert len(vd.get_update_mask_op()) == 1
     # Masks are local variables (inspecting one needs its initializer).
     sess.run([tf.global_variables_initializer(),
