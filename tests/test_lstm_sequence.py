@@ -346,7 +346,8 @@ def test_gradient_after_meta_graph_import_and_saver_restore():
     (dict(sequence_length=[1.0, 2.0, 3.0]), TypeError, "sequence_length"),
     (dict(sequence_length=[[1, 2, 3]]), ValueError, "sequence_length"),
     (dict(sequence_length=[1, 2]), ValueError, "sequence_length"),
-    (dict(forget_bias="1"), TypeError, "forget_bias"),
+    (dict(forget_bias="1"), ValueError, "forget_bias"),  # check_real
+    (dict(forget_bias=float("nan")), ValueError, "forget_bias"),
     (dict(parallel_iterations=0), ValueError, "parallel_iterations"),
     (dict(swap_memory=1), ValueError, "swap_memory"),  # _checks.check_bool
 ])

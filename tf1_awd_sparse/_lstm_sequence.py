@@ -32,14 +32,15 @@ Second derivatives are not supported (the loops are built with
 """
 from __future__ import absolute_import, division, print_function
 
-import numbers
 
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops
 
-from tf1_awd_sparse._checks import check_bool, check_positive_int
+from tf1_awd_sparse._checks import (DtypeError, check_bool,
+                                    check_positive_int, check_real,
+                                    check_tensor)
 
 __all__ = ["lstm_sequence"]
 
@@ -64,15 +65,14 @@ _SWAP_MEMORY_ATTR = "_lstm_sequence_swap_memory"
 
 
 def _check_float_tensor(value, name, rank, dtype=None):
-    """``value`` as a tensor of ``rank`` with float32/float64 dtype."""
-    tensor = tf.convert_to_tensor(value, dtype=dtype, name=name)
-    if tensor.dtype not in (tf.float32, tf.float64):
-        raise TypeError("%s must be float32 or float64, got %s"
-                        % (name, tensor.dtype.name))
-    if tensor.get_shape().ndims is not None and (
-            tensor.get_shape().ndims != rank):
-        raise ValueError("%s must have rank %d, got shape %s"
-                         % (name, rank, tensor.get_shape()))
+    """``value`` as a float32/float64 tensor of ``rank`` (``dtype``: the
+    dtype it must have, that of ``projected_inputs``)."""
+    tensor = check_tensor(value, name, kind="float", dtype=dtype,
+                          dtype_of="the dtype of projected_inputs",
+                          rank=rank)
+    if tensor.dtype.base_dtype not in (tf.float32, tf.float64):
+        raise DtypeError("%s must be float32 or float64, got %s"
+                         % (name, tensor.dtype.name))
     return tensor
 
 
@@ -82,18 +82,11 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
     """Converts and checks the arguments of ``lstm_sequence``."""
     inputs = _check_float_tensor(projected_inputs, "projected_inputs", 3)
     dtype = inputs.dtype
-    kernel = _check_float_tensor(recurrent_kernel, "recurrent_kernel", 2)
-    c0 = _check_float_tensor(initial_c, "initial_c", 2)
-    h0 = _check_float_tensor(initial_h, "initial_h", 2)
-    for tensor, name in ((kernel, "recurrent_kernel"), (c0, "initial_c"),
-                         (h0, "initial_h")):
-        if tensor.dtype != dtype:
-            raise TypeError("%s has dtype %s but projected_inputs has %s"
-                            % (name, tensor.dtype.name, dtype.name))
-    if not isinstance(forget_bias, numbers.Real) or isinstance(
-            forget_bias, bool):
-        raise TypeError("forget_bias must be a Python number, got %r"
-                        % (forget_bias,))
+    kernel = _check_float_tensor(recurrent_kernel, "recurrent_kernel", 2,
+                                 dtype)
+    c0 = _check_float_tensor(initial_c, "initial_c", 2, dtype)
+    h0 = _check_float_tensor(initial_h, "initial_h", 2, dtype)
+    check_real(forget_bias, "forget_bias")
     check_positive_int(parallel_iterations, "parallel_iterations")
     check_bool(swap_memory, "swap_memory")
 
@@ -119,14 +112,8 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
 
     length = None
     if sequence_length is not None:
-        length = tf.convert_to_tensor(sequence_length,
-                                      name="sequence_length")
-        if not length.dtype.is_integer:
-            raise TypeError("sequence_length must be an integer tensor, got "
-                            "%s" % length.dtype.name)
-        if length.get_shape().ndims not in (None, 1):
-            raise ValueError("sequence_length must be a vector [B], got "
-                             "shape %s" % length.get_shape())
+        length = check_tensor(sequence_length, "sequence_length",
+                              kind="int", rank=1)
         batch_dims.append(("sequence_length.shape[0]", _dim(length, 0)))
         length = tf.cast(length, tf.int32)
     batch = _merged_dimension("the batch size B", batch_dims)
@@ -199,11 +186,12 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
       all of the input dtype.
 
     Raises:
-      TypeError: a non-float32/float64 input, mismatched dtypes, a
-        non-integer ``sequence_length`` or a non-numeric ``forget_bias``.
+      TypeError: a non-float32/float64 input, mismatched dtypes or a
+        ``sequence_length`` that is not int32 / int64 (``DtypeError``, also
+        a ValueError).
       ValueError: statically known ranks or shapes that do not fit the
         above (``recurrent_kernel`` not ``[H, 4H]``, batch or H mismatch,
-        T = 0).
+        T = 0); a ``forget_bias`` that is not a finite number.
     """
     with tf.name_scope(name, "lstm_sequence",
                        [projected_inputs, recurrent_kernel, initial_c,
