@@ -58,8 +58,8 @@ class RunLogHook(tf.compat.v1.train.SessionRunHook):
         return tf.train.SessionRunArgs(self._loss)
 
     def after_run(self, run_context, run_values):
-        # Listed after MaskUpdateHook, which has already resampled this
-        # task's masks: remember them.
+        # The step's update ops have already resampled this task's masks:
+        # remember them.
         if self._mask_values:
             self._last_masks = run_context.session.run(self._mask_values)
         self._log["steps"] += 1

@@ -117,3 +117,37 @@ def test_model_fn_eval_graph_has_no_masks_and_predicts():
                                   None, tf.estimator.ModeKeys.PREDICT,
                                   params)
         assert spec.predictions["logits"].shape.as_list() == [2, 5, 20]
+
+
+def test_model_fn_train_step_resamples_each_mask_once():
+    """The masks' update ops run with the training step (UPDATE_OPS around
+    the optimizer), once: no hook resamples them a second time."""
+    params = dict(vocab_size=20, emb_size=4, hidden_size=6, num_layers=2,
+                  model="awd", wdrop=0.5, use_vd=True, lr=1.0, clip=0.25)
+    x = tf.constant(np.arange(10).reshape(2, 5) % 20, tf.int32)
+    spec = estimator.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.TRAIN,
+                              params)
+    assert not spec.training_hooks
+    masks = [v for v in tf.local_variables() if "weight_drop_mask" in v.name]
+    assert len(masks) == 2
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    assert len(updates) == 2
+    # Every update op is an ancestor of the train op.
+    train = getattr(spec.train_op, "op", spec.train_op)
+    seen, stack = set(), [train]
+    while stack:
+        op = stack.pop()
+        if op not in seen:
+            seen.add(op)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    assert all(u in seen for u in updates)
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(),
+                  tf.local_variables_initializer()])
+        for _ in range(3):
+            before = sess.run([m.read_value() for m in masks])
+            sess.run(spec.train_op)
+            after = sess.run([m.read_value() for m in masks])
+            assert all(not np.array_equal(b, a)
+                       for b, a in zip(before, after))

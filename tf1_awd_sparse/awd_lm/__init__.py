@@ -16,7 +16,7 @@ Modules:
   records    -- the loop's records as text (``TableLog``), the results table
                 and the validation plot.
   input_fn   -- the Estimator input pipeline (fixed-length BPTT windows).
-  model_fn   -- the Estimator ``model_fn`` and ``MaskUpdateHook``.
+  model_fn   -- the Estimator ``model_fn`` (and ``MaskUpdateHook``).
   cluster    -- ``ClusterBarrierHook`` and ``mirrored_strategy``.
   estimator  -- the Estimator command line
                 (``python -m tf1_awd_sparse.awd_lm.estimator``).

@@ -1,5 +1,5 @@
-"""The language model as an Estimator ``model_fn``, and the hook that
-resamples its dropout-mask variables after every training step."""
+"""The language model as an Estimator ``model_fn``, and a hook that
+resamples dropout-mask variables on a schedule of one's own."""
 from __future__ import absolute_import, division, print_function
 
 import tensorflow as tf
@@ -9,8 +9,9 @@ from tf1_awd_sparse.awd_lm import model
 
 __all__ = ["MASK_UPDATE_OPS", "model_fn", "MaskUpdateHook"]
 
-# Update ops of every replica's masks, read by MaskUpdateHook at begin():
-# under MirroredStrategy Estimator keeps the first replica's hooks only.
+# Update ops MaskUpdateHook runs (every replica's: under MirroredStrategy
+# Estimator keeps the first replica's hooks only). model_fn needs no hook:
+# its masks resample with each step (UPDATE_OPS).
 MASK_UPDATE_OPS = "awd_lm_mask_update_ops"
 
 
@@ -23,10 +24,11 @@ def model_fn(features, labels, mode, params):
       mode: a ``tf.estimator.ModeKeys``.
       params: the model's parameter dict (`awd_lm.presets.params_for`), with
         'lr' and 'clip'; 'use_vd' makes the DropConnect masks variables
-        resampled after every step (`MaskUpdateHook`); 'training_hooks'
-        (optional) a function ``loss -> list of SessionRunHooks`` whose
-        hooks run after MaskUpdateHook in every training step (they see
-        each step's masks once resampled).
+        whose update ops (``tf.GraphKeys.UPDATE_OPS``) run with every
+        training step, ordered after the step's reads (a step trains on
+        the current masks and leaves new ones); 'training_hooks'
+        (optional) a function ``loss -> list of SessionRunHooks`` added to
+        the training hooks.
 
     Returns:
       ``tf.estimator.EstimatorSpec``: PREDICT gives 'logits'; EVAL the mean
@@ -51,14 +53,11 @@ def model_fn(features, labels, mode, params):
             eval_metric_ops={"xent": mean_xent,
                              "perplexity": (tf.exp(mean_xent[0]),
                                             mean_xent[1])})
-    for cell in out.cells:
-        for op in cell.get_vd_update_op():
-            tf.add_to_collection(MASK_UPDATE_OPS, op)
     sgd = dict(params, optimizer="sgd")
     train_op, _ = model.build_train_op(
         out.loss, params["lr"], sgd, tf.train.get_or_create_global_step())
     tf.summary.scalar("xent", out.xent)
-    hooks = [MaskUpdateHook()]
+    hooks = []
     if params.get("training_hooks"):
         hooks.extend(params["training_hooks"](out.loss))
     return tf.estimator.EstimatorSpec(mode, loss=out.loss, train_op=train_op,
@@ -66,12 +65,15 @@ def model_fn(features, labels, mode, params):
 
 
 class MaskUpdateHook(tf.compat.v1.train.SessionRunHook):
-    """Resamples the dropout-mask variables after every training step.
+    """Resamples dropout-mask variables every n training steps, for masks
+    kept out of ``UPDATE_OPS`` (``updates_collection=None``) in a
+    ``model_fn`` of one's own (this module's `model_fn` needs no hook).
 
-    Runs the ops of the `MASK_UPDATE_OPS` collection (every replica's) in a
-    separate ``session.run`` after each step, so a step always reads one
-    mask, drawn before it started. Masks are local to the worker/replica
-    (`mask_placement`), so this never touches another worker's mask.
+    Runs the ops of the `MASK_UPDATE_OPS` collection (add every replica's
+    update ops to it) in a separate ``session.run`` after every n-th step,
+    so a step always reads one mask, drawn before it started. Masks are
+    local to the worker/replica (`mask_placement`), so this never touches
+    another worker's mask.
 
     Args:
       every_n_steps: resample after every n-th step.
