@@ -158,7 +158,8 @@ def strip_values(session, threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
     """The stripped values of the global variables of a session's graph.
 
     Args:
-      session: a `tf.Session` whose graph holds the registered pairs.
+      session: a session (`tf.Session`, `tf.InteractiveSession`,
+        `tf.train.MonitoredSession`...) whose graph holds the pairs.
       threshold, eps, gamma, zeta: as for `strip_checkpoint`.
 
     Returns:
@@ -166,11 +167,14 @@ def strip_values(session, threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
       variable but the auxiliary ones, thetas as evaluation weights.
 
     Raises:
-      ValueError: `session` not a `tf.Session`, a registered pair that is
+      ValueError: `session` not a session, a registered pair that is
         not two global variables, or an option out of range.
     """
-    if not isinstance(session, tf.Session):
-        raise ValueError("session must be a tf.Session, got %r" % (session,))
+    if not (hasattr(session, "run") and isinstance(
+            getattr(session, "graph", None), tf.Graph)):
+        raise ValueError("session must be a session (tf.Session, "
+                         "InteractiveSession, MonitoredSession...), got %r"
+                         % (session,))
     options = techniques.eval_options(threshold, eps, gamma, zeta)
     graph = session.graph
     variables = {v.op.name: v for v in

@@ -377,3 +377,35 @@ def test_strip_gives_plain_tf_layers_the_sparse_eval_outputs(sess, technique,
         got = dense.run(plain)
     for key in want:
         _assert_same(technique, got[key], want[key])
+
+
+@pytest.mark.parametrize("kind", ["interactive", "monitored"])
+def test_strip_values_takes_any_session(kind, tmp_path):
+    """InteractiveSession and MonitoredSession give what tf.Session gives
+    (strip_values only needs the session's graph and run)."""
+    with tf.Graph().as_default() as graph:
+        layer = LAYERS["l0"].FullyConnected(3, name="fc")
+        layer(tf.ones([2, 4]), training=False)
+        init = tf.global_variables_initializer()
+        with tf.Session() as plain:
+            plain.run(init)
+            path = tf.train.Saver().save(plain, str(tmp_path / "m"))
+            want = strip.strip_values(plain)
+        saver = tf.train.Saver()
+        if kind == "interactive":
+            session = tf.InteractiveSession(graph=graph)
+            saver.restore(session, path)
+        else:
+            session = tf.train.MonitoredSession(
+                tf.train.ChiefSessionCreator(
+                    scaffold=tf.train.Scaffold(saver=saver),
+                    checkpoint_filename_with_path=path))
+        try:
+            got = strip.strip_values(session)
+        finally:
+            session.close()
+    assert sorted(got) == sorted(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    with pytest.raises(ValueError, match="session must be a session"):
+        strip.strip_values(graph)

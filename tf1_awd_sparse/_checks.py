@@ -97,11 +97,17 @@ def smart_cond(pred, true_fn, false_fn, name=None):
       The selected callable's result.
 
     Raises:
-      TrainingFlagError: ``pred`` is neither a bool nor a scalar bool
-        tensor (named ``training``: every caller passes a training flag).
+      TypeError: ``pred`` is neither a bool nor a bool tensor (None
+        included: public entry points resolve a None flag with
+        `check_training` before they get here).
     """
-    return _smart_cond.smart_cond(check_training(pred), true_fn, false_fn,
-                                  name=name)
+    if not isinstance(pred, (bool, np.bool_, tf.Tensor, tf.Variable)) or (
+            not isinstance(pred, (bool, np.bool_))
+            and pred.dtype.base_dtype != tf.bool):
+        raise TypeError("smart_cond: pred must be a bool or a bool tensor, "
+                        "got %r" % (pred,))
+    return _smart_cond.smart_cond(bool(pred) if isinstance(
+        pred, np.bool_) else pred, true_fn, false_fn, name=name)
 
 
 def check_positive_int(value, arg_name, allow_none=False):
