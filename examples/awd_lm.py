@@ -177,6 +177,12 @@ def main(argv=None):
     try:
         all_params = [presets.params_for(args.preset, m, overrides)
                       for m in models]
+        if args.compress_out and all_params[0]["compress"] and \
+                len(models) > 1:
+            raise ValueError(
+                "--compress-out names one directory but --model both "
+                "compresses two models: leave it out (each gets "
+                "<out>/<model>_compress) or give one --model")
         phases = [presets.split_quant(p) for p in all_params]
         corpus, floor, description = runtime.load_corpus(args.data_dir,
                                                          all_params[0])

@@ -5,6 +5,7 @@ from the pruned checkpoint through quantization-aware training into the
 resume at every stage boundary."""
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -234,3 +235,38 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
         for key in ("stage", "technique", "nonzero_weights", "bytes"):
             assert got[key] == want[key]
         assert got["test_ppl"] == pytest.approx(want["test_ppl"], rel=1e-9)
+
+
+def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
+                                                      monkeypatch):
+    """A finished pipeline whose QAT checkpoint changed since (e.g. resumed
+    with more --quant-epochs) exports the uint8 model again; nothing else."""
+    ref_out, _ = reference
+    out = str(tmp_path)
+    shutil.copytree(os.path.join(ref_out, "compress"),
+                    os.path.join(out, "compress"))
+    qat_best = train.best_checkpoint(os.path.join(out, "compress", "qat"))
+    # Other weights under the same names: half of one kernel.
+    reader = tf.train.NewCheckpointReader(qat_best)
+    values = {name: reader.get_tensor(name)
+              for name in reader.get_variable_to_shape_map()}
+    name = max((n for n in values if n.endswith("kernel")),
+               key=lambda n: np.abs(values[n]).sum())
+    assert np.abs(values[name]).sum() > 0
+    values[name] = values[name] * 0.5
+    with tf.Graph().as_default():
+        variables = [tf.Variable(v, name=n) for n, v in values.items()]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver(variables).save(sess, qat_best,
+                                           write_meta_graph=False)
+    calls = []
+    original = export.export_lm
+    monkeypatch.setattr(compress, "prune_checkpoint",
+                        lambda *a, **k: calls.append("prune"))
+    monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
+                        *a, **k: (calls.append(os.path.basename(path)),
+                                  original(params, checkpoint, path, *a,
+                                           **k)))
+    _run(out, resume=True, float_dir=os.path.join(ref_out, "float"))
+    assert calls == ["tflite_uint8.tflite"]

@@ -39,7 +39,7 @@ SCRIPT_CASES = [
     ("--optimizer", "adam"), ("--emb-size", "x"), ("--num-layers", "0"),
     ("--sparsity-weight", "0"), ("--quant-lr", "-1"),
     ("--quant-epochs", "0"), ("--quant-delay", "-1"),
-    ("--hmm-vocab", "0"), ("--hmm-train", "-1"),
+    ("--hmm-vocab", "0"), ("--hmm-train", "-1"), ("--weight-bits", "9"),
 ]
 
 
@@ -52,6 +52,15 @@ def test_awd_lm_script_bad_flag(capsys, tmp_path, flag, value):
         ["--out", str(tmp_path / "out"), "%s=%s" % (flag, value)]))
     assert flag in line and value in line, line
     assert not (tmp_path / "out").exists()   # nothing was written
+
+
+def test_one_compress_out_for_two_models_is_refused(capsys, tmp_path):
+    """Both models' pipelines would write (and resume) in one directory."""
+    line = _one_error_line(capsys, lambda: script.main(
+        ["--out", str(tmp_path / "out"), "--model", "both", "--compress",
+         "l0", "--compress-out", str(tmp_path / "c")]))
+    assert "--compress-out" in line and "--model" in line, line
+    assert not (tmp_path / "out").exists()
 
 
 # (argv): the Estimator command line (python -m tf1_awd_sparse.awd_lm...).
@@ -238,3 +247,19 @@ def test_library_pieces_name_their_argument():
     with pytest.raises(ValueError, match="^quant_lr"):
         presets.split_quant(dict(presets.params_for("demo", "awd"),
                                  quant=True, quant_lr=-1.0))
+    # Bit widths are checked before the float phase trains, not when the
+    # quantized cells are built after it.
+    for name, bits in (("weight_bits", 9), ("activation_bits", 1)):
+        with pytest.raises(ValueError, match="^override '%s'" % name):
+            presets.params_for("demo", "awd", {name: bits})
+
+
+def test_quant_phase_params_do_not_depend_on_compression():
+    """A --quant run resumes under --compress (the quantized model is the
+    same): its parameters carry no compression setting."""
+    base = dict(presets.params_for("demo", "awd"), quant=True)
+    plain = presets.split_quant(base)
+    compressed = presets.split_quant(dict(
+        base, compress=["l0"], target_sparsity=0.8, finetune_epochs=3))
+    assert plain == compressed
+    assert not set(presets.COMPRESS_KEYS) & set(plain[1])

@@ -28,6 +28,7 @@ arrays), and the TFLite models' per-token latency. Every stage is resumable:
 """
 import concurrent.futures
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -97,8 +98,7 @@ def finetune_params(float_params, technique, steps_per_epoch):
     """
     epochs = int(float_params["finetune_epochs"])
     lr = float_params.get("finetune_lr") or float_params["lr"] / 4.0
-    params = {k: v for k, v in float_params.items()
-              if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
+    params, _ = presets.split_quant(dict(float_params, quant=False))
     # Plain SGD: NT-ASGD would validate (and keep) averages of the masks'
     # and gates' parameters, which lag the ones being pruned.
     params.update(max_epochs=epochs, lr=lr, optimizer="sgd")
@@ -255,8 +255,7 @@ class _Pipeline(object):
 
     def model_params(self, **changes):
         """The model's parameters without the pipeline's own."""
-        params = {k: v for k, v in self.params.items()
-                  if k not in presets.QUANT_KEYS + presets.COMPRESS_KEYS}
+        params, _ = presets.split_quant(dict(self.params, quant=False))
         params.update(changes)
         return params
 
@@ -333,26 +332,34 @@ def _sparsify(pipeline, techniques, parallel):
         return list(pool.map(finetune, techniques))
 
 
+def _made_from(technique, checkpoint):
+    """What a derived file was made from: the technique and a digest of the
+    source checkpoint's index (it holds every tensor's checksum), so a
+    resume redoes a stage whose source changed (e.g. a longer QAT run)."""
+    with open(checkpoint + ".index", "rb") as handle:
+        digest = hashlib.sha1(handle.read()).hexdigest()[:16]
+    return "%s:%s" % (technique, digest)
+
+
 def _prune(pipeline, technique):
     """Stage 3: the chosen model as dense weights with fixed masks (once).
     Returns the pruned checkpoint's prefix."""
     pruned = os.path.join(pipeline.out_dir, "pruned", "model.ckpt")
-    if pipeline.done.get("pruned") != technique:
+    source = train.best_checkpoint(os.path.join(pipeline.out_dir,
+                                                _SHORT[technique]))
+    made_from = _made_from(technique, source)
+    if pipeline.done.get("pruned") != made_from:
         params = finetune_params(pipeline.params, technique,
                                  pipeline.steps_per_epoch)
-        prune_checkpoint(train.best_checkpoint(
-            os.path.join(pipeline.out_dir, _SHORT[technique])), params,
-                         pruned)
-        pipeline.record("pruned", technique)
+        prune_checkpoint(source, params, pruned)
+        pipeline.record("pruned", made_from)
     return pruned
 
 
 def _quantize(pipeline, pruned):
     """Stage 4: quantization-aware fine-tuning of the pruned model with its
     masks held. Returns (summary, best checkpoint)."""
-    _, params = presets.split_quant(dict(
-        {k: v for k, v in pipeline.params.items()
-         if k not in presets.COMPRESS_KEYS}, quant=True))
+    _, params = presets.split_quant(dict(pipeline.params, quant=True))
     params.update(pruning="fixed")
     quant_dir = os.path.join(pipeline.out_dir, "qat")
     summary = pipeline.train(params, quant_dir, pruned)
@@ -387,9 +394,10 @@ def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
     for stage, (stage_params, checkpoint) in (("tflite_float", pruned),
                                                ("tflite_uint8", quant)):
         path = os.path.join(pipeline.out_dir, "%s.tflite" % stage)
-        if pipeline.done.get(stage) != technique or not os.path.exists(path):
+        made_from = _made_from(technique, checkpoint)
+        if pipeline.done.get(stage) != made_from or not os.path.exists(path):
             export.export_lm(stage_params, checkpoint, path, batch, steps)
-            pipeline.record(stage, technique)
+            pipeline.record(stage, made_from)
         ppl, _, tokens = export.tflite_perplexity(path, test, progress)
         zeros, total = export.weight_sparsity_of_tflite(
             path, export.weight_shapes(stage_params))

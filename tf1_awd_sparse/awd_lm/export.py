@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf1_awd_sparse._checks import check_positive_int
-from tf1_awd_sparse.awd_lm import data, model
+from tf1_awd_sparse.awd_lm import data, model, runtime
 from tf1_awd_sparse.quantization import export as qexport
 
 __all__ = ["export_lm", "LMRunner", "tflite_perplexity", "weight_shapes",
@@ -100,9 +100,8 @@ def export_lm(params, checkpoint, path, batch_size, num_steps):
         inputs, outputs, cells = _unrolled_model(params, batch_size,
                                                  num_steps, quantized)
         saver = tf.train.Saver(tf.global_variables())
-        config = tf.ConfigProto(intra_op_parallelism_threads=1,
-                                inter_op_parallelism_threads=1)
-        with tf.Session(graph=graph, config=config) as session:
+        with tf.Session(graph=graph,
+                        config=runtime.session_config(1)) as session:
             saver.restore(session, checkpoint)
             stats = None
             if quantized:

@@ -9,8 +9,8 @@ validates one parameter given as text (a command-line flag or a
 import functools
 
 from tf1_awd_sparse._checks import (check_bool, check_choice,
-                                    check_nonnegative_int, check_positive_int,
-                                    check_real)
+                                    check_nonnegative_int, check_num_bits,
+                                    check_positive_int, check_real)
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
@@ -90,8 +90,8 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
 def split_quant(params):
     """(float phase params, quantization-aware phase params or None).
 
-    The float phase is the model without any quantization parameter. The
-    quantization-aware phase (only when params['quant']) is the same model
+    The float phase is the model without any quantization or compression
+    parameter. The quantization-aware phase (without compression ones) (only when params['quant']) is the same model
     with quantized cells, trained for quant_epochs epochs (its max_epochs)
     at quant_lr (default: lr / 4); the same stopping rule otherwise.
 
@@ -110,7 +110,10 @@ def split_quant(params):
     lr = (params["lr"] / 4.0 if params.get("quant_lr") is None
           else params["quant_lr"])
     lr = CHECKS["quant_lr"](lr, "quant_lr")
-    quant = dict(params, max_epochs=epochs, lr=lr, quant_lr=lr)
+    # The compression settings are not the model's: the same quantized
+    # model whatever a pipeline around it does (resume compares params).
+    quant = {k: v for k, v in params.items() if k not in COMPRESS_KEYS}
+    quant.update(max_epochs=epochs, lr=lr, quant_lr=lr)
     return float_params, quant
 
 
@@ -219,7 +222,7 @@ CHECKS = {
     "compress_sparsity_weight": _POSITIVE_OR_NONE,
     "quant": check_bool, "quant_epochs": check_positive_int,
     "quant_delay": check_nonnegative_int, "quant_lr": _POSITIVE_OR_NONE,
-    "weight_bits": check_positive_int, "activation_bits": check_positive_int,
+    "weight_bits": check_num_bits, "activation_bits": check_num_bits,
     "hmm_seed": check_nonnegative_int, "hmm_states": check_positive_int,
     "hmm_vocab": check_positive_int, "hmm_train": check_positive_int,
     "hmm_valid": check_positive_int, "hmm_test": check_positive_int,
