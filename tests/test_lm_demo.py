@@ -55,3 +55,27 @@ def test_demo_prints_both_runs_and_one_table(tmp_path):
     for stage in ("float", "sparse", "qat", "tflite_float", "tflite_uint8"):
         assert stage in stages
     assert len(_index(lines, compressed["table"])) == 1, proc.stdout
+    # What the tables say, read back from the screen: the JSON figures.
+    for summary in summaries:
+        cells = _row(lines, summary["model"])
+        assert float(cells[1]) == pytest.approx(summary["test_ppl"],
+                                                abs=0.006)
+        assert int(cells[3]) == summary["best_epoch"]
+    ratio = [l for l in lines if l.startswith("awd / plain test perplexity")]
+    assert float(ratio[0].split()[-1]) == pytest.approx(
+        summaries[1]["test_ppl"] / summaries[0]["test_ppl"], abs=6e-4)
+    for row in compressed["stages"]:
+        cells = _row(lines, row["stage"], row["technique"])
+        assert float(cells[2]) == pytest.approx(row["test_ppl"], abs=0.006)
+        assert int(cells[4].split("/")[0]) == row["nonzero_weights"]
+        assert int(cells[5]) == row["bytes"]
+        assert int(cells[6]) == row["gzip_bytes"]
+
+
+def _row(lines, *first_cells):
+    """The cells of the one printed table row starting with
+    ``first_cells``."""
+    rows = [[c.strip() for c in l.split("|")] for l in lines if "|" in l]
+    found = [r for r in rows if r[:len(first_cells)] == list(first_cells)]
+    assert len(found) >= 1, first_cells
+    return found[-1]

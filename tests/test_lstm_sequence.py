@@ -340,7 +340,7 @@ def test_gradient_after_meta_graph_import_and_saver_restore():
     (dict(recurrent_kernel=np.zeros((H, 4 * H), np.float64)), TypeError,
      "recurrent_kernel"),
     (dict(initial_c=np.zeros((B, H + 1), np.float32)), ValueError,
-     "recurrent_kernel"),
+     r"number of units H .*initial_c.shape\[1\] = %d" % (H + 1)),
     (dict(initial_h=np.zeros((B + 1, H), np.float32)), ValueError,
      "initial_h"),
     (dict(sequence_length=[1.0, 2.0, 3.0]), TypeError, "sequence_length"),

@@ -105,6 +105,13 @@ def test_update_ops_and_train_flag_tensor(sess):
     assert np.all(np.isfinite(losses))
     evals = [sess.run(out, {is_train: False}) for _ in range(2)]
     np.testing.assert_array_equal(evals[0], evals[1])
+    # With the flag False the layer is a plain LSTMCell on its weights (no
+    # mask: a held mask alone would also give equal runs).
+    plain = tf.nn.rnn_cell.LSTMCell(N, reuse=True)
+    ref, _ = tf.nn.dynamic_rnn(plain, _x(tf.float32), dtype=tf.float32,
+                               scope="rnn")
+    np.testing.assert_allclose(evals[0], sess.run(ref), rtol=1e-5,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("source,target", [("layer", "lstmcell"),

@@ -32,7 +32,9 @@ MIN_RANGE_WIDTH = 1e-3
 
 
 def check_num_bits(name, num_bits):
-    """Validates a bit width for ``tf.fake_quant_with_min_max_vars``.
+    """Validates a bit width for ``tf.fake_quant_with_min_max_vars`` (this
+    module's earlier signature, kept for callers of it; the library calls
+    ``_checks.check_num_bits(num_bits, arg_name)``).
 
     Args:
       name: argument name, for the error message.
@@ -139,7 +141,7 @@ def fixed_output_range(kind, num_bits):
       ValueError: for an unknown ``kind`` or bad ``num_bits``.
     """
     _checks.check_choice(kind, ("sigmoid", "tanh"), "kind")
-    levels = float(2 ** check_num_bits("num_bits", num_bits))
+    levels = float(2 ** _checks.check_num_bits(num_bits))
     if kind == "sigmoid":
         return 0.0, (levels - 1.0) / levels
     return -1.0, 1.0 - 2.0 / levels
@@ -169,7 +171,7 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
         float32 (an empty range gave NaN; tensor bounds are the caller's: the cells' learned ranges are
         sanitized, see :func:`sanitize_range`).
     """
-    num_bits = check_num_bits("num_bits", num_bits)
+    num_bits = _checks.check_num_bits(num_bits)
     x = _checks.check_tensor(x, "x", dtype=tf.float32,
                              dtype_of="fake quantization is float32 only")
     given = {"range_min": range_min, "range_max": range_max}

@@ -32,7 +32,8 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 import tensorflow as tf
 
 from tf1_awd_sparse._checks import (check_choice, check_nonnegative_int,
-                                    check_training, smart_cond)
+                                    check_num_bits, check_training,
+                                    smart_cond)
 from tf1_awd_sparse.quantization import fake_quant as fq
 
 QUANT_ACTIVATIONS = ("standard", "hard")
@@ -113,9 +114,9 @@ class LSTMQuantizer(object):
                  weight_bits=8, activation_bits=8,
                  quant_activation="standard", quant_delay=0,
                  ema_decay=0.999):
-        self.weight_bits = fq.check_num_bits("weight_bits", weight_bits)
-        self.activation_bits = fq.check_num_bits("activation_bits",
-                                                 activation_bits)
+        self.weight_bits = check_num_bits(weight_bits, "weight_bits")
+        self.activation_bits = check_num_bits(activation_bits,
+                                              "activation_bits")
         check_choice(quant_activation, QUANT_ACTIVATIONS,
                      "quant_activation")
         quant_delay = check_nonnegative_int(quant_delay, "quant_delay")
