@@ -13,6 +13,7 @@ AWD-LSTM port the library replaces: pass False, or feed False, to evaluate.
 """
 from __future__ import absolute_import, division, print_function
 
+import math
 import numbers
 
 import numpy as np
@@ -187,7 +188,7 @@ def check_real(value, arg_name, low=None, high=None, low_open=False,
     if value is None and allow_none:
         return None
     ok = (not isinstance(value, (bool, np.bool_))
-          and isinstance(value, numbers.Real) and np.isfinite(value))
+          and isinstance(value, numbers.Real) and _finite(value))
     if ok and low is not None:
         ok = value > low if low_open else value >= low
     if ok and high is not None:
@@ -200,6 +201,15 @@ def check_real(value, arg_name, low=None, high=None, low_open=False,
                             ")" if high_open or high is None else "]",
                             " or None" if allow_none else "", value))
     return float(value)
+
+
+def _finite(value):
+    """math.isfinite for any real, a Python int too large for a float
+    included (np.isfinite raises TypeError on it)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):

@@ -133,14 +133,15 @@ def _read(checkpoint):
             for name in reader.get_variable_to_shape_map()}
 
 
-def effective_weights(checkpoint, params):
-    """{name: array} of the weight matrices as the model uses them in
-    evaluation: sparse techniques' evaluation weights (stripped), or the
-    weights times their pruning masks."""
+def _model_values(checkpoint, params):
+    """{name: array} of a checkpoint, sparse pairs as evaluation weights
+    (their auxiliary variables dropped)."""
     if params.get("sparsity"):
-        values = sparse_strip.strip_values_of_checkpoint(checkpoint)
-    else:
-        values = _read(checkpoint)
+        return sparse_strip.strip_values_of_checkpoint(checkpoint)
+    return _read(checkpoint)
+
+
+def _effective(values, params):
     result = {}
     for name in weight_names(params):
         weight = values[name]
@@ -149,22 +150,27 @@ def effective_weights(checkpoint, params):
     return result
 
 
+def effective_weights(checkpoint, params):
+    """{name: array} of the weight matrices as the model uses them in
+    evaluation: sparse techniques' evaluation weights (stripped), or the
+    weights times their pruning masks."""
+    return _effective(_model_values(checkpoint, params), params)
+
+
 def prune_checkpoint(checkpoint, params, output_prefix):
-    """Writes the model of ``checkpoint`` as plain dense weights with fixed
-    pruning masks: each weight matrix's evaluation weights (see
-    `effective_weights`) and a mask ``weights != 0`` (with a zero
-    threshold), the other model variables unchanged.
+    """Writes the model of ``checkpoint`` (a fine-tuning run: plain SGD,
+    no slots) as plain dense weights with fixed pruning masks: each weight
+    matrix's evaluation weights (see `effective_weights`) and a mask
+    ``weights != 0`` (with a zero threshold), the other model variables
+    unchanged.
 
     Returns:
       the prefix written.
     """
-    values = _read(checkpoint)
-    effective = effective_weights(checkpoint, params)
+    values = _model_values(checkpoint, params)
     out = {name: value for name, value in values.items()
-           if name.startswith("lm/") and "/quant/" not in name
-           and not name.endswith(("log_sigma2", "log_alpha"))
-           and "/NTASGD" not in name and "/Momentum" not in name}
-    for name, weight in effective.items():
+           if name.startswith("lm/")}
+    for name, weight in _effective(values, params).items():
         out[name] = weight.astype(np.float32)
         out[_mask_name(name)] = (weight != 0).astype(np.float32)
         out[_threshold_name(name)] = np.zeros([], np.float32)

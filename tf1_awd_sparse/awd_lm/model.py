@@ -459,18 +459,15 @@ def _quant_args(params):
             "activation_bits": int(params.get("activation_bits", 8))}
 
 
-def quant_range_variables(cells=None):
+def quant_range_variables():
     """The learned quantization ranges of the graph (the quantized cells'
     and the decoder's logits range), for summaries.
 
-    Args:
-      cells: unused; kept for callers that pass LMOutputs.cells.
     Returns:
       list of (tag, min variable, max variable), one per quantized tensor,
       tag like 'layer_0/lstm_0/gates' or 'decoder/logits'; empty for a
       float model.
     """
-    del cells
     found, by_name = [], {}
     for variable in mask_placement.quant_variables():
         by_name[variable.op.name] = variable

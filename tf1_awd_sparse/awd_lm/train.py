@@ -82,7 +82,7 @@ class Graph(object):
                          if v.op.name.startswith("lm/")
                          and v not in quant_vars
                          and v.op.name in set(warm_names or ())]
-            ranges = model.quant_range_variables(out.cells)
+            ranges = model.quant_range_variables()
             train_op, self.optimizer = model.build_train_op(out.loss, lr,
                                                             params, step)
             pruning = model.magnitude_pruning_op(params, step, train_op)
@@ -615,11 +615,12 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       progress: None or a tqdm-like class for per-epoch progress bars.
       threads: intra-op threads (0 lets TensorFlow choose).
       extra: dict merged into the summary (e.g. the corpus floor).
-      init_from: checkpoint prefix of a float run of the same model (e.g.
-        `best_checkpoint(float_run_dir)`) whose model variables start a
-        quantized run (params['quant']); optimizer state, ranges and the
-        global step start fresh.  Epoch 1 of a resumed run starts from it
-        again, so resume stays exact.
+      init_from: checkpoint prefix of a run of the same model (e.g.
+        `best_checkpoint(float_run_dir)`) whose model variables, those it
+        holds, start this run: a quantized run (params['quant']) or a
+        compression stage; optimizer state, ranges and the global step
+        start fresh. Epoch 1 of a resumed run starts from it again, so
+        resume stays exact.
       on_record: callable receiving every record ('start' / 'resume',
         'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
         default: ``records.TableLog(log)``, the training table.
@@ -632,8 +633,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       init_from, quant_ranges, and ``extra``'s keys.
 
     Raises:
-      ValueError: invalid params (named), init_from without quant, resume
-        with changed parameters.
+      ValueError: invalid params (named), resume with changed
+        parameters.
       CheckpointError: (a ValueError) an unreadable checkpoint or
         state.json, named; nothing written is deleted.
       data.DataError: a split too short for its batch size.
