@@ -1,49 +1,66 @@
-# The project's interface: `make demo` and `make test` (README, Quick start);
-# `make test-tf115` runs the same suite on TensorFlow 1.15.5 (docs/versions.md).
+# The project's interface: `make demo` and `make test` (README, Quick start)
+# on TensorFlow 1.13.1. The same suite runs on the other supported versions
+# (docs/versions.md): `make test-tf115` (1.15.5), `make test-tf2` (2.15.1,
+# CPython 3.11), `make test-tf2-latest` (2.21.0 with tf-keras); each builds
+# its own virtualenv from its constraints/ file. `make demo-tf2` and
+# `make bench-tf2` run the demo and the benchmarks on 2.15.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
-VENV  := .venv
-PY    := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-PINS  := constraints/tf113.txt
-VENV115  := .venv-tf115
-PY115    := $(VENV115)/bin/python
-STAMP115 := $(VENV115)/.installed
-PINS115  := constraints/tf115.txt
 
-.PHONY: env env-tf115 pycheck pycheck-tf115 test test-tf115 demo bench clean
+# name: venv, constraints file, CPython version, extras, interpreter variable
+VENV       := .venv
+PINS       := constraints/tf113.txt
+VENV115    := .venv-tf115
+PINS115    := constraints/tf115.txt
+VENV2      := .venv-tf2
+PINS2      := constraints/tf215.txt
+VENV2L     := .venv-tf2-latest
+PINS2L     := constraints/tf2-latest.txt
+EXTRAS1    := test,examples
+EXTRAS2    := test,examples,tf2,litert
+PY         := $(VENV)/bin/python
+PY115      := $(VENV115)/bin/python
+PY2        := $(VENV2)/bin/python
+PY2L       := $(VENV2L)/bin/python
+# TF >= 2.16 runs the v1 RNN cells only on Keras 2 (tf-keras).
+LEGACY_KERAS := TF_USE_LEGACY_KERAS=1
 
-env: $(STAMP)
+.PHONY: env env-tf115 env-tf2 env-tf2-latest test test-tf115 test-tf2 \
+        test-tf2-latest test-all demo demo-tf2 bench bench-tf2 clean
 
-env-tf115: $(STAMP115)
+env: $(VENV)/.installed
+env-tf115: $(VENV115)/.installed
+env-tf2: $(VENV2)/.installed
+env-tf2-latest: $(VENV2L)/.installed
 
-# An explicit $$PYTHON is always checked, even when the venv is up to date.
-pycheck:
-	@if [ -n "$${PYTHON:-}" ] || [ ! -f $(STAMP) ]; then tools/find_python37.sh >/dev/null || exit 2; fi
-
-pycheck-tf115:
-	@if [ -n "$${PYTHON:-}" ] || [ ! -f $(STAMP115) ]; then tools/find_python37.sh >/dev/null || exit 2; fi
-
-# $(call install,VENV,PINS): creates VENV if needed and installs the package
-# (editable) with the test and examples extras, versions held by the PINS
-# constraints file; then touches VENV/.installed.
+# $(call install,VENV,PINS,PYVERSION,PYVAR,EXTRAS): creates VENV from a
+# CPython PYVERSION ($$PYVAR if set; tools/find_python.sh) if needed and
+# installs the package (editable) with EXTRAS, versions held by the PINS
+# constraints file; then touches VENV/.installed. An explicit $$PYVAR is
+# checked even when the venv exists.
 define install
-@py=$$(tools/find_python37.sh) || exit 2; \
+@py=$$(tools/find_python.sh $(3) $(4)) || exit 2; \
 if [ ! -x $(1)/bin/python ]; then echo "creating $(1) from $$py"; "$$py" -m venv $(1) || exit 2; fi; \
-echo "installing the package (editable) into $(1) with the test and examples extras, pinned by $(2)"; \
-$(1)/bin/python -m pip install -q --disable-pip-version-check -c $(2) -e '.[test,examples]' 2>&1 \
+echo "installing the package (editable) into $(1) with the $(5) extras, pinned by $(2)"; \
+$(1)/bin/python -m pip install -q --disable-pip-version-check -c $(2) -e '.[$(5)]' 2>&1 \
   | { grep -v -e "is ignored: it is neither a file nor a directory" || true; } || exit 2; \
-$(1)/bin/python -c 'import tensorflow, pytest' || exit 2; \
+$(LEGACY_KERAS) $(1)/bin/python -c 'import tensorflow, pytest' || exit 2; \
 touch $(1)/.installed
 endef
 
 # Rebuilt only when setup.py or the pins change, so a second `make test`
 # installs nothing.
-$(STAMP): setup.py $(PINS) | pycheck
-	$(call install,$(VENV),$(PINS))
+$(VENV)/.installed: setup.py $(PINS)
+	$(call install,$(VENV),$(PINS),3.7,PYTHON,$(EXTRAS1))
 
-$(STAMP115): setup.py $(PINS115) | pycheck-tf115
-	$(call install,$(VENV115),$(PINS115))
+$(VENV115)/.installed: setup.py $(PINS115)
+	$(call install,$(VENV115),$(PINS115),3.7,PYTHON,$(EXTRAS1))
+
+$(VENV2)/.installed: setup.py $(PINS2)
+	$(call install,$(VENV2),$(PINS2),3.11,PYTHON311,$(EXTRAS2))
+
+$(VENV2L)/.installed: setup.py $(PINS2L)
+	$(call install,$(VENV2L),$(PINS2L),3.11,PYTHON311,$(EXTRAS2))
 
 # TF1_AWD_CONSTRAINTS: tests/test_environment.py checks the installed
 # versions against the environment's pins.
@@ -53,11 +70,25 @@ test: env
 test-tf115: env-tf115
 	TF1_AWD_CONSTRAINTS=$(PINS115) $(PY115) -m pytest -q tests
 
+test-tf2: env-tf2
+	TF1_AWD_CONSTRAINTS=$(PINS2) $(PY2) -m pytest -q tests
+
+test-tf2-latest: env-tf2-latest
+	$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L) $(PY2L) -m pytest -q tests
+
+test-all: test test-tf115 test-tf2 test-tf2-latest
+
 demo: env
 	$(PY) examples/demo.py
+
+demo-tf2: env-tf2
+	$(PY2) examples/demo.py --out runs/demo-tf2
 
 bench: env
 	$(PY) benchmarks/run.py
 
+bench-tf2: env-tf2
+	$(PY2) benchmarks/run.py --out docs/bench-tf2.md
+
 clean:
-	rm -rf $(VENV) $(VENV115) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VENV115) $(VENV2) $(VENV2L) build *.egg-info .pytest_cache

@@ -19,10 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 import numbers
 
-import tensorflow as tf
-from tensorflow.python.framework import random_seed
+from tf1_awd_sparse._compat import PartitionedVariable, tf
 from tensorflow.python.ops import gen_random_ops
-from tensorflow.python.ops.variables import PartitionedVariable
 
 from tf1_awd_sparse import mask_placement
 # The library's one copy of the checks; re-exported here (public names).
@@ -91,7 +89,7 @@ def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
     with tf.name_scope(name, "bernoulli_mask", [shape]):
         # The raw op samples [0, 1) directly; tf.random_uniform would add a
         # full-size multiply and add for the range (masks can be large).
-        seed1, seed2 = random_seed.get_seed(seed)
+        seed1, seed2 = tf.get_seed(seed)
         uniform = gen_random_ops.random_uniform(
             tf.convert_to_tensor(shape, tf.int32 if isinstance(shape, list)
                                  else None), dtype,

@@ -8,8 +8,9 @@ that same tensor, so a training step costs about what ``LSTMCell`` costs.
 """
 from __future__ import absolute_import, division, print_function
 
-import tensorflow as tf
-from tensorflow.python.ops.rnn_cell_impl import LSTMStateTuple
+from tf1_awd_sparse._compat import tf
+
+LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
 from tf1_awd_sparse import _compat
 from tf1_awd_sparse import transforms as kernel_transforms_module

@@ -3,7 +3,7 @@ measured in the same rounds, robust to a shared machine's load."""
 import time
 
 import numpy as np
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 
 def interleaved_ratios(built, rounds, steps_per_round=2, warmup=3):

@@ -25,7 +25,7 @@ import _quiet  # noqa: F401,E402
 from _timing import interleaved_ratios, regression_task  # noqa: E402
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
 

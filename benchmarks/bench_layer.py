@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 import _quiet  # noqa: F401,E402
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse._lstm_sequence import lstm_sequence  # noqa: E402
 from weight_drop_lstm import WeightDropLSTM  # noqa: E402

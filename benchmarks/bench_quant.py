@@ -22,7 +22,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import _quiet  # noqa: F401,E402
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
 

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _quiet  # noqa: F401,E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from sparse_layers.l0_regularization import nn as l0_nn  # noqa: E402
 from sparse_layers.variational_dropout import nn as vd_nn  # noqa: E402

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse import mask_placement  # noqa: E402
 from tf1_awd_sparse.awd_lm import estimator  # noqa: E402

@@ -37,7 +37,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse import _cli  # noqa: E402
 from tf1_awd_sparse._checks import (check_nonnegative_int,  # noqa: E402

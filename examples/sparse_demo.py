@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from sparse_layers import common, losses, report  # noqa: E402
 from sparse_layers.l0_regularization import layers as l0_layers  # noqa: E402

@@ -1,5 +1,5 @@
 """Reading sparse pairs from a checkpoint, shared by the report and strip."""
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import techniques
 

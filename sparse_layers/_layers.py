@@ -5,8 +5,7 @@ The technique-specific modules (`variational_dropout.layers`,
 entry (auxiliary variable, its default initializer, ops, option names) and
 spell out their options as constructor arguments.
 """
-import tensorflow as tf
-from tensorflow.python.layers import base
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import layer_utils
 from sparse_layers import techniques
@@ -76,7 +75,7 @@ def _int_pair(value, name):
     return pair
 
 
-class SparseLayer(base.Layer):
+class SparseLayer(tf.layers.Layer):
     """Base of the sparse layers: kernel + auxiliary variable + bias.
 
     Subclasses set `TECHNIQUE` (a `sparse_layers.techniques` entry) and

@@ -7,7 +7,7 @@ noise or gate sample lazily, at the cell's first call, under
 `tf.while_loop` context of `dynamic_rnn`, so the sample is made once per
 `session.run` and the same value is used at every time step.
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import layer_utils
 from tf1_awd_sparse import _compat

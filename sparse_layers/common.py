@@ -9,7 +9,7 @@ import collections
 import math as _py_math
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_sparse_options
 

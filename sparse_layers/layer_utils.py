@@ -1,5 +1,5 @@
 """Helpers shared by the sparse ops: parameter checks, gather, conv2d."""
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import (  # noqa: F401  (the one check)
     ParamsError, TrainingFlagError, check_choice, check_dim, check_ids,

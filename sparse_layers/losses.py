@@ -10,7 +10,7 @@ Build them after the sparse layers / cells and add the result to the data
 loss, e.g.
 `loss = xent + kl_loss(weight=1. / num_train_examples, end_step=10000)`.
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import _docs
 from sparse_layers import techniques

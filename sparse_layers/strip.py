@@ -20,7 +20,7 @@ evaluation.
 import collections
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import _checkpoint
 from sparse_layers import techniques

@@ -18,7 +18,7 @@ nothing it cannot serialize.
 """
 import json
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import common
 from sparse_layers.l0_regularization import nn as l0_nn

@@ -10,7 +10,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "examples"))
 
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+# What every TF1-style program does on TensorFlow 2.x (harmless on 1.x):
+# graph mode, v1 control flow and variables. tests/test_compat.py checks,
+# in subprocesses, what the library does when this is left out.
+tf.disable_v2_behavior()
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # Property-based tests (tests/test_properties_*.py). Default: a fixed

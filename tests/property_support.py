@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 from hypothesis import settings
 from hypothesis import strategies as st
 

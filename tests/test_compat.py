@@ -4,7 +4,7 @@ import inspect
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse import _compat
 

@@ -6,11 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse.quantization.export import nudged_quantization
 from variational_dropout import VariationalDropout
+from tf_versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 
 B, T, V, D, N = 2, 3, 7, 4, 5
@@ -60,6 +61,7 @@ QUANT_MATRIX = list(itertools.product(
     ["training", "eval"], [False, True]))
 
 
+@needs_contrib
 @pytest.mark.parametrize("wrapper,depth,flag_kind,rewrite,use_vd",
                          QUANT_MATRIX)
 def test_quantized_stack_under_contrib_quantize(
@@ -72,9 +74,9 @@ def test_quantized_stack_under_contrib_quantize(
     loss, out, cells = _quant_model(wrapper, depth, flag, use_vd)
     before = _cell_ops(fresh_graph)
     if rewrite == "training":
-        tf.contrib.quantize.create_training_graph(fresh_graph)
+        contrib.quantize.create_training_graph(fresh_graph)
     else:
-        tf.contrib.quantize.create_eval_graph(fresh_graph)
+        contrib.quantize.create_eval_graph(fresh_graph)
     assert _cell_ops(fresh_graph) == before  # nothing added inside cells
     config = tf.ConfigProto(intra_op_parallelism_threads=1,
                             inter_op_parallelism_threads=1)

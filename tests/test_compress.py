@@ -9,7 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import (compress, data, export, presets, synthetic,
                                    train)

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator
 from local_cluster import free_ports, tf_config

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator
 from local_cluster import (LocalCluster, free_ports, run_single,

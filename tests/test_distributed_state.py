@@ -4,7 +4,7 @@ worker on an in-process gRPC cluster, replica-local masks under
 MirroredStrategy, and checkpoints that restore with or without masks."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse import mask_placement
 from local_cluster import free_ports

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import (data, estimator, input_fn, model,
                                    presets, runtime, train)

@@ -2,7 +2,7 @@
 regularization on/off, parameter errors."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import model
 

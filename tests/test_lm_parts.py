@@ -1,7 +1,7 @@
 """AR/TAR losses and the NT-ASGD optimizer against numpy references."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import losses, ntasgd
 

@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import train
 from tf1_awd_sparse.quantization.lstm import range_names

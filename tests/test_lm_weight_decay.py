@@ -4,7 +4,9 @@ technique's log_sigma2 / log_alpha, a DropConnect mask or a quantization
 range. Checked against numpy on the variables' values, by name."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse import _compat
 
 from tf1_awd_sparse.awd_lm import model
 from test_lm_model import PARAMS, make_features
@@ -67,4 +69,4 @@ def test_no_weight_decay_without_wdecay_or_for_plain():
         with tf.Graph().as_default():
             features, _ = make_features()
             out = model.build_lm(features, True, params)
-            assert tf.contrib.util.constant_value(out.weight_decay) == 0.0
+            assert _compat.get_static_value(out.weight_decay) == 0.0

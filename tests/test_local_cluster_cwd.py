@@ -3,7 +3,7 @@ directory (issue 10.5): a relative --model-dir lands there, not in the
 directory the package or the harness lives in."""
 import os
 
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from local_cluster import run_single
 

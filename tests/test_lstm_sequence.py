@@ -10,7 +10,7 @@ import tempfile
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
 

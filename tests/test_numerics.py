@@ -11,7 +11,7 @@ are printed after the session (``conftest.pytest_terminal_summary``).
 """
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from sparse_layers import losses
 from sparse_layers.l0_regularization import layers as l0_layers

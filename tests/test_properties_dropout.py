@@ -4,7 +4,7 @@ and training flags of every kind, ids out of range. Each case ends in the
 documented result (checked against numpy) or in an error naming the
 argument (see ``property_support.expect``)."""
 import numpy as np
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ fake-quant nudging and LSTMCell's step, ``test_quant_reference``) or in an
 error naming the argument (``property_support.expect``)."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ report. Each case ends in the documented result (evaluation outputs and
 penalties against numpy, written here from the papers' formulas) or in an
 error naming the argument (``property_support.expect``)."""
 import numpy as np
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 from hypothesis import given
 from hypothesis import strategies as st
 

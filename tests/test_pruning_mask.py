@@ -3,9 +3,10 @@ exactly zero through DropConnect and fake quantization, and that
 tf.contrib.model_pruning's gradual magnitude schedule drives."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.transforms import PRUNING_MASKS
+from tf_versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, D, N = 3, 4, 5, 6
@@ -70,16 +71,17 @@ def test_mask_is_model_state_in_checkpoints(tmp_path):
             np.testing.assert_array_equal(sess.run(out), expected)
 
 
+@needs_contrib
 def test_model_pruning_schedule_prunes_the_kernel_by_magnitude(sess):
     step = tf.train.get_or_create_global_step()
     cell = WeightDropLSTMCell(N, pruning_mask=True, weight_drop_kr=0.8)
     out, _ = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
     loss = tf.reduce_mean(tf.square(out - 0.3))
-    hparams = tf.contrib.model_pruning.get_pruning_hparams().parse(
+    hparams = contrib.model_pruning.get_pruning_hparams().parse(
         "name=test,begin_pruning_step=0,end_pruning_step=20,"
         "target_sparsity=0.75,pruning_frequency=2,"
         "sparsity_function_begin_step=0,sparsity_function_end_step=20")
-    pruning = tf.contrib.model_pruning.Pruning(hparams, global_step=step)
+    pruning = contrib.model_pruning.Pruning(hparams, global_step=step)
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, step)
     with tf.control_dependencies([train]):
         update = pruning.conditional_mask_update_op()

@@ -1,9 +1,10 @@
 """examples/qat_lstm.py: its dense head is in the form tf.contrib.quantize
 rewrites, and bad flag combinations end in one named line, exit 2."""
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 import qat_lstm
+from tf_versions import contrib, needs_contrib
 
 
 def _fake_quant_ops(graph, scope):
@@ -11,10 +12,11 @@ def _fake_quant_ops(graph, scope):
             if op.type.startswith("FakeQuant") and op.name.startswith(scope)]
 
 
-@pytest.mark.parametrize("rewrite", [
-    tf.contrib.quantize.create_training_graph,
-    tf.contrib.quantize.create_eval_graph])
+@needs_contrib
+@pytest.mark.parametrize("rewrite", ["create_training_graph",
+                                     "create_eval_graph"])
 def test_head_on_rnn_outputs_gets_fake_quant(fresh_graph, rewrite):
+    rewrite = getattr(contrib.quantize, rewrite)
     outputs = tf.placeholder(tf.float32, [None, 5, 6])
     _, logits = qat_lstm.classify(outputs, 6, 3)
     # The plain 3-D use of a dense layer, for contrast: left in float.

@@ -2,7 +2,7 @@
 quant_delay, learned vs frozen ranges, config, checkpoints."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from test_quant_reference import (fake_quant, grid_offset, lstm_float_step,
                                   lstm_quant_step, nudge)

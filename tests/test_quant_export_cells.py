@@ -3,7 +3,7 @@ library's cells is unwrapped into its cells (the same models as the list of
 them); anything else is rejected with a message that says what to pass."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from weight_drop_lstm import WeightDropLSTMCell

@@ -3,8 +3,9 @@ wrapper, then tf.contrib.quantize's rewrites over a whole model (embedding,
 cell, dense softmax) succeed and add no second fake-quant inside the cell."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
+from tf_versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, V, D, N = 2, 3, 11, 4, 5
@@ -69,13 +70,14 @@ def _check_rewrite_added_nothing_in_cell(graph, before):
     assert not inside, inside
 
 
+@needs_contrib
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_training_rewrite_adds_nothing_inside_cell(sess, case):
     step = tf.train.get_or_create_global_step()
     loss, cells = _model(case, is_train=True)
     before = set(_fake_quants(sess.graph))
     assert any(_in_cell(op) for op in before)
-    tf.contrib.quantize.create_training_graph(sess.graph, quant_delay=1)
+    contrib.quantize.create_training_graph(sess.graph, quant_delay=1)
     _check_rewrite_added_nothing_in_cell(sess.graph, before)
     train = tf.train.GradientDescentOptimizer(0.1).minimize(
         loss, global_step=step)
@@ -92,13 +94,14 @@ def test_training_rewrite_adds_nothing_inside_cell(sess, case):
                    for n in names)
 
 
+@needs_contrib
 @pytest.mark.parametrize("case", ["bidirectional",
                                   "peephole_projection_clips"])
 def test_eval_rewrite_adds_nothing_inside_cell(sess, case):
     tf.train.get_or_create_global_step()
     loss, _ = _model(case, is_train=False)
     before = set(_fake_quants(sess.graph))
-    tf.contrib.quantize.create_eval_graph(sess.graph)
+    contrib.quantize.create_eval_graph(sess.graph)
     _check_rewrite_added_nothing_in_cell(sess.graph, before)
     sess.run(tf.global_variables_initializer())
     assert np.isfinite(sess.run(loss))

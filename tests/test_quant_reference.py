@@ -105,7 +105,7 @@ def lstm_float_step(x, c, h, kernel, bias, forget_bias=1.0, hard=False):
 # reference above.
 # ----------------------------------------------------------------------------
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.quantization import fake_quant as fq  # noqa: E402
 from tf1_awd_sparse.quantization.export import nudged_quantization  # noqa: E402

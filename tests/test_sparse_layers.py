@@ -1,7 +1,7 @@
 """Sparse FullyConnected / Conv2D layers against numpy and tf.nn ops."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, techniques
 from sparse_layers.l0_regularization import layers as l0_layers

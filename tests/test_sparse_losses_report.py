@@ -1,7 +1,7 @@
 """Collection-driven losses and sparsity reports against numpy."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, losses, report, techniques
 from sparse_layers.l0_regularization import layers as l0_layers

@@ -1,7 +1,7 @@
 """Stateless sparse ops against numpy references, statistics and errors."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, layer_utils
 from sparse_layers.l0_regularization import nn as l0

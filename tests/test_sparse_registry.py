@@ -8,7 +8,7 @@ import logging
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 from tensorflow.python.ops import resource_variable_ops
 
 from sparse_layers import common, losses, report, strip, techniques

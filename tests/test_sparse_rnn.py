@@ -1,7 +1,7 @@
 """Sparse RNN/LSTM cells: LSTMCell equivalence, held noise, errors."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import rnn as vd_rnn

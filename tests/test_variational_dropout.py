@@ -4,7 +4,7 @@ Statistical checks use fixed seeds; tolerances are stated where used.
 """
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from variational_dropout import (VariationalDropout, embedding_dropout,
                                  locked_dropout)

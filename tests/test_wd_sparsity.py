@@ -2,7 +2,7 @@
 report; references are numpy formulas of the issue's math."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
 
 from sparse_layers import losses, report, techniques
 from test_weight_drop_lstm import DEPTH, UNITS, _inputs, _np_lstm

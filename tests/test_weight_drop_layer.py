@@ -3,7 +3,9 @@ gradients and variables as WeightDropLSTMCell under dynamic_rnn, with the
 same masks, in every input layout; checkpoints move both ways."""
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse import _compat
 
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 
@@ -72,8 +74,7 @@ def test_outputs_and_gradients_equal_the_cell(sess, name, kwargs, dtype, tol,
     sess.run([tf.global_variables_initializer(),
               tf.local_variables_initializer()])
     got, want = sess.run([[out, final, grads], [ref, ref_final, ref_grads]])
-    for a, b in zip(tf.contrib.framework.nest.flatten(got),
-                    tf.contrib.framework.nest.flatten(want)):
+    for a, b in zip(_compat.nest.flatten(got), _compat.nest.flatten(want)):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 

@@ -17,7 +17,7 @@ import math
 import numbers
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 from tensorflow.python.framework import smart_cond as _smart_cond
 from tensorflow.python.ops import control_flow_util
 

@@ -1,15 +1,129 @@
-"""What differs between the supported TensorFlow versions (1.13.1 - 1.15.x).
+"""What differs between the supported TensorFlow versions: 1.13.1 - 1.15.x
+on CPython 3.7, and 2.15 - 2.21 in v1 graph mode (docs/versions.md).
 
-The one place for version-dependent code: the rest of the library uses the
-API that 1.13 and 1.15 share. ``tests/test_compat.py`` runs on both.
+The one place that knows the version. The rest of the library writes
+
+    from tf1_awd_sparse._compat import tf
+
+and gets TensorFlow's v1 API: the ``tensorflow`` module itself on 1.x,
+``tensorflow.compat.v1`` on 2.x. Nothing here, nor anywhere in the library,
+reaches ``tf.contrib`` on import or on a path that 2.x lacks.
+
+Importing this module raises :class:`ImportError` at once, with one line
+saying what to install and set, when TensorFlow is too old, or when it is
+2.16+ with Keras 3 (whose ``tf.compat.v1.nn.rnn_cell`` has no cells).
+``tests/test_compat.py`` runs on every supported version.
 """
 from __future__ import absolute_import, division, print_function
 
 import inspect
+import os
 
-import tensorflow as tf
+import tensorflow as _tf
 
-__all__ = ["do_not_convert", "model_pruning_collections"]
+__all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
+           "PartitionedVariable", "has_distribution_strategy",
+           "require_graph_mode", "GraphModeError", "do_not_convert",
+           "estimator_available"]
+
+
+def _parse_version(text):
+    parts = []
+    for piece in text.split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+#: (major, minor) of the TensorFlow that is imported.
+TF_VERSION = _parse_version(_tf.__version__)
+#: True on TensorFlow 2.x, where the library runs through tf.compat.v1.
+IS_TF2 = TF_VERSION >= (2, 0)
+
+if TF_VERSION < (1, 13):
+    raise ImportError(
+        "tf1_awd_sparse needs TensorFlow 1.13 - 1.15 or 2.15 - 2.21, not %s: "
+        "pip install tensorflow==1.13.1 (CPython 3.7) or tensorflow-cpu==2.15.1"
+        % _tf.__version__)
+
+
+def _keras_3_message():
+    """The one-line fix when the v1 RNN cells are unavailable (Keras 3)."""
+    try:
+        import tf_keras  # noqa: F401  pylint: disable=unused-import
+        have = True
+    except ImportError:
+        have = False
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS", "")
+    if have and legacy not in ("1", "true", "True"):
+        fix = ("set TF_USE_LEGACY_KERAS=1 in the environment before "
+               "TensorFlow is imported")
+    elif have:
+        fix = ("TF_USE_LEGACY_KERAS=1 was set after TensorFlow was imported; "
+               "set it before the first import of tensorflow")
+    else:
+        fix = ("pip install tf-keras~=%d.%d and set TF_USE_LEGACY_KERAS=1 "
+               "before TensorFlow is imported" % TF_VERSION)
+    return ("tf1_awd_sparse needs Keras 2 on TensorFlow %s (its v1 RNN cells "
+            "are not available with Keras 3): %s" % (_tf.__version__, fix))
+
+
+if IS_TF2:
+    tf = _tf.compat.v1
+    try:
+        # Resolving the v1 cell base class is what fails under Keras 3.
+        _RNN_CELL = tf.nn.rnn_cell.RNNCell
+    except Exception:  # pylint: disable=broad-except
+        raise ImportError(_keras_3_message()) from None
+else:
+    tf = _tf
+
+# Public on every version: ``tf.nest`` / ``tf.get_static_value`` exist from
+# 1.14 (and in compat.v1 only from 2.x), so the stable modules behind them.
+from tensorflow.python.util import nest  # noqa: E402
+from tensorflow.python.framework import tensor_util as _tensor_util  # noqa
+from tensorflow.python.ops.variables import PartitionedVariable  # noqa
+
+#: ``tf.get_static_value`` of every version: a tensor's value when it is
+#: known while building, else None.
+get_static_value = _tensor_util.constant_value
+
+
+def estimator_available():
+    """Whether ``tf.estimator`` exists (TF 1.x and 2.x up to 2.15; it was
+    removed in 2.16). The language model's Estimator entry uses it; its
+    training loop (``MonitoredTrainingSession``) runs everywhere."""
+    return hasattr(tf, "estimator")
+
+
+def has_distribution_strategy():
+    """Whether a ``tf.distribute`` strategy scope is active (public API on
+    every version; 1.13's private module of the same name is gone in 2.x)."""
+    return tf.distribute.has_strategy()
+
+
+class GraphModeError(RuntimeError):
+    """The library builds TF1 graphs; it was called while eager execution
+    is on (TensorFlow 2.x without ``tf.compat.v1.disable_v2_behavior()``)."""
+
+
+def require_graph_mode(what):
+    """Raises :class:`GraphModeError` naming ``what`` and the fix when
+    eager execution is on, so that no deep TensorFlow error follows.
+
+    Args:
+      what: the public name being built (e.g. ``"WeightDropLSTMCell"``).
+
+    Raises:
+      GraphModeError: ``tf.executing_eagerly()`` is True.
+    """
+    if tf.executing_eagerly():
+        raise GraphModeError(
+            "%s builds a TF1 graph, but eager execution is on: call "
+            "tf.compat.v1.disable_v2_behavior() (or "
+            "tf.compat.v1.disable_eager_execution()) before building, or build "
+            "inside `with tf.Graph().as_default():`" % what)
+
 
 # Public from 1.14 on; 1.13 has no tf.autograph.experimental.do_not_convert
 # (and its Keras layers never convert `call`, so there is nothing to stop).
@@ -47,11 +161,8 @@ def model_pruning_collections():
     """The graph-collection names ``tf.contrib.model_pruning`` keeps its
     masked weights in: ``(mask, threshold, masked weight, weight)``.
 
-    Its ``Pruning`` class reads these four lists in step; their names are
-    public only as constants of a module under ``python/layers`` (the same
-    path in 1.13 and 1.15).
+    The same strings on every version (TF 1.x's contrib module defines them
+    as constants; the library's own pruning uses them too, so a TF 1.x
+    ``Pruning`` object and the library's find the same weights).
     """
-    from tensorflow.contrib.model_pruning.python.layers import core_layers
-    return (core_layers.MASK_COLLECTION, core_layers.THRESHOLD_COLLECTION,
-            core_layers.MASKED_WEIGHT_COLLECTION,
-            core_layers.WEIGHT_COLLECTION)
+    return ("masks", "thresholds", "masked_weights", "kernel")

@@ -33,7 +33,7 @@ Second derivatives are not supported (the loops are built with
 from __future__ import absolute_import, division, print_function
 
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops

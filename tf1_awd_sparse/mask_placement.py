@@ -36,8 +36,8 @@ from __future__ import absolute_import, division, print_function
 
 import contextlib
 
-import tensorflow as tf
-from tensorflow.python.distribute import distribution_strategy_context
+from tf1_awd_sparse import _compat
+from tf1_awd_sparse._compat import tf
 from tensorflow.python.ops import gen_resource_variable_ops
 
 from tf1_awd_sparse._checks import check_graph
@@ -75,7 +75,7 @@ def is_replicated_here():
 
 def _replicated(plain_device, variable_device):
     return (plain_device != variable_device
-            or distribution_strategy_context.has_distribution_strategy())
+            or _compat.has_distribution_strategy())
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 import copy as copy_module
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import techniques
 from tf1_awd_sparse import _compat

@@ -10,7 +10,7 @@ once per op call, shared across the batch); eval ops multiply theta by the
 deterministic gate `hard_concrete_mean(log_alpha)` (scaled, not only
 masked).
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import _docs
 from sparse_layers import common

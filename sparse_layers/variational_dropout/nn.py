@@ -17,7 +17,7 @@ the gradients are NaN: pass clip_alpha to bound log(alpha), or train in
 float32). Numerical floors (`eps`) are at least the dtype's smallest normal
 number (`common.dtype_eps`).
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import _docs
 from sparse_layers import common

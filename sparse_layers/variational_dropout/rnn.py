@@ -13,7 +13,7 @@ Recurrent Neural Networks"), in training the noise is drawn once per
 
 At evaluation the weights with log(alpha) >= threshold are zeroed.
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import _docs
 from sparse_layers import _rnn

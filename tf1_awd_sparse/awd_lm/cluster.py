@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 import time
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_positive_int, check_real
 

@@ -35,7 +35,7 @@ import math
 import os
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from sparse_layers import strip as sparse_strip
 from tf1_awd_sparse import transforms

@@ -35,7 +35,7 @@ import math
 import signal
 import sys
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 from tensorflow.python.util import deprecation
 
 from tf1_awd_sparse import _cli

@@ -21,7 +21,7 @@ import os
 import time
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.awd_lm import data, model, runtime

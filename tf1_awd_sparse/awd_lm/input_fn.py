@@ -3,7 +3,7 @@ of a token stream, a disjoint share per worker."""
 from __future__ import absolute_import, division, print_function
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.awd_lm import data

@@ -6,7 +6,7 @@ penalizes fast changes of its raw output between consecutive time steps
 (batch, time, unit) entries, so their scale does not depend on sequence
 length, batch size or width.
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 
 def _step_mask(lengths, max_time, dtype):

@@ -10,7 +10,7 @@ clipped-gradient NT-ASGD / SGD step.
 """
 import collections
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 import variational_dropout
 import weight_drop_lstm
@@ -82,8 +82,9 @@ def check_params(params):
     return params
 
 
-_MODES = (tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL,
-          tf.estimator.ModeKeys.PREDICT)
+# tf.estimator.ModeKeys' values (TRAIN, EVAL, PREDICT), spelt out: the
+# model builds on TF 2.16+ too, which has no tf.estimator.
+_MODES = ("train", "eval", "infer")
 
 
 def _training_flag(mode):

@@ -2,7 +2,7 @@
 resamples dropout-mask variables on a schedule of one's own."""
 from __future__ import absolute_import, division, print_function
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.awd_lm import model

@@ -9,7 +9,7 @@ the best model use the averaged weights.
 """
 import contextlib
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 
 def nonmonotone_trigger(history, loss, nonmono=5):

@@ -3,7 +3,7 @@ Estimator command line `awd_lm.estimator`) set up the same way: the corpus
 and the session configuration."""
 from __future__ import absolute_import, division, print_function
 
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import data, synthetic

@@ -23,7 +23,7 @@ import shutil
 import time
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_nonnegative_int

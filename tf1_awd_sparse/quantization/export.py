@@ -21,7 +21,7 @@ import shutil
 import sys
 
 import numpy as np
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import (check_interval, check_num_bits,

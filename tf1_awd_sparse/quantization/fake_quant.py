@@ -21,7 +21,7 @@ a ref variable read through ``tf.identity`` aliases the variable's memory, so
 assignments made while a loop runs would change a "frozen" range between
 time steps.
 """
-import tensorflow as tf
+from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse import _checks
 from tf1_awd_sparse._checks import smart_cond
@@ -425,7 +425,8 @@ class RangeSet(object):
         stats = tf.stack([tf.reduce_min(tensors[n]) for n in self.names]
                          + [tf.reduce_max(tensors[n]) for n in self.names]
                          + [tf.ones([], tf.float32)])
-        if weight is not 1.0:
+        # A tensor weight scales; the Python 1.0 default adds no op.
+        if isinstance(weight, tf.Tensor) or weight != 1.0:
             stats = stats * weight
         with tf.control_dependencies([tf.identity(self._token)]):
             return self.observed.assign_add(stats).op
