@@ -32,7 +32,7 @@ from tf1_awd_sparse.awd_lm import estimator, monitored  # noqa: E402
 ENTRIES = {"estimator": estimator.main, "monitored": monitored.main}
 
 
-class RunLogHook(tf.compat.v1.train.SessionRunHook):
+class RunLogHook(tf.train.SessionRunHook):
     """Writes what one task did to a JSON file at the end of training:
     its own step count, the training losses of its steps, ``[time, own
     step]`` after ``warmup`` steps ('first') and after the last ('last'),
