@@ -353,3 +353,13 @@ def _own_lines(stderr):
     return [line for line in stderr.strip().splitlines()
             if not re.match(r"[IWEF]\d{4} |WARNING: All log messages before "
                             r"absl::InitializeLog", line)]
+
+
+def test_evaluate_checkpoint_errors(tmp_path):
+    params = dict(PARAMS, eval_batch_size=2, bptt=4)
+    ids = np.arange(100) % 20
+    with pytest.raises(ValueError, match="eval_steps"):
+        monitored.evaluate_checkpoint(str(tmp_path), params, ids,
+                                      eval_steps=0)
+    with pytest.raises(ValueError, match="no checkpoint"):
+        monitored.evaluate_checkpoint(str(tmp_path), params, ids)

@@ -9,6 +9,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse import _compat, mask_placement
 from tf1_awd_sparse.awd_lm.cluster import mirrored_strategy
 from local_cluster import free_ports
+from tf_versions import needs_estimator
 from variational_dropout import VariationalDropout
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -405,3 +406,27 @@ def test_mirrored_sgd_step_averages_the_replicas_gradients():
 def test_scale_replica_loss_is_identity_without_a_strategy():
     loss = tf.constant(3.0)
     assert _compat.scale_replica_loss(loss) is loss
+
+
+@needs_estimator
+def test_under_estimator_scale_replica_loss_leaves_the_averaging_to_it(
+        tmp_path):
+    """Estimator already averages the replicas' gradients: inside its
+    model_fn scale_replica_loss must not scale again. One SGD step of
+    loss = w * mean(x^2) (gradient 1 on every replica) from w = 1 with
+    lr 0.1 leaves 0.9 (averaged); 0.8 would be summed, 0.95 scaled twice."""
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.ones_initializer())
+        loss = w * tf.reduce_mean(tf.square(features))
+        scaled = _compat.scale_replica_loss(loss)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            scaled, tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    config = tf.estimator.RunConfig(
+        train_distribute=_two_cpu_strategy(),
+        session_config=tf.ConfigProto(device_count={"CPU": 2}, **CONFIG))
+    est = tf.estimator.Estimator(model_fn, str(tmp_path), config=config)
+    est.train(lambda: tf.data.Dataset.from_tensors(
+        np.ones([2], np.float32)).repeat(), max_steps=1)
+    np.testing.assert_allclose(est.get_variable_value("w"), 0.9, rtol=1e-6)

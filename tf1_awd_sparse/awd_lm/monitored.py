@@ -38,6 +38,7 @@ import sys
 import time
 
 from tf1_awd_sparse import _cli
+from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse._compat import nest, tf
 from tf1_awd_sparse.awd_lm import estimator, presets, runtime
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy
@@ -115,6 +116,14 @@ def task_from_tf_config(text):
 def parse_args(argv=None, extra_flags=()):
     """Command-line arguments: those of `awd_lm.estimator` (see
     ``--help``), checked.
+
+    Args:
+      argv: the arguments (default: ``sys.argv[1:]``).
+      extra_flags: more ``(flag, argparse keywords)`` pairs, for programs
+        that extend this command line (e.g. a test probe's own flag).
+
+    Returns:
+      the ``argparse.Namespace``.
 
     Raises:
       SystemExit: (code 2, one line on stderr naming the flag) a bad flag.
@@ -296,9 +305,11 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
       'perplexity' (its exp) and 'global_step' (the checkpoint's).
 
     Raises:
-      ValueError: no checkpoint in ``model_dir``, or ``ids`` too short for
-        one batch.
+      ValueError: ``eval_steps`` neither None nor a positive int, no
+        checkpoint in ``model_dir``, or ``ids`` too short for one batch.
     """
+    eval_steps = check_positive_int(eval_steps, "eval_steps",
+                                    allow_none=True)
     path = tf.train.latest_checkpoint(model_dir)
     if not path:
         raise ValueError("model_dir: no checkpoint in %r" % (model_dir,))
