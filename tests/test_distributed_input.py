@@ -3,6 +3,7 @@ awd_lm.monitored (issue 7), against numpy and hand-written expectations."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -363,3 +364,25 @@ def test_evaluate_checkpoint_errors(tmp_path):
                                       eval_steps=0)
     with pytest.raises(ValueError, match="no checkpoint"):
         monitored.evaluate_checkpoint(str(tmp_path), params, ids)
+
+
+def test_monitored_resumes_and_never_steps_a_finished_run(monitored_run,
+                                                          tmp_path, capsys):
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(monitored_run[0], model_dir)
+    argv = ["--model-dir", model_dir, "--hparams", TINY_HPARAMS, "--threads",
+            "1", "--use-vd", "--train-steps"]
+    verbosity = tf.logging.get_verbosity()
+    try:
+        for steps, want_own in ((6, 0), (9, 3)):
+            capsys.readouterr()
+            assert monitored.main(argv + [str(steps)]) == 0
+            lines = capsys.readouterr().out.strip().splitlines()
+            train = json.loads(lines[-2][len("train: "):])
+            evaluation = json.loads(lines[-1][len("eval: "):])
+            assert (train["steps"], train["global_step"]) == (want_own,
+                                                              steps)
+            assert evaluation["global_step"] == steps
+            assert tf.train.load_variable(model_dir, "global_step") == steps
+    finally:
+        tf.logging.set_verbosity(verbosity)

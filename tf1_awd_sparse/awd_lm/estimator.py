@@ -89,7 +89,8 @@ def graph_mode_program():
     (``tf.compat.v1.disable_v2_behavior()``; the same call on 1.x, where
     it changes nothing the library relies on). The command lines call it;
     the library's functions never do."""
-    tf.disable_v2_behavior()
+    # tf.compat.v1 on 1.x too: 1.15 warns about the top-level name.
+    tf.compat.v1.disable_v2_behavior()
 
 
 def parse_hparams(text):

@@ -40,6 +40,7 @@ import time
 from tf1_awd_sparse import _cli
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse._compat import nest, tf
+from tensorflow.python.util import deprecation
 from tf1_awd_sparse.awd_lm import estimator, presets, runtime
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy
 from tf1_awd_sparse.awd_lm.input_fn import make_input_fn
@@ -132,7 +133,7 @@ def parse_args(argv=None, extra_flags=()):
                                 description=__doc__)
 
 
-class _RunOnceHook(tf.train.SessionRunHook):
+class _RunOnceHook(tf.compat.v1.train.SessionRunHook):
     """Runs ``op`` whenever a session is created (an input iterator's
     initializer: a recovered session starts its input again)."""
 
@@ -143,7 +144,7 @@ class _RunOnceHook(tf.train.SessionRunHook):
         session.run(self._op)
 
 
-class _LastLossHook(tf.train.SessionRunHook):
+class _LastLossHook(tf.compat.v1.train.SessionRunHook):
     """Counts this task's steps and keeps its last loss, and the global
     step when its session ends."""
 
@@ -337,6 +338,27 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
             "global_step": step}
 
 
+def _checkpoint_step(model_dir):
+    """The global step of the latest checkpoint in ``model_dir`` (0: none)."""
+    path = tf.train.latest_checkpoint(model_dir)
+    return int(tf.train.load_variable(path, "global_step")) if path else 0
+
+
+def _train(setup, master, task):
+    """Trains `prepare`'s graph with MonitoredTrainingSession until a hook
+    stops it (``--train-steps``, or the cluster's end barrier)."""
+    args = setup["args"]
+    with setup["graph"].as_default():
+        with tf.train.MonitoredTrainingSession(
+                master=master, is_chief=task is None or task.is_chief,
+                checkpoint_dir=args.model_dir, hooks=setup["hooks"],
+                save_checkpoint_steps=args.save_steps,
+                save_summaries_steps=50, log_step_count_steps=50,
+                config=setup["config"]) as session:
+            while not session.should_stop():
+                session.run(setup["train_op"])
+
+
 def execute(setup):
     """Runs what `prepare` built: a ps serves (until killed); a training
     task trains to ``--train-steps`` with ``MonitoredTrainingSession`` and
@@ -365,16 +387,17 @@ def execute(setup):
             _wait_for_chief(master, setup["graph"], setup["ready"],
                             args.barrier_timeout,
                             setup["config"])
-    with setup["graph"].as_default():
-        with tf.train.MonitoredTrainingSession(
-                master=master, is_chief=task is None or task.is_chief,
-                checkpoint_dir=args.model_dir, hooks=setup["hooks"],
-                save_checkpoint_steps=args.save_steps,
-                save_summaries_steps=50, log_step_count_steps=50,
-                config=setup["config"]) as session:
-            while not session.should_stop():
-                session.run(setup["train_op"])
     progress = setup["progress"]
+    saved_step = _checkpoint_step(args.model_dir)
+    if saved_step >= args.train_steps:
+        # As Estimator: a finished run is not stepped again (StopAtStepHook
+        # would stop it only after one more step).
+        tf.logging.info("Skipping training: the checkpoint in %s is at "
+                        "step %d, --train-steps is %d", args.model_dir,
+                        saved_step, args.train_steps)
+        progress.global_step = saved_step
+    else:
+        _train(setup, master, task)
     print("train: " + json.dumps({
         "steps": progress.steps, "global_step": progress.global_step,
         "loss": progress.loss}))
@@ -415,10 +438,12 @@ def main(argv=None, extra_flags=(), make_hooks=None):
       0; bad input ends the process with status 2 and one line on stderr.
     """
     args = parse_args(argv, extra_flags)
+    # Progress (global_step/sec, checkpoints) as the Estimator command line
+    # logs it, without TF 1.x's deprecation notes.
+    deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
     estimator.graph_mode_program()
     estimator.start_lifetime(args)
-    # Progress (global_step/sec, checkpoints) as the Estimator logs it.
-    tf.logging.set_verbosity(tf.logging.INFO)
     hooks = None
     if make_hooks is not None:
         hooks = lambda loss: make_hooks(args, loss)  # noqa: E731
