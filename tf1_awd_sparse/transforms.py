@@ -25,7 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 import copy as copy_module
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from sparse_layers import techniques
 from tf1_awd_sparse import _compat
@@ -338,7 +338,7 @@ class DropConnect(KernelTransform):
         """
         rows = self.mask_rows(input_depth, shape[0] - input_depth)
         if self._held_mask is not None:
-            built = self._held_mask.variable.get_shape()[0].value
+            built = dimension_value(self._held_mask.variable.get_shape()[0])
             if built != rows:
                 raise ValueError(
                     "the mask was built for input depth %d but the inputs "
@@ -353,9 +353,10 @@ class DropConnect(KernelTransform):
         if not self.active(training):
             return kernel
         kernel = tf.convert_to_tensor(kernel)
-        rows = self.mask_rows(self._input_depth,
-                              kernel.get_shape()[0].value - self._input_depth)
-        shape = [rows, kernel.get_shape()[1].value]
+        depth = self._input_depth
+        rows = self.mask_rows(
+            depth, dimension_value(kernel.get_shape()[0]) - depth)
+        shape = [rows, dimension_value(kernel.get_shape()[1])]
         # A held mask is read outside the cond: the read is what its update
         # op is ordered against, whichever branch runs.
         held = self._held_mask.read() if self._held_mask else None

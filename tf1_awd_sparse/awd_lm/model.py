@@ -10,6 +10,7 @@ clipped-gradient NT-ASGD / SGD step.
 """
 import collections
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import tf
 
 import variational_dropout
@@ -159,6 +160,7 @@ def build_lm(features, mode, params):
     Raises:
       ValueError: bad params (names the key) or mode.
     """
+    _compat.require_graph_mode("build_lm")
     params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
