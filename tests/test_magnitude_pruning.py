@@ -428,3 +428,107 @@ def test_mask_of_another_shape_is_refused():
                                          r"\(5, 4\)"):
         pruning.mask_update_op(tf.train.get_or_create_global_step())
 
+
+
+# -- the language model's op --------------------------------------------------
+
+LM_PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6,
+             "num_layers": 2, "dropout": 0.4, "dropouth": 0.25,
+             "dropouti": 0.4, "dropoute": 0.1, "wdrop": 0.5, "alpha": 2.0,
+             "beta": 1.0, "wdecay": 1e-3, "model": "awd", "clip": 0.25,
+             "optimizer": "sgd", "nonmono": 5, "pruning": "magnitude",
+             "pruning_begin_step": 0, "pruning_end_step": 12,
+             "pruning_frequency": 3, "target_sparsity": 0.6}
+
+
+def _contrib_lm_pruning_op(params, global_step, train_op):
+    """What awd_lm.model.magnitude_pruning_op built before the library had
+    its own op (TF 1.x only): the reference the language model matches."""
+    hparams = contrib.model_pruning.get_pruning_hparams().parse(
+        "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
+        "pruning_frequency=%d,target_sparsity=%r,nbins=4096,"
+        "sparsity_function_begin_step=%d,sparsity_function_end_step=%d" % (
+            params["pruning_begin_step"], params["pruning_end_step"],
+            params["pruning_frequency"], float(params["target_sparsity"]),
+            params["pruning_begin_step"], params["pruning_end_step"]))
+    with tf.control_dependencies([train_op]):
+        pruning = contrib.model_pruning.Pruning(hparams,
+                                                global_step=global_step)
+        return pruning.conditional_mask_update_op()
+
+
+def _train_lm(make_op, steps=15):
+    """Trains the tiny AWD model ``steps`` steps with ``make_op``'s pruning;
+    returns the masks (and their weights) by name after every step."""
+    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.transforms import PRUNING_MASKS, pruned_weight_name
+    history = []
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        rng = np.random.RandomState(0)
+        ids = rng.randint(0, LM_PARAMS["vocab_size"], (3, 9))
+        features = {"inputs": tf.constant(ids[:, :-1], tf.int32),
+                    "targets": tf.constant(ids[:, 1:], tf.int32)}
+        step = tf.train.get_or_create_global_step()
+        out = model.build_lm(features, True, LM_PARAMS)
+        train_op, _ = model.build_train_op(out.loss, 1.0, LM_PARAMS, step)
+        op = make_op(LM_PARAMS, step, train_op)
+        names = {v.op.name for v in tf.global_variables()}
+        assert "lm_pruning/last_mask_update_step" in names
+        masks = tf.get_collection(PRUNING_MASKS)
+        by_name = {v.op.name: v for v in tf.global_variables()}
+        weights = [by_name[pruned_weight_name(m.op.name) + (
+            "" if m.op.name.endswith("_pruning_mask") else "/kernel")]
+            for m in masks]
+        assert len(masks) == 3  # the embedding and the two kernels
+        with _session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(steps):
+                sess.run(op)
+                history.append(sess.run([step, masks, weights]))
+    return history
+
+
+def test_language_model_prunes_by_the_schedule():
+    """awd_lm.model.magnitude_pruning_op on this version: every mask at its
+    schedule's sparsity after the last update (step 12), largest
+    magnitudes kept."""
+    from tf1_awd_sparse.awd_lm import model
+    history = _train_lm(model.magnitude_pruning_op)
+    updates = _update_steps(15, 0, 12, 3)
+    assert updates == [3, 6, 9, 12]
+    for now, masks, weights in history:
+        for mask, weight in zip(masks, weights):
+            if now < 3:
+                assert mask.min() == 1.0
+            if now in updates:
+                expected = _closed_form(now, 0, 12, 0.6)
+                # These matrices have 44 - 240 entries: within a few of
+                # the schedule (one histogram bin's entries, and rounding).
+                assert abs((mask == 0).mean() - expected) <= 3.0 / mask.size
+                assert (np.abs(weight[mask == 1]).min()
+                        > np.abs(weight[mask == 0]).max())
+    final = history[-1][1]
+    assert all(abs((m == 0).mean() - 0.6) <= 3.0 / m.size for m in final)
+
+
+@needs_contrib
+def test_language_model_prunes_as_contrib_did():
+    """On TF 1.x the language model's pruning is the op contrib built:
+    identical masks and weights after every step (on 1.15, contrib's exact
+    quantile against the library's 4096 bins: equal to the bin's
+    resolution, checked by the sparsity)."""
+    from tf1_awd_sparse.awd_lm import model
+    ours = _train_lm(model.magnitude_pruning_op)
+    reference = _train_lm(_contrib_lm_pruning_op)
+    exact = not _contrib_threshold_is_exact()
+    for (now, masks, weights), (ref_now, ref_masks, ref_weights) in zip(
+            ours, reference):
+        assert now == ref_now
+        for mask, ref_mask, weight, ref_weight in zip(
+                masks, ref_masks, weights, ref_weights):
+            if exact:
+                np.testing.assert_array_equal(mask, ref_mask)
+                np.testing.assert_array_equal(weight, ref_weight)
+            else:
+                assert abs((mask == 0).sum() - (ref_mask == 0).sum()) <= 3
