@@ -363,6 +363,43 @@ def test_histogram_threshold_against_the_exact_quantile(sess):
         assert sess.run(histogram.last_update_step) == at
 
 
+def test_partitioned_weights_and_masks(sess):
+    """A partitioned kernel (num_unit_shards) is pruned as one matrix; a
+    partitioned mask is assigned piece by piece."""
+    cell = WeightDropLSTMCell(N, pruning_mask=True, num_unit_shards=2)
+    tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
+    partitioner = tf.fixed_size_partitioner(3)
+    weight = tf.get_variable("w", [9, 4], partitioner=partitioner)
+    mask = tf.get_variable("w_pruning_mask", [9, 4], partitioner=partitioner,
+                           initializer=tf.ones_initializer(),
+                           trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False,
+                                initializer=tf.zeros_initializer())
+    _register_for_model_pruning(weight, mask, threshold,
+                                weight.as_tensor() * mask.as_tensor())
+    pruning = MagnitudePruning(0, 10, 1, 0.5, nbins=None)
+    update = pruning.mask_update_op(tf.constant(10))
+    sess.run(tf.global_variables_initializer())
+    sess.run(update)
+    kernel = [v for v in tf.get_collection("kernel") if v is not weight][0]
+    for w, m, t in [(kernel, cell.pruning_mask_variable,
+                     _threshold_of_partitioned(kernel)),
+                    (weight, mask, threshold)]:
+        w_value, m_value, t_value = sess.run([w.as_tensor(), _full(m), t])
+        np.testing.assert_array_equal(m_value, np.abs(w_value) >= t_value)
+        assert (m_value == 0).mean() == pytest.approx(0.5, abs=0.5 / 36)
+
+
+def _full(variable):
+    return (variable.as_tensor() if hasattr(variable, "as_tensor")
+            else variable)
+
+
+def _threshold_of_partitioned(kernel):
+    name = kernel.name[:-len("kernel")] + "pruning_threshold"
+    return [v for v in tf.global_variables() if v.op.name == name][0]
+
+
 def test_no_weights_or_no_step_raise_named_errors():
     pruning = MagnitudePruning(0, 10, 2, 0.5)
     step = tf.train.get_or_create_global_step()
