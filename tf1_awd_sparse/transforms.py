@@ -193,12 +193,15 @@ class PruningMask(KernelTransform):
     :data:`PRUNING_MASKS`), applied in training and evaluation before
     DropConnect and weight fake-quant, so pruned weights stay exactly zero
     through both and through export. It changes only when something assigns
-    it: the mask and threshold are registered in
-    ``tf.contrib.model_pruning``'s collections (mask, threshold, masked
-    weight, weight), so its gradual magnitude-pruning schedule
-    (``tf.contrib.model_pruning.Pruning(...).conditional_mask_update_op()``)
-    prunes the kernel; or assign it yourself (e.g. from a stripped sparse
-    checkpoint: ``weights != 0``).
+    it: the mask and threshold are registered in the pruning collections
+    (mask, threshold, masked weight, weight; the names
+    ``tf.contrib.model_pruning`` uses), so the library's gradual
+    magnitude-pruning schedule
+    (``tf1_awd_sparse.magnitude_pruning.MagnitudePruning(...)
+    .conditional_mask_update_op(step)``, on every version) or, on TF 1.x,
+    contrib's ``Pruning(...).conditional_mask_update_op()`` prunes the
+    kernel; or assign it yourself (e.g. from a stripped sparse checkpoint:
+    ``weights != 0``).
     """
 
     name = "pruning_mask"
@@ -258,8 +261,9 @@ def pruned_weight_name(mask_name):
 
 
 def _register_for_model_pruning(weight, mask, threshold, masked):
-    """Adds a masked weight to ``tf.contrib.model_pruning``'s collections
-    (the four lists its ``Pruning`` class reads, in step), once."""
+    """Adds a masked weight to the pruning collections (the four lists
+    ``MagnitudePruning`` and TF 1.x contrib's ``Pruning`` read, in step),
+    once."""
     masks, thresholds, masked_weights, weights = \
         _compat.model_pruning_collections()
     if mask in tf.get_collection(masks):
