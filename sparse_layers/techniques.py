@@ -27,7 +27,7 @@ from tf1_awd_sparse._checks import (check_choice, check_graph,
                                     check_sparse_options)
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
-           "registered_pairs", "eval_options"]
+           "registered_pairs", "eval_options", "add_to_collection"]
 
 # Checkpoint naming of a pair: `<scope>/kernel` goes with `<scope>/<aux>`
 # (layers and cells), any other `<name>` with `<name>_<aux>` (embeddings,
@@ -367,3 +367,23 @@ def registered_pairs(technique, graph=None):
         if not any(p[0] is pair[0] and p[1] is pair[1] for p in pairs):
             pairs.append(pair)
     return pairs
+
+
+def add_to_collection(name, pair):
+    """Deprecated: use :func:`register_pair` (was ``common.add_to_collection``,
+    moved here so that the math module imports nothing of the registry's).
+
+    Registers a (theta, aux) pair under the technique whose collection key
+    is `name` (`VD_COLLECTION` or `L0_COLLECTION`); kept for code written
+    against the tuple collections (e.g. `weight_drop_lstm` until it calls
+    the registry).
+
+    Args:
+      name: `VD_COLLECTION` or `L0_COLLECTION`.
+      pair: (theta, aux), as for `register_pair`.
+
+    Raises:
+      ValueError: `name` is no technique's collection key, or a bad pair
+        (see `register_pair`).
+    """
+    register_pair(for_collection(name), pair)
