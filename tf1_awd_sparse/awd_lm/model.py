@@ -22,7 +22,7 @@ from sparse_layers import techniques
 from tf1_awd_sparse import magnitude_pruning, transforms
 from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")

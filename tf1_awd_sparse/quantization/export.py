@@ -26,7 +26,7 @@ from tf1_awd_sparse._compat import dimension_value, tf
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import (check_interval, check_num_bits,
                                     check_positive_int)
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse.ops import fake_quant as fq
 
 INPUT_NAME = "inputs"
 OUTPUT_NAME = "outputs"
