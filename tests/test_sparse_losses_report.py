@@ -1,4 +1,6 @@
 """Collection-driven losses and sparsity reports against numpy."""
+import os
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -143,3 +145,21 @@ def test_sparsity_report_tensors_and_checkpoint_agree_with_numpy(
     empty.mkdir()
     with pytest.raises(ValueError, match="without a checkpoint"):
         report.checkpoint_sparsity_report(str(empty))
+
+
+def test_report_on_a_truncated_data_file_names_the_file(sess, tmp_path):
+    """The index is intact, the values are cut short: the reader opens,
+    reading a value fails (TF 1.x: OutOfRangeError, 2.x: IndexError)."""
+    vd_layers.FullyConnected(50, name="vd_fc")(tf.zeros([2, 60]))
+    sess.run(tf.global_variables_initializer())
+    path = tf.train.Saver().save(sess, str(tmp_path / "model"))
+    data_file = path + ".data-00000-of-00001"
+    assert report.checkpoint_sparsity_report(path)["layers"]   # readable
+    with open(data_file, "r+b") as handle:
+        handle.truncate(os.path.getsize(data_file) // 2)
+    with pytest.raises(ValueError) as error:
+        report.checkpoint_sparsity_report(path)
+    message = str(error.value)
+    print(message)
+    assert "checkpoint_path" in message and "truncated" in message
+    assert data_file in message
