@@ -163,3 +163,35 @@ def test_report_on_a_truncated_data_file_names_the_file(sess, tmp_path):
     print(message)
     assert "checkpoint_path" in message and "truncated" in message
     assert data_file in message
+
+
+def test_kl_loss_refuses_a_bare_tensor_in_its_collection(sess):
+    """A tensor put in the collection with tf.add_to_collection: a named
+    error, not a TypeError from the JSON decoder."""
+    theta = tf.get_variable("w", [3, 4])
+    tf.add_to_collection(common.VD_COLLECTION, theta)
+    with pytest.raises(ValueError, match="register_pair") as error:
+        losses.kl_loss()
+    print(error.value)
+    assert common.VD_COLLECTION in str(error.value)
+    assert theta.name in str(error.value)
+
+
+def test_l0_loss_refuses_a_three_tuple_in_its_collection(sess):
+    """It computed a loss from the tuple's second entry."""
+    theta = tf.get_variable("w", [3, 4])
+    aux = tf.get_variable("w_log_alpha", [3, 4])
+    tf.add_to_collection(common.L0_COLLECTION, (theta, aux, aux))
+    with pytest.raises(ValueError, match="register_pair") as error:
+        losses.l0_loss()
+    print(error.value)
+    assert common.L0_COLLECTION in str(error.value)
+
+
+def test_a_two_tuple_added_by_older_code_still_counts(sess):
+    theta = tf.get_variable("w", [3, 4])
+    aux = tf.get_variable("w_log_alpha", [3, 4])
+    tf.add_to_collection(common.L0_COLLECTION, (theta, aux))
+    sess.run(tf.global_variables_initializer())
+    got = sess.run(losses.l0_loss(summaries=False))
+    np.testing.assert_allclose(got, _np_l0(sess.run(aux)), rtol=1e-5)
