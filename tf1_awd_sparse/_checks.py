@@ -666,6 +666,10 @@ def check_checkpoint(path, arg_name="checkpoint"):
                              "expected %s" % (arg_name, path,
                                               _CHECKPOINT_EXPECTED))
         path = found
+    elif not (tf.gfile.Exists(path + ".index") or tf.gfile.Exists(path)):
+        raise ValueError("%s %r: no checkpoint there (no file %s.index); "
+                         "expected %s" % (arg_name, path, path,
+                                          _CHECKPOINT_EXPECTED))
     try:
         reader = tf.train.NewCheckpointReader(path)
     except (tf.errors.OpError, RuntimeError, ValueError) as error:
