@@ -26,7 +26,7 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_nonnegative_int", "check_int", "check_real",
            "check_keep_prob", "check_num_bits", "check_interval",
            "check_graph", "check_bool", "check_choice", "check_tensor",
-           "check_shape", "check_float_dtype", "check_dim", "check_ids",
+           "check_shape", "check_float_dtype", "check_dim", "check_ids", "check_id_array",
            "check_sparse_options", "check_checkpoint", "CheckpointReader",
            "in_xla_context", "with_assertions",
            "derived_seed", "outer_control_inputs", "once_per_run"]
@@ -451,6 +451,45 @@ def check_ids(ids, vocab_size, arg_name="ids"):
     return with_assertions(ids, [
         tf.debugging.assert_non_negative(ids, message=message),
         tf.debugging.assert_less(ids, vocab, message=message)], arg_name)
+
+
+def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
+    """Validates word ids given as a numpy array (the numpy counterpart of
+    `check_ids`, for code that feeds an interpreter rather than a graph).
+
+    Args:
+      ids: an array-like of integers.
+      vocab_size: int, the number of words.
+      arg_name: the argument's name, for the error message.
+      ndim: the number of dimensions required, or None.
+
+    Returns:
+      ``ids`` as a numpy integer array.
+
+    Raises:
+      ValueError: not an integer array, another number of dimensions, or
+        ids outside ``[0, vocab_size)``: the message names the argument,
+        the vocabulary size and the offending ids (the first few, with
+        their positions).
+    """
+    array = np.asarray(ids)
+    if array.size == 0 and array.dtype != object:
+        array = array.astype(np.int64)   # np.asarray([]) is float64
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError("%s must be an array of integer word ids, got dtype "
+                         "%s" % (arg_name, array.dtype))
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError("%s must have %d dimensions, got shape %s"
+                         % (arg_name, ndim, array.shape))
+    bad = np.argwhere((array < 0) | (array >= vocab_size))
+    if bad.size:
+        shown = ", ".join("%d at %s" % (array[tuple(i)], list(i))
+                          for i in bad[:5])
+        raise ValueError("%s must hold ids in [0, %d) (the vocabulary size "
+                         "is %d), got %d outside it: %s%s"
+                         % (arg_name, vocab_size, vocab_size, len(bad),
+                            shown, ", ..." if len(bad) > 5 else ""))
+    return array
 
 
 # Default of check_sparse_options' arguments: not passed, not checked.
