@@ -26,8 +26,9 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_nonnegative_int", "check_int", "check_real",
            "check_keep_prob", "check_num_bits", "check_interval",
            "check_graph", "check_bool", "check_choice", "check_tensor",
-           "check_shape", "check_float_dtype", "check_dim", "check_ids", "check_id_array",
-           "check_sparse_options", "check_checkpoint", "CheckpointReader",
+           "check_shape", "check_float_dtype", "check_dim", "check_ids",
+           "check_id_array", "check_sparse_options", "check_checkpoint",
+           "CheckpointReader",
            "in_xla_context", "with_assertions",
            "derived_seed", "outer_control_inputs", "once_per_run"]
 
@@ -638,10 +639,11 @@ class CheckpointReader(object):
         self._reader = reader
         self.prefix = prefix
         self.arg_name = arg_name
+        self._shapes = reader.get_variable_to_shape_map()
 
     def get_variable_to_shape_map(self):
         """{variable name: shape list}, as TensorFlow's reader."""
-        return self._reader.get_variable_to_shape_map()
+        return dict(self._shapes)
 
     def get_variable_to_dtype_map(self):
         """{variable name: tf.DType}, as TensorFlow's reader."""
@@ -654,7 +656,7 @@ class CheckpointReader(object):
           ValueError: the checkpoint has no such variable, or its data
             file cannot be read (truncated or corrupt), naming the file.
         """
-        names = self.get_variable_to_shape_map()
+        names = self._shapes
         if name not in names:
             raise ValueError("%s %r has no variable %r (it has %d, e.g. %s)"
                              % (self.arg_name, self.prefix, name, len(names),

@@ -209,7 +209,8 @@ def _check_lm_signature(path, runner):
             qexport.OUTPUT_NAME in runner.outputs:
         kind = ("a cell-stack model of quantization.export_tflite (%s "
                 "inputs %s, output %r): run it with "
-                "quantization.TFLiteRunner" % (np.dtype(ids["dtype"]).name, list(ids["shape"]),
+                "quantization.TFLiteRunner"
+                % (np.dtype(ids["dtype"]).name, list(ids["shape"]),
                    qexport.OUTPUT_NAME))
     else:
         kind = "a model with inputs %s and outputs %s" % (
