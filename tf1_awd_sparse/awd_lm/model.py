@@ -19,7 +19,9 @@ from sparse_layers import losses as sparse_losses
 from sparse_layers import report as sparse_report
 from sparse_layers import techniques
 from tf1_awd_sparse import transforms
-from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
+from tf1_awd_sparse._checks import (check_choice, check_tensor,
+                                    check_training, in_xla_context,
+                                    smart_cond, with_assertions)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.quantization import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
@@ -157,11 +159,19 @@ def build_lm(features, mode, params):
     Returns:
       LMOutputs.
     Raises:
-      ValueError: bad params (names the key) or mode.
+      ValueError: bad params (names the key) or mode; features whose
+        static shapes do not fit (named, e.g. ``features['state'] must
+        hold one LSTMStateTuple per layer (2), got 1``): inputs / targets
+        not [batch, time] of one shape, a zero-size batch or window (the
+        mean cross-entropy of 0 tokens is undefined: refused, never NaN),
+        a state of another batch or width than its layer. Shapes unknown
+        while building are asserted when the graph runs
+        (``InvalidArgumentError`` with the same names; dropped inside XLA).
     """
     params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
+    features = _check_features(features, params)
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
         embedding, table, sparse, x = _embed(features["inputs"], training,
                                              params, awd)
@@ -177,6 +187,61 @@ def build_lm(features, mode, params):
     loss = xent + ar + tar + wd + sparsity_loss
     return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
                      tuple(initial), tuple(final), cells)
+
+
+def _check_features(features, params):
+    """``features`` with inputs, targets and state checked (see `build_lm`):
+    static shapes here, unknown ones by assertions on the inputs."""
+    inputs = check_tensor(features["inputs"], "features['inputs']",
+                          kind="int", rank=2)
+    targets = check_tensor(features["targets"], "features['targets']",
+                           kind="int", rank=2)
+    if not inputs.shape.is_compatible_with(targets.shape):
+        raise ValueError("features['targets'] must have the shape of "
+                         "features['inputs'] %s, got %s"
+                         % (inputs.shape, targets.shape))
+    dims = inputs.shape.merge_with(targets.shape)
+    if dims.ndims is not None and 0 in dims.as_list():
+        raise ValueError("features['inputs'] must have at least one row and "
+                         "one step (the mean cross-entropy of 0 tokens is "
+                         "undefined), got shape %s" % inputs.shape)
+    state = features.get("state")
+    sizes = layer_sizes(params)
+    if state is not None and len(state) != len(sizes):
+        raise ValueError("features['state'] must hold one LSTMStateTuple per "
+                         "layer (%d, params['num_layers']), got %d"
+                         % (len(sizes), len(state)))
+    batch = inputs.shape[0].value
+    parts = []
+    for i, units in enumerate(sizes if state is not None else ()):
+        for part, tensor in zip("ch", state[i]):
+            name = "features['state'][%d].%s" % (i, part)
+            tensor = check_tensor(tensor, name, kind="float", rank=2)
+            rows = tensor.shape.as_list() if tensor.shape.ndims else [None] * 2
+            if rows[1] not in (None, units) or None not in (rows[0], batch) \
+                    and rows[0] != batch:
+                raise ValueError(
+                    "%s must have shape [%s, %d] (the batch of "
+                    "features['inputs'] and layer %d's units), got %s" % (
+                        name, batch or "batch", units, i, tensor.shape))
+            parts.append(((i, part), tensor, units))
+    if in_xla_context():
+        return dict(features, inputs=inputs, targets=targets)
+    # Built once every static check passed (an unused assertion warns).
+    # No quotes in run-time messages: TensorFlow prints them escaped.
+    checks = [tf.debugging.assert_positive(
+        tf.size(inputs), message="features.inputs must have at least one "
+        "row and one step (the mean cross-entropy of 0 tokens is "
+        "undefined)"), tf.debugging.assert_equal(
+            tf.shape(inputs), tf.shape(targets), message="features.targets "
+            "must have the shape of features.inputs")]
+    for (i, part), tensor, units in parts:
+        checks.append(tf.debugging.assert_equal(
+            tf.shape(tensor), tf.stack([tf.shape(inputs)[0], units]),
+            message="features.state[%d].%s must have shape [batch of "
+            "features.inputs, %d]" % (i, part, units)))
+    inputs = with_assertions(inputs, checks, "checked_inputs")
+    return dict(features, inputs=inputs, targets=targets)
 
 
 def embedding_table(params, training):
