@@ -104,6 +104,11 @@ def _parameter(key):
     return lambda text, name: presets.parse_value(key, text, name)
 
 
+def _flag(key):
+    """The flag of a parameter (in errors)."""
+    return "--" + key.replace("_", "-")
+
+
 def parse_args(argv=None):
     """Command-line arguments; every preset value has an override flag.
 
@@ -183,9 +188,14 @@ def main(argv=None):
                 "--compress-out names one directory but --model both "
                 "compresses two models: leave it out (each gets "
                 "<out>/<model>_compress) or give one --model")
+        given = {k for k, v in overrides.items() if v is not None}
+        for params in all_params:
+            presets.check_used(params, given, _flag)
         phases = [presets.split_quant(p) for p in all_params]
         corpus, floor, description = runtime.load_corpus(args.data_dir,
                                                          all_params[0])
+        for params in all_params:
+            runtime.check_corpus(corpus, params, args.data_dir, _flag)
     except ValueError as e:  # data.DataError included
         _cli.fail(e)
     log(description)

@@ -351,9 +351,9 @@ class Trainer(object):
         # Batched before anything is deleted: a split too short for its
         # batch size leaves an earlier run's files alone.
         self.streams = {
-            "train": data.batchify(corpus.train, params["batch_size"]),
-            "valid": data.batchify(corpus.valid, params["eval_batch_size"]),
-            "test": data.batchify(corpus.test, params["eval_batch_size"])}
+            split: data.batchify(getattr(corpus, split), params[key],
+                                 "%s split" % split, "params[%r]" % key)
+            for split, key in runtime.BATCH_KEYS}
         threads = check_nonnegative_int(threads, "threads")
         self.config = runtime.session_config(
             threads, inter_op_threads=min(threads, 2))
