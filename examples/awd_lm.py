@@ -12,6 +12,10 @@ layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
   python examples/awd_lm.py --model awd ... --compress l0,magnitude
                                                # then compress it (see below)
 
+Exit status: 0 done; 1 training diverged (one line naming the epoch and
+step; the checkpoints of the epochs before are kept, nothing diverged is
+saved); 2 bad input (one line naming the flag or file).
+
 Outputs in --out: <model>/ (checkpoints last/ and best/, TensorBoard
 events, state.json, summary.json), with --quant also <model>_quant/ (the
 quantization-aware fine-tuning), summary.json and valid_ppl.png.
@@ -173,7 +177,10 @@ def main(argv=None):
     Returns:
       0; bad input (a flag, the corpus, an unreadable checkpoint or run
       state, --resume with changed parameters) ends the program with status
-      2 and one line on stderr naming the flag or file.
+      2 and one line on stderr naming the flag or file; training that
+      diverges (a loss NaN, infinite or too large for its perplexity to be
+      a float, `train.TrainingDiverged`) ends it with status 1 and one line
+      naming the epoch and step, the last good checkpoints kept.
     """
     args = parse_args(argv)
     log = print
@@ -228,9 +235,11 @@ def main(argv=None):
                     log=log, threads=max(1, args.threads),
                     progress=progress)
                 print("\n".join(result["table"]))
-    except (ValueError, FloatingPointError, OSError) as e:
+    except train.TrainingDiverged as e:
+        _cli.fail(e, status=1)   # not bad input: status 1
+    except (ValueError, OSError) as e:
         # --resume with changed parameters, an unreadable checkpoint or
-        # run state, a diverged loss, an --out that cannot be written.
+        # run state, an --out that cannot be written.
         _cli.fail(e)
     lines = records.results_table(summaries, floor)
     print("\n" + "\n".join(lines))
