@@ -8,9 +8,14 @@ layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
   python examples/awd_lm.py --model both --preset demo
   python examples/awd_lm.py --model awd --preset awd-ptb --data-dir DIR
   python examples/awd_lm.py ... --resume      # continue a killed run
+  python examples/awd_lm.py ... --overwrite   # start over in the same --out
   python examples/awd_lm.py ... --quant       # then fine-tune it 8-bit QAT
   python examples/awd_lm.py --model awd ... --compress l0,magnitude
                                                # then compress it (see below)
+
+An --out (or --compress-out) that holds a finished or partial run is
+refused unless --resume (continue it) or --overwrite (delete its run files
+and start over) is given.
 
 Exit status: 0 done; 1 training diverged (one line naming the epoch and
 step; the checkpoints of the epochs before are kept, nothing diverged is
@@ -108,6 +113,44 @@ def _parameter(key):
     return lambda text, name: presets.parse_value(key, text, name)
 
 
+# What marks a directory as holding a run: the training loop's files
+# (`train`) and the compression pipeline's (`compress`).
+RUN_FILES = (train.STATE_FILE, train.SUMMARY_FILE, "last", "best",
+             compress.STATE_FILE)
+
+
+def check_out(args, all_params):
+    """Refuses to start over a finished or partial run without --resume
+    or --overwrite (a fresh run deletes the files of the one before).
+
+    Raises:
+      ValueError: naming the flag, the file found and both flags; or
+        --resume with --overwrite.
+    """
+    if args.resume and args.overwrite:
+        raise ValueError("--resume continues the runs in --out, --overwrite "
+                         "replaces them: give one")
+    if args.resume or args.overwrite:
+        return
+    dirs = [("--out", os.path.join(args.out, train.SUMMARY_FILE))]
+    for params in all_params:
+        run_dir = os.path.join(args.out, params["model"])
+        dirs += [("--out", os.path.join(run_dir, name)) for name in RUN_FILES]
+        dirs += [("--out", os.path.join(run_dir + "_quant", name))
+                 for name in RUN_FILES]
+        compress_out = args.compress_out or (run_dir + "_compress")
+        dirs += [("--compress-out" if args.compress_out else "--out",
+                  os.path.join(compress_out, name))
+                 for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
+    for flag, path in dirs:
+        if os.path.exists(path):
+            raise ValueError(
+                "%s %s holds a run (%s): continue it with --resume or "
+                "replace it with --overwrite" % (
+                    flag, args.compress_out if flag == "--compress-out"
+                    else args.out, path))
+
+
 def _flag(key):
     """The flag of a parameter (in errors)."""
     return "--" + key.replace("_", "-")
@@ -131,6 +174,9 @@ def parse_args(argv=None):
                    help="output directory (default runs/awd_lm)")
     p.add_argument("--resume", action="store_true",
                    help="continue the runs found in --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the runs found in --out (without it or "
+                   "--resume, an --out holding a run is refused)")
     p.add_argument("--threads", type=int, default=0,
                    help="intra-op threads (0: TensorFlow's choice, all "
                    "cores)")
@@ -195,6 +241,7 @@ def main(argv=None):
                 "--compress-out names one directory but --model both "
                 "compresses two models: leave it out (each gets "
                 "<out>/<model>_compress) or give one --model")
+        check_out(args, all_params)
         given = {k for k, v in overrides.items() if v is not None}
         for params in all_params:
             presets.check_used(params, given, _flag)

@@ -2,6 +2,7 @@
 every case ends in a named error (CLI: exit status 2 and one line on stderr
 naming the flag or file; library: ValueError naming the parameter), never a
 hang, a TensorFlow abort, a traceback or a meaningless run with exit 0."""
+import json
 import os
 import shutil
 import subprocess
@@ -392,7 +393,6 @@ def test_presets_name_an_unknown_key_first():
 
 def test_estimator_eval_line_is_strict_json():
     """json.dumps wrote NaN / Infinity (not JSON) for a diverged model."""
-    import json
     metrics = {"xent": np.float32(2.5), "perplexity": np.float32(np.inf),
                "loss": np.float32(np.nan), "global_step": np.int64(7)}
     line = estimator.eval_line(metrics)
@@ -405,3 +405,74 @@ def test_estimator_eval_line_is_strict_json():
     assert parsed == {"xent": 2.5, "perplexity": None, "loss": None,
                       "global_step": 7.0}
     assert "\n" not in line
+
+
+# ---------------------------------------------------------------------------
+# Issue 20: a run in --out is never replaced without --resume / --overwrite.
+# ---------------------------------------------------------------------------
+def _tree(root):
+    """{relative path: bytes} of every file under root."""
+    found = {}
+    for where, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(where, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = f.read()
+    return found
+
+
+def test_finished_out_is_not_overwritten(capsys, tmp_path, two_epochs):
+    """Rerunning on a finished --out deleted it and trained anew."""
+    data_dir, finished = two_epochs
+    out = str(tmp_path / "out")
+    shutil.copytree(finished, out)
+    before = _tree(out)
+    capsys.readouterr()
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
+                "--max-epochs", "2"]))
+    assert line == ("error: --out %s holds a run (%s): continue it with "
+                    "--resume or replace it with --overwrite"
+                    % (out, os.path.join(out, "summary.json"))), line
+    assert _tree(out) == before
+    # A partial run (a killed first run: only its run directory's files).
+    partial = tmp_path / "partial"
+    (partial / "plain" / "last").mkdir(parents=True)
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out",
+                str(partial)]))
+    assert str(partial / "plain" / "last") in line, line
+    line = _one_error_line(capsys, lambda: script.main(
+        ["--out", out, "--resume", "--overwrite"]))
+    assert "--resume" in line and "--overwrite" in line, line
+
+
+def test_compress_out_with_a_pipeline_is_not_overwritten(capsys, tmp_path,
+                                                         two_epochs):
+    data_dir, _ = two_epochs
+    compress_out = tmp_path / "c"
+    compress_out.mkdir()
+    (compress_out / "pipeline.json").write_text("{}")
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out",
+                str(tmp_path / "out"), "--compress", "l0",
+                "--compress-out", str(compress_out)]))
+    assert line.startswith("error: --compress-out %s holds a run (%s)"
+                           % (compress_out, compress_out / "pipeline.json")
+                           ), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_overwrite_replaces_the_run(capsys, tmp_path, two_epochs):
+    data_dir, finished = two_epochs
+    out = str(tmp_path / "out")
+    shutil.copytree(finished, out)
+    notes = os.path.join(out, "plain", "notes.txt")
+    with open(notes, "w") as f:
+        f.write("mine")
+    assert script.main(TINY + ["--model", "plain", "--data-dir", data_dir,
+                               "--out", out, "--max-epochs", "1",
+                               "--overwrite"]) == 0
+    with open(os.path.join(out, "plain", "summary.json")) as f:
+        assert json.load(f)["epochs_run"] == 1      # a new one-epoch run
+    assert os.path.exists(notes)                    # not a run file: kept
