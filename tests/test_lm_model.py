@@ -202,7 +202,8 @@ def test_unknown_shapes_are_asserted_when_run(sess):
                          False, dict(PARAMS, model="awd"))
     sess.run(tf.global_variables_initializer())
     cases = [({ids: np.zeros((2, 3)), c0: np.zeros((3, 6))},
-              r"features\.state\[0\]\.c must have shape \[batch of "
+              # c and h are both fed batch 3: whichever is checked first.
+              r"features\.state\[0\]\.[ch] must have shape \[batch of "
               r"features\.inputs, 6\]"),
              ({ids: np.zeros((2, 0)), c0: np.zeros((2, 6))},
               r"features\.inputs must have at least one row and one step")]
