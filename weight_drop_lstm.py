@@ -8,7 +8,7 @@ that same tensor, so a training step costs about what ``LSTMCell`` costs.
 """
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
@@ -292,8 +292,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
           ValueError: unknown input depth, or ``input_size`` given and
             different from it.
         """
+        _compat.require_graph_mode(type(self).__name__)
         inputs_shape = tf.TensorShape(inputs_shape)
-        input_depth = inputs_shape[-1].value
+        input_depth = dimension_value(inputs_shape[-1])
         if input_depth is None:
             raise ValueError("Expected inputs.shape[-1] to be known, saw "
                              "shape: %s" % (inputs_shape,))
@@ -310,7 +311,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._quantizer is not None and not self._quantizer.created:
             self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
-        with once_per_run(), tf.name_scope("effective_kernel"):
+        with once_per_run(type(self).__name__), \
+                tf.name_scope("effective_kernel"):
             if self._quantizer is not None:
                 self._quantizer.begin_run(self._is_train)
             kernel = self._kernel
@@ -565,9 +567,10 @@ class WeightDropLSTM(object):
             ``sequence_length`` not int32 / int64; ``dtype`` not a float
             dtype.
         """
+        _compat.require_graph_mode(type(self).__name__)
         inputs = check_tensor(inputs, "inputs", kind="float")
         if inputs.get_shape().ndims != 3 or \
-                inputs.get_shape()[2].value is None:
+                dimension_value(inputs.get_shape()[2]) is None:
             raise ValueError("inputs must have rank 3 ([batch, time, depth]"
                              "%s) and a known depth, got shape %s" % (
                                  " time major" if self._time_major else "",
@@ -589,7 +592,8 @@ class WeightDropLSTM(object):
         with tf.variable_scope(scope or self._scope or "rnn") as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
-            if inputs.get_shape()[0 if self._time_major else 1].value == 0:
+            time_axis = 0 if self._time_major else 1
+            if dimension_value(inputs.get_shape()[time_axis]) == 0:
                 return self._no_steps(inputs, initial_state, sequence_length,
                                       dtype)
             if not self._fast or inputs.dtype.base_dtype not in (
@@ -642,8 +646,9 @@ class WeightDropLSTM(object):
             initial_state = self._cell.zero_state(batch, dtype)
         if not self._cell.built:
             # Creates the variables as a run over steps would.
-            self._cell(tf.zeros(tf.stack([batch, inputs.get_shape()[2].value]),
-                                inputs.dtype), initial_state)
+            depth = dimension_value(inputs.get_shape()[2])
+            self._cell(tf.zeros(tf.stack([batch, depth]), inputs.dtype),
+                       initial_state)
         with tf.control_dependencies(
                 [] if sequence_length is None else [sequence_length]):
             outputs = tf.zeros(tf.stack([0, batch, self._cell.output_size]),
@@ -660,7 +665,7 @@ class WeightDropLSTM(object):
         time_major = (inputs if self._time_major
                       else tf.transpose(inputs, [1, 0, 2]))
         batch = tf.shape(time_major)[1]
-        depth = time_major.get_shape()[2].value
+        depth = dimension_value(time_major.get_shape()[2])
         if initial_state is None:
             initial_state = self._cell.zero_state(batch,
                                                   dtype or inputs.dtype)

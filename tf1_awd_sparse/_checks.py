@@ -17,6 +17,7 @@ import math
 import numbers
 
 import numpy as np
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import tf
 from tensorflow.python.framework import smart_cond as _smart_cond
 from tensorflow.python.ops import control_flow_util
@@ -602,9 +603,21 @@ class once_per_run(object):  # pylint: disable=invalid-name
     ``tf.while_loop`` / ``tf.cond`` (``control_dependencies(None)`` also
     clears the control-flow context), keeping the call site's control
     inputs that live outside loops (e.g. an update op the caller put
-    around ``dynamic_rnn``)."""
+    around ``dynamic_rnn``).
+
+    Args:
+      what: the public name building (for the error below).
+
+    Raises:
+      GraphModeError: entered inside a TF 2.x control-flow-v2 loop body,
+        which no context can leave (``_compat.require_v1_control_flow``).
+    """
+
+    def __init__(self, what="this layer"):
+        self._what = what
 
     def __enter__(self):
+        _compat.require_v1_control_flow(self._what)
         outer = outer_control_inputs()
         self._clear = tf.control_dependencies(None)
         self._clear.__enter__()

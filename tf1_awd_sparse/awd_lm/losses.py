@@ -8,7 +8,7 @@ length, batch size or width.  A penalty over no entry at all (zero steps,
 a zero-size batch, all lengths 0, or TAR over one step) is 0, never the
 NaN of an empty mean: there is no activation to penalize.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse._checks import check_tensor, in_xla_context, \
     with_assertions
@@ -113,7 +113,7 @@ def temporal_activation_regularization(outputs, beta=1.0, lengths=None,
         if lengths is not None:
             lengths = _check_lengths(lengths, outputs)
             mask = _step_mask(lengths - 1, tf.shape(diff)[1], outputs.dtype)
-        elif outputs.shape[1].value is None or outputs.shape[1].value < 2:
+        elif (dimension_value(outputs.shape[1]) or 0) < 2:
             # Unknown or single step: an all-ones mask keeps 0 steps safe.
             mask = tf.ones_like(diff[:, :, :1])
         return beta * masked_mean_square(diff, mask)

@@ -21,7 +21,7 @@ import shutil
 import sys
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import (check_interval, check_num_bits,
@@ -141,7 +141,7 @@ def unroll(cells, inputs, initial_state):
       ``(outputs, final_state)``: the top cell's outputs per step (a list of
       ``[batch, h_depth]`` tensors) and the list of final states.
     """
-    steps = inputs.get_shape()[1].value
+    steps = dimension_value(inputs.get_shape()[1])
     state = list(initial_state)
     outputs = []
     for t in range(steps):
