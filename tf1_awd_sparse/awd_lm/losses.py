@@ -55,9 +55,13 @@ def masked_mean_square(x, mask=None):
       scalar tensor; 0 when no entry is selected (or ``x`` is empty).
     """
     if mask is None:
-        # reduce_mean of an empty tensor is NaN: 0 over 0 entries is 0.
-        count = tf.cast(tf.size(x), x.dtype)
-        return tf.reduce_sum(tf.square(x)) / tf.maximum(count, 1.0)
+        mean = tf.reduce_mean(tf.square(x))
+        size = x.shape.num_elements()
+        if size is not None and size > 0:
+            return mean
+        # reduce_mean of an empty tensor is NaN: 0 over 0 entries is 0
+        # (the same mean otherwise, to the bit).
+        return tf.where(tf.size(x) > 0, mean, tf.zeros([], x.dtype))
     mask = mask * tf.ones_like(x)
     return tf.reduce_sum(tf.square(x) * mask) / tf.maximum(
         tf.reduce_sum(mask), 1.0)
@@ -80,12 +84,23 @@ def activation_regularization(outputs, alpha=2.0, lengths=None, name=None):
         than `outputs` (an unknown batch is asserted when the graph runs:
         InvalidArgumentError naming lengths).
     """
+    return _activation_regularization(outputs, alpha, lengths, name)
+
+
+def _activation_regularization(outputs, alpha, lengths, name,
+                               nonempty=False):
+    """`activation_regularization`; with ``nonempty`` (a caller that has
+    asserted at least one entry, as `model.build_lm` does) the plain mean
+    of an unknown shape, without the guard for 0 entries (the guard, a
+    select, changes the last bits of the gradients)."""
     _check_rank3("outputs", outputs)
     with tf.name_scope(name, "activation_regularization", [outputs]):
         mask = None
         if lengths is not None:
             lengths = _check_lengths(lengths, outputs)
             mask = _step_mask(lengths, tf.shape(outputs)[1], outputs.dtype)
+        elif nonempty:
+            return alpha * tf.reduce_mean(tf.square(outputs))
         return alpha * masked_mean_square(outputs, mask)
 
 

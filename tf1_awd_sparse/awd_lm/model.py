@@ -22,7 +22,7 @@ from sparse_layers import techniques
 from tf1_awd_sparse import magnitude_pruning, transforms
 from tf1_awd_sparse._checks import (check_choice, check_tensor,
                                     check_training, in_xla_context,
-                                    smart_cond, with_assertions)
+                                    smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.quantization import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
@@ -173,7 +173,8 @@ def build_lm(features, mode, params):
     params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
-    features = _check_features(features, params)
+    features, state_parts = _check_features(features, params)
+    before = set(features["inputs"].consumers())
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
         embedding, table, sparse, x = _embed(features["inputs"], training,
                                              params, awd)
@@ -187,13 +188,20 @@ def build_lm(features, mode, params):
     ar, tar, wd, sparsity_loss = _penalties(x, raw, weights, training,
                                             params, awd)
     loss = xent + ar + tar + wd + sparsity_loss
+    _assert_features(features, state_parts, [
+        op for op in features["inputs"].consumers() if op not in before])
     return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
                      tuple(initial), tuple(final), cells)
 
 
 def _check_features(features, params):
-    """``features`` with inputs, targets and state checked (see `build_lm`):
-    static shapes here, unknown ones by assertions on the inputs."""
+    """Checks the static shapes of ``features`` (see `build_lm`); builds no
+    op.
+
+    Returns:
+      (features with inputs and targets as tensors, [((layer, 'c' or 'h'),
+      state tensor, units)] for `_assert_features`).
+    """
     inputs = check_tensor(features["inputs"], "features['inputs']",
                           kind="int", rank=2)
     targets = check_tensor(features["targets"], "features['targets']",
@@ -227,10 +235,26 @@ def _check_features(features, params):
                     "features['inputs'] and layer %d's units), got %s" % (
                         name, batch or "batch", units, i, tensor.shape))
             parts.append(((i, part), tensor, units))
-    if in_xla_context():
-        return dict(features, inputs=inputs, targets=targets)
-    # Built once every static check passed (an unused assertion warns).
-    # No quotes in run-time messages: TensorFlow prints them escaped.
+    return dict(features, inputs=inputs, targets=targets), parts
+
+
+def _assert_features(features, parts, consumers):
+    """The run-time checks of the shapes `_check_features` could not check
+    while building, made control inputs of the ops the model built on
+    ``features['inputs']`` (``consumers``: those ops), which everything
+    the model computes waits for. Built after the model, so that the model's
+    ops (and the op seeds TensorFlow derives from their ids, i.e. its
+    random streams) are those of a graph without checks. No quotes in the
+    messages: TensorFlow prints them escaped."""
+    inputs, targets = features["inputs"], features["targets"]
+    graph = inputs.graph
+    context = graph._get_control_flow_context()  # pylint: disable=W0212
+    # Ops in another control-flow context cannot wait for these (none,
+    # unless the caller feeds inputs built inside a loop or cond).
+    consumers = [op for op in consumers
+                 if op._get_control_flow_context() is context]  # noqa: W0212
+    if in_xla_context() or not consumers:
+        return
     checks = [tf.debugging.assert_positive(
         tf.size(inputs), message="features.inputs must have at least one "
         "row and one step (the mean cross-entropy of 0 tokens is "
@@ -242,8 +266,10 @@ def _check_features(features, params):
             tf.shape(tensor), tf.stack([tf.shape(inputs)[0], units]),
             message="features.state[%d].%s must have shape [batch of "
             "features.inputs, %d]" % (i, part, units)))
-    inputs = with_assertions(inputs, checks, "checked_inputs")
-    return dict(features, inputs=inputs, targets=targets)
+    checked = tf.group(*checks, name="check_features")
+    for op in consumers:
+        # TensorFlow has no public way to add a control input to a built op.
+        op._add_control_input(checked)  # pylint: disable=protected-access
 
 
 def embedding_table(params, training):
@@ -417,7 +443,9 @@ def _penalties(x, raw, weights, training, params, awd):
     zero = tf.constant(0.0)
     ar = tar = wd = zero
     if awd:
-        ar = losses.activation_regularization(x, params.get("alpha", 0.0))
+        # build_lm refuses 0 tokens (`_assert_features`): the plain mean.
+        ar = losses._activation_regularization(  # pylint: disable=W0212
+            x, params.get("alpha", 0.0), None, None, nonempty=True)
         tar = losses.temporal_activation_regularization(
             raw, params.get("beta", 0.0))
         if params.get("wdecay", 0.0) > 0:
