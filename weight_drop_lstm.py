@@ -20,7 +20,7 @@ from tf1_awd_sparse._checks import (check_bool, check_dim,
                                     check_real, check_tensor, check_training,
                                     once_per_run, with_assertions)
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
-from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
+from tf1_awd_sparse.ops.quantized_lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
     SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
     WeightFakeQuant, sparsity_technique)
@@ -46,7 +46,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     (``pruning_mask``) -> DropConnect (``weight_drop_kr``, ``use_vd``) ->
     weight fake-quant (``is_quant``). The step itself is ``LSTMCell``'s, or
     with ``is_quant`` the quantization-aware step of
-    ``tf1_awd_sparse.quantization.lstm``, chosen once at construction.
+    ``tf1_awd_sparse.ops.quantized_lstm``, chosen once at construction.
 
     DropConnect: an element-wise Bernoulli(``weight_drop_kr``) mask on the
     hidden-to-hidden rows of the ``[input_depth + h_depth, 4 * num_units]``

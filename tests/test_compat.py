@@ -149,3 +149,29 @@ def test_graph_mode_with_v2_control_flow_trains_or_refuses():
             first, second = record["losses"]
             assert np.isfinite([first, second]).all(), record
             assert first != second, record   # the step changed the weights
+
+
+def _import_without_legacy_keras(prelude=""):
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    return subprocess.run(
+        [sys.executable, "-c", prelude + "import weight_drop_lstm"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=300, env=env)
+
+
+@pytest.mark.skipif(_compat.TF_VERSION < (2, 16),
+                    reason="Keras 3 is tf.keras only from TF 2.16")
+@pytest.mark.parametrize("tf_keras_installed", [True, False])
+def test_keras_3_import_fails_at_once_with_one_line(tf_keras_installed):
+    # Without tf_keras: hide the installed package from the import system.
+    prelude = "" if tf_keras_installed else (
+        "import sys; sys.modules['tf_keras'] = None\n")
+    proc = _import_without_legacy_keras(prelude)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: tf1_awd_sparse needs Keras 2 on "
+                           "TensorFlow 2."), last
+    assert "set TF_USE_LEGACY_KERAS=1" in last
+    assert ("pip install tf-keras~=" in last) != tf_keras_installed
+    # No chained traceback of TF's own error before it.
+    assert "During handling" not in proc.stderr

@@ -24,7 +24,7 @@ from tf1_awd_sparse._checks import (check_choice, check_tensor,
                                     check_training, in_xla_context,
                                     smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")
