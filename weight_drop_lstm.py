@@ -8,6 +8,8 @@ that same tensor, so a training step costs about what ``LSTMCell`` costs.
 """
 from __future__ import absolute_import, division, print_function
 
+import contextlib
+
 from tf1_awd_sparse._compat import tf
 
 LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
@@ -208,6 +210,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             # lstm_cell_1, ... as LSTMCell's), so checkpoints interchange.
             name=name or "lstm_cell", dtype=dtype, **kwargs)
         self._input_size = input_size
+        self._built_depth = None
         self._is_train = is_train
         self._step_kernel = None
         self._quantizer = None
@@ -272,6 +275,12 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         return None if prune is None else prune.mask
 
     @property
+    def input_depth(self):
+        """The depth of the inputs the cell was built for (None before
+        build)."""
+        return self._built_depth
+
+    @property
     def _h_depth(self):
         return self._num_units if self._num_proj is None else self._num_proj
 
@@ -300,6 +309,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._input_size is not None and self._input_size != input_depth:
             raise ValueError("input_size=%d was given but the inputs have "
                              "depth %d" % (self._input_size, input_depth))
+        self._built_depth = input_depth
         shape = [input_depth + self._h_depth, 4 * self._num_units]
         # Before LSTMCell.build: it marks the layer built, after which
         # add_variable would only reuse existing variables.
@@ -341,8 +351,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             dtype_of="is_quant=True needs float32" if quant
             else "the cell's dtype" if dtype else None)
         if self.built and inputs.shape.ndims is not None:
-            check_dim(inputs, -1, self._kernel.shape.as_list()[0]
-                      - self._h_depth, "inputs",
+            check_dim(inputs, -1, self._built_depth, "inputs",
                       "the input depth the cell was built for")
         return super(WeightDropLSTMCell, self).__call__(inputs, state, *args,
                                                         **kwargs)
@@ -461,25 +470,42 @@ class WeightDropLSTM(object):
       num_units: int, the cell size.
       time_major: inputs and outputs ``[time, batch, depth]`` instead of
         ``[batch, time, depth]``.
-      scope: the default variable scope of calls (``'rnn'`` if None, as
-        ``dynamic_rnn``); also where :meth:`get_vd_update_op` creates the
-        held mask when it is called before the first call.
+      scope: the variable scope of the first call (a name or a
+        ``VariableScope``; later calls without ``scope=`` reenter the first
+        call's scope). If None, a unique one per layer, as ``tf.layers``
+        name theirs: ``'rnn'`` (as ``tf.nn.dynamic_rnn``, so a single
+        layer's variables are ``rnn/lstm_cell/kernel``... as
+        ``dynamic_rnn(LSTMCell)``'s), then ``'rnn_1'``, ``'rnn_2'``... for
+        the next layers built in the same enclosing scope. Also where
+        :meth:`get_vd_update_op` creates the held mask when it is called
+        before the first call.
       **cell_kwargs: every :class:`WeightDropLSTMCell` argument
         (``weight_drop_kr``, ``use_vd``, ``is_train``, ``sparsity``...).
 
+    The layer is built once, by its first call (or by
+    :meth:`get_vd_update_op`): later calls reuse its variables, on inputs
+    of the same depth. ``variables`` are exactly the layer's (its cell's)
+    variables.
+
     Raises:
-      ValueError: as :class:`WeightDropLSTMCell`.
+      ValueError: as :class:`WeightDropLSTMCell`; a ``scope`` that is not a
+        string or a ``VariableScope``.
 
     Example::
 
         layer = WeightDropLSTM(650, weight_drop_kr=0.5, is_train=is_train)
         outputs, final_state = layer(x)        # x: [batch, time, depth]
+        upper = WeightDropLSTM(650, weight_drop_kr=0.5, is_train=is_train)
+        outputs, _ = upper(outputs)            # variables under rnn_1/
     """
 
     def __init__(self, num_units, time_major=False, scope=None,
                  **cell_kwargs):
         self._time_major = check_bool(time_major, "time_major")
-        self._scope = scope
+        self._scope = _check_scope(scope, "scope")
+        # The variable scope of the first call (or of get_vd_update_op
+        # before it): where the variables are, reentered by later calls.
+        self._built_scope = None
         self._cell = WeightDropLSTMCell(num_units, **cell_kwargs)
         config = self._cell.get_config()
         activation = cell_kwargs.get("activation")
@@ -505,18 +531,61 @@ class WeightDropLSTM(object):
         return self._cell.effective_kernel
 
     @property
+    def built(self):
+        """True once a call created the variables."""
+        return self._cell.built
+
+    @property
+    def scope_name(self):
+        """The name of the layer's variable scope (None before the first
+        call or :meth:`get_vd_update_op`)."""
+        return None if self._built_scope is None else self._built_scope.name
+
+    @property
+    def variables(self):
+        """Every variable of the layer (its cell's: kernel, bias, masks,
+        sparse aux, quantization ranges...), trainable ones first; ``[]``
+        before the first call."""
+        return self._cell.weights
+
+    @property
+    def trainable_variables(self):
+        """The layer's trainable variables."""
+        return self._cell.trainable_weights
+
+    @property
+    def non_trainable_variables(self):
+        """The layer's non-trainable variables (masks, ranges...)."""
+        return self._cell.non_trainable_weights
+
+    @property
     def weights(self):
-        """The cell's variables."""
+        """The cell's variables (as :attr:`variables`)."""
         return self._cell.weights
 
     def get_vd_update_op(self):
         """The held DropConnect mask's update op (see the cell's); before
-        the first call the mask is created in the layer's default scope,
-        so the variable names do not depend on when this is called."""
+        the first call the mask is created in the layer's scope (the one
+        the first call then uses), so the variable names do not depend on
+        when this is called."""
         if self._cell.built:
             return self._cell.get_vd_update_op()
-        with tf.variable_scope(self._scope or "rnn"):
+        with self._variable_scope(None):
             return self._cell.get_vd_update_op()
+
+    @contextlib.contextmanager
+    def _variable_scope(self, scope):
+        """Enters the scope of a call: ``scope`` if given, else the one
+        of the first call, else the constructor's, else a new unique
+        ``rnn``/``rnn_<n>`` (``tf.layers``' uniquification by
+        ``default_name``). The first one entered is recorded."""
+        scope = _check_scope(scope, "scope")
+        if scope is None:
+            scope = self._built_scope or self._scope
+        with tf.variable_scope(scope, default_name="rnn") as varscope:
+            if self._built_scope is None:
+                self._built_scope = varscope
+            yield varscope
 
     def get_config(self):
         """The cell's arguments plus ``time_major``."""
@@ -544,8 +613,10 @@ class WeightDropLSTM(object):
             copied through; a length past the time steps means all of
             them); a negative length raises ``InvalidArgumentError`` naming
             ``sequence_length`` when the graph runs.
-          scope: variable scope (default: the constructor's, else ``'rnn'``
-            as ``dynamic_rnn``).
+          scope: variable scope (default: the first call's, else the
+            constructor's, else the layer's unique default, see the
+            class). The variables are created once, by the first call;
+            a call in another scope reuses them (its ops are there).
           dtype: the state's dtype when ``initial_state`` is None (default:
             the inputs' dtype).
 
@@ -557,7 +628,8 @@ class WeightDropLSTM(object):
           zero steps of a batch of unknown size).
 
         Raises:
-          ValueError: inputs not of rank 3 or of unknown depth; an
+          ValueError: inputs not of rank 3 or of unknown depth, or of
+            another depth than the layer was built for; an
             ``initial_state`` that is not a ``(c, h)`` pair of ``[batch,
             num_units]`` tensors; a ``sequence_length`` not of rank 1.
           TypeError: inputs not of a float dtype (as the cell: float32
@@ -572,6 +644,9 @@ class WeightDropLSTM(object):
                              "%s) and a known depth, got shape %s" % (
                                  " time major" if self._time_major else "",
                                  inputs.get_shape()))
+        if self._cell.built:
+            check_dim(inputs, 2, self._cell.input_depth, "inputs",
+                      "the input depth the layer was built for")
         if dtype is not None:
             dtype = check_float_dtype(dtype)
         if sequence_length is not None:
@@ -586,7 +661,7 @@ class WeightDropLSTM(object):
         if initial_state is not None:
             initial_state = self._checked_state(initial_state,
                                                 dtype or inputs.dtype)
-        with tf.variable_scope(scope or self._scope or "rnn") as varscope:
+        with self._variable_scope(scope) as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
             if inputs.get_shape()[0 if self._time_major else 1].value == 0:
@@ -688,6 +763,20 @@ class WeightDropLSTM(object):
         if not self._time_major:
             outputs = tf.transpose(outputs, [1, 0, 2])
         return outputs, LSTMStateTuple(c, h)
+
+
+def _check_scope(scope, arg_name):
+    """A variable scope argument: None, a non-empty string or a
+    ``VariableScope``.
+
+    Raises:
+      ValueError: anything else.
+    """
+    if scope is None or isinstance(scope, tf.VariableScope) or (
+            isinstance(scope, str) and scope):
+        return scope
+    raise ValueError("%s must be None, a non-empty string or a "
+                     "tf.VariableScope, got %r" % (arg_name, scope))
 
 
 def _decoded_config(config):
