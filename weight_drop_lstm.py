@@ -9,6 +9,7 @@ that same tensor, so a training step costs about what ``LSTMCell`` costs.
 from __future__ import absolute_import, division, print_function
 
 import contextlib
+import math
 
 from tf1_awd_sparse._compat import tf
 
@@ -18,7 +19,8 @@ from tf1_awd_sparse import _compat
 from tf1_awd_sparse import transforms as kernel_transforms_module
 from tf1_awd_sparse._checks import (check_bool, check_dim,
                                     check_float_dtype, check_int,
-                                    check_keep_prob, check_positive_int,
+                                    check_keep_prob, check_number,
+                                    check_positive_int,
                                     check_real, check_tensor, check_training,
                                     once_per_run, with_assertions)
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
@@ -122,14 +124,17 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         tensors are not accepted), an unknown ``sparsity``, a non-bool
         ``use_vd``/``drop_input_weights``, an ``is_train`` that is neither
         a bool nor a scalar bool tensor, a ``num_units``/``input_size``/
-        ``num_proj``/shard count that is not a positive int, a
-        ``cell_clip``/``proj_clip`` that is not a number > 0, a
-        ``forget_bias`` that is not a finite number, a ``seed`` that is
-        not an int, ``sparsity`` with ``num_unit_shards``, or
+        ``num_proj``/shard count that is not a positive int (``True``
+        counts 1, as for ``LSTMCell``), a ``cell_clip``/``proj_clip``/
+        ``forget_bias`` that is not a number (a Python or numpy real or
+        bool, +-inf included, NaN not: every number ``LSTMCell``
+        computes with is taken as it takes it, 0 or a negative clip
+        included), a ``seed`` that is not an int, ``sparsity`` with ``num_unit_shards``, or
         ``kernel_transforms`` together with the arguments that build them;
         with ``is_quant``: bit widths outside [2, 8], a delay that is not
-        an int >= 0, an unknown ``quant_activation``, a non-float32 dtype
-        or a custom ``activation``.
+        an int >= 0, an unknown ``quant_activation``, a non-float32 dtype,
+        a custom ``activation``, a clip that is not a finite number > 0
+        (it bounds a fake-quant range) or an infinite ``forget_bias``.
 
     Calling the cell raises TypeError for inputs that are not of a float
     dtype (float32 with ``is_quant``) or not of the cell's dtype, and
@@ -155,23 +160,20 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  quant_activation="standard", pruning_mask=False,
                  updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS,
                  kernel_transforms=None, **kwargs):
-        num_units = check_positive_int(num_units, "num_units")
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
         is_train = check_training(is_train, "is_train")
-        _check_lstm_arguments(num_proj, cell_clip, proj_clip, forget_bias,
-                              num_unit_shards, num_proj_shards, seed)
+        (num_units, num_proj, num_unit_shards, num_proj_shards, cell_clip,
+         proj_clip, forget_bias) = _check_lstm_arguments(
+             num_units, num_proj, cell_clip, proj_clip, forget_bias,
+             num_unit_shards, num_proj_shards, seed)
         # Checked here under the cell's names (DropConnect names its own).
         check_keep_prob(weight_drop_kr, "weight_drop_kr")
         check_bool(use_vd, "use_vd")
         is_quant = check_bool(is_quant, "is_quant")
-        if is_quant and activation not in (None, tf.tanh, "tanh"):
-            raise ValueError("is_quant=True computes tanh (or ReLU with "
-                             "quant_activation='hard'); got activation=%r"
-                             % (activation,))
-        if is_quant and dtype not in (None, tf.float32, "float32"):
-            raise ValueError("is_quant=True needs float32 (fake-quant ops "
-                             "are float32 only); got dtype=%r" % (dtype,))
+        if is_quant:
+            _check_quant_arguments(activation, dtype, cell_clip, proj_clip,
+                                   num_proj, forget_bias)
         # The arguments, for get_config (LSTMCell keeps its own).
         self._own_config = {
             "weight_drop_kr": weight_drop_kr, "use_vd": use_vd,
@@ -509,11 +511,15 @@ class WeightDropLSTM(object):
         self._cell = WeightDropLSTMCell(num_units, **cell_kwargs)
         config = self._cell.get_config()
         activation = cell_kwargs.get("activation")
+        # Falsy activations are LSTMCell's tanh; lstm_sequence takes a
+        # finite forget bias only.
         self._fast = not (config["is_quant"] or config["use_peepholes"]
                           or config["cell_clip"] is not None
                           or config["num_proj"] is not None
                           or not config["state_is_tuple"]
-                          or activation not in (None, tf.tanh, "tanh"))
+                          or not math.isfinite(config["forget_bias"])
+                          or (activation and activation not in (
+                              tf.tanh, tf.nn.tanh, "tanh")))
 
     @property
     def cell(self):
@@ -790,20 +796,59 @@ def _decoded_config(config):
     return config
 
 
-def _check_lstm_arguments(num_proj, cell_clip, proj_clip, forget_bias,
-                          num_unit_shards, num_proj_shards, seed):
+def _check_lstm_arguments(num_units, num_proj, cell_clip, proj_clip,
+                          forget_bias, num_unit_shards, num_proj_shards,
+                          seed):
     """Checks the ``LSTMCell`` arguments that ``LSTMCell`` itself takes as
-    given (a bad one surfaced later from an inner op, or as garbage: a
-    negative clip clipped everything to a constant)."""
-    check_positive_int(num_proj, "num_proj", allow_none=True)
-    check_positive_int(num_unit_shards, "num_unit_shards", allow_none=True)
-    check_positive_int(num_proj_shards, "num_proj_shards", allow_none=True)
-    check_real(cell_clip, "cell_clip", low=0, low_open=True,
-               allow_none=True)
-    check_real(proj_clip, "proj_clip", low=0, low_open=True,
-               allow_none=True)
-    check_real(forget_bias, "forget_bias")
+    given: every value it computes with passes (as Python arithmetic reads
+    it: ``True`` is 1, a clip of 0 or below clips to a constant, an
+    infinite clip or forget bias is what it is); values it fails on later,
+    from an inner op (0 units, ``num_proj=0``, 0 shards, a string), and a
+    NaN (no clip on 1.x, NaN states on 2.x) are refused here.
+
+    Returns:
+      The counts as ints and the numbers as floats, in argument order
+      (``num_units, num_proj, num_unit_shards, num_proj_shards,
+      cell_clip, proj_clip, forget_bias``).
+
+    Raises:
+      ValueError: naming the argument.
+    """
+    counts = [check_positive_int(value, name, allow_none=name != "num_units",
+                                 allow_bool=True)
+              for value, name in ((num_units, "num_units"),
+                                  (num_proj, "num_proj"),
+                                  (num_unit_shards, "num_unit_shards"),
+                                  (num_proj_shards, "num_proj_shards"))]
+    reals = [check_number(cell_clip, "cell_clip", allow_none=True),
+             check_number(proj_clip, "proj_clip", allow_none=True),
+             check_number(forget_bias, "forget_bias")]
     check_int(seed, "seed", allow_none=True)
+    return tuple(counts + reals)
+
+
+def _check_quant_arguments(activation, dtype, cell_clip, proj_clip,
+                           num_proj, forget_bias):
+    """Checks what ``is_quant=True`` computes with: tanh (any falsy
+    activation is ``LSTMCell``'s tanh), float32, clips that bound a
+    fake-quant range (finite, > 0) and a finite forget bias (folded into
+    the quantized bias).
+
+    Raises:
+      ValueError: naming the argument and ``is_quant``.
+    """
+    if activation and activation not in (tf.tanh, tf.nn.tanh, "tanh"):
+        raise ValueError("is_quant=True computes tanh (or ReLU with "
+                         "quant_activation='hard'); got activation=%r"
+                         % (activation,))
+    if dtype is not None and tf.as_dtype(dtype).base_dtype != tf.float32:
+        raise ValueError("is_quant=True needs float32 (fake-quant ops "
+                         "are float32 only); got dtype=%r" % (dtype,))
+    for value, name in ((cell_clip, "cell_clip"), (proj_clip if num_proj
+                                                   else None, "proj_clip")):
+        check_real(value, "%s with is_quant=True (it bounds a fake-quant "
+                   "range)" % name, low=0, low_open=True, allow_none=True)
+    check_real(forget_bias, "forget_bias with is_quant=True")
 
 
 def _transforms_from_arguments(weight_drop_kr, use_vd, drop_input_weights,

@@ -111,13 +111,15 @@ def smart_cond(pred, true_fn, false_fn, name=None):
         pred, np.bool_) else pred, true_fn, false_fn, name=name)
 
 
-def check_positive_int(value, arg_name, allow_none=False):
+def check_positive_int(value, arg_name, allow_none=False, allow_bool=False):
     """Validates a positive integer (Python or numpy int, not a bool).
 
     Args:
       value: the value given.
       arg_name: the argument's name, for the error message.
       allow_none: accept None (returned as None).
+      allow_bool: accept ``True`` as 1, as Python arithmetic (and so
+        ``tf.nn.rnn_cell.LSTMCell``) does.
 
     Returns:
       ``value`` as a Python int (or None).
@@ -125,6 +127,8 @@ def check_positive_int(value, arg_name, allow_none=False):
     Raises:
       ValueError: anything else, e.g. 0, -1, 2.5, True or '3'.
     """
+    if allow_bool and isinstance(value, (bool, np.bool_)):
+        value = int(value)
     return _check_int(value, arg_name, 1, "a positive int", allow_none)
 
 
@@ -201,6 +205,34 @@ def check_real(value, arg_name, low=None, high=None, low_open=False,
                             ")" if high_open or high is None else "]",
                             " or None" if allow_none else "", value))
     return float(value)
+
+
+def check_number(value, arg_name, allow_none=False):
+    """Validates a number as Python arithmetic takes it: a Python or numpy
+    real, a bool as 0 / 1, +-inf included, NaN not (``tf.nn.rnn_cell.
+    LSTMCell`` computes with every such ``cell_clip`` / ``forget_bias``;
+    a NaN clip means no clip on TF 1.x and NaN states on 2.x).
+
+    Returns:
+      ``value`` as a Python float (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else (a string, a tensor, an array, NaN).
+    """
+    if value is None and allow_none:
+        return None
+    number = None
+    if isinstance(value, (bool, np.bool_, numbers.Real)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int too large for a float
+            pass
+    if number is None or math.isnan(number):
+        raise ValueError("%s must be a number (a Python or numpy real or "
+                         "bool, not NaN)%s, got %r"
+                         % (arg_name, " or None" if allow_none else "",
+                            value))
+    return number
 
 
 def _finite(value):
