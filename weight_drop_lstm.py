@@ -163,6 +163,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
         is_train = check_training(is_train, "is_train")
+        given_is_train = is_train
+        is_train = _scalar_at_run_time(is_train, "is_train")
         (num_units, num_proj, num_unit_shards, num_proj_shards, cell_clip,
          proj_clip, forget_bias) = _check_lstm_arguments(
              num_units, num_proj, cell_clip, proj_clip, forget_bias,
@@ -178,7 +180,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         self._own_config = {
             "weight_drop_kr": weight_drop_kr, "use_vd": use_vd,
             "input_size": input_size,
-            "drop_input_weights": drop_input_weights, "is_train": is_train,
+            "drop_input_weights": drop_input_weights,
+            "is_train": given_is_train,
             "sparsity": sparsity, "seed": seed, "is_quant": is_quant,
             "quant_delay": quant_delay, "weight_bits": weight_bits,
             "activation_bits": activation_bits,
@@ -355,8 +358,43 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self.built and inputs.shape.ndims is not None:
             check_dim(inputs, -1, self._built_depth, "inputs",
                       "the input depth the cell was built for")
+        self._check_state(state)
         return super(WeightDropLSTMCell, self).__call__(inputs, state, *args,
                                                         **kwargs)
+
+    def _check_state(self, state):
+        """Checks the state's structure and static widths against
+        ``state_size`` (under ``dynamic_rnn`` the first step's state is the
+        ``initial_state``; a wrong width surfaced as a MatMul / Mul
+        dimension error inside the loop).
+
+        Raises:
+          ValueError: not an ``LSTMStateTuple(c, h)`` pair with
+            ``state_is_tuple``, or a part of another static width than
+            ``state_size`` says.
+        """
+        size = self.state_size
+        if isinstance(size, LSTMStateTuple):
+            if isinstance(state, tf.Tensor) or not isinstance(
+                    state, (tuple, list)) or len(state) != 2:
+                raise ValueError(
+                    "state must be an LSTMStateTuple(c, h) (or a (c, h) "
+                    "pair) with state_is_tuple=True, got %r" % (state,))
+            parts = (("state.c", state[0], size.c, "num_units"),
+                     ("state.h", state[1], size.h,
+                      "num_units" if self._num_proj is None else "num_proj"))
+        else:
+            parts = (("state", state, size, "num_units + %s, "
+                      "state_is_tuple=False" % ("num_units" if
+                                                self._num_proj is None
+                                                else "num_proj")),)
+        for name, part, width, what in parts:
+            shape = tf.TensorShape(getattr(part, "shape", None))
+            if shape.ndims and shape[-1].value not in (None, width):
+                raise ValueError(
+                    "%s must be %d wide (the cell's state size, %s; the "
+                    "initial_state under dynamic_rnn), got shape %s"
+                    % (name, width, what, shape))
 
     @_compat.do_not_convert
     def call(self, inputs, state):
@@ -769,6 +807,24 @@ class WeightDropLSTM(object):
         if not self._time_major:
             outputs = tf.transpose(outputs, [1, 0, 2])
         return outputs, LSTMStateTuple(c, h)
+
+
+def _scalar_at_run_time(flag, arg_name):
+    """A training-flag tensor of unknown static rank, through an
+    assertion that it is a scalar when the graph runs (``tf.cond`` would
+    fail with "The second input must be a scalar"); any other flag
+    unchanged."""
+    if not isinstance(flag, tf.Tensor) or flag.shape.ndims is not None:
+        return flag
+    with tf.name_scope("%s_is_scalar" % arg_name):
+        check = tf.debugging.assert_rank(
+            flag, 0, message="%s must be a scalar bool (shape []), fed a "
+            "tensor of another rank" % arg_name)
+        # A reshape, not an identity: grappler's constant folding forwards
+        # an identity's input to tf.cond's Switch, whose own check ("The
+        # second input must be a scalar") then fails first.
+        with tf.control_dependencies([check]):
+            return tf.reshape(flag, [])
 
 
 def _check_scope(scope, arg_name):

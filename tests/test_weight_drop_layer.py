@@ -272,3 +272,25 @@ def test_bad_scope_is_a_named_error():
         WeightDropLSTM(N, scope=3)
     with pytest.raises(ValueError, match="scope must be None"):
         WeightDropLSTM(N)(_x(tf.float32), scope="")
+
+
+def test_is_train_of_unknown_rank_is_checked_when_run(sess):
+    is_train = tf.placeholder(tf.bool)
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                           is_train=is_train)
+    out, _ = layer(_x(tf.float32))
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
+    assert sess.run(out, {is_train: True}).shape == (B, T, N)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="is_train must be a scalar"):
+        sess.run(out, {is_train: [True, False]})
+
+
+def test_initial_state_of_another_width_is_a_named_error():
+    layer = WeightDropLSTM(N)
+    state = tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([B, N]),
+                                          tf.zeros([B, N + 2]))
+    with pytest.raises(ValueError, match=r"initial_state\.h\.shape\[1\] "
+                       r"must be %d" % N):
+        layer(_x(tf.float32), initial_state=state)

@@ -402,3 +402,42 @@ def test_use_vd_with_keep_one_does_nothing(sess):
     assert cell.mask_variable is None
     assert cell.effective_kernel is cell._kernel
     assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == []
+
+
+@pytest.mark.parametrize("kwargs,part,width", [
+    (dict(), "c", UNITS + 1), (dict(), "h", UNITS - 1),
+    (dict(num_proj=3), "h", UNITS), (dict(state_is_tuple=False), None, 5),
+    (dict(weight_drop_kr=0.5, is_quant=True), "c", UNITS + 2)])
+def test_initial_state_of_another_width_is_a_named_error(kwargs, part,
+                                                         width):
+    cell = WeightDropLSTMCell(UNITS, **kwargs)
+    size = cell.state_size
+    if part is None:
+        state = tf.zeros([BATCH, width])
+        name, want = "state", size
+    else:
+        parts = dict(c=tf.zeros([BATCH, size.c]), h=tf.zeros([BATCH, size.h]))
+        parts[part] = tf.zeros([BATCH, width])
+        state = tf.nn.rnn_cell.LSTMStateTuple(parts["c"], parts["h"])
+        name, want = "state.%s" % part, getattr(size, part)
+    with pytest.raises(ValueError, match=r"%s must be %d wide .*got shape "
+                       r"\(%d, %d\)" % (name.replace(".", r"\."), want, BATCH,
+                                        width)):
+        tf.nn.dynamic_rnn(cell, _inputs(), initial_state=state)
+
+
+def test_state_of_the_wrong_structure_is_a_named_error():
+    cell = WeightDropLSTMCell(UNITS)
+    with pytest.raises(ValueError, match="state must be an LSTMStateTuple"):
+        cell(tf.zeros([BATCH, DEPTH]), tf.zeros([BATCH, 2 * UNITS]))
+
+
+def test_is_train_of_unknown_rank_is_checked_when_run(sess):
+    is_train = tf.placeholder(tf.bool)
+    cell = WeightDropLSTMCell(UNITS, weight_drop_kr=0.5, is_train=is_train)
+    outputs, _ = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    assert sess.run(outputs, {is_train: False}).shape == (BATCH, TIME, UNITS)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="is_train must be a scalar"):
+        sess.run(outputs, {is_train: [True, False]})
