@@ -162,9 +162,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  kernel_transforms=None, **kwargs):
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
-        is_train = check_training(is_train, "is_train")
-        given_is_train = is_train
-        is_train = _scalar_at_run_time(is_train, "is_train")
+        given_is_train = check_training(is_train, "is_train")
+        is_train = _scalar_at_run_time(given_is_train, "is_train")
         (num_units, num_proj, num_unit_shards, num_proj_shards, cell_clip,
          proj_clip, forget_bias) = _check_lstm_arguments(
              num_units, num_proj, cell_clip, proj_clip, forget_bias,
