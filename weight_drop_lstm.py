@@ -124,9 +124,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         tensors are not accepted), an unknown ``sparsity``, a non-bool
         ``use_vd``/``drop_input_weights``, an ``is_train`` that is neither
         a bool nor a scalar bool tensor, a ``num_units``/``input_size``/
-        ``num_proj``/shard count that is not a positive int (``True``
-        counts 1, as for ``LSTMCell``), a ``cell_clip``/``proj_clip``/
-        ``forget_bias`` that is not a number (a Python or numpy real or
+        ``num_proj``/shard count that is not a positive int (a bool
+        neither: ``LSTMCell`` fails on it on TF 2.21), a ``cell_clip``/
+        ``proj_clip``/``forget_bias`` that is not a number (a Python or numpy real or
         bool, +-inf included, NaN not: every number ``LSTMCell``
         computes with is taken as it takes it, 0 or a negative clip
         included), a ``seed`` that is not an int, ``sparsity`` with ``num_unit_shards``, or
@@ -855,11 +855,13 @@ def _check_lstm_arguments(num_units, num_proj, cell_clip, proj_clip,
                           forget_bias, num_unit_shards, num_proj_shards,
                           seed):
     """Checks the ``LSTMCell`` arguments that ``LSTMCell`` itself takes as
-    given: every value it computes with passes (as Python arithmetic reads
-    it: ``True`` is 1, a clip of 0 or below clips to a constant, an
-    infinite clip or forget bias is what it is); values it fails on later,
-    from an inner op (0 units, ``num_proj=0``, 0 shards, a string), and a
-    NaN (no clip on 1.x, NaN states on 2.x) are refused here.
+    given: every value it computes with on every supported TF version
+    passes, as Python arithmetic reads it (a ``True`` clip or forget bias
+    is 1, a clip of 0 or below clips to a constant, an infinite clip or
+    forget bias is what it is); values it fails on later, from an inner op
+    (0 units, ``num_proj=0``, 0 shards, a string; a bool count on TF
+    2.21), and a NaN (no clip on 1.x, NaN states on 2.x) are refused
+    here.
 
     Returns:
       The counts as ints and the numbers as floats, in argument order
@@ -869,8 +871,9 @@ def _check_lstm_arguments(num_units, num_proj, cell_clip, proj_clip,
     Raises:
       ValueError: naming the argument.
     """
-    counts = [check_positive_int(value, name, allow_none=name != "num_units",
-                                 allow_bool=True)
+    # Not True as 1: LSTMCell fails on a bool count on TF 2.21 (a bool
+    # TensorShape dimension), so it is no value LSTMCell takes everywhere.
+    counts = [check_positive_int(value, name, allow_none=name != "num_units")
               for value, name in ((num_units, "num_units"),
                                   (num_proj, "num_proj"),
                                   (num_unit_shards, "num_unit_shards"),

@@ -111,15 +111,13 @@ def smart_cond(pred, true_fn, false_fn, name=None):
         pred, np.bool_) else pred, true_fn, false_fn, name=name)
 
 
-def check_positive_int(value, arg_name, allow_none=False, allow_bool=False):
+def check_positive_int(value, arg_name, allow_none=False):
     """Validates a positive integer (Python or numpy int, not a bool).
 
     Args:
       value: the value given.
       arg_name: the argument's name, for the error message.
       allow_none: accept None (returned as None).
-      allow_bool: accept ``True`` as 1, as Python arithmetic (and so
-        ``tf.nn.rnn_cell.LSTMCell``) does.
 
     Returns:
       ``value`` as a Python int (or None).
@@ -127,8 +125,6 @@ def check_positive_int(value, arg_name, allow_none=False, allow_bool=False):
     Raises:
       ValueError: anything else, e.g. 0, -1, 2.5, True or '3'.
     """
-    if allow_bool and isinstance(value, (bool, np.bool_)):
-        value = int(value)
     return _check_int(value, arg_name, 1, "a positive int", allow_none)
 
 
