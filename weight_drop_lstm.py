@@ -499,8 +499,9 @@ class WeightDropLSTM(object):
     ``LSTMCell``: ``make bench``, ``docs/bench.md``).
 
     The fast path needs the plain LSTM step; with ``is_quant``,
-    ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``
-    or an activation other than tanh the layer runs its cell under
+    ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``,
+    an infinite ``forget_bias`` or an activation other than tanh the layer
+    runs its cell under
     ``tf.nn.dynamic_rnn`` (same results, the cell's speed); ``fast_path``
     says which. float16 inputs also take the ``dynamic_rnn`` path (the
     hand-written recurrence is float32 / float64).
