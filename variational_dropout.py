@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 import numbers
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import PartitionedVariable, tf
 from tensorflow.python.ops import gen_random_ops
 
@@ -85,6 +86,7 @@ def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
       ValueError: a bad ``shape`` or ``keep_prob``.
       TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
+    _compat.require_graph_mode(name or "bernoulli_mask")
     keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
     dtype = check_float_dtype(dtype)
     shape = _mask_shape(shape)
@@ -274,6 +276,7 @@ class HeldMask(object):
     @property
     def keep_prob(self):
         """The keep probability (Python float)."""
+        _compat.require_graph_mode(type(self).__name__)
         return self._keep_prob
 
     def update_ops(self):
@@ -310,7 +313,8 @@ class HeldMask(object):
         Returns:
           A tensor of the mask's shape and dtype (0s and 1s).
         """
-        with once_per_run(), tf.name_scope(self._name + "_read"):
+        with once_per_run(type(self).__name__), \
+                tf.name_scope(self._name + "_read"):
             deps = [] if self._init is None else [self._init]
             with tf.control_dependencies(deps):
                 value = self.variable.read_value()

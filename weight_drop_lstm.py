@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 import contextlib
 import math
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
@@ -24,7 +24,7 @@ from tf1_awd_sparse._checks import (check_bool, check_dim,
                                     check_real, check_tensor, check_training,
                                     once_per_run, with_assertions)
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
-from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
+from tf1_awd_sparse.ops.quantized_lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
     SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
     WeightFakeQuant, sparsity_technique)
@@ -50,7 +50,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     (``pruning_mask``) -> DropConnect (``weight_drop_kr``, ``use_vd``) ->
     weight fake-quant (``is_quant``). The step itself is ``LSTMCell``'s, or
     with ``is_quant`` the quantization-aware step of
-    ``tf1_awd_sparse.quantization.lstm``, chosen once at construction.
+    ``tf1_awd_sparse.ops.quantized_lstm``, chosen once at construction.
 
     DropConnect: an element-wise Bernoulli(``weight_drop_kr``) mask on the
     hidden-to-hidden rows of the ``[input_depth + h_depth, 4 * num_units]``
@@ -126,10 +126,11 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         a bool nor a scalar bool tensor, a ``num_units``/``input_size``/
         ``num_proj``/shard count that is not a positive int (a bool
         neither: ``LSTMCell`` fails on it on TF 2.21), a ``cell_clip``/
-        ``proj_clip``/``forget_bias`` that is not a number (a Python or numpy real or
-        bool, +-inf included, NaN not: every number ``LSTMCell``
-        computes with is taken as it takes it, 0 or a negative clip
-        included), a ``seed`` that is not an int, ``sparsity`` with ``num_unit_shards``, or
+        ``proj_clip``/``forget_bias`` that is not a number (a Python or
+        numpy real or bool, +-inf included, NaN not: every number
+        ``LSTMCell`` computes with is taken as it takes it, 0 or a
+        negative clip included), a ``seed`` that is not an int,
+        ``sparsity`` with ``num_unit_shards``, or
         ``kernel_transforms`` together with the arguments that build them;
         with ``is_quant``: bit widths outside [2, 8], a delay that is not
         an int >= 0, an unknown ``quant_activation``, a non-float32 dtype,
@@ -305,8 +306,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
           ValueError: unknown input depth, or ``input_size`` given and
             different from it.
         """
+        _compat.require_graph_mode(type(self).__name__)
         inputs_shape = tf.TensorShape(inputs_shape)
-        input_depth = inputs_shape[-1].value
+        input_depth = dimension_value(inputs_shape[-1])
         if input_depth is None:
             raise ValueError("Expected inputs.shape[-1] to be known, saw "
                              "shape: %s" % (inputs_shape,))
@@ -324,7 +326,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._quantizer is not None and not self._quantizer.created:
             self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
-        with once_per_run(), tf.name_scope("effective_kernel"):
+        with once_per_run(type(self).__name__), \
+                tf.name_scope("effective_kernel"):
             if self._quantizer is not None:
                 self._quantizer.begin_run(self._is_train)
             kernel = self._kernel
@@ -389,7 +392,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                                                 else "num_proj")),)
         for name, part, width, what in parts:
             shape = tf.TensorShape(getattr(part, "shape", None))
-            if shape.ndims and shape[-1].value not in (None, width):
+            if shape.ndims and dimension_value(shape[-1]) not in (None,
+                                                                 width):
                 raise ValueError(
                     "%s must be %d wide (the cell's state size, %s; the "
                     "initial_state under dynamic_rnn), got shape %s"
@@ -681,9 +685,10 @@ class WeightDropLSTM(object):
             ``sequence_length`` not int32 / int64; ``dtype`` not a float
             dtype.
         """
+        _compat.require_graph_mode(type(self).__name__)
         inputs = check_tensor(inputs, "inputs", kind="float")
         if inputs.get_shape().ndims != 3 or \
-                inputs.get_shape()[2].value is None:
+                dimension_value(inputs.get_shape()[2]) is None:
             raise ValueError("inputs must have rank 3 ([batch, time, depth]"
                              "%s) and a known depth, got shape %s" % (
                                  " time major" if self._time_major else "",
@@ -708,7 +713,8 @@ class WeightDropLSTM(object):
         with self._variable_scope(scope) as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
-            if inputs.get_shape()[0 if self._time_major else 1].value == 0:
+            time_axis = 0 if self._time_major else 1
+            if dimension_value(inputs.get_shape()[time_axis]) == 0:
                 return self._no_steps(inputs, initial_state, sequence_length,
                                       dtype)
             if not self._fast or inputs.dtype.base_dtype not in (
@@ -761,8 +767,9 @@ class WeightDropLSTM(object):
             initial_state = self._cell.zero_state(batch, dtype)
         if not self._cell.built:
             # Creates the variables as a run over steps would.
-            self._cell(tf.zeros(tf.stack([batch, inputs.get_shape()[2].value]),
-                                inputs.dtype), initial_state)
+            depth = dimension_value(inputs.get_shape()[2])
+            self._cell(tf.zeros(tf.stack([batch, depth]), inputs.dtype),
+                       initial_state)
         with tf.control_dependencies(
                 [] if sequence_length is None else [sequence_length]):
             outputs = tf.zeros(tf.stack([0, batch, self._cell.output_size]),
@@ -779,7 +786,7 @@ class WeightDropLSTM(object):
         time_major = (inputs if self._time_major
                       else tf.transpose(inputs, [1, 0, 2]))
         batch = tf.shape(time_major)[1]
-        depth = time_major.get_shape()[2].value
+        depth = dimension_value(time_major.get_shape()[2])
         if initial_state is None:
             initial_state = self._cell.zero_state(batch,
                                                   dtype or inputs.dtype)

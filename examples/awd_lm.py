@@ -85,7 +85,7 @@ HELP = {
     "aux_lr_scale": "learning rate of log_sigma2 / log_alpha as a multiple "
                     "of --lr",
     "pruning": "pruning masks on the embedding and kernels: magnitude "
-               "(tf.contrib.model_pruning schedule) or fixed",
+               "(gradual schedule, as tf.contrib.model_pruning) or fixed",
     "pruning_begin_step": "--pruning magnitude: first step of the schedule",
     "pruning_end_step": "--pruning magnitude: last step of the schedule",
     "pruning_frequency": "--pruning magnitude: steps between mask updates",

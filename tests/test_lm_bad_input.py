@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import (data, estimator, input_fn, model,
+from tf1_awd_sparse.awd_lm import (data, estimator, export, input_fn, model,
                                    presets, runtime, train)
+from tf1_awd_sparse.quantization import export_tflite
+from weight_drop_lstm import WeightDropLSTMCell
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook
 from test_lm_model import PARAMS, make_features
 from test_lm_script import SCRIPT, TINY, script, write_ptb
@@ -263,3 +265,58 @@ def test_quant_phase_params_do_not_depend_on_compression():
         base, compress=["l0"], target_sparsity=0.8, finetune_epochs=3))
     assert plain == compressed
     assert not set(presets.COMPRESS_KEYS) & set(plain[1])
+
+
+@pytest.fixture(scope="module")
+def tflite_files(tmp_path_factory):
+    """A tiny language model exported with export_lm (untrained: only its
+    signature matters here) and a cell stack exported with export_tflite."""
+    folder = tmp_path_factory.mktemp("tflite")
+    params = dict(PARAMS, model="awd")
+    with tf.Graph().as_default():
+        features, _ = make_features()
+        model.build_lm(features, "eval", params)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            checkpoint = tf.train.Saver().save(sess, str(folder / "lm"))
+    lm_path = str(folder / "lm.tflite")
+    export.export_lm(params, checkpoint, lm_path, batch_size=2, num_steps=4)
+    stack_path = str(folder / "stack.tflite")
+    with tf.Graph().as_default():
+        cell = WeightDropLSTMCell(4)
+        tf.nn.dynamic_rnn(cell, tf.zeros([2, 4, 3]), dtype=tf.float32)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            export_tflite(cell, 2, 4, stack_path, session=sess)
+    return {"lm": lm_path, "stack": stack_path}
+
+
+def test_lm_runner_given_a_stack_file_says_what_it_is(tflite_files):
+    with pytest.raises(ValueError) as error:
+        export.LMRunner(tflite_files["stack"])
+    message = str(error.value)
+    print(message)
+    assert tflite_files["stack"] in message
+    assert "not a language model" in message and "export_lm" in message
+    assert "cell-stack model of quantization.export_tflite" in message
+    assert "float32 inputs [2, 4, 3]" in message
+
+
+def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
+    runner = export.LMRunner(tflite_files["lm"])
+    stream = np.arange(12).reshape(2, 6) % 11
+    # The model's logits are [2, 4, 11]; a good stream scores every target.
+    scored = sum(picked.size for picked, _ in runner.windows(stream))
+    assert scored == 2 * 5
+    stream[0, 3], stream[1, 0] = 11, -2   # a target and an input
+    with pytest.raises(ValueError) as error:
+        runner.windows(stream)   # at the call, before any window runs
+    message = str(error.value)
+    print(message)
+    assert message.startswith("stream must hold ids in [0, 11)")
+    assert "11 at [0, 3]" in message and "-2 at [1, 0]" in message
+    with pytest.raises(ValueError, match="integer word ids"):
+        runner.windows(stream.astype(np.float32))
+    with pytest.raises(ValueError, match=r"^stream must hold ids"):
+        export.tflite_perplexity(tflite_files["lm"], stream)
+    assert runner.vocab_size == PARAMS["vocab_size"] == 11

@@ -6,7 +6,7 @@ penalizes fast changes of its raw output between consecutive time steps
 (batch, time, unit) entries, so their scale does not depend on sequence
 length, batch size or width.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 
 def _step_mask(lengths, max_time, dtype):
@@ -81,7 +81,7 @@ def temporal_activation_regularization(outputs, beta=1.0, lengths=None,
         mask = None
         if lengths is not None:
             mask = _step_mask(lengths - 1, tf.shape(diff)[1], outputs.dtype)
-        elif outputs.shape[1].value is None or outputs.shape[1].value < 2:
+        elif (dimension_value(outputs.shape[1]) or 0) < 2:
             # Unknown or single step: an all-ones mask keeps 0 steps safe.
             mask = tf.ones_like(diff[:, :, :1])
         return beta * masked_mean_square(diff, mask)

@@ -10,6 +10,7 @@ clipped-gradient NT-ASGD / SGD step.
 """
 import collections
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import tf
 
 import variational_dropout
@@ -18,10 +19,10 @@ from tf1_awd_sparse import mask_placement
 from sparse_layers import losses as sparse_losses
 from sparse_layers import report as sparse_report
 from sparse_layers import techniques
-from tf1_awd_sparse import transforms
+from tf1_awd_sparse import magnitude_pruning, transforms
 from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")
@@ -159,6 +160,7 @@ def build_lm(features, mode, params):
     Raises:
       ValueError: bad params (names the key) or mode.
     """
+    _compat.require_graph_mode("build_lm")
     params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
@@ -379,34 +381,35 @@ def needs_global_step(params):
 
 def magnitude_pruning_op(params, global_step, train_op):
     """With ``params['pruning'] == 'magnitude'``: ``train_op`` followed by
-    ``tf.contrib.model_pruning``'s gradual magnitude pruning of the
-    embedding and the cells' kernels (their ``pruning_mask`` variables),
-    from ``pruning_begin_step`` to ``pruning_end_step`` every
+    the library's gradual magnitude pruning
+    (:class:`tf1_awd_sparse.magnitude_pruning.MagnitudePruning`, which
+    matches ``tf.contrib.model_pruning``'s on TF 1.x) of the embedding and
+    the cells' kernels (their ``pruning_mask`` variables), from
+    ``pruning_begin_step`` to ``pruning_end_step`` every
     ``pruning_frequency`` steps to ``target_sparsity`` (Zhu & Gupta's cubic
-    schedule); else None.
+    schedule); else None. Its step counter is the variable
+    ``lm_pruning/last_mask_update_step``, the name contrib gave it, so
+    checkpoints of either read the same.
 
     Returns:
       an op, or None.
     """
     if params.get("pruning") != "magnitude":
         return None
-    hparams = tf.contrib.model_pruning.get_pruning_hparams().parse(
-        # nbins: the threshold is a histogram quantile; model_pruning's
-        # default 256 bins leave a matrix up to ~1 % short of the target.
-        "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
-        "pruning_frequency=%d,target_sparsity=%r,nbins=4096,"
-        "sparsity_function_begin_step=%d,sparsity_function_end_step=%d" % (
-            params["pruning_begin_step"], params["pruning_end_step"],
-            params["pruning_frequency"], float(params["target_sparsity"]),
-            params["pruning_begin_step"], params["pruning_end_step"]))
-    # Built after the step: Pruning's constructor already reads the global
-    # step (its sparsity schedule); outside this scope that read would race
-    # with the step's increment, and the masks would depend on the
-    # scheduler (seen on TF 1.15).
+    # nbins: the threshold is a histogram quantile; contrib's default 256
+    # bins leave a matrix up to ~1 % short of the target.
+    pruning = magnitude_pruning.MagnitudePruning(
+        begin_step=params["pruning_begin_step"],
+        end_step=params["pruning_end_step"],
+        frequency=params["pruning_frequency"],
+        target_sparsity=float(params["target_sparsity"]),
+        nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning")
+    # Built after the step: the op reads the global step (its sparsity
+    # schedule and its update condition); outside this scope that read
+    # would race with the step's increment, and the masks would depend on
+    # the scheduler (seen on TF 1.15 with contrib's Pruning).
     with tf.control_dependencies([train_op]):
-        pruning = tf.contrib.model_pruning.Pruning(hparams,
-                                                   global_step=global_step)
-        return pruning.conditional_mask_update_op()
+        return pruning.conditional_mask_update_op(global_step)
 
 
 def sparsity_report(params):

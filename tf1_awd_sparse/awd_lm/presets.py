@@ -30,8 +30,8 @@ DEFAULTS = {
     # learning rate of log_sigma2 / log_alpha as a multiple of lr
     "aux_lr_scale": 1.0,
     # pruning masks on the embedding and the cells' kernels: None,
-    # 'magnitude' (tf.contrib.model_pruning's gradual schedule to
-    # target_sparsity between the two steps) or 'fixed' (masks as restored)
+    # 'magnitude' (tf1_awd_sparse.magnitude_pruning's gradual schedule,
+    # contrib's on TF 1.x, to target_sparsity between the two steps) or 'fixed' (masks as restored)
     "pruning": None, "target_sparsity": 0.9, "pruning_begin_step": 0,
     "pruning_end_step": 100, "pruning_frequency": 10,
     # the first epoch whose validation may be the best (and count against
@@ -162,7 +162,7 @@ def _sparsity(value, name):
 
 
 #: Compression techniques (--compress): sparse variational dropout, L0
-#: gates, and tf.contrib.model_pruning's gradual magnitude pruning.
+#: gates, and gradual magnitude pruning (tf1_awd_sparse.magnitude_pruning).
 COMPRESS_TECHNIQUES = ("variational_dropout", "l0", "magnitude")
 
 

@@ -23,7 +23,7 @@ import shutil
 import time
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_nonnegative_int
@@ -115,7 +115,8 @@ class Graph(object):
             init.name
         self.state = [t.name for s in state for t in s]
         self.final_state = [t.name for s in out.final_state for t in s]
-        self.state_sizes = [t.shape[1].value for s in state for t in s]
+        self.state_sizes = [dimension_value(t.shape[1])
+                            for s in state for t in s]
         self.averaging = (self.optimizer.averaging.name if self.ntasgd
                           else None)
 
