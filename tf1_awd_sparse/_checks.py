@@ -206,6 +206,34 @@ def check_real(value, arg_name, low=None, high=None, low_open=False,
     return float(value)
 
 
+def check_number(value, arg_name, allow_none=False):
+    """Validates a number as Python arithmetic takes it: a Python or numpy
+    real, a bool as 0 / 1, +-inf included, NaN not (``tf.nn.rnn_cell.
+    LSTMCell`` computes with every such ``cell_clip`` / ``forget_bias``;
+    a NaN clip means no clip on TF 1.x and NaN states on 2.x).
+
+    Returns:
+      ``value`` as a Python float (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else (a string, a tensor, an array, NaN).
+    """
+    if value is None and allow_none:
+        return None
+    number = None
+    if isinstance(value, (bool, np.bool_, numbers.Real)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int too large for a float
+            pass
+    if number is None or math.isnan(number):
+        raise ValueError("%s must be a number (a Python or numpy real or "
+                         "bool, not NaN)%s, got %r"
+                         % (arg_name, " or None" if allow_none else "",
+                            value))
+    return number
+
+
 def _finite(value):
     """math.isfinite for any real, a Python int too large for a float
     included (np.isfinite raises TypeError on it)."""

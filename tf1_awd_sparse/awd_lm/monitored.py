@@ -253,17 +253,24 @@ def prepare(args, training_hooks=None, tf_config=None):
       'progress' and 'ready'.
 
     Raises:
-      ValueError: bad ``--hparams`` (named), a bad ``TF_CONFIG``, an
-        unreadable corpus (`data.DataError`), a cluster with
-        ``--distribute mirrored`` or ``--evaluate-only``, or no checkpoint
-        to evaluate.
+      ValueError: what `awd_lm.estimator.prepare` refuses (bad
+        ``--hparams``, ``hidden_size`` with ``num_layers`` 1, an unreadable
+        corpus or a split too short for one window, a cluster with
+        ``--distribute mirrored`` or ``--evaluate-only``, no checkpoint to
+        evaluate), and a bad ``TF_CONFIG`` (`task_from_tf_config`).
     """
     if tf_config is None:
         tf_config = os.environ.get("TF_CONFIG", "")
     task = task_from_tf_config(tf_config)
-    params = presets.params_for(args.preset, args.model,
-                                estimator.parse_hparams(args.hparams))
+    overrides = estimator.parse_hparams(args.hparams)
+    params = presets.params_for(args.preset, args.model, overrides)
+    presets.check_used(params, overrides, estimator.hparam_flag)
     corpus, _, _ = runtime.load_corpus(args.data_dir, params)
+    # The same whole-window input pipeline as the Estimator's.
+    runtime.check_corpus(corpus, params, args.data_dir, estimator.hparam_flag,
+                         fixed_windows=True, splits=(
+                             ("valid",) if args.evaluate_only
+                             else ("train", "valid")))
     params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd)
     mirrored = args.distribute == "mirrored"
     if (mirrored or args.evaluate_only) and task is not None:
@@ -334,7 +341,9 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
                 batches += 1
             step = int(session.run(global_step))
     mean = total / batches
-    return {"xent": mean, "loss": mean, "perplexity": math.exp(mean),
+    # exp overflows a float (math.exp raises) above ~709: inf, as tf.exp.
+    perplexity = math.exp(mean) if mean < 709.0 else float("inf")
+    return {"xent": mean, "loss": mean, "perplexity": perplexity,
             "global_step": step}
 
 
@@ -453,8 +462,7 @@ def main(argv=None, extra_flags=(), make_hooks=None):
         _cli.fail(e)
     metrics = execute(setup)
     if metrics:
-        print("eval: " + json.dumps({k: float(v) for k, v in
-                                     sorted(metrics.items())}))
+        print(estimator.eval_line(metrics))
     return 0
 
 

@@ -274,7 +274,7 @@ def ema_frozen(ema):
     """Eval-mode counterpart of :func:`ema_fold`: ranges stay as they are.
 
     Args:
-      ema: float32 vector of EMA values.
+      ema: float32 EMA value(s).
 
     Returns:
       ``ema`` unchanged.
@@ -353,12 +353,14 @@ class RangeSet(object):
         self.initialized = add_weight("quant/initialized", [], const(0.0))
 
     def _read(self):
-        return (tf.stack([v.read_value() for v in self.min_vars]),
-                tf.stack([v.read_value() for v in self.max_vars]))
+        """The EMA ranges: two lists of scalar reads, one per name."""
+        return ([v.read_value() for v in self.min_vars],
+                [v.read_value() for v in self.max_vars])
 
     def _fold(self):
-        """Training: folds the last run's observations in, clears them."""
-        ema_min, ema_max = self._read()
+        """Training: folds the last run's observations in, clears them.
+        Returns two lists of scalars, as :meth:`_frozen`."""
+        ema_min, ema_max = (tf.stack(reads) for reads in self._read())
         observed = self.observed.read_value()
         k = len(self.names)
         count = observed[2 * k]
@@ -374,11 +376,19 @@ class RangeSet(object):
                 tf.maximum(self.initialized.read_value(),
                            tf.cast(count > 0.0, tf.float32))))
         with tf.control_dependencies(updates):
-            return tf.identity(new_min), tf.identity(new_max)
+            return ([tf.identity(new_min[i]) for i in range(k)],
+                    [tf.identity(new_max[i]) for i in range(k)])
 
     def _frozen(self):
+        """Evaluation: the EMA ranges as read, per name. No vector: a
+        ``tf.stack`` of the scalar reads, sliced back per name, is what
+        TF 1.13's grappler fails on (ArithmeticOptimizer's
+        RemoveStackStridedSliceSameAxis: "Pack node ... axis attribute is
+        out of bounds: 0", logged for every run of an evaluation or
+        exported graph)."""
         ema_min, ema_max = self._read()
-        return ema_frozen(ema_min), ema_frozen(ema_max)
+        return ([ema_frozen(t) for t in ema_min],
+                [ema_frozen(t) for t in ema_max])
 
     def run_ranges(self, training):
         """Builds the once-per-run range tensors; call outside any loop.
