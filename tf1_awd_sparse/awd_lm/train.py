@@ -27,7 +27,8 @@ from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm import data, model, presets, records, runtime
+from tf1_awd_sparse.awd_lm import (data, model, modeldir, presets, records,
+                                   runtime)
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -648,9 +649,13 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     opening = trainer.opening_record()
     if opening is not None:
         report(opening)
+    # The run directory describes itself (config.json, vocab.txt) from the
+    # start, so its best checkpoint opens while training goes on.
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab)
     while not trainer.finished():
         report(trainer.epoch())
     summary = trainer.finish(extra)
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary)
     report(dict(summary, event="end"))
     return summary
 
