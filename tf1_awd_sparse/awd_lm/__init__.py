@@ -20,4 +20,18 @@ Modules:
   cluster    -- ``ClusterBarrierHook`` and ``mirrored_strategy``.
   estimator  -- the Estimator command line
                 (``python -m tf1_awd_sparse.awd_lm.estimator``).
+  modeldir   -- config.json / vocab.txt / .tflite.json of a model.
+  lm         -- ``LanguageModel`` (exported here): load a run directory or
+                a .tflite file; score, generate, step.
+  score, generate -- their command lines
+                (``python -m tf1_awd_sparse.awd_lm.score`` / ``.generate``).
 """
+
+
+def __getattr__(name):
+    # ``LanguageModel`` on first use (PEP 562), so importing the package
+    # (e.g. for `records`, which needs no TensorFlow) stays light.
+    if name == "LanguageModel":
+        from tf1_awd_sparse.awd_lm.lm import LanguageModel
+        return LanguageModel
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
