@@ -12,7 +12,7 @@ def write_corpus(directory, seed=0):
     os.makedirs(directory, exist_ok=True)
     nouns, verbs = ["cat", "dog", "mat", "log"], ["sat", "ran", "saw"]
     adjectives = ["big", "small", "red"]
-    for split, lines in (("train", 400), ("valid", 40), ("test", 40)):
+    for split, lines in (("train", 300), ("valid", 40), ("test", 40)):
         with open(os.path.join(directory, split + ".txt"), "w") as handle:
             for _ in range(lines):
                 words = ["the", adjectives[rng.randint(3)],
@@ -31,7 +31,7 @@ def tiny_params():
     from tf1_awd_sparse.awd_lm import presets
     return presets.params_for("demo", "plain", {
         "emb_size": 8, "hidden_size": 12, "num_layers": 2, "batch_size": 4,
-        "eval_batch_size": 3, "bptt": 6, "max_epochs": 2, "lr": 20.0,
+        "eval_batch_size": 3, "bptt": 6, "max_epochs": 1, "lr": 20.0,
         "quant_epochs": 1, "quant_delay": 0})
 
 
