@@ -10,7 +10,16 @@ the same words. Bad paths or flags: exit status 2 and one line.
 """
 import sys
 
+# A program: TensorFlow's chatter off before anything imports it.
+import tf1_awd_sparse._quiet  # noqa: F401
 from tf1_awd_sparse import _cli
+
+
+def _graph_mode():
+    """A program's TF1 setup: on 2.x, v1 behaviour (graphs and sessions;
+    a no-op on 1.x)."""
+    from tf1_awd_sparse._compat import tf
+    tf.disable_v2_behavior()
 
 
 def parse_args(argv):
@@ -39,6 +48,7 @@ def parse_args(argv):
 def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     args = parse_args(argv)
+    _graph_mode()
     from tf1_awd_sparse.awd_lm import lm
     try:
         model = lm.LanguageModel.load(args.model, threads=args.threads)

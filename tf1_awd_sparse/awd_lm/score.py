@@ -13,7 +13,16 @@ paths or flags: exit status 2 and one line.
 """
 import sys
 
+# A program: TensorFlow's chatter off before anything imports it.
+import tf1_awd_sparse._quiet  # noqa: F401
 from tf1_awd_sparse import _cli
+
+
+def _graph_mode():
+    """A program's TF1 setup: on 2.x, v1 behaviour (graphs and sessions;
+    a no-op on 1.x)."""
+    from tf1_awd_sparse._compat import tf
+    tf.disable_v2_behavior()
 
 #: Lines from which the progress bar shows.
 PROGRESS_LINES = 2000
@@ -67,6 +76,7 @@ def main(argv=None):
     import math
     args = parse_args(argv)
     lines = _read_lines(args.files)
+    _graph_mode()
     from tf1_awd_sparse.awd_lm import lm
     try:
         model = lm.LanguageModel.load(args.model, threads=max(1,
