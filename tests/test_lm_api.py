@@ -264,3 +264,17 @@ def test_generate_command_line(models):
     assert bad.returncode == 2
     assert _error_lines(bad) == ["error: argument --num-words: invalid int "
                                  "value: 'x'"]
+
+
+def test_write_ptb_round_trips_the_embedded_corpus(tmp_path):
+    from tf1_awd_sparse.awd_lm import synthetic
+    corpus, _ = synthetic.hmm_corpus(seed=3, n_train=400, n_valid=100,
+                                     n_test=100, n_states=4, vocab_size=30)
+    data.write_ptb(corpus, str(tmp_path))
+    for split in data.SPLITS:
+        words = data.read_words(str(tmp_path / (split + ".txt")))
+        ids = getattr(corpus, split)
+        expected = [corpus.vocab[i] for i in ids]
+        if expected[-1] != data.EOS:
+            expected.append(data.EOS)  # the last line's line break
+        assert words == expected
