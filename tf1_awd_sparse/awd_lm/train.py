@@ -627,6 +627,10 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
         default: ``records.TableLog(log)``, the training table.
 
+    run_dir also gets config.json and vocab.txt (`awd_lm.modeldir`) when
+    the run starts and again, with its perplexities, when it ends, so that
+    ``LanguageModel.load(run_dir)`` opens its best checkpoint.
+
     Returns:
       the summary dict (also written to run_dir/summary.json): model,
       corpus, params, epochs (the epoch records), epochs_run, best_epoch,
