@@ -16,12 +16,14 @@ import lm_api_support
 from tf1_awd_sparse.awd_lm import LanguageModel, data, model, modeldir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Measured on this model: the uint8 file's per-token log-probabilities
-#: differ from its quantization-aware TF checkpoint's by up to ~0.02 nats
-#: (the state is re-quantized at every window boundary, the logits are
-#: 8 bits), its perplexity by < 0.5 %.
-UINT8_TOKEN_ATOL = 0.1
-UINT8_PPL_RTOL = 0.02
+#: Measured on this model (TF 1.13.1): the uint8 file's per-token
+#: log-probabilities differ from its quantization-aware TF checkpoint's by
+#: 5e-4 nats on average and 0.08 at most (a rare token: the logits are 8
+#: bits and the state is re-quantized at every window boundary), its
+#: perplexity by 0.02 %.
+UINT8_TOKEN_ATOL = 0.25
+UINT8_TOKEN_MEAN = 0.01
+UINT8_PPL_RTOL = 0.005
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +159,7 @@ def test_uint8_tflite_within_the_measured_tolerance(models):
     diff = np.abs(np.concatenate(lite.log_probs)
                   - np.concatenate(tf_scores.log_probs))
     assert diff.max() < UINT8_TOKEN_ATOL
+    assert diff.mean() < UINT8_TOKEN_MEAN
     assert lite.perplexity == pytest.approx(tf_scores.perplexity,
                                             rel=UINT8_PPL_RTOL)
 

@@ -414,18 +414,22 @@ class LanguageModel(object):
         each read from the zero state, every token but a row's first scored.
 
         Args:
-          source: a PTB-layout file's path, text, or a 1-D id array.
+          source: a PTB-layout file's path (e.g. a corpus' test.txt), or a
+            1-D array of ids.
           batch_size: rows (default ``params['eval_batch_size']``).
 
         Returns:
           dict with perplexity, xent (nats per token), tokens, oov.
+
+        Raises:
+          ValueError: no such file, or bad ids; data.DataError: an
+            unreadable file or a stream too short for ``batch_size``.
         """
         oov = collections.Counter()
-        if isinstance(source, str) and os.path.isfile(source):
+        if isinstance(source, str):
+            if not os.path.isfile(source):
+                raise ValueError("source: %r is not a file" % (source,))
             ids = self.encode(data.read_words(source), oov)
-        elif isinstance(source, str):
-            ids = self.encode([w for words in self._lines(source)
-                               for w in words + [data.EOS]], oov)
         else:
             ids = self._check_ids(source)[:, 0].tolist()
         rows = batch_size or self.params.get("eval_batch_size", 1)
