@@ -310,6 +310,9 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                      pipeline.params["target_sparsity"])["technique"]
     pruned = _prune(pipeline, chosen)
     quant, quant_best = _quantize(pipeline, pruned)
+    # The QAT run's config.json, with the technique its model came from.
+    modeldir.write_run_dir(os.path.join(out_dir, "qat"), quant["params"],
+                           corpus.vocab, quant, technique=chosen)
     rows.append(_row("qat", chosen, quant, pipeline.float_ppl,
                      effective_weights(quant_best, quant["params"])))
     rows += _tflite_rows(pipeline, chosen,

@@ -182,10 +182,12 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
 
 
 def write_run_dir(run_dir, params, vocab, summary=None, stage=None,
-                  checkpoint=os.path.join("best", "model.ckpt")):
-    """config.json and vocab.txt of a training run or stage directory."""
+                  checkpoint=os.path.join("best", "model.ckpt"), **extra):
+    """config.json and vocab.txt of a training run or stage directory
+    (``extra``: more `produced_by` entries, e.g. ``technique``)."""
     return write_config(run_dir, params, vocab,
-                        produced_by(params, summary, stage), checkpoint)
+                        produced_by(params, summary, stage, **extra),
+                        checkpoint)
 
 
 def _tensor_entry(detail):
