@@ -20,9 +20,11 @@ from sparse_layers import losses as sparse_losses
 from sparse_layers import report as sparse_report
 from sparse_layers import techniques
 from tf1_awd_sparse import magnitude_pruning, transforms
-from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
+from tf1_awd_sparse._checks import (check_choice, check_tensor,
+                                    check_training, in_xla_context,
+                                    smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")
@@ -158,12 +160,21 @@ def build_lm(features, mode, params):
     Returns:
       LMOutputs.
     Raises:
-      ValueError: bad params (names the key) or mode.
+      ValueError: bad params (names the key) or mode; features whose
+        static shapes do not fit (named, e.g. ``features['state'] must
+        hold one LSTMStateTuple per layer (2), got 1``): inputs / targets
+        not [batch, time] of one shape, a zero-size batch or window (the
+        mean cross-entropy of 0 tokens is undefined: refused, never NaN),
+        a state of another batch or width than its layer. Shapes unknown
+        while building are asserted when the graph runs
+        (``InvalidArgumentError`` with the same names; dropped inside XLA).
     """
     _compat.require_graph_mode("build_lm")
     params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
+    features, state_parts = _check_features(features, params)
+    before = set(features["inputs"].consumers())
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
         embedding, table, sparse, x = _embed(features["inputs"], training,
                                              params, awd)
@@ -177,8 +188,88 @@ def build_lm(features, mode, params):
     ar, tar, wd, sparsity_loss = _penalties(x, raw, weights, training,
                                             params, awd)
     loss = xent + ar + tar + wd + sparsity_loss
+    _assert_features(features, state_parts, [
+        op for op in features["inputs"].consumers() if op not in before])
     return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
                      tuple(initial), tuple(final), cells)
+
+
+def _check_features(features, params):
+    """Checks the static shapes of ``features`` (see `build_lm`); builds no
+    op.
+
+    Returns:
+      (features with inputs and targets as tensors, [((layer, 'c' or 'h'),
+      state tensor, units)] for `_assert_features`).
+    """
+    inputs = check_tensor(features["inputs"], "features['inputs']",
+                          kind="int", rank=2)
+    targets = check_tensor(features["targets"], "features['targets']",
+                           kind="int", rank=2)
+    if not inputs.shape.is_compatible_with(targets.shape):
+        raise ValueError("features['targets'] must have the shape of "
+                         "features['inputs'] %s, got %s"
+                         % (inputs.shape, targets.shape))
+    dims = inputs.shape.merge_with(targets.shape)
+    if dims.ndims is not None and 0 in dims.as_list():
+        raise ValueError("features['inputs'] must have at least one row and "
+                         "one step (the mean cross-entropy of 0 tokens is "
+                         "undefined), got shape %s" % inputs.shape)
+    state = features.get("state")
+    sizes = layer_sizes(params)
+    if state is not None and len(state) != len(sizes):
+        raise ValueError("features['state'] must hold one LSTMStateTuple per "
+                         "layer (%d, params['num_layers']), got %d"
+                         % (len(sizes), len(state)))
+    batch = inputs.shape[0].value
+    parts = []
+    for i, units in enumerate(sizes if state is not None else ()):
+        for part, tensor in zip("ch", state[i]):
+            name = "features['state'][%d].%s" % (i, part)
+            tensor = check_tensor(tensor, name, kind="float", rank=2)
+            rows = tensor.shape.as_list() if tensor.shape.ndims else [None] * 2
+            if rows[1] not in (None, units) or None not in (rows[0], batch) \
+                    and rows[0] != batch:
+                raise ValueError(
+                    "%s must have shape [%s, %d] (the batch of "
+                    "features['inputs'] and layer %d's units), got %s" % (
+                        name, batch or "batch", units, i, tensor.shape))
+            parts.append(((i, part), tensor, units))
+    return dict(features, inputs=inputs, targets=targets), parts
+
+
+def _assert_features(features, parts, consumers):
+    """The run-time checks of the shapes `_check_features` could not check
+    while building, made control inputs of the ops the model built on
+    ``features['inputs']`` (``consumers``: those ops), which everything
+    the model computes waits for. Built after the model, so that the model's
+    ops (and the op seeds TensorFlow derives from their ids, i.e. its
+    random streams) are those of a graph without checks. No quotes in the
+    messages: TensorFlow prints them escaped."""
+    inputs, targets = features["inputs"], features["targets"]
+    graph = inputs.graph
+    context = graph._get_control_flow_context()  # pylint: disable=W0212
+    # Ops in another control-flow context cannot wait for these (none,
+    # unless the caller feeds inputs built inside a loop or cond).
+    consumers = [op for op in consumers
+                 if op._get_control_flow_context() is context]  # noqa: W0212
+    if in_xla_context() or not consumers:
+        return
+    checks = [tf.debugging.assert_positive(
+        tf.size(inputs), message="features.inputs must have at least one "
+        "row and one step (the mean cross-entropy of 0 tokens is "
+        "undefined)"), tf.debugging.assert_equal(
+            tf.shape(inputs), tf.shape(targets), message="features.targets "
+            "must have the shape of features.inputs")]
+    for (i, part), tensor, units in parts:
+        checks.append(tf.debugging.assert_equal(
+            tf.shape(tensor), tf.stack([tf.shape(inputs)[0], units]),
+            message="features.state[%d].%s must have shape [batch of "
+            "features.inputs, %d]" % (i, part, units)))
+    checked = tf.group(*checks, name="check_features")
+    for op in consumers:
+        # TensorFlow has no public way to add a control input to a built op.
+        op._add_control_input(checked)  # pylint: disable=protected-access
 
 
 def embedding_table(params, training):
@@ -352,7 +443,9 @@ def _penalties(x, raw, weights, training, params, awd):
     zero = tf.constant(0.0)
     ar = tar = wd = zero
     if awd:
-        ar = losses.activation_regularization(x, params.get("alpha", 0.0))
+        # build_lm refuses 0 tokens (`_assert_features`): the plain mean.
+        ar = losses._activation_regularization(  # pylint: disable=W0212
+            x, params.get("alpha", 0.0), None, None, nonempty=True)
         tar = losses.temporal_activation_regularization(
             raw, params.get("beta", 0.0))
         if params.get("wdecay", 0.0) > 0:
