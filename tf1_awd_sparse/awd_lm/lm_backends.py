@@ -70,7 +70,8 @@ class TFBackend(object):
         self.session = tf.Session(graph=self.graph,
                                   config=runtime.session_config(threads))
         checkpoint = os.path.join(config["directory"], config["checkpoint"])
-        train._restore(saver, self.session, checkpoint)  # pylint: disable=W0212
+        # pylint: disable=protected-access
+        train._restore(saver, self.session, checkpoint)
 
     def zero_arrays(self, batch):
         """Zero c and h per layer, ``[batch, units]`` float32."""
