@@ -248,6 +248,13 @@ def test_score_command_line(models):
     first = lines[0].split("\t")
     assert float(first[0]) == pytest.approx(scores.perplexities[0],
                                             abs=1e-3)
+    as_training = _cli("score", "--model", models["float_dir"],
+                       "--as-training", test)
+    assert as_training.returncode == 0, as_training.stderr
+    last = as_training.stdout.splitlines()[-1].split()
+    assert last[0] == "perplexity"
+    assert float(last[1]) == pytest.approx(models["summary"]["test_ppl"],
+                                           abs=1e-4)
     bad = _cli("score", "--model", models["root"], test)
     assert bad.returncode == 2 and len(_error_lines(bad)) == 1
     assert "no config.json" in _error_lines(bad)[0]

@@ -7,7 +7,11 @@ PATH is a run / stage directory (config.json, vocab.txt, checkpoint) or a
 non-empty input line, ``<perplexity>\\t<tokens>\\t<line>`` (tokens: its
 words and ``<eos>``), then ``tokens N oov M`` and, last, ``perplexity X``
 of the whole input. The state carries from line to line and from file to
-file (``--per-line``: each line on its own). ``-`` reads standard input.
+file (``--per-line``: each line on its own). ``--as-training`` prints only
+the last two lines, computed as the training loop evaluates a split (the
+stream cut into the model's ``eval_batch_size`` rows, `LanguageModel.
+evaluate`): on a corpus' test.txt, its ``test_ppl``. ``-`` reads standard
+input.
 A progress bar (tqdm) shows on long inputs when stderr is a terminal. Bad
 paths or flags: exit status 2 and one line.
 """
@@ -37,9 +41,30 @@ def parse_args(argv):
                         help="run directory or .tflite file")
     parser.add_argument("--per-line", action="store_true",
                         help="score each line on its own (zero state)")
+    parser.add_argument("--as-training", action="store_true",
+                        help="only the total, as the training evaluates "
+                        "a split (eval_batch_size rows)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("files", nargs="+", metavar="FILE")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.as_training and args.per_line:
+        parser.error("--as-training and --per-line exclude each other")
+    return args
+
+
+def _as_training(model, lines):
+    """Prints the two closing lines as `LanguageModel.evaluate` computes
+    them over the lines' words (an ``<eos>`` after each line)."""
+    import collections
+    oov = collections.Counter()
+    from tf1_awd_sparse.awd_lm import data
+    words = [w for line in lines if line.split()
+             for w in line.split() + [data.EOS]]
+    ids = model.encode(words, oov)
+    result = model.evaluate(ids)
+    print("tokens %d oov %d" % (result["tokens"], sum(oov.values())))
+    print("perplexity %.4f" % result["perplexity"])
+    return 0
 
 
 def _read_lines(paths):
@@ -83,6 +108,11 @@ def main(argv=None):
                                                               args.threads))
     except ValueError as e:  # ConfigError, CheckpointError
         _cli.fail(e)
+    if args.as_training:
+        try:
+            return _as_training(model, lines)
+        except ValueError as e:  # OOVError, a stream too short
+            _cli.fail(e)
     oov = collections.Counter()
     texts = [line for line in lines if line.split()]
     bar = _progress(texts)
