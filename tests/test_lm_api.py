@@ -288,3 +288,28 @@ def test_write_ptb_round_trips_the_embedded_corpus(tmp_path):
         if expected[-1] != data.EOS:
             expected.append(data.EOS)  # the last line's line break
         assert words == expected
+
+
+def test_unknown_words_without_unk_and_bad_checkpoints_are_named(models,
+                                                                   tmp_path):
+    import shutil
+    from tf1_awd_sparse.awd_lm import lm as lm_module, train
+    copy = str(tmp_path / "run")
+    shutil.copytree(models["float_dir"], copy)
+    vocab = os.path.join(copy, "vocab.txt")
+    with open(vocab) as handle:
+        words = handle.read().replace("<unk>\n", "zzz\n")
+    with open(vocab, "w") as handle:
+        handle.write(words)
+    lm = LanguageModel.load(copy)
+    with pytest.raises(lm_module.OOVError, match="'zebra'.*no <unk>"):
+        lm.score("the zebra sat")
+    lm.close()
+    config_path = os.path.join(copy, "config.json")
+    with open(config_path) as handle:
+        config = json.load(handle)
+    config["checkpoint"] = "best/missing.ckpt"
+    with open(config_path, "w") as handle:
+        json.dump(config, handle)
+    with pytest.raises(train.CheckpointError, match="missing.ckpt"):
+        LanguageModel.load(copy)
