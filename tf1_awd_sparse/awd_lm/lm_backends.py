@@ -103,7 +103,8 @@ class TFLiteBackend(object):
 
     Raises:
       ValueError: a file the interpreter cannot load, or one without the
-        language model's inputs.
+        language model's inputs; modeldir.ConfigError (a ValueError): a
+        file whose vocabulary or layers differ from its sidecar's.
     """
 
     kind = "tflite"
@@ -119,6 +120,16 @@ class TFLiteBackend(object):
         self.sizes = model.layer_sizes(config["params"])
         self.names = ["%d_%s" % (i, part) for i in range(len(self.sizes))
                       for part in ("c", "h")]
+        logits = self.runner.outputs.get(export_logits(), {}).get("shape")
+        vocab = config["params"]["vocab_size"]
+        if logits is None or int(logits[-1]) != vocab or any(
+                "state_" + n not in self.runner.inputs for n in self.names):
+            from tf1_awd_sparse.awd_lm import modeldir
+            raise modeldir.ConfigError(
+                "%s: not the model its sidecar describes (expected logits "
+                "over %d words and state inputs %s)" % (
+                    path, vocab, ", ".join("state_" + n
+                                           for n in self.names)))
 
     def zero_arrays(self, batch):
         """Zero c and h per layer, ``[batch, units]`` float32."""
