@@ -1,15 +1,19 @@
-"""A test probe for the language model's Estimator tasks, and the command
-line that adds it: ``python examples/lm_task.py`` is
-``python -m tf1_awd_sparse.awd_lm.estimator`` plus ``--run-log FILE``.
+"""A test probe for the language model's distributed tasks, and the
+command line that adds it: ``python examples/lm_task.py`` is
+``python -m tf1_awd_sparse.awd_lm.estimator`` (``--entry estimator``, the
+default where ``tf.estimator`` exists) or
+``python -m tf1_awd_sparse.awd_lm.monitored`` (``--entry monitored``, the
+default on TensorFlow 2.16+), plus ``--run-log FILE``.
 
 `RunLogHook` records what one task did (its steps, losses, timing, where
 its mask variables live and whether anything but this task changed them)
 for the distributed tests and the throughput benchmark. It is not part of
-the library: users watch training through TensorBoard and Estimator's log.
+the library: users watch training through TensorBoard and the log.
 `LocalCluster` (``local_cluster.py``) starts its tasks with this command.
 """
 from __future__ import absolute_import, division, print_function
 
+import argparse
 import json
 import os
 import sys
@@ -21,11 +25,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse import mask_placement  # noqa: E402
-from tf1_awd_sparse.awd_lm import estimator  # noqa: E402
+from tf1_awd_sparse import _compat, mask_placement  # noqa: E402
+from tf1_awd_sparse.awd_lm import estimator, monitored  # noqa: E402
+
+#: The command lines this probe extends, by ``--entry``.
+ENTRIES = {"estimator": estimator.main, "monitored": monitored.main}
 
 
-class RunLogHook(tf.compat.v1.train.SessionRunHook):
+class RunLogHook(tf.train.SessionRunHook):
     """Writes what one task did to a JSON file at the end of training:
     its own step count, the training losses of its steps, ``[time, own
     step]`` after ``warmup`` steps ('first') and after the last ('last'),
@@ -84,17 +91,14 @@ class RunLogHook(tf.compat.v1.train.SessionRunHook):
 def _replica_values(variable):
     """Read tensors of every replica's copy of ``variable`` (one when not
     replicated)."""
-    devices = getattr(variable, "devices", None)
-    if devices and len(devices) > 1:
-        return [variable.get(device=d).read_value() for d in devices]
+    copies = _compat.replica_values(variable)
+    if len(copies) > 1:
+        return [v.read_value() for v in copies]
     return [tf.convert_to_tensor(variable)]
 
 
 def _devices(variable):
-    devices = getattr(variable, "devices", None)
-    if devices and len(devices) > 1:
-        return [variable.get(device=d).device for d in devices]
-    return [variable.device]
+    return [v.device for v in _compat.replica_values(variable)]
 
 
 def _same(a, b):
@@ -110,9 +114,24 @@ def _hooks(args, loss):
     return [RunLogHook(args.run_log, loss)] if args.run_log else []
 
 
+def default_entry():
+    """'estimator' where ``tf.estimator`` exists, else 'monitored'."""
+    return "estimator" if _compat.estimator_available() else "monitored"
+
+
+ENTRY_FLAG = ("--entry", dict(choices=sorted(ENTRIES),
+                              default=default_entry(),
+                              help="the command line to run (default: "
+                              "estimator where tf.estimator exists)"))
+
+
 def main(argv=None):
-    """The Estimator command line with ``--run-log``."""
-    return estimator.main(argv, extra_flags=(RUN_LOG_FLAG,),
+    """The command line ``--entry`` names, with ``--run-log``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    entry_parser = argparse.ArgumentParser(add_help=False)
+    entry_parser.add_argument(ENTRY_FLAG[0], **ENTRY_FLAG[1])
+    entry = entry_parser.parse_known_args(argv)[0].entry
+    return ENTRIES[entry](argv, extra_flags=(RUN_LOG_FLAG, ENTRY_FLAG),
                           make_hooks=_hooks)
 
 

@@ -1,9 +1,10 @@
-"""Start a parameter-server cluster of the language model's Estimator
+"""Start a parameter-server cluster of the language model's distributed
 command line on this machine (loopback ports), for tests, benchmarks and
 trying the setup out.
 
 Each task is a ``python examples/lm_task.py`` process (the command line of
-`tf1_awd_sparse.awd_lm.estimator` plus the test probe's ``--run-log``)
+`tf1_awd_sparse.awd_lm.estimator`, or with ``--entry monitored`` that of
+`tf1_awd_sparse.awd_lm.monitored`, plus the test probe's ``--run-log``)
 with its own ``TF_CONFIG``, started in the caller's working directory;
 ports are picked free at start time; every process runs in its own process
 group, is bounded by a timeout, and is killed when the `LocalCluster`
@@ -148,7 +149,8 @@ class LocalCluster(object):
 
     Args:
       args: command-line arguments shared by all tasks (those of
-        `tf1_awd_sparse.awd_lm.estimator`, and ``--run-log``).
+        `tf1_awd_sparse.awd_lm.estimator`, and ``--run-log``,
+        ``--entry``; see ``lm_task.py``).
       num_workers: non-chief workers.
       timeout: seconds every process may live.
       log_dir: where each task's output goes (``<type>_<index>.log``).

@@ -1,7 +1,10 @@
-"""The language model's Estimator on real processes (issue 7): a loopback
-parameter-server cluster (ps, chief, worker; TF_CONFIG; free ports) and
-MirroredStrategy over two CPU devices. Every process is bounded by a
-timeout and killed at teardown, also when a check fails."""
+"""The language model's distributed command lines on real processes
+(issue 7): a loopback parameter-server cluster (ps, chief, worker;
+TF_CONFIG; free ports) and MirroredStrategy over two CPU devices, each
+through the Estimator (``awd_lm.estimator``, where tf.estimator exists) and
+through MonitoredTrainingSession (``awd_lm.monitored``, every version).
+Every process is bounded by a timeout and killed at teardown, also when a
+check fails."""
 import json
 import math
 import os
@@ -13,9 +16,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import estimator
+from tf1_awd_sparse.awd_lm import estimator, monitored
 from local_cluster import (LocalCluster, free_ports, run_single,
                                   tf_config)
+from tf_versions import needs_estimator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,6 +29,11 @@ HPARAMS = ("emb_size=8,hidden_size=16,num_layers=2,batch_size=4,"
            "eval_batch_size=4,bptt=10,hmm_vocab=%d,hmm_states=4,"
            "hmm_train=5000,hmm_valid=1000,hmm_test=1000,lr=5.0" % VOCAB)
 STEPS = 60
+
+
+#: The two command lines: the Estimator one only where tf.estimator exists.
+ENTRIES = [pytest.param("estimator", marks=needs_estimator), "monitored"]
+MODULES = {"estimator": estimator, "monitored": monitored}
 
 
 def _args(model_dir, *extra):
@@ -37,8 +46,8 @@ def _load(path):
         return json.load(f)
 
 
-def _evaluate_in_this_process(model_dir):
-    return estimator.run(_args(model_dir, "--evaluate-only"))
+def _evaluate_in_this_process(model_dir, entry):
+    return MODULES[entry].run(_args(model_dir, "--evaluate-only"))
 
 
 def _check_saved_variables(model_dir, global_step):
@@ -48,7 +57,8 @@ def _check_saved_variables(model_dir, global_step):
 
 
 @pytest.mark.slow
-def test_ps_chief_worker_cluster(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_ps_chief_worker_cluster(tmp_path, entry):
     model_dir = str(tmp_path / "model")
     logs = {}
 
@@ -58,7 +68,7 @@ def test_ps_chief_worker_cluster(tmp_path):
         return ["--run-log", logs["%s:%d" % (job, index)]]
 
     with LocalCluster(_args(model_dir, "--train-steps", str(STEPS),
-                            "--barrier-timeout", "60"),
+                            "--barrier-timeout", "60", "--entry", entry),
                       num_workers=1, timeout=100, log_dir=str(tmp_path),
                       per_task_args=per_task) as cluster:
         assert cluster.wait() == {"chief:0": 0, "worker:0": 0}
@@ -86,7 +96,7 @@ def test_ps_chief_worker_cluster(tmp_path):
     # The loss went down: the untrained model (small uniform weights)
     # predicts about uniformly, log(vocab); the final checkpoint, evaluated
     # in one process on the validation split, is clearly below that.
-    metrics = _evaluate_in_this_process(model_dir)
+    metrics = _evaluate_in_this_process(model_dir, entry)
     assert metrics["global_step"] == total
     assert metrics["xent"] < math.log(VOCAB) - 0.15
     losses = chief["losses"] + worker["losses"]
@@ -94,11 +104,13 @@ def test_ps_chief_worker_cluster(tmp_path):
 
 
 @pytest.mark.slow
-def test_mirrored_strategy_on_two_cpu_devices(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_mirrored_strategy_on_two_cpu_devices(tmp_path, entry):
     model_dir = str(tmp_path / "model")
     log_path = str(tmp_path / "run.json")
     run_single(_args(model_dir, "--distribute", "mirrored", "--num-devices",
-                     "2", "--train-steps", "40", "--run-log", log_path),
+                     "2", "--train-steps", "40", "--run-log", log_path,
+                     "--entry", entry),
                timeout=100, log_path=str(tmp_path / "mirrored.log"))
     log = _load(log_path)
     assert log["steps"] == 40
@@ -113,11 +125,12 @@ def test_mirrored_strategy_on_two_cpu_devices(tmp_path):
     assert log["foreign_mask_changes"] == 0
     losses = np.array(log["losses"])
     assert losses[-10:].mean() < losses[:3].mean() - 0.1
-    metrics = _evaluate_in_this_process(model_dir)
+    metrics = _evaluate_in_this_process(model_dir, entry)
     assert metrics["xent"] < math.log(VOCAB) - 0.15
 
 
-def test_a_ps_ends_itself_after_max_lifetime(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_ps_ends_itself_after_max_lifetime(tmp_path, entry):
     # A ps never exits by itself; --max-lifetime (which LocalCluster and
     # run_single always pass) bounds it even if its parent dies uncleanly.
     ports = free_ports(2)
@@ -126,7 +139,7 @@ def test_a_ps_ends_itself_after_max_lifetime(tmp_path):
     env = dict(os.environ, TF_CONFIG=tf_config(cluster, "ps", 0),
                PYTHONPATH=ROOT)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tf1_awd_sparse.awd_lm.estimator"]
+        [sys.executable, "-m", "tf1_awd_sparse.awd_lm." + entry]
         + _args(str(tmp_path / "model"), "--max-lifetime", "4"),
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import mask_placement
+from tf1_awd_sparse import _compat, mask_placement
+from tf1_awd_sparse.awd_lm.cluster import mirrored_strategy
 from local_cluster import free_ports
+from tf_versions import needs_estimator
 from variational_dropout import VariationalDropout
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -25,6 +27,23 @@ def _strategy_variable_kind(variable):
     if names & {"ReplicaLocalVariable", "SyncOnReadVariable"}:
         return "replica_local"
     return None
+
+
+def _two_cpu_strategy():
+    """The library's MirroredStrategy over /cpu:0 and /cpu:1 (core
+    tf.distribute on every version; the sessions create the devices)."""
+    strategy = mirrored_strategy(2)
+    assert isinstance(strategy, tf.distribute.MirroredStrategy)
+    return strategy
+
+
+def _copies(variable):
+    """Every replica's copy of a distributed variable, in device order."""
+    return _compat.replica_values(variable)
+
+
+def _device_index(variable):
+    return tf.DeviceSpec.from_string(variable.device).device_index
 
 
 def _cluster_spec():
@@ -242,8 +261,7 @@ def test_single_process_checkpoint_restores_into_a_worker(grpc_cluster,
 
 
 def test_mirrored_strategy_masks_are_replica_local():
-    strategy = tf.contrib.distribute.MirroredStrategy(
-        devices=["/cpu:0", "/cpu:1"])
+    strategy = _two_cpu_strategy()
     built = []
 
     def replica_fn():
@@ -259,11 +277,10 @@ def test_mirrored_strategy_masks_are_replica_local():
     mask = built[0][0].mask_variable
     # One replica-local (ON_READ) variable with a copy per device, in
     # LOCAL_VARIABLES, not a mirrored one kept equal by cross-replica writes.
-    assert [tf.DeviceSpec.from_string(d).device_index
-            for d in mask.devices] == [0, 1]
+    copies = _copies(mask)
+    assert [_device_index(c) for c in copies] == [0, 1]
     assert mask in tf.local_variables()
     assert _strategy_variable_kind(mask) == "replica_local"
-    copies = [mask.get(device=d) for d in mask.devices]
     config = tf.ConfigProto(device_count={"CPU": 2}, **CONFIG)
     with tf.Session(config=config) as sess:
         sess.run([tf.global_variables_initializer(),
@@ -294,15 +311,13 @@ def test_is_replicated_here():
         assert not mask_placement.is_replicated_here()
     with tf.device(_device_setter(_cluster_spec(), worker=0)):
         assert mask_placement.is_replicated_here()
-    strategy = tf.contrib.distribute.MirroredStrategy(
-        devices=["/cpu:0", "/cpu:1"])
+    strategy = _two_cpu_strategy()
     with strategy.scope():
         assert mask_placement.is_replicated_here()
 
 
 def test_mirrored_strategy_quant_ranges_are_synchronized():
-    strategy = tf.contrib.distribute.MirroredStrategy(
-        devices=["/cpu:0", "/cpu:1"])
+    strategy = _two_cpu_strategy()
 
     def replica_fn():
         # Different inputs per replica: their observed ranges differ.
@@ -325,12 +340,93 @@ def test_mirrored_strategy_quant_ranges_are_synchronized():
     with tf.Session(config=config) as sess:
         sess.run([tf.global_variables_initializer(),
                   tf.local_variables_initializer()])
-        initial = sess.run([v.get(device=v.devices[0]) for v in ranges])
+        initial = sess.run([_copies(v)[0] for v in ranges])
         for _ in range(3):     # each run folds the previous observations
             sess.run(total)     # no cross-replica assignment error
-        copies = [sess.run([v.get(device=d) for d in v.devices])
-                  for v in ranges]
+        copies = [sess.run(_copies(v)) for v in ranges]
     # Every range is learned and identical on both replicas.
     for (first, second) in copies:
         assert first == second
     assert any(c[0] != i for c, i in zip(copies, initial))
+
+
+def test_replica_values_of_a_plain_variable_is_the_variable():
+    v = tf.Variable(1.0)
+    assert _compat.replica_values(v) == [v]
+    t = tf.constant(2.0)
+    assert _compat.replica_values(t) == [t]
+
+
+def test_mirrored_sgd_step_averages_the_replicas_gradients():
+    """One SGD step of a linear least-squares model under the library's
+    MirroredStrategy, with the loss scaled by scale_replica_loss, moves the
+    weights by the mean of the replicas' gradients (what Estimator trains
+    with on every version): against the gradient written out in numpy."""
+    x = np.arange(16, dtype=np.float32).reshape(8, 2) / 16.0
+    y = np.linspace(-1.0, 1.0, 8).astype(np.float32)
+    lr = 0.5
+    strategy = _two_cpu_strategy()
+    with strategy.scope():
+        iterator = strategy.make_input_fn_iterator(
+            lambda ctx: tf.data.Dataset.from_tensor_slices((x, y)).batch(2))
+        features, targets = iterator.get_next()
+
+        def replica_fn(f, t):
+            w = tf.get_variable("w", [2], initializer=tf.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(tf.reduce_sum(f * w, 1) - t))
+            opt = tf.train.GradientDescentOptimizer(lr)
+            with tf.control_dependencies([opt.minimize(
+                    _compat.scale_replica_loss(loss))]):
+                return tf.identity(f), tf.identity(t)
+
+        got_x, got_y = strategy.extended.call_for_each_replica(
+            replica_fn, args=(features, targets))
+        fetch = _copies(got_x) + _copies(got_y)
+    w = [v for v in tf.global_variables() if v.op.name == "w"][0]
+    init = getattr(iterator, "initializer", None)
+    if init is None:
+        init = iterator.initialize()
+    config = tf.ConfigProto(device_count={"CPU": 2}, **CONFIG)
+    with tf.Session(config=config) as sess:
+        sess.run([tf.global_variables_initializer(), init])
+        x0, x1, y0, y1 = sess.run(fetch)
+        after = sess.run(_copies(w))
+    # Each replica took its own whole batch (windows 0 and 1 of the input).
+    np.testing.assert_array_equal(x0, x[0:2])
+    np.testing.assert_array_equal(x1, x[2:4])
+
+    def grad(xb, yb, weights):   # d/dw mean((xb.w - yb)^2)
+        return 2.0 * ((xb.dot(weights) - yb)[:, None] * xb).mean(axis=0)
+
+    want = -lr * (grad(x0, y0, np.zeros(2)) + grad(x1, y1, np.zeros(2))) / 2
+    for copy in after:   # mirrored: both copies hold the same update
+        np.testing.assert_allclose(copy, want, rtol=1e-5, atol=1e-7)
+
+
+def test_scale_replica_loss_is_identity_without_a_strategy():
+    loss = tf.constant(3.0)
+    assert _compat.scale_replica_loss(loss) is loss
+
+
+@needs_estimator
+def test_under_estimator_scale_replica_loss_leaves_the_averaging_to_it(
+        tmp_path):
+    """Estimator already averages the replicas' gradients: inside its
+    model_fn scale_replica_loss must not scale again. One SGD step of
+    loss = w * mean(x^2) (gradient 1 on every replica) from w = 1 with
+    lr 0.1 leaves 0.9 (averaged); 0.8 would be summed, 0.95 scaled twice."""
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.ones_initializer())
+        loss = w * tf.reduce_mean(tf.square(features))
+        scaled = _compat.scale_replica_loss(loss)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            scaled, tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    config = tf.estimator.RunConfig(
+        train_distribute=_two_cpu_strategy(),
+        session_config=tf.ConfigProto(device_count={"CPU": 2}, **CONFIG))
+    est = tf.estimator.Estimator(model_fn, str(tmp_path), config=config)
+    est.train(lambda: tf.data.Dataset.from_tensors(
+        np.ones([2], np.float32)).repeat(), max_steps=1)
+    np.testing.assert_allclose(est.get_variable_value("w"), 0.9, rtol=1e-6)

@@ -13,12 +13,20 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import (data, estimator, export, input_fn, model,
-                                   presets, runtime, train)
+                                   monitored, presets, runtime, train)
 from tf1_awd_sparse.quantization import export_tflite
 from weight_drop_lstm import WeightDropLSTMCell
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook
 from test_lm_model import PARAMS, make_features
 from test_lm_script import SCRIPT, TINY, script, write_ptb
+from tf1_awd_sparse import _compat
+from tf_versions import needs_estimator
+
+#: The distributed command lines (same flags): the Estimator one only where
+#: tf.estimator exists (elsewhere it exits 2 naming the monitored one).
+DISTRIBUTED_CLIS = [pytest.param(estimator, marks=needs_estimator,
+                                 id="estimator"),
+                    pytest.param(monitored, id="monitored")]
 
 
 def _one_error_line(capsys, call):
@@ -84,12 +92,13 @@ ESTIMATOR_CASES = [
 ]
 
 
+@pytest.mark.parametrize("cli", DISTRIBUTED_CLIS)
 @pytest.mark.parametrize("argv,name", ESTIMATOR_CASES,
                          ids=[" ".join(c[0]) for c in ESTIMATOR_CASES])
-def test_estimator_cli_bad_flag(capsys, tmp_path, argv, name):
+def test_estimator_cli_bad_flag(capsys, tmp_path, argv, name, cli):
     verbosity = tf.logging.get_verbosity()
     try:
-        line = _one_error_line(capsys, lambda: estimator.main(
+        line = _one_error_line(capsys, lambda: cli.main(
             ["--model-dir", str(tmp_path / "m")] + argv))
     finally:
         tf.logging.set_verbosity(verbosity)
@@ -114,6 +123,8 @@ def test_cli_processes_exit_2_with_one_line(tmp_path):
     for argv in ([sys.executable, SCRIPT, "--out", str(tmp_path), "--bptt",
                   "-5"],
                  [sys.executable, "-m", "tf1_awd_sparse.awd_lm.estimator",
+                  "--model-dir", str(tmp_path), "--threads", "-1"],
+                 [sys.executable, "-m", "tf1_awd_sparse.awd_lm.monitored",
                   "--model-dir", str(tmp_path), "--threads", "-1"]):
         proc = subprocess.run(argv, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env,
@@ -329,29 +340,32 @@ def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
         presets.check_used(params, {k for k in presets.DEFAULTS
                                     if getattr(args, k) is not None},
                            str)
-    with pytest.raises(ValueError, match="^--hparams hidden_size 5 has no "
-                       "effect with --hparams num_layers 1"):
-        estimator.prepare(estimator.parse_args(
-            ["--model-dir", str(tmp_path / "m"), "--hparams",
-             "num_layers=1,hidden_size=5"]))
+    # Both distributed command lines (the Estimator one where it exists).
+    for cli in [estimator] * _compat.estimator_available() + [monitored]:
+        with pytest.raises(ValueError, match="^--hparams hidden_size 5 has "
+                           "no effect with --hparams num_layers 1"):
+            cli.prepare(cli.parse_args(
+                ["--model-dir", str(tmp_path / "m"), "--hparams",
+                 "num_layers=1,hidden_size=5"]))
 
 
-def _estimator_line(capsys, argv):
+def _estimator_line(capsys, argv, cli=estimator):
     verbosity = tf.logging.get_verbosity()
     try:
-        return _one_error_line(capsys, lambda: estimator.main(argv))
+        return _one_error_line(capsys, lambda: cli.main(argv))
     finally:
         tf.logging.set_verbosity(verbosity)
 
 
-def test_estimator_short_split_names_file_and_flags(capsys, tmp_path):
+@pytest.mark.parametrize("cli", DISTRIBUTED_CLIS)
+def test_estimator_short_split_names_file_and_flags(capsys, tmp_path, cli):
     """664 validation tokens in 20 streams of 33: the loop evaluates them
     (one window of 32), the Estimator has whole windows of bptt 35 only.
     Was: 'ids: 664 tokens make streams of 33, too short for one window of
     bptt 35'."""
     data_dir = _ptb_with(tmp_path, valid="the cat sat on a mat dog\n" * 83)
     line = _estimator_line(capsys, ["--model-dir", str(tmp_path / "m"),
-                                    "--data-dir", data_dir])
+                                    "--data-dir", data_dir], cli)
     path = os.path.join(data_dir, "valid.txt")
     assert line.startswith("error: valid split (%s): 664 tokens make 20 "
                            "streams of 33, too short for one window of "
@@ -376,11 +390,12 @@ def test_estimator_short_split_names_file_and_flags(capsys, tmp_path):
     (["--hparams", "emb_size"], "error: --hparams: expected key=value, got "
      "'emb_size'"),
 ])
+@pytest.mark.parametrize("cli", DISTRIBUTED_CLIS)
 def test_hparams_typo_names_the_key_and_closest_first(capsys, tmp_path, argv,
-                                                       line):
+                                                       line, cli):
     """Was: about 50 keys listed before the bad one."""
     got = _estimator_line(capsys, ["--model-dir", str(tmp_path / "m")] +
-                          argv)
+                          argv, cli)
     assert got.startswith(line), got
     assert len(got) < 200, got
 

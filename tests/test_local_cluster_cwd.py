@@ -8,7 +8,7 @@ import tensorflow.compat.v1 as tf
 from local_cluster import run_single
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HPARAMS = ("emb_size=4,hidden_size=8,num_layers=1,batch_size=2,"
+HPARAMS = ("emb_size=4,num_layers=1,batch_size=2,"
            "eval_batch_size=2,bptt=5,hmm_vocab=20,hmm_states=2,"
            "hmm_train=400,hmm_valid=100,hmm_test=100")
 

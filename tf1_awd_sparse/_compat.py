@@ -25,7 +25,7 @@ __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "PartitionedVariable", "has_distribution_strategy", "dimension_value",
            "require_graph_mode", "require_v1_control_flow", "in_function_graph",
            "GraphModeError", "do_not_convert",
-           "estimator_available"]
+           "estimator_available", "replica_values", "scale_replica_loss"]
 
 
 def _parse_version(text):
@@ -102,6 +102,56 @@ def estimator_available():
     removed in 2.16). The language model's Estimator entry uses it; its
     training loop (``MonitoredTrainingSession``) runs everywhere."""
     return hasattr(tf, "estimator")
+
+
+def replica_values(value):
+    """The per-device components of a ``tf.distribute`` value (a mirrored
+    or replica-local variable, or a per-replica tensor), in the strategy's
+    device order; ``[value]`` for anything else.
+
+    TF 1.13 keeps them behind ``value.devices`` and ``value.get(device)``;
+    1.15 has both that and ``value.values``; 2.x only ``value.values``.
+
+    Args:
+      value: a variable, tensor or distributed value.
+
+    Returns:
+      list of variables / tensors, one per replica (each with its own
+      ``.device``).
+    """
+    components = getattr(value, "values", None)
+    if isinstance(components, (tuple, list)):
+        return list(components)
+    devices = getattr(value, "devices", None)
+    if isinstance(devices, (tuple, list)) and hasattr(value, "get"):
+        return [value.get(device=d) for d in devices]
+    return [value]
+
+
+def scale_replica_loss(loss):
+    """A replica's loss, scaled so that the gradients a v1 optimizer sums
+    over the replicas of a ``tf.distribute`` strategy are those of the mean
+    loss over the replicas (the gradient Estimator trains with).
+
+    The v1 optimizers divide the loss by the number of replicas themselves
+    when ``tf.distribute.get_loss_reduction()`` is MEAN: always on TF 1.13,
+    only inside Estimator from 1.14 on (outside, it is SUM and they sum the
+    replicas' gradients). This divides exactly when the optimizer will not.
+
+    Args:
+      loss: scalar float tensor, built in a replica's context.
+
+    Returns:
+      ``loss`` itself (no strategy, one replica, or an optimizer that
+      averages), else ``loss / num_replicas_in_sync``.
+    """
+    if not tf.distribute.has_strategy():
+        return loss
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if (replicas == 1 or tf.distribute.get_loss_reduction()
+            == tf.distribute.ReduceOp.MEAN):
+        return loss
+    return loss * (1.0 / replicas)
 
 
 def has_distribution_strategy():

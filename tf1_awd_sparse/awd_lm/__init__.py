@@ -15,16 +15,25 @@ Modules:
                 checkpoint steps that return records), ``run``.
   records    -- the loop's records as text (``TableLog``), the results table
                 and the validation plot.
-  input_fn   -- the Estimator input pipeline (fixed-length BPTT windows).
-  model_fn   -- the Estimator ``model_fn`` (and ``MaskUpdateHook``).
+  input_fn   -- the distributed input pipeline (fixed-length BPTT windows).
+  model_fn   -- the distributed training step and evaluation
+                (``train_step``, ``eval_xent``), the Estimator ``model_fn``
+                built from them, and ``MaskUpdateHook``.
   cluster    -- ``ClusterBarrierHook`` and ``mirrored_strategy``.
   estimator  -- the Estimator command line
-                (``python -m tf1_awd_sparse.awd_lm.estimator``).
+                (``python -m tf1_awd_sparse.awd_lm.estimator``; needs
+                ``tf.estimator``: TF 1.x and 2.15).
+  monitored  -- the same command line through MonitoredTrainingSession
+                (``python -m tf1_awd_sparse.awd_lm.monitored``; every
+                version, the one on TF 2.16+).
   modeldir   -- config.json / vocab.txt / .tflite.json of a model.
   lm         -- ``LanguageModel`` (exported here): load a run directory or
                 a .tflite file; score, generate, step.
   score, generate -- their command lines
                 (``python -m tf1_awd_sparse.awd_lm.score`` / ``.generate``).
+
+Every module imports on every supported version, also without
+``tf.estimator``.
 """
 
 

@@ -1,4 +1,5 @@
-"""Running the language model's Estimator on a cluster: start and end
+"""Running the language model on a cluster (Estimator, or the
+MonitoredTrainingSession command line `awd_lm.monitored`): start and end
 barriers for asynchronous parameter-server training, and MirroredStrategy
 over the devices of one machine."""
 from __future__ import absolute_import, division, print_function
@@ -96,9 +97,23 @@ class ClusterBarrierHook(tf.compat.v1.train.SessionRunHook):
 
 
 def mirrored_strategy(num_devices):
-    """MirroredStrategy over ``num_devices`` GPUs, or over as many CPU
-    devices when there is no GPU (the session config must create them, see
-    `runtime.session_config`'s ``num_cpus``).
+    """``tf.distribute.MirroredStrategy`` over ``num_devices`` GPUs, or over
+    as many CPU devices when there is no GPU (the session config must create
+    them, see `runtime.session_config`'s ``num_cpus``).
+
+    The core class on every version. TF 1.13's ``tf.contrib.distribute``
+    class shares its implementation (``MirroredExtended`` subclasses the
+    core one) and differs only in its constructor and in not splitting a
+    dataset's batches in ``make_dataset_iterator``, which neither Estimator
+    nor `awd_lm.monitored` calls: both feed through
+    ``make_input_fn_iterator``, so each replica takes a whole batch of the
+    input, and both average the replicas' gradients.
+
+    Args:
+      num_devices: replicas (devices) to mirror the model over.
+
+    Returns:
+      a ``tf.distribute.MirroredStrategy`` (``StrategyV1`` on 2.x).
 
     Raises:
       ValueError: ``num_devices`` not a positive int.
@@ -109,7 +124,6 @@ def mirrored_strategy(num_devices):
     gpus = [d.name for d in device_lib.list_local_devices()
             if d.device_type == "GPU"]
     if gpus:
-        return tf.contrib.distribute.MirroredStrategy(
-            devices=gpus[:num_devices])
-    return tf.contrib.distribute.MirroredStrategy(
+        return tf.distribute.MirroredStrategy(devices=gpus[:num_devices])
+    return tf.distribute.MirroredStrategy(
         devices=["/cpu:%d" % i for i in range(num_devices)])

@@ -11,9 +11,15 @@ trains with `tf.estimator.train_and_evaluate`, so the same command runs:
   cluster and its own role (``ps``, ``chief``, ``worker``); variables go to
   the ps through ``tf.train.replica_device_setter``, dropout masks stay on
   each worker (see `mask_placement`);
-- with ``--distribute mirrored``: `tf.contrib.distribute.MirroredStrategy`
+- with ``--distribute mirrored``: ``tf.distribute.MirroredStrategy``
   over ``--num-devices`` devices of this machine (CPU devices made with
   ``device_count`` when there is no GPU).
+
+It needs ``tf.estimator`` (TensorFlow 1.x and 2.x up to 2.15). On 2.16+
+it exits with status 2 and one line naming its replacement:
+``python -m tf1_awd_sparse.awd_lm.monitored`` (`awd_lm.monitored`) takes
+the same flags and runs the same three setups through
+``tf.train.MonitoredTrainingSession``, on every version.
 
 Differences from the single-process loop (`awd_lm.train`): each window
 starts from a zero state (Estimator input pipelines carry no state between
@@ -38,7 +44,7 @@ import sys
 from tf1_awd_sparse._compat import tf
 from tensorflow.python.util import deprecation
 
-from tf1_awd_sparse import _cli
+from tf1_awd_sparse import _cli, _compat
 from tf1_awd_sparse._checks import (check_nonnegative_int, check_positive_int,
                                     check_real)
 from tf1_awd_sparse.awd_lm import model, presets, runtime
@@ -52,6 +58,39 @@ from tf1_awd_sparse.awd_lm.model_fn import (  # noqa: F401
 from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: F401
 
 DISTRIBUTE_CHOICES = ("none", "mirrored")
+
+#: The command line that replaces this one where tf.estimator is missing.
+ALTERNATIVE = "python -m tf1_awd_sparse.awd_lm.monitored"
+
+
+class EstimatorUnavailableError(RuntimeError):
+    """``tf.estimator`` is missing (TensorFlow 2.16+); the message is one
+    line naming the command line to use instead."""
+
+
+def require_estimator():
+    """Raises `EstimatorUnavailableError` when this TensorFlow has no
+    ``tf.estimator``.
+
+    Raises:
+      EstimatorUnavailableError: on TensorFlow 2.16+ (one line naming
+        `ALTERNATIVE`, which takes the same flags).
+    """
+    if not _compat.estimator_available():
+        raise EstimatorUnavailableError(
+            "tf.estimator was removed in TensorFlow 2.16 (this is %s): run "
+            "%s with the same flags (MonitoredTrainingSession: one process, "
+            "a TF_CONFIG cluster or --distribute mirrored)"
+            % (tf.__version__, ALTERNATIVE))
+
+
+def graph_mode_program():
+    """What a TF1-style program does first on TensorFlow 2.x: v1 graph mode
+    (``tf.compat.v1.disable_v2_behavior()``; the same call on 1.x, where
+    it changes nothing the library relies on). The command lines call it;
+    the library's functions never do."""
+    # tf.compat.v1 on 1.x too: 1.15 warns about the top-level name.
+    tf.compat.v1.disable_v2_behavior()
 
 
 def parse_hparams(text):
@@ -127,28 +166,35 @@ FLAG_CHECKS = {
 }
 
 
-def parse_args(argv=None, extra_flags=()):
+def parse_args(argv=None, extra_flags=(), prog=None, description=None):
     """Command-line arguments (see ``--help``), checked.
 
     Args:
       argv: the arguments (default: ``sys.argv[1:]``).
       extra_flags: more ``(flag, argparse keywords)`` pairs, for programs
         that extend this command line (e.g. a test probe's own flag).
+      prog, description: the program name and ``--help`` text (default:
+        this command line's; `awd_lm.monitored` passes its own).
 
     Raises:
       SystemExit: (code 2, one line on stderr naming the flag) a bad flag.
     """
     p = _cli.ArgumentParser(
-        prog="python -m tf1_awd_sparse.awd_lm.estimator", description=__doc__,
+        prog=prog or "python -m tf1_awd_sparse.awd_lm.estimator",
+        description=description or __doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag, kwargs in FLAGS + tuple(extra_flags):
         p.add_argument(flag, **kwargs)
     return p.check_flags(p.parse_args(argv), FLAG_CHECKS)
 
 
-def _hparam(key):
-    """How this command line names a parameter (in errors)."""
+def hparam_flag(key):
+    """How the distributed command lines name a parameter in errors
+    (``'--hparams <key>'``)."""
     return "--hparams " + key
+
+
+_hparam = hparam_flag
 
 
 def prepare(args, training_hooks=None):
@@ -165,6 +211,7 @@ def prepare(args, training_hooks=None):
       ``--evaluate-only``) and 'eval_steps'.
 
     Raises:
+      EstimatorUnavailableError: TensorFlow 2.16+ (no ``tf.estimator``).
       ValueError: bad ``--hparams`` (named; an unknown key with the
         closest ones), ``hidden_size`` given with ``num_layers`` 1
         (`presets.check_used`), an unreadable corpus or a split too short
@@ -172,6 +219,7 @@ def prepare(args, training_hooks=None):
         ``--hparams`` to change), a cluster with ``--distribute mirrored`` or
         ``--evaluate-only``, or no checkpoint to evaluate.
     """
+    require_estimator()
     overrides = parse_hparams(args.hparams)
     params = presets.params_for(args.preset, args.model, overrides)
     presets.check_used(params, overrides, _hparam)
@@ -246,7 +294,10 @@ def execute(setup):
     return result[0] if result else None
 
 
-def _start_lifetime(args):
+def start_lifetime(args):
+    """Ends this process after ``args.max_lifetime`` seconds (0: never),
+    by SIGALRM, whose default action ends it wherever it is blocked (a ps
+    in ``server.join()``)."""
     if args.max_lifetime > 0:
         # SIGALRM's default action ends the process, wherever it is blocked.
         signal.alarm(int(math.ceil(args.max_lifetime)))
@@ -262,11 +313,13 @@ def run(argv=None):
       None for cluster tasks (their evaluation belongs to an evaluator).
 
     Raises:
+      EstimatorUnavailableError: TensorFlow 2.16+ (no ``tf.estimator``).
       ValueError: bad arguments (named, see `prepare`).
       SystemExit: (code 2) a bad flag value.
     """
+    require_estimator()
     args = parse_args(argv)
-    _start_lifetime(args)
+    start_lifetime(args)
     return execute(prepare(args))
 
 
@@ -280,11 +333,17 @@ def main(argv=None, extra_flags=(), make_hooks=None):
         loss) -> list of SessionRunHooks`` run in every training step.
 
     Returns:
-      0; bad input ends the process with status 2 and one line on stderr.
-      The JSON line: see `eval_line`.
+      0; bad input ends the process with status 2 and one line on stderr,
+      and so does a TensorFlow without ``tf.estimator`` (2.16+: the line
+      names `ALTERNATIVE`). The JSON line: see `eval_line`.
     """
+    try:
+        require_estimator()
+    except EstimatorUnavailableError as e:
+        _cli.fail(e)
     args = parse_args(argv, extra_flags)
-    _start_lifetime(args)
+    graph_mode_program()
+    start_lifetime(args)
     # Estimator's progress (step, loss) without TF 1.13's deprecation notes.
     deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
     tf.logging.set_verbosity(tf.logging.INFO)

@@ -1,18 +1,74 @@
-"""The language model as an Estimator ``model_fn``, and a hook that
-resamples dropout-mask variables on a schedule of one's own."""
+"""The language model as an Estimator ``model_fn``, the training step and
+evaluation it is made of (`train_step`, `eval_xent`: no ``tf.estimator``,
+for `awd_lm.monitored` too), and a hook that resamples dropout-mask
+variables on a schedule of one's own."""
 from __future__ import absolute_import, division, print_function
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.awd_lm import model
 
-__all__ = ["MASK_UPDATE_OPS", "model_fn", "MaskUpdateHook"]
+__all__ = ["MASK_UPDATE_OPS", "model_fn", "train_step", "eval_xent",
+           "MaskUpdateHook"]
 
 # Update ops MaskUpdateHook runs (every replica's: under MirroredStrategy
 # Estimator keeps the first replica's hooks only). model_fn needs no hook:
 # its masks resample with each step (UPDATE_OPS).
 MASK_UPDATE_OPS = "awd_lm_mask_update_ops"
+
+# tf.estimator.ModeKeys' values, spelt out (TF 2.16+ has no tf.estimator).
+TRAIN, EVAL = "train", "eval"
+
+
+def train_step(features, labels, params):
+    """The training step of `model_fn`, without ``tf.estimator``: the
+    regularized loss and a clipped SGD step that increments the global step.
+
+    Under a ``tf.distribute`` strategy (built in a replica's context) the
+    loss the gradients come from is scaled (`_compat.scale_replica_loss`)
+    so that the replicas' gradients average, as under Estimator.
+
+    Args:
+      features: dict with 'inputs', int32 ``[batch, time]`` word ids.
+      labels: int32 ``[batch, time]``, the next word of each input.
+      params: as for `model_fn` ('lr', 'clip', 'use_vd'; 'training_hooks'
+        is not read here).
+
+    Returns:
+      ``(loss, train_op)``: the regularized loss (unscaled, a float32
+      scalar) and the step's op.
+
+    Raises:
+      ValueError: bad params (named, see `model.build_lm`).
+    """
+    out = model.build_lm({"inputs": features["inputs"], "targets": labels},
+                         TRAIN, params)
+    sgd = dict(params, optimizer="sgd")
+    train_op, _ = model.build_train_op(
+        _compat.scale_replica_loss(out.loss), params["lr"], sgd,
+        tf.train.get_or_create_global_step())
+    tf.summary.scalar("xent", out.xent)
+    return out.loss, train_op
+
+
+def eval_xent(features, labels, params):
+    """The evaluation graph of `model_fn`, without ``tf.estimator``: the
+    mean cross-entropy (nats per token) of one batch, no regularization,
+    no dropout and no mask variables.
+
+    Args:
+      features, labels, params: as for `train_step`.
+
+    Returns:
+      float32 scalar tensor.
+
+    Raises:
+      ValueError: bad params (named, see `model.build_lm`).
+    """
+    return model.build_lm({"inputs": features["inputs"], "targets": labels},
+                          EVAL, params).xent
 
 
 def model_fn(features, labels, mode, params):
@@ -33,34 +89,31 @@ def model_fn(features, labels, mode, params):
     Returns:
       ``tf.estimator.EstimatorSpec``: PREDICT gives 'logits'; EVAL the mean
       cross-entropy as loss with 'perplexity' as metric; TRAIN the
-      regularized loss and a clipped SGD step.
+      regularized loss and a clipped SGD step (`train_step`).
 
     Raises:
       ValueError: bad params (named, see `model.build_lm`).
     """
     if mode == tf.estimator.ModeKeys.PREDICT:
         # build_lm needs targets; predictions do not depend on them.
-        labels = tf.zeros_like(features["inputs"])
-    out = model.build_lm({"inputs": features["inputs"], "targets": labels},
-                         mode, params)
-    if mode == tf.estimator.ModeKeys.PREDICT:
+        out = model.build_lm({"inputs": features["inputs"],
+                              "targets": tf.zeros_like(features["inputs"])},
+                             mode, params)
         return tf.estimator.EstimatorSpec(mode,
                                           predictions={"logits": out.logits})
     if mode == tf.estimator.ModeKeys.EVAL:
-        mean_xent = tf.metrics.mean(out.xent)
+        xent = eval_xent(features, labels, params)
+        mean_xent = tf.metrics.mean(xent)
         return tf.estimator.EstimatorSpec(
-            mode, loss=out.xent,
+            mode, loss=xent,
             eval_metric_ops={"xent": mean_xent,
                              "perplexity": (tf.exp(mean_xent[0]),
                                             mean_xent[1])})
-    sgd = dict(params, optimizer="sgd")
-    train_op, _ = model.build_train_op(
-        out.loss, params["lr"], sgd, tf.train.get_or_create_global_step())
-    tf.summary.scalar("xent", out.xent)
+    loss, train_op = train_step(features, labels, params)
     hooks = []
     if params.get("training_hooks"):
-        hooks.extend(params["training_hooks"](out.loss))
-    return tf.estimator.EstimatorSpec(mode, loss=out.loss, train_op=train_op,
+        hooks.extend(params["training_hooks"](loss))
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
                                       training_hooks=hooks)
 
 

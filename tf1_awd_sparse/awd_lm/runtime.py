@@ -1,6 +1,6 @@
-"""What both training paths (the single-process loop `awd_lm.train` and the
-Estimator command line `awd_lm.estimator`) set up the same way: the corpus
-and the session configuration."""
+"""What the training paths (the single-process loop `awd_lm.train` and the
+distributed command lines `awd_lm.estimator` and `awd_lm.monitored`) set
+up the same way: the corpus and the session configuration."""
 from __future__ import absolute_import, division, print_function
 
 from tf1_awd_sparse._compat import tf
