@@ -17,6 +17,10 @@ summaries, valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder
 per model inside it, with the run's own output in train.log, and
 compress/).  Other arguments are passed to both runs (e.g. `--resume`, or
 `--overwrite` to start a finished demo over).
+The embedded corpus is written first as text in the PTB layout
+(``data/{train,valid,test}.txt``), to score or train on; the demo ends
+with a few sentences drawn from the uint8 TFLite model
+(``python -m tf1_awd_sparse.awd_lm.generate``).
 
 The epoch rows are read from each run's JSON files as the run writes them
 (state.json after every epoch, summary.json at the end), never from its
@@ -40,6 +44,43 @@ TARGET_SPARSITY = "0.95"
 #: The compression stages' run directories inside compress/, with labels.
 COMPRESS_RUNS = (("awd+l0", "l0"), ("awd+mag", "mag"), ("awd+q", "qat"))
 POLL_SECONDS = 0.5
+#: Words drawn from the uint8 model at the end, and the sentences shown.
+SAMPLE_WORDS, SAMPLE_SENTENCES, SAMPLE_SEED = 80, 4, 1
+
+
+def write_corpus(out):
+    """Writes the demo's embedded corpus (the one both runs train on) as
+    ``out/data/{train,valid,test}.txt``; returns the directory."""
+    from tf1_awd_sparse.awd_lm import data, presets, synthetic
+    params = presets.params_for("demo", "awd")
+    corpus, _ = synthetic.hmm_corpus(
+        seed=params["hmm_seed"], n_train=params["hmm_train"],
+        n_valid=params["hmm_valid"], n_test=params["hmm_test"],
+        n_states=params["hmm_states"], vocab_size=params["hmm_vocab"])
+    directory = os.path.join(out, "data")
+    data.write_ptb(corpus, directory)
+    return directory
+
+
+def print_samples(compress_out):
+    """Prints a few sentences drawn from the uint8 TFLite model (nothing if
+    the file is missing)."""
+    path = os.path.join(compress_out, "tflite_uint8.tflite")
+    if not os.path.exists(path):
+        return
+    command = [sys.executable, "-m", "tf1_awd_sparse.awd_lm.generate",
+               "--model", path, "--num-words", str(SAMPLE_WORDS),
+               "--seed", str(SAMPLE_SEED)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(HERE)] + [os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            universal_newlines=True, env=env)
+    lines = [l for l in result.stdout.splitlines() if l.strip()]
+    print("\nsentences from the uint8 model (python -m "
+          "tf1_awd_sparse.awd_lm.generate --model %s --num-words %d "
+          "--seed %d):" % (path, SAMPLE_WORDS, SAMPLE_SEED))
+    for line in lines[:SAMPLE_SENTENCES]:
+        print("  " + line)
 
 
 def _load(path):
@@ -112,6 +153,7 @@ def main(argv):
         out = argv[i + 1]
         del argv[i:i + 2]
     start = time.time()
+    print("corpus as text: %s/{train,valid,test}.txt" % write_corpus(out))
     procs, watchers = [], []
     print(records.header("model"))
     compress_out = os.path.join(out, "compress")
@@ -158,6 +200,7 @@ def main(argv):
         print("\ncompression of the awd model (%s), test perplexity and "
               "weights of the embedding and LSTM kernels:" % COMPRESS)
         print("\n".join(compressed["table"]))
+    print_samples(compress_out)
     print("total %.0f s (both models at once, one core each); outputs in %s"
           % (time.time() - start, out))
     with open(os.path.join(out, "summary.json"), "w") as f:

@@ -270,3 +270,37 @@ def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
                                            **k)))
     _run(out, resume=True, float_dir=os.path.join(ref_out, "float"))
     assert calls == ["tflite_uint8.tflite"]
+
+
+def test_every_stage_opens_as_a_language_model(reference):
+    """config.json / vocab.txt in every stage directory and a sidecar
+    beside each .tflite file; each opens with LanguageModel and its
+    evaluation reproduces the stage's test perplexity."""
+    from tf1_awd_sparse.awd_lm import LanguageModel, modeldir
+    out, result = reference
+    root = os.path.join(out, "compress")
+    test = os.path.join(out, "test.txt")
+    data.write_ptb(_corpus(), out)
+    chosen = result["chosen"]
+    rows = {(r["stage"], r["technique"]): r for r in result["stages"]}
+    stages = {"vd": ("sparse", "variational_dropout"),
+              "l0": ("sparse", "l0"), "mag": ("sparse", "magnitude"),
+              "qat": ("qat", chosen),
+              "tflite_float.tflite": ("tflite_float", chosen),
+              "tflite_uint8.tflite": ("tflite_uint8", chosen)}
+    for name, key in stages.items():
+        path = os.path.join(root, name)
+        config = modeldir.read_config(
+            modeldir.sidecar_path(path) if name.endswith(".tflite")
+            else os.path.join(path, "config.json"))
+        assert config["produced_by"]["stage"] == key[0], name
+        assert config["produced_by"]["technique"] == key[1], name
+        lm = LanguageModel.load(path)
+        assert lm.evaluate(test)["perplexity"] == pytest.approx(
+            rows[key]["test_ppl"], rel=1e-4), name
+        lm.close()
+    pruned = modeldir.read_config(os.path.join(root, "pruned",
+                                               "config.json"))
+    assert pruned["produced_by"]["stage"] == "pruned"
+    assert pruned["produced_by"]["sparsity"] == pytest.approx(
+        rows[("tflite_float", chosen)]["sparsity"], abs=0.01)

@@ -55,6 +55,13 @@ def test_demo_prints_both_runs_and_one_table(tmp_path):
     for stage in ("float", "sparse", "qat", "tflite_float", "tflite_uint8"):
         assert stage in stages
     assert len(_index(lines, compressed["table"])) == 1, proc.stdout
+    # The corpus as text, and sentences drawn from the uint8 model.
+    for split in ("train", "valid", "test"):
+        assert os.path.getsize(os.path.join(str(tmp_path), "data",
+                                            split + ".txt")) > 1000
+    samples = [i for i, line in enumerate(lines)
+               if line.startswith("sentences from the uint8 model")]
+    assert len(samples) == 1 and lines[samples[0] + 1].startswith("  w")
     # What the tables say, read back from the screen: the JSON figures.
     for summary in summaries:
         cells = _row(lines, summary["model"])

@@ -26,7 +26,21 @@ Modules:
   monitored  -- the same command line through MonitoredTrainingSession
                 (``python -m tf1_awd_sparse.awd_lm.monitored``; every
                 version, the one on TF 2.16+).
+  modeldir   -- config.json / vocab.txt / .tflite.json of a model.
+  lm         -- ``LanguageModel`` (exported here): load a run directory or
+                a .tflite file; score, generate, step.
+  score, generate -- their command lines
+                (``python -m tf1_awd_sparse.awd_lm.score`` / ``.generate``).
 
 Every module imports on every supported version, also without
 ``tf.estimator``.
 """
+
+
+def __getattr__(name):
+    # ``LanguageModel`` on first use (PEP 562), so importing the package
+    # (e.g. for `records`, which needs no TensorFlow) stays light.
+    if name == "LanguageModel":
+        from tf1_awd_sparse.awd_lm.lm import LanguageModel
+        return LanguageModel
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -41,8 +41,8 @@ from tf1_awd_sparse._compat import tf
 
 from sparse_layers import strip as sparse_strip
 from tf1_awd_sparse import transforms
-from tf1_awd_sparse.awd_lm import (data, export, model, presets, records,
-                                   train)
+from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, presets,
+                                   records, train)
 
 __all__ = ["run_pipeline", "finetune_params", "prune_checkpoint",
            "weight_names", "STAGES"]
@@ -310,6 +310,9 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                      pipeline.params["target_sparsity"])["technique"]
     pruned = _prune(pipeline, chosen)
     quant, quant_best = _quantize(pipeline, pruned)
+    # The QAT run's config.json, with the technique its model came from.
+    modeldir.write_run_dir(os.path.join(out_dir, "qat"), quant["params"],
+                           corpus.vocab, quant, technique=chosen)
     rows.append(_row("qat", chosen, quant, pipeline.float_ppl,
                      effective_weights(quant_best, quant["params"])))
     rows += _tflite_rows(pipeline, chosen,
@@ -361,7 +364,19 @@ def _prune(pipeline, technique):
                                  pipeline.steps_per_epoch)
         prune_checkpoint(source, params, pruned)
         pipeline.record("pruned", made_from)
+    _describe_pruned(pipeline, technique, pruned)
     return pruned
+
+
+def _describe_pruned(pipeline, technique, pruned):
+    """config.json and vocab.txt of the pruned checkpoint's directory."""
+    params = pipeline.model_params(pruning="fixed")
+    nonzero, total = _nonzero(effective_weights(pruned, params))
+    modeldir.write_config(
+        os.path.dirname(pruned), params, pipeline.corpus.vocab,
+        modeldir.produced_by(params, stage="pruned", technique=technique,
+                             sparsity=1.0 - nonzero / float(total)),
+        checkpoint=os.path.basename(pruned))
 
 
 def _quantize(pipeline, pruned):
@@ -410,6 +425,11 @@ def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
         zeros, total = export.weight_sparsity_of_tflite(
             path, export.weight_shapes(stage_params))
         size, gz = _file_bytes(path)
+        modeldir.write_tflite_sidecar(
+            path, stage_params, pipeline.corpus.vocab,
+            modeldir.produced_by(stage_params, stage=stage,
+                                 technique=technique, test_ppl=ppl,
+                                 sparsity=zeros / float(total)))
         runners[stage] = export.LMRunner(path)
         rows.append({"stage": stage, "technique": technique,
                      "test_ppl": ppl, "valid_ppl": None,

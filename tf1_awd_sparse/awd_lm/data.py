@@ -200,3 +200,45 @@ def bptt_windows(n_steps, bptt, rng=None, variable=False, min_len=5):
         windows.append((start, length))
         start += length
     return windows
+
+
+def write_ptb(corpus, data_dir):
+    """Writes a corpus as text in the PTB layout: ``<split>.txt`` per split,
+    one sentence a line (a line break for each ``<eos>``, words separated
+    by spaces), so that `read_ptb` reads the same words back (a split that
+    does not end with ``<eos>`` gains one at its end).
+
+    Args:
+      corpus: a `Corpus` (e.g. the embedded one, `synthetic.hmm_corpus`).
+      data_dir: the directory to write (created if needed).
+
+    Returns:
+      {split: path}.
+
+    Raises:
+      DataError: a word holding white space, or an empty split.
+    """
+    os.makedirs(data_dir, exist_ok=True)
+    for word in corpus.vocab:
+        if not word or len(word.split()) != 1 or word != word.strip():
+            raise DataError("vocab: word %r cannot be written as text"
+                            % (word,))
+    paths = {}
+    for split in SPLITS:
+        ids = getattr(corpus, split)
+        if len(ids) == 0:
+            raise DataError("%s split: no words" % split)
+        lines, words = [], []
+        for index in ids:
+            word = corpus.vocab[int(index)]
+            if word == EOS:
+                lines.append(" ".join(words))
+                words = []
+            else:
+                words.append(word)
+        if words:
+            lines.append(" ".join(words))
+        paths[split] = os.path.join(data_dir, "%s.txt" % split)
+        with open(paths[split], "w", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in lines))
+    return paths

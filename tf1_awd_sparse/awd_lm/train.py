@@ -28,7 +28,8 @@ from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm import data, model, presets, records, runtime
+from tf1_awd_sparse.awd_lm import (data, model, modeldir, presets, records,
+                                   runtime)
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -692,6 +693,10 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
         default: ``records.TableLog(log)``, the training table.
 
+    run_dir also gets config.json and vocab.txt (`awd_lm.modeldir`) when
+    the run starts and again, with its perplexities, when it ends, so that
+    ``LanguageModel.load(run_dir)`` opens its best checkpoint.
+
     Returns:
       the summary dict (also written to run_dir/summary.json): model,
       corpus, params, epochs (the epoch records), epochs_run, best_epoch,
@@ -716,9 +721,13 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     opening = trainer.opening_record()
     if opening is not None:
         report(opening)
+    # The run directory describes itself (config.json, vocab.txt) from the
+    # start, so its best checkpoint opens while training goes on.
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab)
     while not trainer.finished():
         report(trainer.epoch())
     summary = trainer.finish(extra)
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary)
     report(dict(summary, event="end"))
     return summary
 

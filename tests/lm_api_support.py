@@ -1,0 +1,62 @@
+"""A tiny trained language model for the LanguageModel tests: a text
+corpus in the PTB layout, a float run (one epoch), a quantization-aware
+run from it, and both exported as TFLite files with their sidecars."""
+import os
+
+import numpy as np
+
+def write_corpus(directory, seed=0):
+    """train/valid/test.txt of template sentences over WORDS (valid and
+    test hold a word the training split lacks: it becomes <unk>)."""
+    rng = np.random.RandomState(seed)
+    os.makedirs(directory, exist_ok=True)
+    nouns, verbs = ["cat", "dog", "mat", "log"], ["sat", "ran", "saw"]
+    adjectives = ["big", "small", "red"]
+    for split, lines in (("train", 300), ("valid", 40), ("test", 40)):
+        with open(os.path.join(directory, split + ".txt"), "w") as handle:
+            for _ in range(lines):
+                words = ["the", adjectives[rng.randint(3)],
+                         nouns[rng.randint(4)], verbs[rng.randint(3)], "on",
+                         "a", nouns[rng.randint(4)]]
+                if rng.rand() < 0.5:
+                    words += ["and", "it", verbs[rng.randint(3)]]
+                if split != "train" and rng.rand() < 0.2:
+                    words[1] = "zebra"
+                handle.write(" ".join(words) + "\n")
+    return directory
+
+
+def tiny_params():
+    """A two-layer model of a few hundred weights."""
+    from tf1_awd_sparse.awd_lm import presets
+    return presets.params_for("demo", "plain", {
+        "emb_size": 8, "hidden_size": 12, "num_layers": 2, "batch_size": 4,
+        "eval_batch_size": 3, "bptt": 6, "max_epochs": 1, "lr": 20.0,
+        "quant_epochs": 1, "quant_delay": 0})
+
+
+def build_models(root):
+    """Trains and exports the models once; returns a dict of paths."""
+    from tf1_awd_sparse.awd_lm import lm, presets, train
+    from tf1_awd_sparse.awd_lm import data
+    corpus = data.read_ptb(write_corpus(os.path.join(root, "data")))
+    params = tiny_params()
+    float_params, quant_params = presets.split_quant(
+        dict(params, quant=True))
+    quiet = dict(log=lambda *a: None, threads=1)
+    float_dir = os.path.join(root, "plain")
+    summary = train.run(corpus, float_params, float_dir, **quiet)
+    quant_dir = os.path.join(root, "plain_quant")
+    train.run(corpus, quant_params, quant_dir,
+              init_from=train.best_checkpoint(float_dir), **quiet)
+    paths = {"root": root, "data": os.path.join(root, "data"),
+             "float_dir": float_dir, "quant_dir": quant_dir,
+             "summary": summary,
+             "float_tflite": os.path.join(root, "float.tflite"),
+             "uint8_tflite": os.path.join(root, "quant", "uint8.tflite")}
+    os.makedirs(os.path.dirname(paths["uint8_tflite"]))
+    lm.export_model(float_dir, paths["float_tflite"], batch_size=2,
+                    num_steps=4)
+    lm.export_model(quant_dir, paths["uint8_tflite"], batch_size=2,
+                    num_steps=4)
+    return paths

@@ -1,0 +1,67 @@
+"""Generates text with a trained language model.
+
+    python -m tf1_awd_sparse.awd_lm.generate --model PATH --prompt TEXT \\
+        --num-words N [--temperature T] [--top-k K] [--seed S]
+
+PATH is a run / stage directory or a ``.tflite`` file with its sidecar.
+Prints the prompt and its continuation (``<eos>`` as a line break);
+temperature 0 or top-k 1 picks the most likely word, the same seed draws
+the same words. Bad paths or flags: exit status 2 and one line.
+"""
+import sys
+
+# A program: TensorFlow's chatter off before anything imports it.
+import tf1_awd_sparse._quiet  # noqa: F401
+from tf1_awd_sparse import _cli
+
+
+def _graph_mode():
+    """A program's TF1 setup: on 2.x, v1 behaviour (graphs and sessions;
+    a no-op on 1.x)."""
+    from tf1_awd_sparse._compat import tf
+    tf.disable_v2_behavior()
+
+
+def parse_args(argv):
+    """The flags, checked (one line, exit 2, on a bad one)."""
+    from tf1_awd_sparse._checks import (check_nonnegative_int,
+                                        check_positive_int, check_real)
+    parser = _cli.ArgumentParser(
+        prog="python -m tf1_awd_sparse.awd_lm.generate",
+        description="Continue a prompt with a trained language model.")
+    parser.add_argument("--model", required=True,
+                        help="run directory or .tflite file")
+    parser.add_argument("--prompt", default="", help="words to continue")
+    parser.add_argument("--num-words", type=int, required=True)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    return parser.check_flags(args, {
+        "num_words": check_positive_int,
+        "temperature": lambda v, n: check_real(v, n, low=0.0),
+        "top_k": check_positive_int, "seed": check_nonnegative_int,
+        "threads": check_positive_int})
+
+
+def main(argv=None):
+    """Runs the command line; returns 0 (bad input exits 2)."""
+    args = parse_args(argv)
+    _graph_mode()
+    from tf1_awd_sparse.awd_lm import lm
+    try:
+        model = lm.LanguageModel.load(args.model, threads=args.threads)
+        text = model.generate(args.prompt, args.num_words,
+                              temperature=args.temperature, top_k=args.top_k,
+                              seed=args.seed)
+    except ValueError as e:  # ConfigError, CheckpointError, OOVError
+        _cli.fail(e)
+    prompt = " ".join(args.prompt.split())
+    joiner = "" if not prompt or text.startswith("\n") else " "
+    print(prompt + joiner + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The two backends of `awd_lm.lm.LanguageModel`: a TF session on the
+checkpoint (any batch), and the TFLite interpreter on an exported file
+(its fixed batch and window, padded to).
+
+A backend has ``kind``, ``batch_limit`` (None or the file's batch),
+``zero_arrays(batch)``, ``chunk(batch, vocab)`` (tokens per call when a
+long stream is read), ``advance(ids, state) -> (logits, state)`` and
+``close()``. Logits are float32 ``[batch, n, vocab]``; the state is an
+`lm.LMState` of float32 arrays (a uint8 model's states are quantized and
+dequantized here, never shown to the caller).
+"""
+import numpy as np
+
+from tf1_awd_sparse._compat import tf
+
+from tf1_awd_sparse.awd_lm import model, runtime
+from tf1_awd_sparse.quantization import export as qexport
+
+__all__ = ["TFBackend", "TFLiteBackend"]
+
+#: Largest ``batch * tokens * vocab`` logits read per call of a stream.
+_CHUNK_ELEMENTS = 2 ** 22
+
+
+def _inference_params(params):
+    """The trained model's parameters as evaluation needs them: masks not
+    held in variables, quantization on from step 0, no loss ramp (no
+    global step in the graph)."""
+    return model.check_params(dict(params, use_vd=False, quant_delay=0,
+                                   sparsity_ramp_steps=0))
+
+
+def _state(arrays, batch):
+    from tf1_awd_sparse.awd_lm.lm import LMState
+    return LMState(arrays, np.zeros([batch, 0], np.int32))
+
+
+class TFBackend(object):
+    """``build_lm`` in evaluation mode with batch and time None, state in
+    and out by placeholders; variables restored by name from the
+    checkpoint config.json names.
+
+    Raises:
+      train.CheckpointError: the checkpoint cannot be restored.
+    """
+
+    kind = "tf"
+    batch_limit = None
+
+    def __init__(self, config, threads=1):
+        import os
+        from tf1_awd_sparse.awd_lm import train
+        params = _inference_params(config["params"])
+        self.sizes = model.layer_sizes(params)
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            inputs = tf.placeholder(tf.int32, [None, None], "inputs")
+            state = tuple(tf.nn.rnn_cell.LSTMStateTuple(
+                tf.placeholder(tf.float32, [None, n], "state_%d_c" % i),
+                tf.placeholder(tf.float32, [None, n], "state_%d_h" % i))
+                for i, n in enumerate(self.sizes))
+            out = model.build_lm({"inputs": inputs, "targets": inputs,
+                                  "state": state}, False, params)
+            saver = tf.train.Saver(tf.global_variables())
+        self.graph.finalize()
+        self.inputs = inputs
+        self.state = [t for s in state for t in s]
+        self.fetches = [out.logits] + [t for s in out.final_state
+                                       for t in s]
+        self.session = tf.Session(graph=self.graph,
+                                  config=runtime.session_config(threads))
+        checkpoint = os.path.join(config["directory"], config["checkpoint"])
+        # pylint: disable=protected-access
+        train._restore(saver, self.session, checkpoint)
+
+    def zero_arrays(self, batch):
+        """Zero c and h per layer, ``[batch, units]`` float32."""
+        return [np.zeros([batch, n], np.float32) for n in self.sizes
+                for _ in (0, 1)]
+
+    def chunk(self, batch, vocab):
+        """Tokens per call for ``batch`` rows."""
+        return max(1, _CHUNK_ELEMENTS // (batch * vocab))
+
+    def advance(self, ids, state):
+        """Logits of ``ids`` ``[batch, n]`` and the state after them."""
+        feed = {self.inputs: ids}
+        feed.update(zip(self.state, state.arrays))
+        result = self.session.run(self.fetches, feed)
+        return result[0], _state(result[1:], ids.shape[0])
+
+    def close(self):
+        """Closes the session."""
+        self.session.close()
+
+
+class TFLiteBackend(object):
+    """The interpreter on a file of `export.export_lm`: rows padded to the
+    file's batch (more rows run in groups), tokens read a window at a
+    time; the state advances only at whole windows, so the tokens read
+    since (``LMState.pending``, fewer than a window) are read again with
+    the next ones.
+
+    Raises:
+      ValueError: a file the interpreter cannot load, or one without the
+        language model's inputs; modeldir.ConfigError (a ValueError): a
+        file whose vocabulary or layers differ from its sidecar's.
+    """
+
+    kind = "tflite"
+
+    def __init__(self, path, config, threads=1):
+        del threads  # the runner's interpreter is single-threaded
+        self.runner = qexport.TFLiteRunner(path)
+        if qexport.INPUT_NAME not in self.runner.inputs:
+            raise ValueError("%s: no %r input (not a language model of "
+                             "export_lm)" % (path, qexport.INPUT_NAME))
+        shape = self.runner.inputs[qexport.INPUT_NAME]["shape"]
+        self.batch_limit, self.window = int(shape[0]), int(shape[1])
+        self.sizes = model.layer_sizes(config["params"])
+        self.names = ["%d_%s" % (i, part) for i in range(len(self.sizes))
+                      for part in ("c", "h")]
+        logits = self.runner.outputs.get(export_logits(), {}).get("shape")
+        vocab = config["params"]["vocab_size"]
+        if logits is None or int(logits[-1]) != vocab or any(
+                "state_" + n not in self.runner.inputs for n in self.names):
+            from tf1_awd_sparse.awd_lm import modeldir
+            raise modeldir.ConfigError(
+                "%s: not the model its sidecar describes (expected logits "
+                "over %d words and state inputs %s)" % (
+                    path, vocab, ", ".join("state_" + n
+                                           for n in self.names)))
+
+    def zero_arrays(self, batch):
+        """Zero c and h per layer, ``[batch, units]`` float32."""
+        return [np.zeros([batch, n], np.float32) for n in self.sizes
+                for _ in (0, 1)]
+
+    def chunk(self, batch, vocab):
+        """Tokens per call: whole windows, within the logits budget."""
+        rows = min(batch, self.batch_limit)
+        tokens = max(1, _CHUNK_ELEMENTS // (rows * vocab))
+        return max(self.window, tokens - tokens % self.window)
+
+    def _call(self, window, arrays):
+        """One invoke on ``window`` ``[b <= batch, r <= steps]``: (logits
+        ``[b, r, vocab]``, final arrays after all ``steps``)."""
+        rows, steps = window.shape
+        inputs = np.zeros([self.batch_limit, self.window], np.int32)
+        inputs[:rows, :steps] = window
+        state = {}
+        for name, array in zip(self.names, arrays):
+            padded = np.zeros([self.batch_limit, array.shape[1]], np.float32)
+            padded[:rows] = array
+            state["state_" + name] = padded
+        result = self.runner.run(inputs, state)
+        finals = [result["final_" + name][:rows] for name in self.names]
+        return result[export_logits()][:rows, :steps], finals
+
+    def _advance_rows(self, ids, state):
+        """`advance` of at most ``batch_limit`` rows."""
+        tokens = np.concatenate([state.pending, ids], axis=1)
+        arrays, logits, start = state.arrays, [], 0
+        pending = tokens[:, :0]
+        while start < tokens.shape[1]:
+            window = tokens[:, start:start + self.window]
+            out, finals = self._call(window, arrays)
+            logits.append(out)
+            if window.shape[1] == self.window:
+                arrays = finals
+            else:
+                pending = window
+            start += self.window
+        from tf1_awd_sparse.awd_lm.lm import LMState
+        return (np.concatenate(logits, axis=1)[:, state.pending.shape[1]:],
+                LMState(arrays, pending.astype(np.int32)))
+
+    def advance(self, ids, state):
+        """Logits of ``ids`` ``[batch, n]`` and the state after them."""
+        from tf1_awd_sparse.awd_lm.lm import LMState
+        if ids.shape[0] <= self.batch_limit:
+            return self._advance_rows(ids, state)
+        logits, parts = [], []
+        for first in range(0, ids.shape[0], self.batch_limit):
+            rows = slice(first, first + self.batch_limit)
+            out, part = self._advance_rows(ids[rows], state.rows(rows))
+            logits.append(out)
+            parts.append(part)
+        return np.concatenate(logits), LMState(
+            [np.concatenate([p.arrays[i] for p in parts])
+             for i in range(len(self.names))],
+            np.concatenate([p.pending for p in parts]))
+
+    def close(self):
+        """Nothing to release."""
+
+
+def export_logits():
+    """The logits output's name in an exported language model."""
+    from tf1_awd_sparse.awd_lm import export
+    return export.LOGITS_NAME

@@ -1,0 +1,290 @@
+"""Self-describing model directories: ``config.json`` and ``vocab.txt``.
+
+Every training run directory (`awd_lm.train.run`), every compression stage
+(`awd_lm.compress`) and every TFLite export writes, beside its checkpoint
+or file, what is needed to open the model again without the command line
+that made it:
+
+``config.json`` (a run or stage directory)::
+
+    {"format": "tf1_awd_sparse.awd_lm/1",
+     "params": {...},            # the complete parameter dict
+     "checkpoint": "best/model.ckpt",   # relative to the directory
+     "vocab": "vocab.txt",
+     "produced_by": {"stage": "float", "technique": null, "model": "awd",
+                     "sparsity": null, "valid_ppl": ..., "test_ppl": ...}}
+
+``<file>.tflite.json`` (beside a ``.tflite`` file): the same keys with
+``"tflite"`` instead of ``"checkpoint"``: the file name, its batch and
+window (steps per call), dtype (``float32`` or ``uint8``) and every
+input / output tensor's name, shape, dtype and quantization
+``[scale, zero_point]``.
+
+``vocab.txt``: one word per line in id order (``<eos>`` / ``<unk>`` as
+`awd_lm.data` spells them). `read_config` is the one reader: unknown or
+misspelt keys are refused with one line naming the closest known key.
+"""
+import difflib
+import json
+import os
+
+from tf1_awd_sparse.awd_lm import data, presets
+
+__all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
+           "write_config", "write_vocab", "read_vocab", "read_config",
+           "sidecar_path", "write_tflite_sidecar", "produced_by",
+           "write_run_dir"]
+
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
+FORMAT = "tf1_awd_sparse.awd_lm/1"
+
+_TOP_KEYS = ("format", "params", "checkpoint", "tflite", "vocab",
+             "produced_by")
+_PRODUCED_KEYS = ("stage", "technique", "model", "sparsity", "valid_ppl",
+                  "test_ppl", "init_from", "epochs_run", "best_epoch",
+                  "corpus", "source")
+_TFLITE_KEYS = ("file", "batch", "window", "dtype", "inputs", "outputs",
+                "log_softmax")
+_TENSOR_KEYS = ("name", "shape", "dtype", "quantization")
+#: Parameters a config may hold: the presets' and the model's own.
+PARAM_KEYS = tuple(sorted(set(presets.DEFAULTS) | {"model", "preset",
+                                                   "vocab_size"}))
+
+
+class ConfigError(ValueError):
+    """A config.json / sidecar that cannot be used; one line naming the
+    file and the key."""
+
+
+def _check_keys(mapping, known, where, path):
+    """Refuses a key not in ``known``, naming the closest one."""
+    if not isinstance(mapping, dict):
+        raise ConfigError("%s: %s must be a JSON object, got %r"
+                          % (path, where, type(mapping).__name__))
+    for key in sorted(mapping):
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = ("did you mean %r?" % close[0] if close
+                    else "known: %s" % ", ".join(known))
+            raise ConfigError("%s: unknown key %r in %s (%s)"
+                              % (path, key, where, hint))
+
+
+def produced_by(params, summary=None, stage=None, **extra):
+    """What produced a model, for its config: stage (``float``,
+    ``sparse``, ``pruned``, ``qat``, ``tflite_float``, ``tflite_uint8``;
+    default from ``params``), technique, model label, sparsity and
+    perplexities (from a `train.run` summary when given)."""
+    technique = params.get("sparsity") or (
+        "magnitude" if params.get("pruning") == "magnitude" else None)
+    if stage is None:
+        stage = ("qat" if params.get("quant") else "sparse" if technique
+                 else "pruned" if params.get("pruning") == "fixed"
+                 else "float")
+    label = params["model"] + ("+q" if params.get("quant") else "")
+    result = {"stage": stage, "technique": technique, "model": label,
+              "sparsity": None, "valid_ppl": None, "test_ppl": None}
+    if summary:
+        report = summary.get("sparsity_report") or {}
+        result.update(valid_ppl=summary.get("best_valid_ppl"),
+                      test_ppl=summary.get("test_ppl"),
+                      sparsity=report.get("global"),
+                      init_from=summary.get("init_from"),
+                      epochs_run=summary.get("epochs_run"),
+                      best_epoch=summary.get("best_epoch"),
+                      corpus=summary.get("corpus"))
+    result.update(extra)
+    return result
+
+
+def _write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(obj, handle, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def write_vocab(directory, vocab):
+    """Writes ``directory/vocab.txt``: one word per line, in id order.
+
+    Raises:
+      ValueError: an empty vocabulary, or a word that is empty or holds
+        white space (it could not be read back one per line).
+    """
+    if not vocab:
+        raise ValueError("vocab must be a non-empty list of words, got %r"
+                         % (vocab,))
+    for word in vocab:
+        if not word or len(word.split()) != 1 or word != word.strip():
+            raise ValueError("vocab: word %r is empty or holds white space"
+                             % (word,))
+    path = os.path.join(directory, VOCAB_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write("".join(word + "\n" for word in vocab))
+    os.replace(tmp, path)
+    return path
+
+
+def read_vocab(path):
+    """The words of a vocab.txt, in id order.
+
+    Raises:
+      ConfigError: a missing or unreadable file, a blank line or a word
+        listed twice (named, with its line number).
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (IOError, OSError, UnicodeDecodeError) as e:
+        raise ConfigError("%s: cannot read the vocabulary (%s)" % (path, e))
+    seen = {}
+    for number, word in enumerate(lines, 1):
+        if not word.strip() or word != word.strip():
+            raise ConfigError("%s: line %d: expected one word, got %r"
+                              % (path, number, word))
+        if word in seen:
+            raise ConfigError("%s: line %d: %r repeats line %d"
+                              % (path, number, word, seen[word]))
+        seen[word] = number
+    if not lines:
+        raise ConfigError("%s: empty vocabulary" % path)
+    return lines
+
+
+def write_config(directory, params, vocab, produced, checkpoint=None,
+                 tflite=None, name=CONFIG_FILE):
+    """Writes ``directory/<name>`` and ``directory/vocab.txt``.
+
+    Args:
+      directory: an existing directory.
+      params: the model's complete parameter dict.
+      vocab: list of words (id order).
+      produced: dict (`produced_by`).
+      checkpoint: checkpoint prefix relative to ``directory`` (TF models).
+      tflite: the ``tflite`` entry (`write_tflite_sidecar`).
+      name: the JSON file's name.
+
+    Returns:
+      the JSON file's path.
+    """
+    config = {"format": FORMAT, "params": dict(params), "vocab": VOCAB_FILE,
+              "produced_by": dict(produced)}
+    if checkpoint is not None:
+        config["checkpoint"] = checkpoint
+    if tflite is not None:
+        config["tflite"] = tflite
+    write_vocab(directory, vocab)
+    path = os.path.join(directory, name)
+    _write_json(path, config)
+    return path
+
+
+def write_run_dir(run_dir, params, vocab, summary=None, stage=None,
+                  checkpoint=os.path.join("best", "model.ckpt"), **extra):
+    """config.json and vocab.txt of a training run or stage directory
+    (``extra``: more `produced_by` entries, e.g. ``technique``)."""
+    return write_config(run_dir, params, vocab,
+                        produced_by(params, summary, stage, **extra),
+                        checkpoint)
+
+
+def _tensor_entry(detail):
+    scale, zero_point = detail["quantization"]
+    return {"name": detail["name"],
+            "shape": [int(d) for d in detail["shape"]],
+            "dtype": detail["dtype"].__name__,
+            "quantization": [float(scale), int(zero_point)]}
+
+
+def sidecar_path(tflite_path):
+    """``<file>.json`` beside a ``.tflite`` file."""
+    return tflite_path + ".json"
+
+
+def write_tflite_sidecar(tflite_path, params, vocab, produced):
+    """Writes ``<file>.tflite.json`` (and vocab.txt beside it): the model's
+    config plus its tensors, read from the file with the interpreter.
+
+    Returns:
+      the sidecar's path.
+    """
+    from tf1_awd_sparse._compat import tf
+    interpreter = tf.lite.Interpreter(model_path=tflite_path)
+    inputs = [_tensor_entry(d) for d in interpreter.get_input_details()]
+    outputs = [_tensor_entry(d) for d in interpreter.get_output_details()]
+    ids = [t for t in inputs if t["name"] == "inputs"][0]
+    states = [t for t in inputs if t["name"] != "inputs"]
+    entry = {"file": os.path.basename(tflite_path),
+             "batch": ids["shape"][0], "window": ids["shape"][1],
+             "dtype": states[0]["dtype"] if states else "float32",
+             "inputs": inputs, "outputs": outputs,
+             "log_softmax": "outside the model, on the dequantized logits"}
+    directory = os.path.dirname(os.path.abspath(tflite_path))
+    return write_config(directory, params, vocab, produced, tflite=entry,
+                        name=os.path.basename(sidecar_path(tflite_path)))
+
+
+def _check_tflite(entry, path):
+    _check_keys(entry, _TFLITE_KEYS, "tflite", path)
+    for side in ("inputs", "outputs"):
+        for tensor in entry.get(side, []):
+            _check_keys(tensor, _TENSOR_KEYS, "tflite.%s" % side, path)
+    for key in ("file", "batch", "window", "inputs", "outputs"):
+        if key not in entry:
+            raise ConfigError("%s: tflite lacks %r" % (path, key))
+
+
+def read_config(path):
+    """Reads and checks a config.json or a ``.tflite.json`` sidecar.
+
+    Args:
+      path: the JSON file.
+
+    Returns:
+      the config dict; ``params`` checked with the model's checks,
+      ``words`` the vocabulary (read from the file ``vocab`` names) and
+      ``directory`` the file's directory.
+
+    Raises:
+      ConfigError: a missing or unreadable file, an unknown key (named with
+        the closest known one), a missing key or an invalid parameter.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (IOError, OSError) as e:
+        raise ConfigError("%s: cannot read (%s)" % (path, e.strerror or e))
+    except ValueError as e:
+        raise ConfigError("%s: not JSON (%s)" % (path, e))
+    _check_keys(config, _TOP_KEYS, "the config", path)
+    for key in ("params", "vocab"):
+        if key not in config:
+            raise ConfigError("%s: missing key %r" % (path, key))
+    if ("checkpoint" in config) == ("tflite" in config):
+        raise ConfigError("%s: expected exactly one of 'checkpoint' and "
+                          "'tflite'" % path)
+    _check_keys(config["params"], PARAM_KEYS, "params", path)
+    _check_keys(config.get("produced_by", {}), _PRODUCED_KEYS,
+                "produced_by", path)
+    if "tflite" in config:
+        _check_tflite(config["tflite"], path)
+    from tf1_awd_sparse.awd_lm import model
+    try:
+        config["params"] = model.check_params(config["params"])
+    except ValueError as e:
+        raise ConfigError("%s: %s" % (path, e))
+    directory = os.path.dirname(os.path.abspath(path))
+    config["directory"] = directory
+    config["words"] = read_vocab(os.path.join(directory, config["vocab"]))
+    if len(config["words"]) != config["params"]["vocab_size"]:
+        raise ConfigError("%s: %s has %d words, params['vocab_size'] is %d"
+                          % (path, config["vocab"], len(config["words"]),
+                             config["params"]["vocab_size"]))
+    return config
+
+
+def vocab_has_specials(words):
+    """Whether a vocabulary holds ``<eos>`` (needed) and ``<unk>``."""
+    return data.EOS in words, data.UNK in words

@@ -1,0 +1,140 @@
+"""Scores text files with a trained language model.
+
+    python -m tf1_awd_sparse.awd_lm.score --model PATH [--per-line] FILE...
+
+PATH is a run / stage directory (config.json, vocab.txt, checkpoint) or a
+``.tflite`` file with its ``.tflite.json`` sidecar. Prints one line per
+non-empty input line, ``<perplexity>\\t<tokens>\\t<line>`` (tokens: its
+words and ``<eos>``), then ``tokens N oov M`` and, last, ``perplexity X``
+of the whole input. The state carries from line to line and from file to
+file (``--per-line``: each line on its own). ``--as-training`` prints only
+the last two lines, computed as the training loop evaluates a split (the
+stream cut into the model's ``eval_batch_size`` rows, `LanguageModel.
+evaluate`): on a corpus' test.txt, its ``test_ppl``. ``-`` reads standard
+input.
+A progress bar (tqdm) shows on long inputs when stderr is a terminal. Bad
+paths or flags: exit status 2 and one line.
+"""
+import sys
+
+# A program: TensorFlow's chatter off before anything imports it.
+import tf1_awd_sparse._quiet  # noqa: F401
+from tf1_awd_sparse import _cli
+
+
+def _graph_mode():
+    """A program's TF1 setup: on 2.x, v1 behaviour (graphs and sessions;
+    a no-op on 1.x)."""
+    from tf1_awd_sparse._compat import tf
+    tf.disable_v2_behavior()
+
+#: Lines from which the progress bar shows.
+PROGRESS_LINES = 2000
+
+
+def parse_args(argv):
+    """The flags (``--model``, ``--per-line``, ``--threads``, FILE...)."""
+    parser = _cli.ArgumentParser(
+        prog="python -m tf1_awd_sparse.awd_lm.score",
+        description="Per-line and total perplexity of text files.")
+    parser.add_argument("--model", required=True,
+                        help="run directory or .tflite file")
+    parser.add_argument("--per-line", action="store_true",
+                        help="score each line on its own (zero state)")
+    parser.add_argument("--as-training", action="store_true",
+                        help="only the total, as the training evaluates "
+                        "a split (eval_batch_size rows)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    args = parser.parse_args(argv)
+    if args.as_training and args.per_line:
+        parser.error("--as-training and --per-line exclude each other")
+    return args
+
+
+def _as_training(model, lines):
+    """Prints the two closing lines as `LanguageModel.evaluate` computes
+    them over the lines' words (an ``<eos>`` after each line)."""
+    import collections
+    oov = collections.Counter()
+    from tf1_awd_sparse.awd_lm import data
+    words = [w for line in lines if line.split()
+             for w in line.split() + [data.EOS]]
+    ids = model.encode(words, oov)
+    result = model.evaluate(ids)
+    print("tokens %d oov %d" % (result["tokens"], sum(oov.values())))
+    print("perplexity %.4f" % result["perplexity"])
+    return 0
+
+
+def _read_lines(paths):
+    """All lines of the files, in order (``-``: stdin); exits 2 on an
+    unreadable file."""
+    lines = []
+    for path in paths:
+        try:
+            if path == "-":
+                lines += sys.stdin.read().splitlines()
+            else:
+                with open(path, encoding="utf-8") as handle:
+                    lines += handle.read().splitlines()
+        except (IOError, OSError) as e:
+            _cli.fail("%s: cannot read (%s)" % (path, e.strerror or e))
+        except UnicodeDecodeError as e:
+            _cli.fail("%s: not UTF-8 text (byte %d)" % (path, e.start))
+    if not any(line.split() for line in lines):
+        _cli.fail("%s: no words to score" % " ".join(paths))
+    return lines
+
+
+def _progress(lines):
+    """A tqdm bar over the lines on a terminal, else None."""
+    if len(lines) < PROGRESS_LINES or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+    return tqdm(total=len(lines), unit="line", file=sys.stderr)
+
+
+def main(argv=None):
+    """Runs the command line; returns 0 (bad input exits 2)."""
+    import collections
+    import math
+    args = parse_args(argv)
+    lines = _read_lines(args.files)
+    _graph_mode()
+    from tf1_awd_sparse.awd_lm import lm
+    try:
+        model = lm.LanguageModel.load(args.model, threads=max(1,
+                                                              args.threads))
+    except ValueError as e:  # ConfigError, CheckpointError
+        _cli.fail(e)
+    if args.as_training:
+        try:
+            return _as_training(model, lines)
+        except ValueError as e:  # OOVError, a stream too short
+            _cli.fail(e)
+    oov = collections.Counter()
+    texts = [line for line in lines if line.split()]
+    bar = _progress(texts)
+    total = count = 0
+    try:
+        for text, (_, log_probs) in zip(texts, model.iter_scores(
+                texts, args.per_line, oov)):
+            total += float(log_probs.sum())
+            count += log_probs.size
+            print("%.4f\t%d\t%s" % (math.exp(-log_probs.sum()
+                                             / log_probs.size),
+                                    log_probs.size, text.strip()))
+            if bar is not None:
+                bar.update(1)
+    except lm.OOVError as e:
+        _cli.fail(e)
+    if bar is not None:
+        bar.close()
+    print("tokens %d oov %d" % (count, sum(oov.values())))
+    print("perplexity %.4f" % math.exp(-total / count))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
