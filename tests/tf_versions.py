@@ -10,6 +10,11 @@ IS_TF2 = _compat.IS_TF2
 #: ``tf.contrib`` on TensorFlow 1.x; None on 2.x, which removed it.
 contrib = None if IS_TF2 else _tf.contrib
 
+#: The class of every variable, ref and resource alike: the top-level
+#: ``tensorflow.Variable``. (``tf.compat.v1.Variable`` is the ref variables'
+#: class on 2.x; a ResourceVariable is not an instance of it there.)
+ANY_VARIABLE = _tf.Variable
+
 needs_contrib = pytest.mark.skipif(
     IS_TF2, reason="tf.contrib (quantize, model_pruning) exists only on "
                    "TensorFlow 1.x; on 2.x the library's own fake quant and "

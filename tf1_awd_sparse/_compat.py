@@ -22,7 +22,7 @@ import os
 import tensorflow as _tf
 
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
-           "PartitionedVariable", "has_distribution_strategy",
+           "PartitionedVariable", "Variable", "TENSOR_TYPES", "has_distribution_strategy",
            "require_graph_mode", "GraphModeError", "do_not_convert",
            "estimator_available"]
 
@@ -83,6 +83,18 @@ else:
 from tensorflow.python.util import nest  # noqa: E402
 from tensorflow.python.framework import tensor_util as _tensor_util  # noqa
 from tensorflow.python.ops.variables import PartitionedVariable  # noqa
+
+#: The class every variable of the version is an instance of, ref and
+#: resource variables alike. Not ``tf.Variable`` of the v1 API: on 2.x
+#: ``tf.compat.v1.Variable`` is ``VariableV1``, the ref variables' class,
+#: and a ``ResourceVariable`` (``use_resource=True``, or any variable after
+#: ``tf.enable_resource_variables()``) is not an instance of it. The
+#: top-level ``tensorflow.Variable`` is the common base on every version
+#: (``VariableV1`` itself on 1.x, whose resource variables derive from it).
+Variable = _tf.Variable
+#: What a graph-mode argument that is "a tensor or a variable" can be, for
+#: ``isinstance``.
+TENSOR_TYPES = (tf.Tensor, Variable)
 
 #: ``tf.get_static_value`` of every version: a tensor's value when it is
 #: known while building, else None.
