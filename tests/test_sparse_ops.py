@@ -6,6 +6,7 @@ import tensorflow.compat.v1 as tf
 from sparse_layers import common, layer_utils
 from sparse_layers.l0_regularization import nn as l0
 from sparse_layers.variational_dropout import nn as vd
+from tf_versions import needs_xla_compile, xla_compile
 
 EPS = common.EPSILON
 
@@ -440,10 +441,11 @@ def test_other_bad_inputs_name_the_problem():
 
 
 # ------------------------------------------------------------ layer_utils
+@needs_xla_compile
 def test_gather_one_hot_path_matches_tf_gather(sess):
-    # xla.compile is the public way into an XLA context on TF 1.13 and 1.15
-    # (1.15 moved XLACompileContext out of tensorflow.contrib.compiler).
-    from tensorflow.contrib.compiler import xla
+    # xla_compile (tests/tf_versions.py) is the public way into an XLA
+    # context on every version: contrib's on 1.13, tf.xla.experimental's
+    # from 1.15 on.
     params = np.random.RandomState(10).randn(6, 2, 3).astype(np.float32)
     ids = np.array([[5, 0], [2, 2]], np.int64)
     plain = layer_utils.gather(params, ids)
@@ -455,7 +457,7 @@ def test_gather_one_hot_path_matches_tf_gather(sess):
         built.append(out)
         return out
 
-    (compiled,) = xla.compile(computation)
+    (compiled,) = xla_compile(computation)
     assert not layer_utils.in_xla_context()
     in_xla, one_hot = built
     assert in_xla
