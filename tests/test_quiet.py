@@ -5,6 +5,7 @@ on import on a machine without a GPU (their CUDA wheels)."""
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -95,3 +96,18 @@ def test_a_program_prints_only_its_own_lines(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "6\n"
     assert proc.stderr == "own line\n"
+
+
+def test_v1_deprecation_notices_are_silenced_other_warnings_not():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for category, message in _quiet.IGNORED_WARNINGS:
+            warnings.filterwarnings("ignore", message=message,
+                                    category=category)
+        warnings.warn("`tf.nn.rnn_cell.LSTMCell` is deprecated and will be "
+                      "removed in a future version. This class is "
+                      "equivalent as `tf.keras.layers.LSTMCell`", UserWarning)
+        warnings.warn("Converting sparse IndexedSlices to a dense Tensor of "
+                      "unknown shape.", UserWarning)
+    assert [str(w.message) for w in caught] == [
+        "Converting sparse IndexedSlices to a dense Tensor of unknown shape."]

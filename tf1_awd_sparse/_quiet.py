@@ -24,8 +24,9 @@ What is silenced, on every supported version, and nothing else:
   the CPU, as 1.x's CPU wheel does, silently). With an NVIDIA driver
   present a failed cuInit is a real error and shows.
 * Python ``DeprecationWarning`` / ``FutureWarning``, TensorFlow's
-  deprecation notices (``WARNING:tensorflow:From ...``) and its Python
-  log below ERROR.
+  deprecation notices (1.x: ``WARNING:tensorflow:From ...``; 2.x also
+  UserWarnings "```tf.nn.rnn_cell.LSTMCell`` is deprecated and will be
+  removed in a future version...") and its Python log below ERROR.
 
 Only what TensorFlow writes to stderr while it is imported (and, on 2.x,
 while it looks for devices, where cuInit runs) is filtered; every other
@@ -40,8 +41,18 @@ import tempfile
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-warnings.filterwarnings("ignore", category=DeprecationWarning)
-warnings.filterwarnings("ignore", category=FutureWarning)
+#: The Python warnings silenced: (category, regex the message starts with).
+#: TensorFlow 2.x's deprecation notices of the v1 API (tf.nn.rnn_cell.*,
+#: tf.layers.*: Keras' legacy layers) are UserWarnings; 1.x logs the same
+#: notices through its deprecation module, silenced below.
+IGNORED_WARNINGS = (
+    (DeprecationWarning, ""),
+    (FutureWarning, ""),
+    (UserWarning,
+     r"`[^`]+` is deprecated and will be removed in a future version"),
+)
+for _category, _message in IGNORED_WARNINGS:
+    warnings.filterwarnings("ignore", message=_message, category=_category)
 
 # A C++ log line: TensorFlow's format ("2026-12-01 10:02:49.146257: E
 # path/file.cc:123] ...", group 1 the severity) and absl's ("E0000

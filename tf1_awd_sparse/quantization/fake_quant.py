@@ -91,7 +91,7 @@ def observe_weight(training):
 def range_variable_creator(add_variable):
     """``add(name, shape, initializer)`` for :meth:`RangeSet.
     create_variables`: a non-trainable resource variable made by
-    ``add_variable`` (a layer's ``add_variable`` or ``tf.get_variable``,
+    ``add_variable`` (a layer's ``add_weight`` or ``tf.get_variable``,
     given also the keyword arguments of :func:`variable_sync`) and listed in
     ``mask_placement.QUANT_VARIABLES``."""
     from tf1_awd_sparse import mask_placement
