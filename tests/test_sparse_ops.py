@@ -401,6 +401,31 @@ def test_gradients_reach_both_parameters_and_are_finite(sess, extreme):
 
 
 # ------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize("dtype", [tf.float16, tf.float32])
+def test_vd_matmul_train_input_gradient_in_half_precision(sess, dtype):
+    # d/dx of sum(x theta + sqrt(x^2 sigma^2 + eps) n) is theta summed plus
+    # n x sigma^2 / std: finite and small for zero and tiny inputs, though
+    # with sigma^2 = e^8 its factor sigma^2 / std overflows float16 (the
+    # inputs are fed, so that no graph optimization folds x = 0 away).
+    rng = np.random.RandomState(5)
+    theta = rng.randn(3, 2)
+    log_sigma2 = np.full((3, 2), 8.0)
+    noise = rng.randn(2, 2)
+    x_value = np.array([[0.0, 0.0, 0.0], [1e-3, 0.0, -2e-3]])
+    x = tf.placeholder(dtype, [2, 3])
+    y = vd.matmul_train(x, (tf.constant(theta, dtype),
+                            tf.constant(log_sigma2, dtype)),
+                        noise=tf.constant(noise, dtype))
+    grad = sess.run(tf.gradients(tf.reduce_sum(y), x)[0], {x: x_value})
+    eps = common.dtype_eps(EPS, dtype)
+    std = np.sqrt(x_value ** 2 @ np.exp(log_sigma2) + eps)
+    want = (theta.sum(1)[None]
+            + x_value * ((noise / std) @ np.exp(log_sigma2).T))
+    assert np.all(np.isfinite(grad))
+    # float16: 3 significant digits of terms up to |want| ~ 10.
+    np.testing.assert_allclose(grad, want, rtol=2e-3, atol=2e-2)
+
+
 @pytest.mark.parametrize("bad", [
     "one", "three", "mismatch", "not_a_tuple"])
 def test_bad_parameter_tuples_raise_runtime_error(bad):
