@@ -16,6 +16,7 @@ from tf1_awd_sparse.awd_lm import (data, estimator, input_fn, model,
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook
 from test_lm_model import PARAMS, make_features
 from test_lm_script import SCRIPT, TINY, script, write_ptb
+from tf_versions import needs_estimator
 
 
 def _one_error_line(capsys, call):
@@ -201,13 +202,22 @@ def test_build_lm_bad_mode(mode):
         model.build_lm(features, mode, dict(PARAMS, model="awd"))
 
 
+# tf.estimator.ModeKeys' values (TRAIN, EVAL, PREDICT), as documented: the
+# model takes them also on TF 2.16+, which has no tf.estimator.
+MODE_KEYS = ("train", "eval", "infer")
+
+
+@needs_estimator
+def test_mode_keys_are_estimators():
+    keys = tf.estimator.ModeKeys
+    assert MODE_KEYS == (keys.TRAIN, keys.EVAL, keys.PREDICT)
+
+
 def test_build_lm_modes_that_are_accepted():
     """Every ModeKeys value and both kinds of training flag still build."""
-    for make_mode in (lambda: tf.estimator.ModeKeys.TRAIN,
-                      lambda: tf.estimator.ModeKeys.EVAL,
-                      lambda: tf.estimator.ModeKeys.PREDICT,
-                      lambda: True, lambda: False,
-                      lambda: tf.placeholder_with_default(True, [])):
+    flags = (lambda: True, lambda: False,
+             lambda: tf.placeholder_with_default(True, []))
+    for make_mode in tuple((lambda m=m: m) for m in MODE_KEYS) + flags:
         with tf.Graph().as_default():
             features, _ = make_features()
             model.build_lm(features, make_mode(), dict(PARAMS, model="awd"))
