@@ -24,7 +24,7 @@ import tensorflow as _tf
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "PartitionedVariable", "Variable", "TENSOR_TYPES", "has_distribution_strategy",
            "require_graph_mode", "GraphModeError", "do_not_convert",
-           "estimator_available"]
+           "estimator_available", "tflite_interpreter"]
 
 
 def _parse_version(text):
@@ -106,6 +106,25 @@ def estimator_available():
     removed in 2.16). The language model's Estimator entry uses it; its
     training loop (``MonitoredTrainingSession``) runs everywhere."""
     return hasattr(tf, "estimator")
+
+
+def tflite_interpreter(model_path):
+    """A TFLite interpreter of the ``.tflite`` file ``model_path``.
+
+    LiteRT's (``ai_edge_litert.interpreter.Interpreter``, the ``litert``
+    extra) where it is installed: the same runtime, which TensorFlow 2.x
+    deprecates its own ``tf.lite.Interpreter`` for (2.20+ warn on every
+    construction). Else ``tf.lite.Interpreter`` (TF 1.x, whose CPython 3.7
+    has no LiteRT, or 2.x without it).
+
+    Raises:
+      ValueError: as the interpreter raises for a file it cannot load.
+    """
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # noqa: C0415
+    except ImportError:
+        Interpreter = tf.lite.Interpreter  # noqa: N806
+    return Interpreter(model_path=model_path)
 
 
 def has_distribution_strategy():

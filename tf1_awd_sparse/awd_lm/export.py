@@ -23,6 +23,7 @@ import time
 import numpy as np
 from tf1_awd_sparse._compat import tf
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse.awd_lm import data, model, runtime
 from tf1_awd_sparse.quantization import export as qexport
@@ -231,7 +232,7 @@ def weight_sparsity_of_tflite(path, shapes):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter = _compat.tflite_interpreter(path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
     zeros = total = 0

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 from tf1_awd_sparse._compat import tf
 
-from tf1_awd_sparse import mask_placement
+from tf1_awd_sparse import _compat, mask_placement
 from tf1_awd_sparse._checks import (check_interval, check_num_bits,
                                     check_positive_int)
 from tf1_awd_sparse.quantization import fake_quant as fq
@@ -485,7 +485,8 @@ def _check_output_path(path, arg_name):
 
 
 class TFLiteRunner(object):
-    """Runs an exported model with ``tf.lite.Interpreter`` on float arrays,
+    """Runs an exported model with a TFLite interpreter (LiteRT's where
+    installed, see ``_compat.tflite_interpreter``) on float arrays,
     quantizing inputs and dequantizing outputs for uint8 models.
 
     Args:
@@ -501,7 +502,7 @@ class TFLiteRunner(object):
             raise ValueError("path must name an existing .tflite file, got "
                              "%r" % (path,))
         try:
-            self.interpreter = tf.lite.Interpreter(model_path=path)
+            self.interpreter = _compat.tflite_interpreter(path)
         except ValueError as error:
             raise ValueError("path %r is not a TFLite model the interpreter "
                              "can load: %s" % (path, error))
