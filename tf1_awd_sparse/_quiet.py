@@ -125,11 +125,11 @@ def filter_startup_output(text, min_level=None, nvidia_driver=None):
     return "".join(kept)
 
 
-def _start_tensorflow():
-    """Imports TensorFlow (and on 2.x looks for its devices) with file
-    descriptor 2 captured, then writes out what was not noise."""
+def _start_tensorflow(list_devices=True):
+    """Imports TensorFlow and, on 2.x with ``list_devices``, looks for its
+    GPUs (what ``_import_filtered`` runs with file descriptor 2 captured)."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    if tf.__version__.startswith("1."):
+    if not list_devices or tf.__version__.startswith("1."):
         return tf
     # cuInit runs here (else at the first session): its failure on a
     # machine without a GPU is logged now, inside the capture.
@@ -138,8 +138,10 @@ def _start_tensorflow():
 
 
 def _import_filtered():
+    """TensorFlow, imported with its start-up noise filtered out of
+    file descriptor 2 (unless ``TF1_AWD_QUIET=0``)."""
     if os.environ.get("TF1_AWD_QUIET") == "0":
-        return _start_tensorflow()
+        return _start_tensorflow(list_devices=False)
     try:
         sys.stderr.flush()
         saved = os.dup(2)
