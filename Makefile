@@ -78,11 +78,13 @@ test-tf2-latest: env-tf2-latest
 
 test-all: test test-tf115 test-tf2 test-tf2-latest
 
+# --resume: a second `make demo` (or one after an interruption) redoes
+# only what is missing and prints the tables again.
 demo: env
-	$(PY) examples/demo.py
+	$(PY) examples/demo.py --resume
 
 demo-tf2: env-tf2
-	$(PY2) examples/demo.py --out runs/demo-tf2
+	$(PY2) examples/demo.py --resume --out runs/demo-tf2
 
 bench: env
 	$(PY) benchmarks/run.py

@@ -14,11 +14,14 @@ Public API (TensorFlow 1.13 graph mode):
   time step (AWD-LSTM's "LockedDropout").
 - :func:`embedding_dropout` - drops whole words: one Bernoulli mask over the
   vocabulary per ``session.run``.
+- :func:`train_op_with_updates` - ``optimizer.minimize`` that also runs
+  ``tf.GraphKeys.UPDATE_OPS``, where held masks are resampled.
 """
 from __future__ import absolute_import, division, print_function
 
 import numbers
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import PartitionedVariable, TENSOR_TYPES, tf
 from tensorflow.python.ops import gen_random_ops
 
@@ -33,7 +36,7 @@ __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob",
     "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
-    "HeldMask", "make_mask_variable",
+    "HeldMask", "make_mask_variable", "train_op_with_updates",
 ]
 
 
@@ -83,6 +86,7 @@ def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
       ValueError: a bad ``shape`` or ``keep_prob``.
       TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
+    _compat.require_graph_mode(name or "bernoulli_mask")
     keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
     dtype = check_float_dtype(dtype)
     shape = _mask_shape(shape)
@@ -272,6 +276,7 @@ class HeldMask(object):
     @property
     def keep_prob(self):
         """The keep probability (Python float)."""
+        _compat.require_graph_mode(type(self).__name__)
         return self._keep_prob
 
     def update_ops(self):
@@ -308,7 +313,8 @@ class HeldMask(object):
         Returns:
           A tensor of the mask's shape and dtype (0s and 1s).
         """
-        with once_per_run(), tf.name_scope(self._name + "_read"):
+        with once_per_run(type(self).__name__), \
+                tf.name_scope(self._name + "_read"):
             deps = [] if self._init is None else [self._init]
             with tf.control_dependencies(deps):
                 value = self.variable.read_value()
@@ -325,6 +331,51 @@ class HeldMask(object):
                     ops.append(update)
             self._update = update
         return value
+
+
+def train_op_with_updates(optimizer, loss, global_step=None, var_list=None,
+                          updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS,
+                          name=None, **minimize_kwargs):
+    """``optimizer.minimize(loss, ...)`` that also runs the update ops: the
+    held masks' resampling (``HeldMask``: ``use_vd=True`` cells and layers,
+    ``VariationalDropout``), batch norm's moving averages, anything else in
+    ``updates_collection``.
+
+    A plain ``optimizer.minimize`` never runs them: a held mask then stays
+    the first one for the whole training, with no sign. With this helper
+    each step trains on the current masks and leaves new ones (the update
+    ops are ordered after the masks' reads, see ``HeldMask``).
+
+    Build it after the model: reads built later replace a held mask's
+    update op in the collection, and the train op would run the old one.
+
+    Args:
+      optimizer: a ``tf.train.Optimizer`` (anything with ``minimize``).
+      loss: the float loss tensor.
+      global_step, var_list, name, **minimize_kwargs: as for
+        ``optimizer.minimize``.
+      updates_collection: the collection of update ops (default
+        ``tf.GraphKeys.UPDATE_OPS``, where the masks' update ops are by
+        default); None: no update ops (a plain ``minimize``).
+
+    Returns:
+      The train op; running it runs the collection's ops (as they are when
+      this is called) too.
+
+    Raises:
+      TypeError: ``optimizer`` without a ``minimize`` method; ``loss`` not
+        a float tensor.
+    """
+    if not callable(getattr(optimizer, "minimize", None)):
+        raise TypeError("optimizer must be a tf.train.Optimizer (with a "
+                        "minimize method), got %r" % (optimizer,))
+    loss = check_tensor(loss, "loss", kind="float")
+    updates = ([] if updates_collection is None
+               else tf.get_collection(updates_collection))
+    with tf.control_dependencies(updates):
+        return optimizer.minimize(loss, global_step=global_step,
+                                  var_list=var_list, name=name,
+                                  **minimize_kwargs)
 
 
 def make_mask_variable(create_variable, name, shape, keep_prob, dtype=None,

@@ -8,7 +8,10 @@ that same tensor, so a training step costs about what ``LSTMCell`` costs.
 """
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse._compat import tf
+import contextlib
+import math
+
+from tf1_awd_sparse._compat import dimension_value, tf
 
 LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
@@ -16,11 +19,12 @@ from tf1_awd_sparse import _compat
 from tf1_awd_sparse import transforms as kernel_transforms_module
 from tf1_awd_sparse._checks import (check_bool, check_dim,
                                     check_float_dtype, check_int,
-                                    check_keep_prob, check_positive_int,
+                                    check_keep_prob, check_number,
+                                    check_positive_int,
                                     check_real, check_tensor, check_training,
                                     once_per_run, with_assertions)
 from tf1_awd_sparse._lstm_sequence import lstm_sequence
-from tf1_awd_sparse.quantization.lstm import LSTMQuantizer
+from tf1_awd_sparse.ops.quantized_lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms import (  # noqa: F401  (public names)
     SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
     WeightFakeQuant, sparsity_technique)
@@ -46,7 +50,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     (``pruning_mask``) -> DropConnect (``weight_drop_kr``, ``use_vd``) ->
     weight fake-quant (``is_quant``). The step itself is ``LSTMCell``'s, or
     with ``is_quant`` the quantization-aware step of
-    ``tf1_awd_sparse.quantization.lstm``, chosen once at construction.
+    ``tf1_awd_sparse.ops.quantized_lstm``, chosen once at construction.
 
     DropConnect: an element-wise Bernoulli(``weight_drop_kr``) mask on the
     hidden-to-hidden rows of the ``[input_depth + h_depth, 4 * num_units]``
@@ -120,14 +124,18 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         tensors are not accepted), an unknown ``sparsity``, a non-bool
         ``use_vd``/``drop_input_weights``, an ``is_train`` that is neither
         a bool nor a scalar bool tensor, a ``num_units``/``input_size``/
-        ``num_proj``/shard count that is not a positive int, a
-        ``cell_clip``/``proj_clip`` that is not a number > 0, a
-        ``forget_bias`` that is not a finite number, a ``seed`` that is
-        not an int, ``sparsity`` with ``num_unit_shards``, or
+        ``num_proj``/shard count that is not a positive int (a bool
+        neither: ``LSTMCell`` fails on it on TF 2.21), a ``cell_clip``/
+        ``proj_clip``/``forget_bias`` that is not a number (a Python or
+        numpy real or bool, +-inf included, NaN not: every number
+        ``LSTMCell`` computes with is taken as it takes it, 0 or a
+        negative clip included), a ``seed`` that is not an int,
+        ``sparsity`` with ``num_unit_shards``, or
         ``kernel_transforms`` together with the arguments that build them;
         with ``is_quant``: bit widths outside [2, 8], a delay that is not
-        an int >= 0, an unknown ``quant_activation``, a non-float32 dtype
-        or a custom ``activation``.
+        an int >= 0, an unknown ``quant_activation``, a non-float32 dtype,
+        a custom ``activation``, a clip that is not a finite number > 0
+        (it bounds a fake-quant range) or an infinite ``forget_bias``.
 
     Calling the cell raises TypeError for inputs that are not of a float
     dtype (float32 with ``is_quant``) or not of the cell's dtype, and
@@ -153,28 +161,27 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  quant_activation="standard", pruning_mask=False,
                  updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS,
                  kernel_transforms=None, **kwargs):
-        num_units = check_positive_int(num_units, "num_units")
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
-        is_train = check_training(is_train, "is_train")
-        _check_lstm_arguments(num_proj, cell_clip, proj_clip, forget_bias,
-                              num_unit_shards, num_proj_shards, seed)
+        given_is_train = check_training(is_train, "is_train")
+        is_train = _scalar_at_run_time(given_is_train, "is_train")
+        (num_units, num_proj, num_unit_shards, num_proj_shards, cell_clip,
+         proj_clip, forget_bias) = _check_lstm_arguments(
+             num_units, num_proj, cell_clip, proj_clip, forget_bias,
+             num_unit_shards, num_proj_shards, seed)
         # Checked here under the cell's names (DropConnect names its own).
         check_keep_prob(weight_drop_kr, "weight_drop_kr")
         check_bool(use_vd, "use_vd")
         is_quant = check_bool(is_quant, "is_quant")
-        if is_quant and activation not in (None, tf.tanh, "tanh"):
-            raise ValueError("is_quant=True computes tanh (or ReLU with "
-                             "quant_activation='hard'); got activation=%r"
-                             % (activation,))
-        if is_quant and dtype not in (None, tf.float32, "float32"):
-            raise ValueError("is_quant=True needs float32 (fake-quant ops "
-                             "are float32 only); got dtype=%r" % (dtype,))
+        if is_quant:
+            _check_quant_arguments(activation, dtype, cell_clip, proj_clip,
+                                   num_proj, forget_bias)
         # The arguments, for get_config (LSTMCell keeps its own).
         self._own_config = {
             "weight_drop_kr": weight_drop_kr, "use_vd": use_vd,
             "input_size": input_size,
-            "drop_input_weights": drop_input_weights, "is_train": is_train,
+            "drop_input_weights": drop_input_weights,
+            "is_train": given_is_train,
             "sparsity": sparsity, "seed": seed, "is_quant": is_quant,
             "quant_delay": quant_delay, "weight_bits": weight_bits,
             "activation_bits": activation_bits,
@@ -208,6 +215,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             # lstm_cell_1, ... as LSTMCell's), so checkpoints interchange.
             name=name or "lstm_cell", dtype=dtype, **kwargs)
         self._input_size = input_size
+        self._built_depth = None
         self._is_train = is_train
         self._step_kernel = None
         self._quantizer = None
@@ -272,6 +280,12 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         return None if prune is None else prune.mask
 
     @property
+    def input_depth(self):
+        """The depth of the inputs the cell was built for (None before
+        build)."""
+        return self._built_depth
+
+    @property
     def _h_depth(self):
         return self._num_units if self._num_proj is None else self._num_proj
 
@@ -292,14 +306,16 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
           ValueError: unknown input depth, or ``input_size`` given and
             different from it.
         """
+        _compat.require_graph_mode(type(self).__name__)
         inputs_shape = tf.TensorShape(inputs_shape)
-        input_depth = inputs_shape[-1].value
+        input_depth = dimension_value(inputs_shape[-1])
         if input_depth is None:
             raise ValueError("Expected inputs.shape[-1] to be known, saw "
                              "shape: %s" % (inputs_shape,))
         if self._input_size is not None and self._input_size != input_depth:
             raise ValueError("input_size=%d was given but the inputs have "
                              "depth %d" % (self._input_size, input_depth))
+        self._built_depth = input_depth
         shape = [input_depth + self._h_depth, 4 * self._num_units]
         # Before LSTMCell.build: it marks the layer built, after which
         # add_weight would only reuse existing variables. (add_weight, not
@@ -311,7 +327,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._quantizer is not None and not self._quantizer.created:
             self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
-        with once_per_run(), tf.name_scope("effective_kernel"):
+        with once_per_run(type(self).__name__), \
+                tf.name_scope("effective_kernel"):
             if self._quantizer is not None:
                 self._quantizer.begin_run(self._is_train)
             kernel = self._kernel
@@ -342,11 +359,46 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             dtype_of="is_quant=True needs float32" if quant
             else "the cell's dtype" if dtype else None)
         if self.built and inputs.shape.ndims is not None:
-            check_dim(inputs, -1, self._kernel.shape.as_list()[0]
-                      - self._h_depth, "inputs",
+            check_dim(inputs, -1, self._built_depth, "inputs",
                       "the input depth the cell was built for")
+        self._check_state(state)
         return super(WeightDropLSTMCell, self).__call__(inputs, state, *args,
                                                         **kwargs)
+
+    def _check_state(self, state):
+        """Checks the state's structure and static widths against
+        ``state_size`` (under ``dynamic_rnn`` the first step's state is the
+        ``initial_state``; a wrong width surfaced as a MatMul / Mul
+        dimension error inside the loop).
+
+        Raises:
+          ValueError: not an ``LSTMStateTuple(c, h)`` pair with
+            ``state_is_tuple``, or a part of another static width than
+            ``state_size`` says.
+        """
+        size = self.state_size
+        if isinstance(size, LSTMStateTuple):
+            if isinstance(state, tf.Tensor) or not isinstance(
+                    state, (tuple, list)) or len(state) != 2:
+                raise ValueError(
+                    "state must be an LSTMStateTuple(c, h) (or a (c, h) "
+                    "pair) with state_is_tuple=True, got %r" % (state,))
+            parts = (("state.c", state[0], size.c, "num_units"),
+                     ("state.h", state[1], size.h,
+                      "num_units" if self._num_proj is None else "num_proj"))
+        else:
+            parts = (("state", state, size, "num_units + %s, "
+                      "state_is_tuple=False" % ("num_units" if
+                                                self._num_proj is None
+                                                else "num_proj")),)
+        for name, part, width, what in parts:
+            shape = tf.TensorShape(getattr(part, "shape", None))
+            if shape.ndims and dimension_value(shape[-1]) not in (None,
+                                                                 width):
+                raise ValueError(
+                    "%s must be %d wide (the cell's state size, %s; the "
+                    "initial_state under dynamic_rnn), got shape %s"
+                    % (name, width, what, shape))
 
     @_compat.do_not_convert
     def call(self, inputs, state):
@@ -452,8 +504,9 @@ class WeightDropLSTM(object):
     ``LSTMCell``: ``make bench``, ``docs/bench.md``).
 
     The fast path needs the plain LSTM step; with ``is_quant``,
-    ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``
-    or an activation other than tanh the layer runs its cell under
+    ``use_peepholes``, ``cell_clip``, ``num_proj``, ``state_is_tuple=False``,
+    an infinite ``forget_bias`` or an activation other than tanh the layer
+    runs its cell under
     ``tf.nn.dynamic_rnn`` (same results, the cell's speed); ``fast_path``
     says which. float16 inputs also take the ``dynamic_rnn`` path (the
     hand-written recurrence is float32 / float64).
@@ -462,33 +515,54 @@ class WeightDropLSTM(object):
       num_units: int, the cell size.
       time_major: inputs and outputs ``[time, batch, depth]`` instead of
         ``[batch, time, depth]``.
-      scope: the default variable scope of calls (``'rnn'`` if None, as
-        ``dynamic_rnn``); also where :meth:`get_vd_update_op` creates the
-        held mask when it is called before the first call.
+      scope: the variable scope of the first call (a name or a
+        ``VariableScope``; later calls without ``scope=`` reenter the first
+        call's scope). If None, a unique one per layer, as ``tf.layers``
+        name theirs: ``'rnn'`` (as ``tf.nn.dynamic_rnn``, so a single
+        layer's variables are ``rnn/lstm_cell/kernel``... as
+        ``dynamic_rnn(LSTMCell)``'s), then ``'rnn_1'``, ``'rnn_2'``... for
+        the next layers built in the same enclosing scope. Also where
+        :meth:`get_vd_update_op` creates the held mask when it is called
+        before the first call.
       **cell_kwargs: every :class:`WeightDropLSTMCell` argument
         (``weight_drop_kr``, ``use_vd``, ``is_train``, ``sparsity``...).
 
+    The layer is built once, by its first call (or by
+    :meth:`get_vd_update_op`): later calls reuse its variables, on inputs
+    of the same depth. ``variables`` are exactly the layer's (its cell's)
+    variables.
+
     Raises:
-      ValueError: as :class:`WeightDropLSTMCell`.
+      ValueError: as :class:`WeightDropLSTMCell`; a ``scope`` that is not a
+        string or a ``VariableScope``.
 
     Example::
 
         layer = WeightDropLSTM(650, weight_drop_kr=0.5, is_train=is_train)
         outputs, final_state = layer(x)        # x: [batch, time, depth]
+        upper = WeightDropLSTM(650, weight_drop_kr=0.5, is_train=is_train)
+        outputs, _ = upper(outputs)            # variables under rnn_1/
     """
 
     def __init__(self, num_units, time_major=False, scope=None,
                  **cell_kwargs):
         self._time_major = check_bool(time_major, "time_major")
-        self._scope = scope
+        self._scope = _check_scope(scope, "scope")
+        # The variable scope of the first call (or of get_vd_update_op
+        # before it): where the variables are, reentered by later calls.
+        self._built_scope = None
         self._cell = WeightDropLSTMCell(num_units, **cell_kwargs)
         config = self._cell.get_config()
         activation = cell_kwargs.get("activation")
+        # Falsy activations are LSTMCell's tanh; lstm_sequence takes a
+        # finite forget bias only.
         self._fast = not (config["is_quant"] or config["use_peepholes"]
                           or config["cell_clip"] is not None
                           or config["num_proj"] is not None
                           or not config["state_is_tuple"]
-                          or activation not in (None, tf.tanh, "tanh"))
+                          or not math.isfinite(config["forget_bias"])
+                          or (activation and activation not in (
+                              tf.tanh, tf.nn.tanh, "tanh")))
 
     @property
     def cell(self):
@@ -506,18 +580,61 @@ class WeightDropLSTM(object):
         return self._cell.effective_kernel
 
     @property
+    def built(self):
+        """True once a call created the variables."""
+        return self._cell.built
+
+    @property
+    def scope_name(self):
+        """The name of the layer's variable scope (None before the first
+        call or :meth:`get_vd_update_op`)."""
+        return None if self._built_scope is None else self._built_scope.name
+
+    @property
+    def variables(self):
+        """Every variable of the layer (its cell's: kernel, bias, masks,
+        sparse aux, quantization ranges...), trainable ones first; ``[]``
+        before the first call."""
+        return self._cell.weights
+
+    @property
+    def trainable_variables(self):
+        """The layer's trainable variables."""
+        return self._cell.trainable_weights
+
+    @property
+    def non_trainable_variables(self):
+        """The layer's non-trainable variables (masks, ranges...)."""
+        return self._cell.non_trainable_weights
+
+    @property
     def weights(self):
-        """The cell's variables."""
+        """The cell's variables (as :attr:`variables`)."""
         return self._cell.weights
 
     def get_vd_update_op(self):
         """The held DropConnect mask's update op (see the cell's); before
-        the first call the mask is created in the layer's default scope,
-        so the variable names do not depend on when this is called."""
+        the first call the mask is created in the layer's scope (the one
+        the first call then uses), so the variable names do not depend on
+        when this is called."""
         if self._cell.built:
             return self._cell.get_vd_update_op()
-        with tf.variable_scope(self._scope or "rnn"):
+        with self._variable_scope(None):
             return self._cell.get_vd_update_op()
+
+    @contextlib.contextmanager
+    def _variable_scope(self, scope):
+        """Enters the scope of a call: ``scope`` if given, else the one
+        of the first call, else the constructor's, else a new unique
+        ``rnn``/``rnn_<n>`` (``tf.layers``' uniquification by
+        ``default_name``). The first one entered is recorded."""
+        scope = _check_scope(scope, "scope")
+        if scope is None:
+            scope = self._built_scope or self._scope
+        with tf.variable_scope(scope, default_name="rnn") as varscope:
+            if self._built_scope is None:
+                self._built_scope = varscope
+            yield varscope
 
     def get_config(self):
         """The cell's arguments plus ``time_major``."""
@@ -545,8 +662,10 @@ class WeightDropLSTM(object):
             copied through; a length past the time steps means all of
             them); a negative length raises ``InvalidArgumentError`` naming
             ``sequence_length`` when the graph runs.
-          scope: variable scope (default: the constructor's, else ``'rnn'``
-            as ``dynamic_rnn``).
+          scope: variable scope (default: the first call's, else the
+            constructor's, else the layer's unique default, see the
+            class). The variables are created once, by the first call;
+            a call in another scope reuses them (its ops are there).
           dtype: the state's dtype when ``initial_state`` is None (default:
             the inputs' dtype).
 
@@ -558,7 +677,8 @@ class WeightDropLSTM(object):
           zero steps of a batch of unknown size).
 
         Raises:
-          ValueError: inputs not of rank 3 or of unknown depth; an
+          ValueError: inputs not of rank 3 or of unknown depth, or of
+            another depth than the layer was built for; an
             ``initial_state`` that is not a ``(c, h)`` pair of ``[batch,
             num_units]`` tensors; a ``sequence_length`` not of rank 1.
           TypeError: inputs not of a float dtype (as the cell: float32
@@ -566,13 +686,17 @@ class WeightDropLSTM(object):
             ``sequence_length`` not int32 / int64; ``dtype`` not a float
             dtype.
         """
+        _compat.require_graph_mode(type(self).__name__)
         inputs = check_tensor(inputs, "inputs", kind="float")
         if inputs.get_shape().ndims != 3 or \
-                inputs.get_shape()[2].value is None:
+                dimension_value(inputs.get_shape()[2]) is None:
             raise ValueError("inputs must have rank 3 ([batch, time, depth]"
                              "%s) and a known depth, got shape %s" % (
                                  " time major" if self._time_major else "",
                                  inputs.get_shape()))
+        if self._cell.built:
+            check_dim(inputs, 2, self._cell.input_depth, "inputs",
+                      "the input depth the layer was built for")
         if dtype is not None:
             dtype = check_float_dtype(dtype)
         if sequence_length is not None:
@@ -587,10 +711,11 @@ class WeightDropLSTM(object):
         if initial_state is not None:
             initial_state = self._checked_state(initial_state,
                                                 dtype or inputs.dtype)
-        with tf.variable_scope(scope or self._scope or "rnn") as varscope:
+        with self._variable_scope(scope) as varscope:
             if varscope.caching_device is None:
                 varscope.set_caching_device(lambda op: op.device)
-            if inputs.get_shape()[0 if self._time_major else 1].value == 0:
+            time_axis = 0 if self._time_major else 1
+            if dimension_value(inputs.get_shape()[time_axis]) == 0:
                 return self._no_steps(inputs, initial_state, sequence_length,
                                       dtype)
             if not self._fast or inputs.dtype.base_dtype not in (
@@ -643,8 +768,9 @@ class WeightDropLSTM(object):
             initial_state = self._cell.zero_state(batch, dtype)
         if not self._cell.built:
             # Creates the variables as a run over steps would.
-            self._cell(tf.zeros(tf.stack([batch, inputs.get_shape()[2].value]),
-                                inputs.dtype), initial_state)
+            depth = dimension_value(inputs.get_shape()[2])
+            self._cell(tf.zeros(tf.stack([batch, depth]), inputs.dtype),
+                       initial_state)
         with tf.control_dependencies(
                 [] if sequence_length is None else [sequence_length]):
             outputs = tf.zeros(tf.stack([0, batch, self._cell.output_size]),
@@ -661,7 +787,7 @@ class WeightDropLSTM(object):
         time_major = (inputs if self._time_major
                       else tf.transpose(inputs, [1, 0, 2]))
         batch = tf.shape(time_major)[1]
-        depth = time_major.get_shape()[2].value
+        depth = dimension_value(time_major.get_shape()[2])
         if initial_state is None:
             initial_state = self._cell.zero_state(batch,
                                                   dtype or inputs.dtype)
@@ -691,6 +817,38 @@ class WeightDropLSTM(object):
         return outputs, LSTMStateTuple(c, h)
 
 
+def _scalar_at_run_time(flag, arg_name):
+    """A training-flag tensor of unknown static rank, through an
+    assertion that it is a scalar when the graph runs (``tf.cond`` would
+    fail with "The second input must be a scalar"); any other flag
+    unchanged."""
+    if not isinstance(flag, tf.Tensor) or flag.shape.ndims is not None:
+        return flag
+    with tf.name_scope("%s_is_scalar" % arg_name):
+        check = tf.debugging.assert_rank(
+            flag, 0, message="%s must be a scalar bool (shape []), fed a "
+            "tensor of another rank" % arg_name)
+        # A reshape, not an identity: grappler's constant folding forwards
+        # an identity's input to tf.cond's Switch, whose own check ("The
+        # second input must be a scalar") then fails first.
+        with tf.control_dependencies([check]):
+            return tf.reshape(flag, [])
+
+
+def _check_scope(scope, arg_name):
+    """A variable scope argument: None, a non-empty string or a
+    ``VariableScope``.
+
+    Raises:
+      ValueError: anything else.
+    """
+    if scope is None or isinstance(scope, tf.VariableScope) or (
+            isinstance(scope, str) and scope):
+        return scope
+    raise ValueError("%s must be None, a non-empty string or a "
+                     "tf.VariableScope, got %r" % (arg_name, scope))
+
+
 def _decoded_config(config):
     """A copy of a ``get_config`` dict with its kernel transforms rebuilt
     from their serialized form."""
@@ -702,20 +860,62 @@ def _decoded_config(config):
     return config
 
 
-def _check_lstm_arguments(num_proj, cell_clip, proj_clip, forget_bias,
-                          num_unit_shards, num_proj_shards, seed):
+def _check_lstm_arguments(num_units, num_proj, cell_clip, proj_clip,
+                          forget_bias, num_unit_shards, num_proj_shards,
+                          seed):
     """Checks the ``LSTMCell`` arguments that ``LSTMCell`` itself takes as
-    given (a bad one surfaced later from an inner op, or as garbage: a
-    negative clip clipped everything to a constant)."""
-    check_positive_int(num_proj, "num_proj", allow_none=True)
-    check_positive_int(num_unit_shards, "num_unit_shards", allow_none=True)
-    check_positive_int(num_proj_shards, "num_proj_shards", allow_none=True)
-    check_real(cell_clip, "cell_clip", low=0, low_open=True,
-               allow_none=True)
-    check_real(proj_clip, "proj_clip", low=0, low_open=True,
-               allow_none=True)
-    check_real(forget_bias, "forget_bias")
+    given: every value it computes with on every supported TF version
+    passes, as Python arithmetic reads it (a ``True`` clip or forget bias
+    is 1, a clip of 0 or below clips to a constant, an infinite clip or
+    forget bias is what it is); values it fails on later, from an inner op
+    (0 units, ``num_proj=0``, 0 shards, a string; a bool count on TF
+    2.21), and a NaN (no clip on 1.x, NaN states on 2.x) are refused
+    here.
+
+    Returns:
+      The counts as ints and the numbers as floats, in argument order
+      (``num_units, num_proj, num_unit_shards, num_proj_shards,
+      cell_clip, proj_clip, forget_bias``).
+
+    Raises:
+      ValueError: naming the argument.
+    """
+    # Not True as 1: LSTMCell fails on a bool count on TF 2.21 (a bool
+    # TensorShape dimension), so it is no value LSTMCell takes everywhere.
+    counts = [check_positive_int(value, name, allow_none=name != "num_units")
+              for value, name in ((num_units, "num_units"),
+                                  (num_proj, "num_proj"),
+                                  (num_unit_shards, "num_unit_shards"),
+                                  (num_proj_shards, "num_proj_shards"))]
+    reals = [check_number(cell_clip, "cell_clip", allow_none=True),
+             check_number(proj_clip, "proj_clip", allow_none=True),
+             check_number(forget_bias, "forget_bias")]
     check_int(seed, "seed", allow_none=True)
+    return tuple(counts + reals)
+
+
+def _check_quant_arguments(activation, dtype, cell_clip, proj_clip,
+                           num_proj, forget_bias):
+    """Checks what ``is_quant=True`` computes with: tanh (any falsy
+    activation is ``LSTMCell``'s tanh), float32, clips that bound a
+    fake-quant range (finite, > 0) and a finite forget bias (folded into
+    the quantized bias).
+
+    Raises:
+      ValueError: naming the argument and ``is_quant``.
+    """
+    if activation and activation not in (tf.tanh, tf.nn.tanh, "tanh"):
+        raise ValueError("is_quant=True computes tanh (or ReLU with "
+                         "quant_activation='hard'); got activation=%r"
+                         % (activation,))
+    if dtype is not None and tf.as_dtype(dtype).base_dtype != tf.float32:
+        raise ValueError("is_quant=True needs float32 (fake-quant ops "
+                         "are float32 only); got dtype=%r" % (dtype,))
+    for value, name in ((cell_clip, "cell_clip"), (proj_clip if num_proj
+                                                   else None, "proj_clip")):
+        check_real(value, "%s with is_quant=True (it bounds a fake-quant "
+                   "range)" % name, low=0, low_open=True, allow_none=True)
+    check_real(forget_bias, "forget_bias with is_quant=True")
 
 
 def _transforms_from_arguments(weight_drop_kr, use_vd, drop_input_weights,

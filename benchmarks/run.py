@@ -26,8 +26,8 @@ sys.path.insert(0, HERE)
 import _quiet  # noqa: F401,E402
 
 # Benchmark modules, each exposing main(); `make bench` runs them in order.
-MODULES = ["bench_sparse", "bench_cell", "bench_layer", "bench_quant",
-           "bench_distributed"]
+MODULES = ["bench_sparse", "bench_cell", "bench_layer", "bench_lm",
+           "bench_quant", "bench_distributed"]
 DEFAULT_OUT = os.path.join(ROOT, "docs", "bench.md")
 
 

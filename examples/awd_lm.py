@@ -8,9 +8,18 @@ layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
   python examples/awd_lm.py --model both --preset demo
   python examples/awd_lm.py --model awd --preset awd-ptb --data-dir DIR
   python examples/awd_lm.py ... --resume      # continue a killed run
+  python examples/awd_lm.py ... --overwrite   # start over in the same --out
   python examples/awd_lm.py ... --quant       # then fine-tune it 8-bit QAT
   python examples/awd_lm.py --model awd ... --compress l0,magnitude
                                                # then compress it (see below)
+
+An --out (or --compress-out) that holds a finished or partial run is
+refused unless --resume (continue it) or --overwrite (delete its run files
+and start over) is given.
+
+Exit status: 0 done; 1 training diverged (one line naming the epoch and
+step; the checkpoints of the epochs before are kept, nothing diverged is
+saved); 2 bad input (one line naming the flag or file).
 
 Outputs in --out: <model>/ (checkpoints last/ and best/, TensorBoard
 events, state.json, summary.json), with --quant also <model>_quant/ (the
@@ -85,7 +94,7 @@ HELP = {
     "aux_lr_scale": "learning rate of log_sigma2 / log_alpha as a multiple "
                     "of --lr",
     "pruning": "pruning masks on the embedding and kernels: magnitude "
-               "(tf.contrib.model_pruning schedule) or fixed",
+               "(gradual schedule, as tf.contrib.model_pruning) or fixed",
     "pruning_begin_step": "--pruning magnitude: first step of the schedule",
     "pruning_end_step": "--pruning magnitude: last step of the schedule",
     "pruning_frequency": "--pruning magnitude: steps between mask updates",
@@ -102,6 +111,49 @@ def _parameter(key):
     """The check of a generated flag: the text converted to the
     parameter's type and checked (`presets.parse_value`)."""
     return lambda text, name: presets.parse_value(key, text, name)
+
+
+# What marks a directory as holding a run: the training loop's files
+# (`train`) and the compression pipeline's (`compress`).
+RUN_FILES = (train.STATE_FILE, train.SUMMARY_FILE, "last", "best",
+             compress.STATE_FILE)
+
+
+def check_out(args, all_params):
+    """Refuses to start over a finished or partial run without --resume
+    or --overwrite (a fresh run deletes the files of the one before).
+
+    Raises:
+      ValueError: naming the flag, the file found and both flags; or
+        --resume with --overwrite.
+    """
+    if args.resume and args.overwrite:
+        raise ValueError("--resume continues the runs in --out, --overwrite "
+                         "replaces them: give one")
+    if args.resume or args.overwrite:
+        return
+    dirs = [("--out", os.path.join(args.out, train.SUMMARY_FILE))]
+    for params in all_params:
+        run_dir = os.path.join(args.out, params["model"])
+        dirs += [("--out", os.path.join(run_dir, name)) for name in RUN_FILES]
+        dirs += [("--out", os.path.join(run_dir + "_quant", name))
+                 for name in RUN_FILES]
+        compress_out = args.compress_out or (run_dir + "_compress")
+        dirs += [("--compress-out" if args.compress_out else "--out",
+                  os.path.join(compress_out, name))
+                 for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
+    for flag, path in dirs:
+        if os.path.exists(path):
+            raise ValueError(
+                "%s %s holds a run (%s): continue it with --resume or "
+                "replace it with --overwrite" % (
+                    flag, args.compress_out if flag == "--compress-out"
+                    else args.out, path))
+
+
+def _flag(key):
+    """The flag of a parameter (in errors)."""
+    return "--" + key.replace("_", "-")
 
 
 def parse_args(argv=None):
@@ -122,6 +174,9 @@ def parse_args(argv=None):
                    help="output directory (default runs/awd_lm)")
     p.add_argument("--resume", action="store_true",
                    help="continue the runs found in --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the runs found in --out (without it or "
+                   "--resume, an --out holding a run is refused)")
     p.add_argument("--threads", type=int, default=0,
                    help="intra-op threads (0: TensorFlow's choice, all "
                    "cores)")
@@ -168,7 +223,10 @@ def main(argv=None):
     Returns:
       0; bad input (a flag, the corpus, an unreadable checkpoint or run
       state, --resume with changed parameters) ends the program with status
-      2 and one line on stderr naming the flag or file.
+      2 and one line on stderr naming the flag or file; training that
+      diverges (a loss NaN, infinite or too large for its perplexity to be
+      a float, `train.TrainingDiverged`) ends it with status 1 and one line
+      naming the epoch and step, the last good checkpoints kept.
     """
     args = parse_args(argv)
     log = print
@@ -183,9 +241,15 @@ def main(argv=None):
                 "--compress-out names one directory but --model both "
                 "compresses two models: leave it out (each gets "
                 "<out>/<model>_compress) or give one --model")
+        check_out(args, all_params)
+        given = {k for k, v in overrides.items() if v is not None}
+        for params in all_params:
+            presets.check_used(params, given, _flag)
         phases = [presets.split_quant(p) for p in all_params]
         corpus, floor, description = runtime.load_corpus(args.data_dir,
                                                          all_params[0])
+        for params in all_params:
+            runtime.check_corpus(corpus, params, args.data_dir, _flag)
     except ValueError as e:  # data.DataError included
         _cli.fail(e)
     log(description)
@@ -218,9 +282,11 @@ def main(argv=None):
                     log=log, threads=max(1, args.threads),
                     progress=progress)
                 print("\n".join(result["table"]))
-    except (ValueError, FloatingPointError, OSError) as e:
+    except train.TrainingDiverged as e:
+        _cli.fail(e, status=1)   # not bad input: status 1
+    except (ValueError, OSError) as e:
         # --resume with changed parameters, an unreadable checkpoint or
-        # run state, a diverged loss, an --out that cannot be written.
+        # run state, an --out that cannot be written.
         _cli.fail(e)
     lines = records.results_table(summaries, floor)
     print("\n" + "\n".join(lines))

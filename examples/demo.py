@@ -15,7 +15,8 @@ with the TFLite interpreter; the demo ends with that table (also in
 compress/summary.json).  Outputs (checkpoints, TensorBoard events,
 summaries, valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder
 per model inside it, with the run's own output in train.log, and
-compress/).  Other arguments are passed to both runs (e.g. `--resume`).
+compress/).  Other arguments are passed to both runs (e.g. `--resume`, or
+`--overwrite` to start a finished demo over).
 
 The epoch rows are read from each run's JSON files as the run writes them
 (state.json after every epoch, summary.json at the end), never from its

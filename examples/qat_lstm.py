@@ -42,12 +42,10 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tf1_awd_sparse import _cli  # noqa: E402
 from tf1_awd_sparse._checks import (check_nonnegative_int,  # noqa: E402
                                     check_positive_int, check_real)
+from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: E402
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402
 from tf1_awd_sparse import mask_placement  # noqa: E402
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
-
-CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1,
-                        inter_op_parallelism_threads=1)
 
 
 def make_data(num, steps, depth, classes, rng, leak=0.8):
@@ -151,6 +149,8 @@ OPTIONS = [
      check_nonnegative_int),
     ("lr", 0.005, "Adam learning rate", _POSITIVE),
     ("seed", 0, "seed of data and initialization", check_nonnegative_int),
+    ("threads", 1, "intra- and inter-op threads (0: TensorFlow's choice, "
+     "all cores), as examples/awd_lm.py's --threads", check_nonnegative_int),
     ("out", None, "directory for checkpoint and .tflite files (default: a "
                   "new temporary directory)", None),
 ]
@@ -178,6 +178,7 @@ def parse_args(argv):
 def main(argv=None):
     """Float training, QAT fine-tuning, export; prints the table."""
     args = parse_args(argv)
+    config = session_config(args.threads)
     rng = np.random.RandomState(args.seed)
     train_data = make_data(4096, args.steps, args.depth, args.classes, rng)
     x_test, y_test = make_data(512, args.steps, args.depth, args.classes, rng)
@@ -190,7 +191,7 @@ def main(argv=None):
     with tf.Graph().as_default():
         tf.set_random_seed(args.seed)
         model = build(args, is_quant=False)
-        with tf.Session(config=CONFIG) as sess:
+        with tf.Session(config=config) as sess:
             sess.run(tf.global_variables_initializer())
             train(sess, model, train_data, args.float_steps, args, rng,
                   "float")
@@ -218,7 +219,7 @@ def main(argv=None):
         restored = [v for v in tf.global_variables()
                     if v not in range_vars and "Adam" not in v.name
                     and "beta" not in v.name]
-        with tf.Session(config=CONFIG) as sess:
+        with tf.Session(config=config) as sess:
             sess.run(tf.global_variables_initializer())
             tf.train.Saver(restored).restore(sess, ckpt)
             print("  restored %d float variables; %d new range variables"

@@ -6,18 +6,25 @@ Adam), and prints the held-out mean squared error of the evaluation-mode
 layer and the sparsity report. For VD it also prints the median log(alpha)
 of the informative and of the uninformative weights, and the same figures
 with the pruning threshold lowered from 3 to 0.
+
+Bad flags end the program with status 2 and one line naming the flag.
 """
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from sparse_layers import common, losses, report  # noqa: E402
+from tf1_awd_sparse import _cli  # noqa: E402
+from tf1_awd_sparse._checks import (check_nonnegative_int,  # noqa: E402
+                                    check_positive_int)
+from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: E402
 from sparse_layers.l0_regularization import layers as l0_layers  # noqa: E402
 from sparse_layers.variational_dropout import layers as vd_layers  # noqa: E402
 from sparse_layers.variational_dropout import nn as vd_nn  # noqa: E402
@@ -36,7 +43,7 @@ def make_data(seed=0):
     return x[:TRAIN], y[:TRAIN], x[TRAIN:], y[TRAIN:]
 
 
-def run(technique, steps=6000, seed=0):
+def run(technique, steps=6000, seed=0, threads=1):
     """Trains one model; returns a dict of figures."""
     x_train, y_train, x_test, y_test = make_data(seed)
     with tf.Graph().as_default():
@@ -70,9 +77,7 @@ def run(technique, steps=6000, seed=0):
             figures["mse_threshold_0"] = tf.reduce_mean(tf.square(pred0 - y))
             figures["report_threshold_0"] = report.sparsity_report(
                 threshold=0., summaries=False)
-        config = tf.ConfigProto(intra_op_parallelism_threads=1,
-                                inter_op_parallelism_threads=1)
-        with tf.Session(config=config) as sess:
+        with tf.Session(config=session_config(threads)) as sess:
             sess.run(tf.global_variables_initializer())
             start = time.time()
             for _ in range(steps):
@@ -83,10 +88,32 @@ def run(technique, steps=6000, seed=0):
     return out
 
 
-def main():
-    """Trains both techniques and prints their figures."""
+def parse_args(argv=None):
+    """The flags (``--help``), checked: a bad value ends the program with
+    status 2 and one line naming the flag (`tf1_awd_sparse._cli`)."""
+    parser = _cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=6000,
+                        help="full-batch Adam steps per technique (default "
+                        "6000)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data and the graph (default 0)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="intra- and inter-op threads (0: TensorFlow's "
+                        "choice, all cores; default 1)")
+    return parser.check_flags(parser.parse_args(argv), {
+        "steps": check_positive_int, "seed": check_nonnegative_int,
+        "threads": check_nonnegative_int})
+
+
+def main(argv=None):
+    """Trains both techniques and prints their figures.
+
+    Returns:
+      0 (bad flags exit with status 2, see `parse_args`).
+    """
+    args = parse_args(argv)
     for technique in ("vd", "l0"):
-        out = run(technique)
+        out = run(technique, args.steps, args.seed, args.threads)
         print("%s: held-out MSE %.4f (noise floor 0.0100), %.1f s training"
               % (technique.upper(), out["mse"], out["seconds"]))
         print(report.format_report(out["report"]))
@@ -97,7 +124,8 @@ def main():
             print("with threshold 0: held-out MSE %.4f, %.1f%% zero" % (
                 out["mse_threshold_0"],
                 100. * out["report_threshold_0"]["global"]))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,6 @@
 """Reading sparse pairs from a checkpoint, shared by the report and strip."""
-from tf1_awd_sparse._compat import tf
-
 from sparse_layers import techniques
+from tf1_awd_sparse._checks import check_checkpoint
 
 
 def open_reader(checkpoint_path):
@@ -12,28 +11,17 @@ def open_reader(checkpoint_path):
         directory holding a `checkpoint` file.
 
     Returns:
-      (reader, prefix).
+      (reader, prefix): a `tf1_awd_sparse._checks.CheckpointReader`, whose
+      `get_tensor` raises ValueError naming the data file when it is
+      truncated or corrupt.
 
     Raises:
       ValueError: not a string, a directory without a checkpoint, no
-        checkpoint at the prefix, or one TensorFlow cannot read (truncated,
-        corrupt); TensorFlow's own message is included.
+        checkpoint at the prefix, or one TensorFlow cannot open; TensorFlow's
+        own message is included.
     """
-    if not isinstance(checkpoint_path, str) or not checkpoint_path:
-        raise ValueError("checkpoint_path must be a checkpoint prefix or "
-                         "directory (str), got %r" % (checkpoint_path,))
-    if tf.gfile.IsDirectory(checkpoint_path):
-        found = tf.train.latest_checkpoint(checkpoint_path)
-        if found is None:
-            raise ValueError("checkpoint_path %r is a directory without a "
-                             "checkpoint" % (checkpoint_path,))
-        checkpoint_path = found
-    try:
-        return tf.train.NewCheckpointReader(checkpoint_path), checkpoint_path
-    except tf.errors.OpError as error:
-        raise ValueError("checkpoint_path %r: no readable checkpoint (%s)"
-                         % (checkpoint_path, error.message.split("\n")[0]))
-
+    reader = check_checkpoint(checkpoint_path, "checkpoint_path")
+    return reader, reader.prefix
 
 
 def pairs(reader, prefix, given):

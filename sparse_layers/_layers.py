@@ -5,7 +5,7 @@ The technique-specific modules (`variational_dropout.layers`,
 entry (auxiliary variable, its default initializer, ops, option names) and
 spell out their options as constructor arguments.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from sparse_layers import layer_utils
 from sparse_layers import techniques
@@ -106,6 +106,7 @@ class SparseLayer(tf.layers.Layer):
     def __call__(self, inputs, *args, **kwargs):
         """Checks `inputs` (before the base layer builds variables of
         their dtype) and calls the layer."""
+        _compat.require_graph_mode(type(self).__name__)
         inputs = check_tensor(inputs, "inputs", kind="float",
                               dtype=self.dtype,
                               dtype_of="the layer's dtype" if self.dtype
@@ -205,11 +206,11 @@ class FullyConnected(SparseLayer):
 
     def _kernel_shape(self, input_shape):
         if input_shape.ndims is None or input_shape.ndims < 2 \
-                or input_shape[-1].value is None:
+                or dimension_value(input_shape[-1]) is None:
             raise ValueError("FullyConnected inputs need rank >= 2 and a "
                              "known last dimension, got shape %s"
                              % input_shape)
-        return [input_shape[-1].value, self.units]
+        return [dimension_value(input_shape[-1]), self.units]
 
     def _bias_size(self):
         return self.units
@@ -256,12 +257,12 @@ class Conv2D(SparseLayer):
         return 1 if self._format == "NCHW" else -1
 
     def _kernel_shape(self, input_shape):
-        if input_shape.ndims != 4 or \
-                input_shape[self._channel_axis()].value is None:
+        channels = (dimension_value(input_shape[self._channel_axis()])
+                    if input_shape.ndims == 4 else None)
+        if channels is None:
             raise ValueError("Conv2D inputs need rank 4 and a known channel "
                              "dimension, got shape %s" % input_shape)
-        return list(self.kernel_size) + [
-            input_shape[self._channel_axis()].value, self.filters]
+        return list(self.kernel_size) + [channels, self.filters]
 
     def _bias_size(self):
         return self.filters

@@ -7,7 +7,7 @@ noise or gate sample lazily, at the cell's first call, under
 `tf.while_loop` context of `dynamic_rnn`, so the sample is made once per
 `session.run` and the same value is used at every time step.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from sparse_layers import layer_utils
 from tf1_awd_sparse import _compat
@@ -117,13 +117,13 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
         self._activation = activation or tf.tanh
         width = self._NUM_GATES * num_units
         theta = held_weights.params[0]
-        if theta.shape[1].value not in (None, width):
+        if dimension_value(theta.shape[1]) not in (None, width):
             raise ParamsError(
                 "kernel_weights must have shape [input_size + num_units, %d] "
                 "(%d x num_units=%d), got %s"
                 % (width, self._NUM_GATES, num_units, theta.shape))
-        if theta.shape[0].value is not None and \
-                theta.shape[0].value <= num_units:
+        if dimension_value(theta.shape[0]) is not None and \
+                dimension_value(theta.shape[0]) <= num_units:
             raise ParamsError(
                 "kernel_weights must have more than num_units=%d rows "
                 "(input_size + num_units), got %s" % (num_units, theta.shape))
@@ -151,9 +151,10 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
 
     def build(self, inputs_shape):
         """Checks the input width against the kernel's rows."""
+        _compat.require_graph_mode(type(self).__name__)
         inputs_shape = tf.TensorShape(inputs_shape)
-        input_size = inputs_shape[-1].value
-        rows = self._held.params[0].shape[0].value
+        input_size = dimension_value(inputs_shape[-1])
+        rows = dimension_value(self._held.params[0].shape[0])
         if input_size is None:
             raise ValueError("the cell's inputs need a known last dimension, "
                              "got shape %s" % inputs_shape)
@@ -171,6 +172,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
                      dtype_of="the dtype of kernel_weights")
         if self._preactivation is None:
             # Outside any while loop / control dependency: one sample per run.
+            _compat.require_v1_control_flow(type(self).__name__)
             with tf.control_dependencies(None):
                 self._preactivation = self._held.make(
                     inputs, self._input_size)

@@ -271,27 +271,6 @@ def standard_normal(shape, dtype=tf.float32):
     return tf.reshape(normals[:size], shape)
 
 
-def add_to_collection(name, pair):
-    """Deprecated: use `sparse_layers.techniques.register_pair`.
-
-    Registers a (theta, aux) pair under the technique whose collection key
-    is `name` (`VD_COLLECTION` or `L0_COLLECTION`); kept for code written
-    against the tuple collections (e.g. `weight_drop_lstm` until it calls
-    the registry).
-
-    Args:
-      name: `VD_COLLECTION` or `L0_COLLECTION`.
-      pair: (theta, aux), as for `register_pair`.
-
-    Raises:
-      ValueError: `name` is no technique's collection key, or a bad pair
-        (see `register_pair`).
-    """
-    # Imported here: the registry imports this module.
-    from sparse_layers import techniques
-    techniques.register_pair(techniques.for_collection(name), pair)
-
-
 def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,
                                       zeta=ZETA, math=TF_MATH):
     """P(z != 0) of each hard-concrete gate.

@@ -82,6 +82,9 @@ _LOSS_DOC = """
       ValueError: no pairs registered (unless `allow_empty`); a technique
         option out of range (named); a non-bool `summaries`/`allow_empty`;
         see also `ramp_weight`.
+      ParamsError (a ValueError): the technique's collection holds an item
+        that is not a pair, e.g. a bare tensor or a 3-tuple added with
+        `tf.add_to_collection` (see `techniques.registered_pairs`).
 """
 
 

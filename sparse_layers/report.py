@@ -118,9 +118,10 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
       {"layers": OrderedDict(layer name -> float), "global": float}.
 
     Raises:
-      ValueError: no readable checkpoint at the path, pairs that are not
-        lists of (theta_name, aux_name) strings, a named variable missing,
-        or an option out of range.
+      ValueError: no readable checkpoint at the path, a data file that
+        cannot be read (truncated or corrupt, the file named), pairs that
+        are not lists of (theta_name, aux_name) strings, a named variable
+        missing, or an option out of range.
     """
     options = techniques.eval_options(threshold, eps, gamma, zeta)
     reader, prefix = _checkpoint.open_reader(checkpoint_path)

@@ -119,8 +119,9 @@ def strip_checkpoint(checkpoint_path, output_prefix, vd_pairs=None,
       str, the prefix written (as `tf.train.Saver.save` returns).
 
     Raises:
-      ValueError: no readable checkpoint at the path, a named variable
-        missing, a theta in two pairs, or an option out of range.
+      ValueError: no readable checkpoint at the path, a data file that
+        cannot be read (truncated or corrupt, the file named), a named
+        variable missing, a theta in two pairs, or an option out of range.
     """
     reader, _ = _checkpoint.open_reader(checkpoint_path)
     return write_checkpoint(

@@ -23,11 +23,11 @@ from tf1_awd_sparse._compat import tf
 from sparse_layers import common
 from sparse_layers.l0_regularization import nn as l0_nn
 from sparse_layers.variational_dropout import nn as vd_nn
-from tf1_awd_sparse._checks import (check_choice, check_graph,
+from tf1_awd_sparse._checks import (ParamsError, check_choice, check_graph,
                                     check_sparse_options)
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
-           "registered_pairs", "eval_options"]
+           "registered_pairs", "eval_options", "add_to_collection"]
 
 # Checkpoint naming of a pair: `<scope>/kernel` goes with `<scope>/<aux>`
 # (layers and cells), any other `<name>` with `<name>_<aux>` (embeddings,
@@ -346,24 +346,70 @@ def registered_pairs(technique, graph=None):
     Raises:
       ValueError: unknown technique, `graph` not a `tf.Graph`, or a
         registered name missing from the graph.
+      ParamsError (a ValueError): the collection holds something that is
+        not a pair (e.g. a bare tensor, or a 3-tuple, put there with
+        `tf.add_to_collection`), naming the collection and the item.
     """
     technique = get(technique)
     graph = check_graph(graph)
     variables = _graph_variables(graph)
     pairs = []
     for item in graph.get_collection(technique.collection):
-        if isinstance(item, tuple):
-            # Added with tf.add_to_collection by older code: usable here,
-            # but it makes the whole collection unexportable.
-            tf.logging.warning(
-                "collection %r holds a (theta, aux) tuple; register pairs "
-                "with sparse_layers.techniques.register_pair so they "
-                "survive a MetaGraph export", technique.collection)
-            pair = item
-        else:
-            pair = tuple(_resolve(graph, variables, name,
-                                  technique.collection)
-                         for name in json.loads(tf.compat.as_text(item)))
+        pair = _collection_pair(item, graph, variables, technique)
         if not any(p[0] is pair[0] and p[1] is pair[1] for p in pairs):
             pairs.append(pair)
     return pairs
+
+
+def _collection_pair(item, graph, variables, technique):
+    """The (theta, aux) of one item of a technique's collection: the JSON
+    names `register_pair` stores, or a tuple added by older code.
+
+    Raises:
+      ParamsError: any other item.
+    """
+    key = technique.collection
+    if isinstance(item, tuple) and len(item) == 2 and all(
+            hasattr(p, "graph") and hasattr(p, "shape") for p in item):
+        # Added with tf.add_to_collection by older code: usable here,
+        # but it makes the whole collection unexportable.
+        tf.logging.warning(
+            "collection %r holds a (theta, aux) tuple; register pairs "
+            "with sparse_layers.techniques.register_pair so they "
+            "survive a MetaGraph export", key)
+        return item
+    names = None
+    if isinstance(item, (bytes, str)):
+        try:
+            names = json.loads(tf.compat.as_text(item))
+        except ValueError:
+            pass
+    if not (isinstance(names, list) and len(names) == 2
+            and all(isinstance(n, str) for n in names)):
+        raise ParamsError(
+            "collection %r holds %r, which is not a registered (theta, %s) "
+            "pair: register pairs with sparse_layers.techniques."
+            "register_pair(%r, (theta, %s)), not tf.add_to_collection"
+            % (key, item, technique.aux_name, technique.name,
+               technique.aux_name))
+    return tuple(_resolve(graph, variables, name, key) for name in names)
+
+
+def add_to_collection(name, pair):
+    """Deprecated: use :func:`register_pair` (was ``common.add_to_collection``,
+    moved here so that the math module imports nothing of the registry's).
+
+    Registers a (theta, aux) pair under the technique whose collection key
+    is `name` (`VD_COLLECTION` or `L0_COLLECTION`); kept for code written
+    against the tuple collections (e.g. `weight_drop_lstm` until it calls
+    the registry).
+
+    Args:
+      name: `VD_COLLECTION` or `L0_COLLECTION`.
+      pair: (theta, aux), as for `register_pair`.
+
+    Raises:
+      ValueError: `name` is no technique's collection key, or a bad pair
+        (see `register_pair`).
+    """
+    register_pair(for_collection(name), pair)

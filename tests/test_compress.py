@@ -66,7 +66,7 @@ def test_rows_and_summary_json(reference):
             row["test_ppl"] / result["stages"][0]["test_ppl"])
     magnitude = [r for r in result["stages"]
                  if r["technique"] == "magnitude"][0]
-    # Every matrix pruned to the target by model_pruning's histogram
+    # Every matrix pruned to the target by MagnitudePruning's histogram
     # threshold (a few entries' slack).
     assert magnitude["sparsity"] == pytest.approx(0.7, abs=0.02)
 

@@ -81,8 +81,7 @@ def test_contrib_quantize_on_tf1():
 def test_keras_2_through_tf_keras():
     # The v1 RNN cells exist only with Keras 2; the make target sets this.
     assert os.environ.get("TF_USE_LEGACY_KERAS") == "1"
-    # tf_keras 2.21's API module has no __version__: the package has, and
-    # tf.keras must be its API (not Keras 3's).
     import tf_keras
     assert tf_keras.__version__.startswith("2.")
-    assert tf_root.keras.layers.Layer is tf_keras.layers.Layer
+    # The v1 cells resolve to tf_keras's (Keras 2) implementation.
+    assert tf.nn.rnn_cell.RNNCell.__module__.startswith("tf_keras.")

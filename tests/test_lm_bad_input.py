@@ -2,6 +2,7 @@
 every case ends in a named error (CLI: exit status 2 and one line on stderr
 naming the flag or file; library: ValueError naming the parameter), never a
 hang, a TensorFlow abort, a traceback or a meaningless run with exit 0."""
+import json
 import os
 import shutil
 import subprocess
@@ -11,8 +12,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import (data, estimator, input_fn, model,
+from tf1_awd_sparse.awd_lm import (data, estimator, export, input_fn, model,
                                    presets, runtime, train)
+from tf1_awd_sparse.quantization import export_tflite
+from weight_drop_lstm import WeightDropLSTMCell
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook
 from test_lm_model import PARAMS, make_features
 from test_lm_script import SCRIPT, TINY, script, write_ptb
@@ -273,3 +276,270 @@ def test_quant_phase_params_do_not_depend_on_compression():
         base, compress=["l0"], target_sparsity=0.8, finetune_epochs=3))
     assert plain == compressed
     assert not set(presets.COMPRESS_KEYS) & set(plain[1])
+
+
+# ---------------------------------------------------------------------------
+# Issue 22: errors that name the split file and the flag to change.
+# ---------------------------------------------------------------------------
+def _ptb_with(tmp_path, **texts):
+    """A PTB-layout directory, the given splits replaced by ``texts``."""
+    data_dir = str(tmp_path / "ptb")
+    os.mkdir(data_dir)
+    write_ptb(data_dir)
+    for split, text in texts.items():
+        with open(os.path.join(data_dir, split + ".txt"), "w") as f:
+            f.write(text)
+    return data_dir
+
+
+def test_short_valid_split_names_file_and_flag(capsys, tmp_path):
+    """Was: 'split of 2 tokens is too short for batch size 2'."""
+    data_dir = _ptb_with(tmp_path, valid="a\n")      # 'a <eos>': 2 tokens
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--data-dir", data_dir, "--out", str(tmp_path / "out")]))
+    assert line == (
+        "error: valid split (%s): 2 tokens are too short for "
+        "--eval-batch-size 2 (need at least 2 tokens per stream: at most 1)"
+        % os.path.join(data_dir, "valid.txt")), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_library_names_the_split_and_parameter(tmp_path):
+    corpus = data.Corpus(["a", "b"], np.zeros(100, np.int32),
+                         np.zeros(3, np.int32), np.zeros(50, np.int32),
+                         {}, "tiny")
+    params = dict(presets.params_for("demo", "plain"), eval_batch_size=2)
+    with pytest.raises(data.DataError, match=r"^valid split: 3 tokens are "
+                       r"too short for params\['eval_batch_size'\] 2"):
+        train.run(corpus, params, str(tmp_path / "run"), log=lambda _: None)
+
+
+@pytest.mark.parametrize("flag", ["--hmm-vocab", "--hmm-states"])
+def test_hmm_sizes_name_their_flag(capsys, tmp_path, flag):
+    """Was: 'vocab_size must be >= 2' (synthetic.make_hmm's argument)."""
+    line = _one_error_line(capsys, lambda: script.main(
+        ["--out", str(tmp_path / "out"), flag, "1"]))
+    assert line == "error: %s must be an int >= 2, got 1" % flag, line
+
+
+def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
+    """One layer is sized to the embedding (tied decoder): an explicit
+    --hidden-size would be ignored but recorded in summary.json."""
+    line = _one_error_line(capsys, lambda: script.main(
+        ["--out", str(tmp_path / "out"), "--hidden-size", "999",
+         "--num-layers", "1"]))
+    assert line.startswith("error: --hidden-size 999 has no effect with "
+                           "--num-layers 1"), line
+    assert not (tmp_path / "out").exists()
+    # One layer without --hidden-size, and --hidden-size with two, parse.
+    for argv in (["--num-layers", "1"], ["--hidden-size", "999"]):
+        args = script.parse_args(argv)
+        params = presets.params_for(args.preset, "awd", {
+            k: getattr(args, k) for k in presets.DEFAULTS})
+        presets.check_used(params, {k for k in presets.DEFAULTS
+                                    if getattr(args, k) is not None},
+                           str)
+    with pytest.raises(ValueError, match="^--hparams hidden_size 5 has no "
+                       "effect with --hparams num_layers 1"):
+        estimator.prepare(estimator.parse_args(
+            ["--model-dir", str(tmp_path / "m"), "--hparams",
+             "num_layers=1,hidden_size=5"]))
+
+
+def _estimator_line(capsys, argv):
+    verbosity = tf.logging.get_verbosity()
+    try:
+        return _one_error_line(capsys, lambda: estimator.main(argv))
+    finally:
+        tf.logging.set_verbosity(verbosity)
+
+
+def test_estimator_short_split_names_file_and_flags(capsys, tmp_path):
+    """664 validation tokens in 20 streams of 33: the loop evaluates them
+    (one window of 32), the Estimator has whole windows of bptt 35 only.
+    Was: 'ids: 664 tokens make streams of 33, too short for one window of
+    bptt 35'."""
+    data_dir = _ptb_with(tmp_path, valid="the cat sat on a mat dog\n" * 83)
+    line = _estimator_line(capsys, ["--model-dir", str(tmp_path / "m"),
+                                    "--data-dir", data_dir])
+    path = os.path.join(data_dir, "valid.txt")
+    assert line.startswith("error: valid split (%s): 664 tokens make 20 "
+                           "streams of 33, too short for one window of "
+                           "--hparams bptt 35" % path), line
+    # The largest values that fit, computed independently: 33 - 1 steps;
+    # 664 // 18 = 36 tokens per stream = 35 inputs + 1 target.
+    assert line.endswith("set --hparams bptt <= 32 or --hparams "
+                         "eval_batch_size <= 18"), line
+    assert not (tmp_path / "m").exists()
+    # The loop takes the same corpus: its windows cover all 32 steps.
+    streams = data.batchify(data.read_ptb(data_dir).valid, 20)
+    assert streams.shape == (20, 33)
+    assert data.bptt_windows(32, 35) == [(0, 32)]
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["--hparams", "hiden_size=3"],
+     "error: --hparams: 'hiden_size' is not a parameter; did you mean "
+     "'hidden_size'"),
+    (["--hparams", "bpt=3"],
+     "error: --hparams: 'bpt' is not a parameter; did you mean 'bptt'"),
+    (["--hparams", "emb_size"], "error: --hparams: expected key=value, got "
+     "'emb_size'"),
+])
+def test_hparams_typo_names_the_key_and_closest_first(capsys, tmp_path, argv,
+                                                       line):
+    """Was: about 50 keys listed before the bad one."""
+    got = _estimator_line(capsys, ["--model-dir", str(tmp_path / "m")] +
+                          argv)
+    assert got.startswith(line), got
+    assert len(got) < 200, got
+
+
+def test_presets_name_an_unknown_key_first():
+    with pytest.raises(ValueError, match=r"^override 'lrr': 'lrr' is not a "
+                       r"parameter; did you mean 'lr'"):
+        presets.params_for("demo", "awd", {"lrr": 1.0})
+    with pytest.raises(ValueError, match=r"^--x: 'zzzz' is not a parameter;"):
+        presets.parse_value("zzzz", "1", "--x")
+
+
+def test_estimator_eval_line_is_strict_json():
+    """json.dumps wrote NaN / Infinity (not JSON) for a diverged model."""
+    metrics = {"xent": np.float32(2.5), "perplexity": np.float32(np.inf),
+               "loss": np.float32(np.nan), "global_step": np.int64(7)}
+    line = estimator.eval_line(metrics)
+    assert line.startswith("eval: ")
+
+    def refuse(name):
+        raise ValueError("not JSON: %s" % name)
+
+    parsed = json.loads(line[len("eval: "):], parse_constant=refuse)
+    assert parsed == {"xent": 2.5, "perplexity": None, "loss": None,
+                      "global_step": 7.0}
+    assert "\n" not in line
+
+
+# ---------------------------------------------------------------------------
+# Issue 20: a run in --out is never replaced without --resume / --overwrite.
+# ---------------------------------------------------------------------------
+def _tree(root):
+    """{relative path: bytes} of every file under root."""
+    found = {}
+    for where, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(where, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = f.read()
+    return found
+
+
+def test_finished_out_is_not_overwritten(capsys, tmp_path, two_epochs):
+    """Rerunning on a finished --out deleted it and trained anew."""
+    data_dir, finished = two_epochs
+    out = str(tmp_path / "out")
+    shutil.copytree(finished, out)
+    before = _tree(out)
+    capsys.readouterr()
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
+                "--max-epochs", "2"]))
+    assert line == ("error: --out %s holds a run (%s): continue it with "
+                    "--resume or replace it with --overwrite"
+                    % (out, os.path.join(out, "summary.json"))), line
+    assert _tree(out) == before
+    # A partial run (a killed first run: only its run directory's files).
+    partial = tmp_path / "partial"
+    (partial / "plain" / "last").mkdir(parents=True)
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out",
+                str(partial)]))
+    assert str(partial / "plain" / "last") in line, line
+    line = _one_error_line(capsys, lambda: script.main(
+        ["--out", out, "--resume", "--overwrite"]))
+    assert "--resume" in line and "--overwrite" in line, line
+
+
+def test_compress_out_with_a_pipeline_is_not_overwritten(capsys, tmp_path,
+                                                         two_epochs):
+    data_dir, _ = two_epochs
+    compress_out = tmp_path / "c"
+    compress_out.mkdir()
+    (compress_out / "pipeline.json").write_text("{}")
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out",
+                str(tmp_path / "out"), "--compress", "l0",
+                "--compress-out", str(compress_out)]))
+    assert line.startswith("error: --compress-out %s holds a run (%s)"
+                           % (compress_out, compress_out / "pipeline.json")
+                           ), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_overwrite_replaces_the_run(capsys, tmp_path, two_epochs):
+    data_dir, finished = two_epochs
+    out = str(tmp_path / "out")
+    shutil.copytree(finished, out)
+    notes = os.path.join(out, "plain", "notes.txt")
+    with open(notes, "w") as f:
+        f.write("mine")
+    assert script.main(TINY + ["--model", "plain", "--data-dir", data_dir,
+                               "--out", out, "--max-epochs", "1",
+                               "--overwrite"]) == 0
+    with open(os.path.join(out, "plain", "summary.json")) as f:
+        assert json.load(f)["epochs_run"] == 1      # a new one-epoch run
+    assert os.path.exists(notes)                    # not a run file: kept
+
+
+@pytest.fixture(scope="module")
+def tflite_files(tmp_path_factory):
+    """A tiny language model exported with export_lm (untrained: only its
+    signature matters here) and a cell stack exported with export_tflite."""
+    folder = tmp_path_factory.mktemp("tflite")
+    params = dict(PARAMS, model="awd")
+    with tf.Graph().as_default():
+        features, _ = make_features()
+        model.build_lm(features, "eval", params)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            checkpoint = tf.train.Saver().save(sess, str(folder / "lm"))
+    lm_path = str(folder / "lm.tflite")
+    export.export_lm(params, checkpoint, lm_path, batch_size=2, num_steps=4)
+    stack_path = str(folder / "stack.tflite")
+    with tf.Graph().as_default():
+        cell = WeightDropLSTMCell(4)
+        tf.nn.dynamic_rnn(cell, tf.zeros([2, 4, 3]), dtype=tf.float32)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            export_tflite(cell, 2, 4, stack_path, session=sess)
+    return {"lm": lm_path, "stack": stack_path}
+
+
+def test_lm_runner_given_a_stack_file_says_what_it_is(tflite_files):
+    with pytest.raises(ValueError) as error:
+        export.LMRunner(tflite_files["stack"])
+    message = str(error.value)
+    print(message)
+    assert tflite_files["stack"] in message
+    assert "not a language model" in message and "export_lm" in message
+    assert "cell-stack model of quantization.export_tflite" in message
+    assert "float32 inputs [2, 4, 3]" in message
+
+
+def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
+    runner = export.LMRunner(tflite_files["lm"])
+    stream = np.arange(12).reshape(2, 6) % 11
+    # The model's logits are [2, 4, 11]; a good stream scores every target.
+    scored = sum(picked.size for picked, _ in runner.windows(stream))
+    assert scored == 2 * 5
+    stream[0, 3], stream[1, 0] = 11, -2   # a target and an input
+    with pytest.raises(ValueError) as error:
+        runner.windows(stream)   # at the call, before any window runs
+    message = str(error.value)
+    print(message)
+    assert message.startswith("stream must hold ids in [0, 11)")
+    assert "11 at [0, 3]" in message and "-2 at [1, 0]" in message
+    with pytest.raises(ValueError, match="integer word ids"):
+        runner.windows(stream.astype(np.float32))
+    with pytest.raises(ValueError, match=r"^stream must hold ids"):
+        export.tflite_perplexity(tflite_files["lm"], stream)
+    assert runner.vocab_size == PARAMS["vocab_size"] == 11

@@ -165,3 +165,57 @@ def test_sparsity_loss_and_report(sess, technique):
         sess.run(train)
     assert np.isfinite(sess.run(out.loss))
     assert sess.run(zeros) > before + 0.2
+
+
+def _state(batch, layers):
+    return tuple(tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([batch, n]),
+                                               tf.zeros([batch, n]))
+                 for n in model.layer_sizes(PARAMS)[:layers])
+
+
+@pytest.mark.parametrize("features,match", [
+    # A state for 1 layer of 2 (was IndexError: tuple index out of range).
+    (lambda: dict(make_features()[0], state=_state(3, 1)),
+     r"^features\['state'\] must hold one LSTMStateTuple per layer \(2, "
+     r"params\['num_layers'\]\), got 1$"),
+    # A state of batch 3 for inputs of batch 2 (was a concat shape error).
+    (lambda: dict(make_features(batch=2)[0], state=_state(3, 2)),
+     r"^features\['state'\]\[0\]\.c must have shape \[2, 6\] .*got \(3, 6\)"),
+    # Zero rows or steps: the mean over 0 tokens was NaN.
+    (lambda: make_features(batch=0)[0],
+     r"^features\['inputs'\] must have at least one row and one step .*"
+     r"got shape \(0, 5\)"),
+    (lambda: make_features(steps=0)[0],
+     r"^features\['inputs'\] must have at least one row and one step .*"
+     r"got shape \(3, 0\)"),
+    (lambda: dict(make_features()[0], targets=tf.zeros([3, 4], tf.int32)),
+     r"^features\['targets'\] must have the shape of"),
+], ids=["layers", "state-batch", "zero-batch", "zero-window", "targets"])
+def test_features_that_do_not_fit_are_named(features, match):
+    with pytest.raises(ValueError, match=match):
+        model.build_lm(features(), False, dict(PARAMS, model="awd"))
+
+
+def test_unknown_shapes_are_asserted_when_run(sess):
+    """Placeholders of unknown batch and time (the training loop's): the
+    same checks, at run time (named without quotes, which TensorFlow
+    prints escaped)."""
+    ids = tf.placeholder(tf.int32, [None, None])
+    c0 = tf.placeholder(tf.float32, [None, None])
+    state = (tf.nn.rnn_cell.LSTMStateTuple(c0, c0), _state(2, 2)[1])
+    out = model.build_lm({"inputs": ids, "targets": ids, "state": state},
+                         False, dict(PARAMS, model="awd"))
+    sess.run(tf.global_variables_initializer())
+    cases = [({ids: np.zeros((2, 3)), c0: np.zeros((3, 6))},
+              # c and h are both fed batch 3: whichever is checked first.
+              r"features\.state\[0\]\.[ch] must have shape \[batch of "
+              r"features\.inputs, 6\]"),
+             ({ids: np.zeros((2, 0)), c0: np.zeros((2, 6))},
+              r"features\.inputs must have at least one row and one step")]
+    for feed, match in cases:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+            sess.run(out.xent, feed)
+    # A fitting feed runs: uniform logits at zero weights would be log(11);
+    # the loss is finite and positive.
+    value = sess.run(out.xent, {ids: np.zeros((2, 3)), c0: np.zeros((2, 6))})
+    assert np.isfinite(value) and value > 0

@@ -47,6 +47,38 @@ def test_ar_tar_unknown_time_and_bad_rank(sess):
         losses.activation_regularization(tf.zeros([2, 3]))
 
 
+def test_ar_tar_lengths_of_another_batch(sess):
+    """Static: a ValueError naming lengths (was 'Dimensions must be equal,
+    but are 3 and 2 for activation_regularization/mul'); unknown: asserted
+    when the graph runs."""
+    for penalty in (losses.activation_regularization,
+                    losses.temporal_activation_regularization):
+        with pytest.raises(ValueError, match=r"^lengths must have shape \[2\]"
+                           r" \(the batch of outputs"):
+            penalty(tf.zeros([2, 3, 4]), lengths=tf.constant([1, 2, 3]))
+        x = tf.placeholder(tf.float32, [None, None, 4])
+        lengths = tf.placeholder(tf.int32, [None])
+        value = penalty(x, lengths=lengths)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="lengths must have one entry per row of "
+                           "outputs"):
+            sess.run(value, {x: np.zeros((2, 3, 4)), lengths: [1, 2, 3]})
+
+
+def test_ar_tar_over_no_entry_are_zero(sess):
+    """Zero steps or rows: no activation, no penalty (0, not the NaN of an
+    empty mean); a non-empty input still gives numpy's mean."""
+    x = tf.placeholder(tf.float32, [None, None, 2])
+    ar = losses.activation_regularization(x)
+    tar = losses.temporal_activation_regularization(x)
+    for shape in ((2, 0, 2), (0, 4, 2)):
+        assert sess.run([ar, tar], {x: np.ones(shape)}) == [0.0, 0.0]
+    assert sess.run(losses.activation_regularization(
+        tf.zeros([2, 0, 3]))) == 0.0
+    h = np.random.RandomState(2).randn(2, 4, 2).astype(np.float32)
+    assert sess.run(ar, {x: h}) == pytest.approx(np_ar(h, 2.0), rel=1e-5)
+
+
 @pytest.mark.parametrize("history,loss,fire", [
     ([5, 4, 3, 2, 1], 9.0, False),          # only n checks: never
     ([5, 4, 3, 2, 1, 0.5], 4.9, False),     # better than 5

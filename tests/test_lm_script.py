@@ -2,6 +2,7 @@
 and kill-and-resume equal to an uninterrupted run."""
 import importlib.util
 import json
+import math
 import os
 import signal
 import subprocess
@@ -142,3 +143,94 @@ def test_fresh_run_deletes_only_its_own_files(tmpdir):
         tmpdir.join(f).write("x")
     train._clear_run(str(tmpdir))  # pylint: disable=protected-access
     assert sorted(os.listdir(str(tmpdir))) == ["data", "notes.txt"]
+
+
+def _files(run_dir):
+    """{relative path: bytes} of everything in a run directory."""
+    found = {}
+    for root, _, names in os.walk(run_dir):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, run_dir)] = f.read()
+    return found
+
+
+def test_diverged_run_exits_1_naming_the_step(tmpdir, capsys):
+    """--lr 1e12 gave a finite loss near 5e10 nats per token (perplexity
+    inf) and exit 0 with a diverged model in summary.json."""
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir)
+    out = str(tmpdir.join("out"))
+    with pytest.raises(SystemExit) as stop:
+        script.main(TINY + ["--model", "awd", "--data-dir", data_dir,
+                            "--out", out, "--lr", "1e12"])
+    assert stop.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("error: training diverged at epoch 1, step "), err
+    assert err[0].endswith("no checkpoint was written"), err
+    assert not os.path.exists(os.path.join(out, "summary.json"))
+    assert not [p for p in _files(out) if "model.ckpt" in p]
+
+
+@pytest.fixture
+def trainer_after_one_epoch(tmpdir):
+    from tf1_awd_sparse.awd_lm import data, presets, train
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir)
+    args = script.parse_args(TINY)
+    params = presets.params_for("demo", "awd", {
+        k: getattr(args, k) for k in presets.DEFAULTS})
+    run_dir = str(tmpdir.join("run"))
+    trainer = train.Trainer(data.read_ptb(data_dir), params, run_dir)
+    trainer.epoch()
+    return trainer, run_dir
+
+
+def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
+    from tf1_awd_sparse.awd_lm import train
+    trainer, run_dir = trainer_after_one_epoch
+    before = _files(run_dir)
+    assert "last/model.ckpt-1.index" in before and "best/checkpoint" in before
+    trainer.params["lr"] = 1e12
+    with pytest.raises(train.TrainingDiverged) as error:
+        trainer.epoch()
+    assert (error.value.epoch, error.value.what) == (2, "training loss")
+    assert error.value.step >= 1 and error.value.loss > train.DIVERGED_LOSS
+    assert ("kept: the checkpoint of epoch 1 (%s-1)" % os.path.join(
+        run_dir, "last", "model.ckpt")) in str(error.value)
+    after = {k: v for k, v in _files(run_dir).items()
+             if not k.startswith("events.out")}
+    assert after == {k: v for k, v in before.items()
+                     if not k.startswith("events.out")}
+
+
+def test_diverged_validation_saves_no_best(trainer_after_one_epoch,
+                                           monkeypatch):
+    """A finite training loss, then weights whose validation loss is NaN:
+    neither best/ nor last/ takes them."""
+    from tf1_awd_sparse.awd_lm import train
+    trainer, run_dir = trainer_after_one_epoch
+    before = _files(run_dir)
+    monkeypatch.setattr(train, "evaluate", lambda *a: float("nan"))
+    with pytest.raises(train.TrainingDiverged,
+                       match="^training diverged after the last step of "
+                       "epoch 2: validation loss nan"):
+        trainer.epoch()
+    assert {k: v for k, v in _files(run_dir).items()
+            if not k.startswith("events.out")} == {
+                k: v for k, v in before.items()
+                if not k.startswith("events.out")}
+
+
+def test_diverged_threshold():
+    from tf1_awd_sparse.awd_lm import train
+    # The threshold: the perplexity exp(loss) overflows a float just above.
+    assert math.isfinite(math.exp(train.DIVERGED_LOSS - 1e-9))
+    with pytest.raises(OverflowError):
+        math.exp(train.DIVERGED_LOSS + 1e-9)
+    for loss, want in ((2.3, False), (709.0, False), (710.0, True),
+                       (5e10, True), (float("nan"), True),
+                       (float("inf"), True)):
+        assert train.diverged(loss) is want, loss

@@ -41,6 +41,13 @@ def _number_ok(value, low=None, low_open=False):
     return low is None or (value > low if low_open else value >= low)
 
 
+def _lstm_number_ok(value):
+    """A number LSTMCell computes with: a real or bool, not NaN."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    return isinstance(value, (int, float)) and not np.isnan(value)
+
+
 RANGES = mostly(
     st.tuples(st.floats(-8, 0.5), st.floats(0.01, 8)).filter(
         lambda r: r[0] < r[1]),
@@ -175,9 +182,11 @@ CELL_ARGS = {
                     st.sampled_from([-1, 2.5, True])),
     "num_proj": (st.sampled_from([None, None, 2]),
                  st.sampled_from([0, -2, 2.5])),
-    "cell_clip": (st.sampled_from([None, None, 0.5, 3]),
-                  st.sampled_from([0.0, -1.0, float("nan"), "1"])),
-    "forget_bias": (st.sampled_from([1.0, 0, -0.5]),
+    # Every number LSTMCell computes with (0, a negative clip, True);
+    # with is_quant a clip must be > 0 (it bounds a fake-quant range).
+    "cell_clip": (st.sampled_from([None, None, 0.5, 3, 0.0, -1.0, True]),
+                  st.sampled_from([float("nan"), "1"])),
+    "forget_bias": (st.sampled_from([1.0, 0, -0.5, True]),
                     st.sampled_from(["1", float("nan"), None])),
     "sparsity": (st.sampled_from([None, None, "variational_dropout", "l0"]),
                  st.just("vd")),
@@ -211,10 +220,13 @@ def _cell_bad(args):
     if args["num_proj"] is not None and not (
             isinstance(args["num_proj"], int) and args["num_proj"] > 0):
         bad.add("num_proj")
-    if args["cell_clip"] is not None and not _number_ok(
-            args["cell_clip"], 0, True):
+    if args["cell_clip"] is not None and not _lstm_number_ok(
+            args["cell_clip"]) or (
+                args["is_quant"] is True and args["cell_clip"] is not None
+                and _lstm_number_ok(args["cell_clip"])
+                and not _number_ok(float(args["cell_clip"]), 0, True)):
         bad.add("cell_clip")
-    if not _number_ok(args["forget_bias"]):
+    if not _lstm_number_ok(args["forget_bias"]):
         bad.add("forget_bias")
     if args["sparsity"] not in (None, "variational_dropout", "l0"):
         bad.add("sparsity")
@@ -277,7 +289,7 @@ def test_weight_drop_lstm_cell(args, batch, steps, inputs_dtype,
             dropping = (flag_value(args["is_train"])
                         and float(args["weight_drop_kr"]) < 1.0)
             if args["is_quant"] or args["sparsity"] or dropping or \
-                    args["num_proj"] or args["cell_clip"]:
+                    args["num_proj"] or args["cell_clip"] is not None:
                 return
             # Documented: without dropout the cell computes LSTMCell.
             values = dict(zip(relative_variable_names(cell.weights),

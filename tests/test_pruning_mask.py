@@ -1,6 +1,8 @@
 """The pruning-mask kernel transform: a fixed mask that keeps pruned weights
 exactly zero through DropConnect and fake quantization, and that
-tf.contrib.model_pruning's gradual magnitude schedule drives."""
+a gradual magnitude schedule drives: the library's MagnitudePruning
+(tests/test_magnitude_pruning.py) or, on TF 1.x, tf.contrib.model_pruning,
+its reference (the contrib test below)."""
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf

@@ -36,6 +36,7 @@ def test_head_on_rnn_outputs_gets_fake_quant(fresh_graph, rewrite):
     (["--lr", "-1"], ["--lr"]),
     (["--quant-delay-steps", "-2"], ["--quant-delay-steps"]),
     (["--batch", "x"], ["--batch"]),
+    (["--threads", "-1"], ["--threads"]),
 ])
 def test_bad_arguments_exit_2_with_one_line(capsys, argv, names):
     with pytest.raises(SystemExit) as stop:
@@ -45,3 +46,12 @@ def test_bad_arguments_exit_2_with_one_line(capsys, argv, names):
     assert len(err) == 1 and err[0].startswith("error: "), err
     for name in names:
         assert name in err[0]
+
+
+def test_threads_flag_sets_the_session_threads():
+    """--threads as in examples/awd_lm.py (the example had none: always 1)."""
+    assert qat_lstm.parse_args([]).threads == 1
+    args = qat_lstm.parse_args(["--threads", "3"])
+    config = qat_lstm.session_config(args.threads)
+    assert (config.intra_op_parallelism_threads,
+            config.inter_op_parallelism_threads) == (3, 3)

@@ -184,4 +184,75 @@ def test_export_bad_arguments(sess, tmp_path):
     with pytest.raises(ValueError, match="batch_size"):
         export_tflite(float_cell, 0, 2, session=sess)
     with pytest.raises(ValueError, match="exactly one"):
-        export_tflite(float_cell, 1, 2, session=sess, checkpoint="x")
+        export_tflite(float_cell, 1, 2, str(tmp_path / "f"), session=sess,
+                      checkpoint="x")
+
+
+def _two_layers(sess, sizes=(7, 9), depth=5):
+    """Built quantization-aware cells of ``sizes``, bottom first."""
+    cells = [WeightDropLSTMCell(n, is_quant=True) for n in sizes]
+    tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells),
+                      tf.zeros([1, 2, depth]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    return cells
+
+
+def test_export_from_a_missing_checkpoint_names_it(sess, tmp_path):
+    cells = _two_layers(sess)
+    missing = str(tmp_path / "no" / "model.ckpt-5")
+    with pytest.raises(ValueError) as error:
+        export_tflite(cells, 1, 2, str(tmp_path / "f"), checkpoint=missing)
+    message = str(error.value)
+    print(message)
+    assert message.startswith("checkpoint %r" % missing)
+    assert "checkpoint prefix" in message and "directory" in message
+    assert not (tmp_path / "f").exists()
+
+
+def test_export_from_a_directory_without_checkpoint_names_it(sess,
+                                                             tmp_path):
+    cells = _two_layers(sess)
+    with pytest.raises(ValueError) as error:
+        export_tflite(cells, 1, 2, str(tmp_path / "f"),
+                      checkpoint=str(tmp_path))
+    message = str(error.value)
+    print(message)
+    assert str(tmp_path) in message and "without a checkpoint" in message
+
+
+def test_export_from_another_models_checkpoint_names_the_variable(
+        sess, tmp_path):
+    cells = _two_layers(sess)
+    with tf.Graph().as_default() as other:
+        tf.get_variable("something_else", [2])
+        with tf.Session(graph=other) as other_sess:
+            other_sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(other_sess, str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="has no variable") as error:
+        export_tflite(cells, 1, 2, str(tmp_path / "f"), checkpoint=path)
+    assert cells[0].weights[0].op.name in str(error.value)
+
+
+def test_export_refuses_a_stack_given_top_first(sess, tmp_path):
+    """The order is not guessed (layers of equal sizes fit either way)."""
+    cells = _two_layers(sess)
+    with pytest.raises(ValueError, match="bottom first") as error:
+        export_tflite(cells[::-1], 1, 2, str(tmp_path / "f"), session=sess)
+    message = str(error.value)
+    print(message)
+    # cells[1] of the reversed list is the bottom layer: input depth 5,
+    # while the layer before it (the 9-unit top) outputs 9.
+    assert "cells[1] takes inputs of depth 5 but cells[0] outputs 9" in \
+        message and "reversed" in message
+    assert not (tmp_path / "f").exists()
+
+
+def test_export_without_an_output_path_is_refused(sess, tmp_path):
+    cells = _two_layers(sess)
+    with pytest.raises(ValueError, match="float_path.*quant_path") as error:
+        export_tflite(cells, 1, 2, session=sess)
+    print(error.value)
+    same = str(tmp_path / "m.tflite")
+    with pytest.raises(ValueError, match="two files"):
+        export_tflite(cells, 1, 2, same, same, session=sess)
+    assert os.listdir(str(tmp_path)) == []

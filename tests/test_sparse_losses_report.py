@@ -1,4 +1,6 @@
 """Collection-driven losses and sparsity reports against numpy."""
+import os
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -143,3 +145,53 @@ def test_sparsity_report_tensors_and_checkpoint_agree_with_numpy(
     empty.mkdir()
     with pytest.raises(ValueError, match="without a checkpoint"):
         report.checkpoint_sparsity_report(str(empty))
+
+
+def test_report_on_a_truncated_data_file_names_the_file(sess, tmp_path):
+    """The index is intact, the values are cut short: the reader opens,
+    reading a value fails (TF 1.x: OutOfRangeError, 2.x: IndexError)."""
+    vd_layers.FullyConnected(50, name="vd_fc")(tf.zeros([2, 60]))
+    sess.run(tf.global_variables_initializer())
+    path = tf.train.Saver().save(sess, str(tmp_path / "model"))
+    data_file = path + ".data-00000-of-00001"
+    assert report.checkpoint_sparsity_report(path)["layers"]   # readable
+    with open(data_file, "r+b") as handle:
+        handle.truncate(os.path.getsize(data_file) // 2)
+    with pytest.raises(ValueError) as error:
+        report.checkpoint_sparsity_report(path)
+    message = str(error.value)
+    print(message)
+    assert "checkpoint_path" in message and "truncated" in message
+    assert data_file in message
+
+
+def test_kl_loss_refuses_a_bare_tensor_in_its_collection(sess):
+    """A tensor put in the collection with tf.add_to_collection: a named
+    error, not a TypeError from the JSON decoder."""
+    theta = tf.get_variable("w", [3, 4])
+    tf.add_to_collection(common.VD_COLLECTION, theta)
+    with pytest.raises(ValueError, match="register_pair") as error:
+        losses.kl_loss()
+    print(error.value)
+    assert common.VD_COLLECTION in str(error.value)
+    assert theta.name in str(error.value)
+
+
+def test_l0_loss_refuses_a_three_tuple_in_its_collection(sess):
+    """It computed a loss from the tuple's second entry."""
+    theta = tf.get_variable("w", [3, 4])
+    aux = tf.get_variable("w_log_alpha", [3, 4])
+    tf.add_to_collection(common.L0_COLLECTION, (theta, aux, aux))
+    with pytest.raises(ValueError, match="register_pair") as error:
+        losses.l0_loss()
+    print(error.value)
+    assert common.L0_COLLECTION in str(error.value)
+
+
+def test_a_two_tuple_added_by_older_code_still_counts(sess):
+    theta = tf.get_variable("w", [3, 4])
+    aux = tf.get_variable("w_log_alpha", [3, 4])
+    tf.add_to_collection(common.L0_COLLECTION, (theta, aux))
+    sess.run(tf.global_variables_initializer())
+    got = sess.run(losses.l0_loss(summaries=False))
+    np.testing.assert_allclose(got, _np_l0(sess.run(aux)), rtol=1e-5)

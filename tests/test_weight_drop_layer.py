@@ -170,3 +170,127 @@ def test_config_round_trip_and_errors():
         WeightDropLSTM(N, time_major="yes")
     with pytest.raises(ValueError, match="num_units"):
         WeightDropLSTM(0)
+
+
+# ----------------------------------------------------------------------
+# The layer as a layer (issue 19.3): unique default scopes, variables,
+# built once, a named error on another input depth.
+# ----------------------------------------------------------------------
+def test_two_layers_without_scope_stack_and_train(sess):
+    first = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True, seed=1)
+    second = WeightDropLSTM(N, weight_drop_kr=0.5, seed=2)
+    h, _ = first(_x(tf.float32))
+    out, _ = second(h)
+    assert (first.scope_name, second.scope_name) == ("rnn", "rnn_1")
+    ours = [first.variables, second.variables]
+    assert not set(ours[0]) & set(ours[1])
+    assert [v.op.name for v in first.trainable_variables] == [
+        "rnn/lstm_cell/kernel", "rnn/lstm_cell/bias"]
+    assert [v.op.name for v in second.trainable_variables] == [
+        "rnn_1/lstm_cell/kernel", "rnn_1/lstm_cell/bias"]
+    loss = tf.reduce_mean(tf.square(out - 0.5))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
+    trainable = first.trainable_variables + second.trainable_variables
+    before = sess.run(trainable)
+    for _ in range(2):
+        sess.run(train)
+    after = sess.run(trainable)
+    for variable, old, new in zip(trainable, before, after):
+        assert not np.allclose(old, new), variable.op.name
+
+
+def test_default_scope_is_unique_in_the_enclosing_scope():
+    layers = [WeightDropLSTM(N) for _ in range(3)]
+    x = _x(tf.float32)
+    with tf.variable_scope("lm"):
+        layers[0](x)
+        layers[1](x)
+    layers[2](x)
+    assert [l.scope_name for l in layers] == ["lm/rnn", "lm/rnn_1", "rnn"]
+    # An explicit scope keeps its name.
+    named = WeightDropLSTM(N, scope="encoder")
+    named(x)
+    assert named.variables[0].op.name == "encoder/lstm_cell/kernel"
+
+
+def test_second_call_reuses_the_variables(sess):
+    layer = WeightDropLSTM(N, is_train=False)
+    x = _x(tf.float32)
+    first, _ = layer(x)
+    count = len(tf.global_variables())
+    again, _ = layer(x)
+    elsewhere, _ = layer(x, scope="other")
+    assert len(tf.global_variables()) == count == len(layer.variables)
+    assert layer.built and layer.scope_name == "rnn"
+    sess.run(tf.global_variables_initializer())
+    a, b, c = sess.run([first, again, elsewhere])
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(use_peepholes=True)],
+                         ids=["fast_path", "cell_path"])
+def test_other_depth_is_a_named_error(kwargs):
+    layer = WeightDropLSTM(N, **kwargs)
+    layer(_x(tf.float32))
+    with pytest.raises(ValueError, match=r"inputs.shape\[2\] must be %d "
+                       r"\(the input depth the layer was built for\)" % D):
+        layer(tf.zeros([B, T, D + 3]))
+
+
+def test_variables_are_exactly_the_layers():
+    tf.get_variable("unrelated", [2])
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                           pruning_mask=True, is_quant=True,
+                           sparsity="variational_dropout")
+    assert layer.variables == [] and not layer.built
+    before = set(tf.global_variables() + tf.local_variables())
+    layer(_x(tf.float32))
+    created = set(tf.global_variables() + tf.local_variables()) - before
+    assert set(layer.variables) == created
+    assert len(layer.variables) == len(created)
+    assert set(layer.trainable_variables) == (
+        created & set(tf.trainable_variables()))
+    assert set(layer.non_trainable_variables) == (
+        created - set(tf.trainable_variables()))
+
+
+def test_update_op_before_the_call_uses_the_layers_scope():
+    first = WeightDropLSTM(N)
+    first(_x(tf.float32))
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True)
+    assert len(layer.get_vd_update_op()) == 1
+    layer(_x(tf.float32))
+    assert layer.scope_name == "rnn_1"
+    assert {v.op.name.split("/")[0] for v in layer.variables} == {"rnn_1"}
+
+
+def test_bad_scope_is_a_named_error():
+    with pytest.raises(ValueError, match="scope must be None"):
+        WeightDropLSTM(N, scope=3)
+    with pytest.raises(ValueError, match="scope must be None"):
+        WeightDropLSTM(N)(_x(tf.float32), scope="")
+
+
+def test_is_train_of_unknown_rank_is_checked_when_run(sess):
+    is_train = tf.placeholder(tf.bool)
+    layer = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True,
+                           is_train=is_train)
+    out, _ = layer(_x(tf.float32))
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
+    assert sess.run(out, {is_train: True}).shape == (B, T, N)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="is_train must be a scalar"):
+        sess.run(out, {is_train: [True, False]})
+
+
+def test_initial_state_of_another_width_is_a_named_error():
+    layer = WeightDropLSTM(N)
+    state = tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([B, N]),
+                                          tf.zeros([B, N + 2]))
+    with pytest.raises(ValueError, match=r"initial_state\.h\.shape\[1\] "
+                       r"must be %d" % N):
+        layer(_x(tf.float32), initial_state=state)

@@ -2,6 +2,10 @@
 
 Statistical checks use fixed seeds; tolerances are stated where used.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -402,3 +406,91 @@ def test_use_vd_with_keep_one_does_nothing(sess):
     assert cell.mask_variable is None
     assert cell.effective_kernel is cell._kernel
     assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == []
+
+
+@pytest.mark.parametrize("kwargs,part,width", [
+    (dict(), "c", UNITS + 1), (dict(), "h", UNITS - 1),
+    (dict(num_proj=3), "h", UNITS), (dict(state_is_tuple=False), None, 5),
+    (dict(weight_drop_kr=0.5, is_quant=True), "c", UNITS + 2)])
+def test_initial_state_of_another_width_is_a_named_error(kwargs, part,
+                                                         width):
+    cell = WeightDropLSTMCell(UNITS, **kwargs)
+    size = cell.state_size
+    if part is None:
+        state = tf.zeros([BATCH, width])
+        name, want = "state", size
+    else:
+        parts = dict(c=tf.zeros([BATCH, size.c]), h=tf.zeros([BATCH, size.h]))
+        parts[part] = tf.zeros([BATCH, width])
+        state = tf.nn.rnn_cell.LSTMStateTuple(parts["c"], parts["h"])
+        name, want = "state.%s" % part, getattr(size, part)
+    with pytest.raises(ValueError, match=r"%s must be %d wide .*got shape "
+                       r"\(%d, %d\)" % (name.replace(".", r"\."), want, BATCH,
+                                        width)):
+        tf.nn.dynamic_rnn(cell, _inputs(), initial_state=state)
+
+
+def test_state_of_the_wrong_structure_is_a_named_error():
+    cell = WeightDropLSTMCell(UNITS)
+    with pytest.raises(ValueError, match="state must be an LSTMStateTuple"):
+        cell(tf.zeros([BATCH, DEPTH]), tf.zeros([BATCH, 2 * UNITS]))
+
+
+def test_is_train_of_unknown_rank_is_checked_when_run(sess):
+    is_train = tf.placeholder(tf.bool)
+    cell = WeightDropLSTMCell(UNITS, weight_drop_kr=0.5, is_train=is_train)
+    outputs, _ = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    assert sess.run(outputs, {is_train: False}).shape == (BATCH, TIME, UNITS)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="is_train must be a scalar"):
+        sess.run(outputs, {is_train: [True, False]})
+
+
+# A stack of quantized cells trained, evaluated through a flag tensor and
+# rebuilt for evaluation with is_train=False (as export_tflite does); TF
+# 1.13's grappler logged "Failed to run optimizer ArithmeticOptimizer ...
+# Pack node ... axis attribute is out of bounds: 0" for every run of the
+# last graph (a tf.stack of the range reads, sliced back per name).
+_QUANT_STACK_PROGRAM = """
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+from weight_drop_lstm import WeightDropLSTMCell
+
+x_data = np.random.RandomState(0).randn(4, 5, 3).astype(np.float32)
+for flag in ("tensor", True, False):
+    with tf.Graph().as_default():
+        is_train = (tf.placeholder_with_default(True, []) if flag == "tensor"
+                    else flag)
+        step = tf.train.get_or_create_global_step()
+        cells = [WeightDropLSTMCell(8, weight_drop_kr=0.8, is_train=is_train,
+                                    is_quant=True, quant_delay=1)
+                 for _ in range(2)]
+        outputs, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells),
+                                       tf.constant(x_data), dtype=tf.float32)
+        loss = tf.reduce_mean(tf.square(outputs))
+        run = (tf.train.AdamOptimizer(0.01).minimize(loss, step)
+               if flag is not False else loss)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(run)
+            if flag == "tensor":
+                sess.run(outputs, {is_train: False})
+print("ran")
+"""
+
+
+def test_quantized_stack_runs_without_grappler_failures(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", _QUANT_STACK_PROGRAM], cwd=str(tmp_path),
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ran"]
+    failed = [line for line in proc.stderr.splitlines()
+              if "Failed to run optimizer" in line]
+    assert not failed, "\n".join(failed[:5])

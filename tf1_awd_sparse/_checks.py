@@ -17,6 +17,7 @@ import math
 import numbers
 
 import numpy as np
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import TENSOR_TYPES, tf
 from tensorflow.python.framework import smart_cond as _smart_cond
 from tensorflow.python.ops import control_flow_util
@@ -27,7 +28,9 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_keep_prob", "check_num_bits", "check_interval",
            "check_graph", "check_bool", "check_choice", "check_tensor",
            "check_shape", "check_float_dtype", "check_dim", "check_ids",
-           "check_sparse_options", "in_xla_context", "with_assertions",
+           "check_id_array", "check_sparse_options", "check_checkpoint",
+           "CheckpointReader",
+           "in_xla_context", "with_assertions",
            "derived_seed", "outer_control_inputs", "once_per_run"]
 
 
@@ -207,6 +210,34 @@ def check_real(value, arg_name, low=None, high=None, low_open=False,
                             ")" if high_open or high is None else "]",
                             " or None" if allow_none else "", value))
     return float(value)
+
+
+def check_number(value, arg_name, allow_none=False):
+    """Validates a number as Python arithmetic takes it: a Python or numpy
+    real, a bool as 0 / 1, +-inf included, NaN not (``tf.nn.rnn_cell.
+    LSTMCell`` computes with every such ``cell_clip`` / ``forget_bias``;
+    a NaN clip means no clip on TF 1.x and NaN states on 2.x).
+
+    Returns:
+      ``value`` as a Python float (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else (a string, a tensor, an array, NaN).
+    """
+    if value is None and allow_none:
+        return None
+    number = None
+    if isinstance(value, (bool, np.bool_, numbers.Real)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int too large for a float
+            pass
+    if number is None or math.isnan(number):
+        raise ValueError("%s must be a number (a Python or numpy real or "
+                         "bool, not NaN)%s, got %r"
+                         % (arg_name, " or None" if allow_none else "",
+                            value))
+    return number
 
 
 def _finite(value):
@@ -458,6 +489,45 @@ def check_ids(ids, vocab_size, arg_name="ids"):
         tf.debugging.assert_less(ids, vocab, message=message)], arg_name)
 
 
+def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
+    """Validates word ids given as a numpy array (the numpy counterpart of
+    `check_ids`, for code that feeds an interpreter rather than a graph).
+
+    Args:
+      ids: an array-like of integers.
+      vocab_size: int, the number of words.
+      arg_name: the argument's name, for the error message.
+      ndim: the number of dimensions required, or None.
+
+    Returns:
+      ``ids`` as a numpy integer array.
+
+    Raises:
+      ValueError: not an integer array, another number of dimensions, or
+        ids outside ``[0, vocab_size)``: the message names the argument,
+        the vocabulary size and the offending ids (the first few, with
+        their positions).
+    """
+    array = np.asarray(ids)
+    if array.size == 0 and array.dtype != object:
+        array = array.astype(np.int64)   # np.asarray([]) is float64
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError("%s must be an array of integer word ids, got dtype "
+                         "%s" % (arg_name, array.dtype))
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError("%s must have %d dimensions, got shape %s"
+                         % (arg_name, ndim, array.shape))
+    bad = np.argwhere((array < 0) | (array >= vocab_size))
+    if bad.size:
+        shown = ", ".join("%d at %s" % (array[tuple(i)], list(i))
+                          for i in bad[:5])
+        raise ValueError("%s must hold ids in [0, %d) (the vocabulary size "
+                         "is %d), got %d outside it: %s%s"
+                         % (arg_name, vocab_size, vocab_size, len(bad),
+                            shown, ", ..." if len(bad) > 5 else ""))
+    return array
+
+
 # Default of check_sparse_options' arguments: not passed, not checked.
 _OMITTED = object()
 
@@ -586,6 +656,105 @@ def check_choice(value, choices, arg_name):
     return value
 
 
+_CHECKPOINT_EXPECTED = ("a checkpoint prefix (as Saver.save returns, e.g. "
+                        "'run/model.ckpt-100') or a directory holding a "
+                        "'checkpoint' file")
+
+
+class CheckpointReader(object):
+    """A ``tf.train.NewCheckpointReader`` whose errors name the checkpoint
+    argument and the file: made by :func:`check_checkpoint`.
+
+    Attributes:
+      prefix: the checkpoint prefix read (a directory resolved).
+      arg_name: the argument it came from, for messages.
+    """
+
+    def __init__(self, reader, prefix, arg_name):
+        self._reader = reader
+        self.prefix = prefix
+        self.arg_name = arg_name
+        self._shapes = reader.get_variable_to_shape_map()
+
+    def get_variable_to_shape_map(self):
+        """{variable name: shape list}, as TensorFlow's reader."""
+        return dict(self._shapes)
+
+    def get_variable_to_dtype_map(self):
+        """{variable name: tf.DType}, as TensorFlow's reader."""
+        return self._reader.get_variable_to_dtype_map()
+
+    def get_tensor(self, name):
+        """The value of variable ``name``, a numpy array.
+
+        Raises:
+          ValueError: the checkpoint has no such variable, or its data
+            file cannot be read (truncated or corrupt), naming the file.
+        """
+        names = self._shapes
+        if name not in names:
+            raise ValueError("%s %r has no variable %r (it has %d, e.g. %s)"
+                             % (self.arg_name, self.prefix, name, len(names),
+                                ", ".join(sorted(names)[:3])))
+        try:
+            return self._reader.get_tensor(name)
+        # TF 1.x raises OpError (OutOfRangeError, DataLossError); TF 2.x's
+        # pybind reader an IndexError or RuntimeError for the same files.
+        except (tf.errors.OpError, IndexError, RuntimeError) as error:
+            files = tf.gfile.Glob(self.prefix + ".data-*") or [
+                self.prefix + ".data-*"]
+            raise ValueError("%s %r: variable %r cannot be read from %s: "
+                             "the file is truncated or corrupt (%s)" % (
+                                 self.arg_name, self.prefix, name,
+                                 ", ".join(files), _first_line(error)))
+
+
+def _first_line(error):
+    message = getattr(error, "message", None) or str(error)
+    return message.strip().split("\n")[0]
+
+
+def check_checkpoint(path, arg_name="checkpoint"):
+    """Validates a checkpoint argument and opens it.
+
+    Args:
+      path: a checkpoint prefix (as ``Saver.save`` returns) or a directory
+        holding a ``checkpoint`` file (its latest checkpoint is read).
+      arg_name: the argument's name, for the error messages.
+
+    Returns:
+      a :class:`CheckpointReader` (its ``prefix`` the checkpoint read),
+      whose ``get_tensor`` names the data file when it cannot be read.
+
+    Raises:
+      ValueError: not a non-empty string, a directory without a
+        checkpoint, no checkpoint at the prefix, or one TensorFlow cannot
+        open; the message names the argument, the path and what was
+        expected (TensorFlow's own message included).
+    """
+    if not isinstance(path, str) or not path:
+        raise ValueError("%s must be %s (str), got %r"
+                         % (arg_name, _CHECKPOINT_EXPECTED, path))
+    if tf.gfile.IsDirectory(path):
+        found = tf.train.latest_checkpoint(path)
+        if found is None:
+            raise ValueError("%s %r is a directory without a checkpoint; "
+                             "expected %s" % (arg_name, path,
+                                              _CHECKPOINT_EXPECTED))
+        path = found
+    elif not (tf.gfile.Exists(path + ".index") or tf.gfile.Exists(path)):
+        raise ValueError("%s %r: no checkpoint there (no file %s.index); "
+                         "expected %s" % (arg_name, path, path,
+                                          _CHECKPOINT_EXPECTED))
+    try:
+        reader = tf.train.NewCheckpointReader(path)
+    except (tf.errors.OpError, RuntimeError, ValueError) as error:
+        raise ValueError("%s %r: no readable checkpoint there (%s); "
+                         "expected %s" % (arg_name, path, _first_line(error),
+                                          _CHECKPOINT_EXPECTED))
+    return CheckpointReader(reader, path, arg_name)
+
+
 def derived_seed(seed, offset):
     """An op seed for the ``offset``-th random op of one object: None stays
     None (graph-level seeding); otherwise ``seed + offset``, so two ops of
@@ -608,9 +777,21 @@ class once_per_run(object):  # pylint: disable=invalid-name
     ``tf.while_loop`` / ``tf.cond`` (``control_dependencies(None)`` also
     clears the control-flow context), keeping the call site's control
     inputs that live outside loops (e.g. an update op the caller put
-    around ``dynamic_rnn``)."""
+    around ``dynamic_rnn``).
+
+    Args:
+      what: the public name building (for the error below).
+
+    Raises:
+      GraphModeError: entered inside a TF 2.x control-flow-v2 loop body,
+        which no context can leave (``_compat.require_v1_control_flow``).
+    """
+
+    def __init__(self, what="this layer"):
+        self._what = what
 
     def __enter__(self):
+        _compat.require_v1_control_flow(self._what)
         outer = outer_control_inputs()
         self._clear = tf.control_dependencies(None)
         self._clear.__enter__()

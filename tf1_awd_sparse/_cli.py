@@ -14,15 +14,17 @@ import sys
 __all__ = ["ArgumentParser", "fail"]
 
 
-def fail(message):
-    """Prints ``error: <message>`` (its first line) to stderr and exits 2.
+def fail(message, status=2):
+    """Prints ``error: <message>`` (its first line) to stderr and exits
+    with ``status``: 2 (bad input) unless a program documents another
+    (e.g. 1 for a training run that diverged).
 
     Raises:
-      SystemExit: always, with code 2.
+      SystemExit: always, with code ``status``.
     """
     lines = str(message).strip().splitlines() or [""]
     print("error: %s" % lines[0], file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(status)
 
 
 class ArgumentParser(argparse.ArgumentParser):

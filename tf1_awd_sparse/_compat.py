@@ -22,8 +22,10 @@ import os
 import tensorflow as _tf
 
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
-           "PartitionedVariable", "Variable", "TENSOR_TYPES", "has_distribution_strategy",
-           "require_graph_mode", "GraphModeError", "do_not_convert",
+           "PartitionedVariable", "Variable", "TENSOR_TYPES",
+           "has_distribution_strategy", "dimension_value",
+           "require_graph_mode", "require_v1_control_flow", "in_function_graph",
+           "GraphModeError", "do_not_convert",
            "estimator_available", "tflite_interpreter"]
 
 
@@ -101,6 +103,13 @@ TENSOR_TYPES = (tf.Tensor, Variable)
 get_static_value = _tensor_util.constant_value
 
 
+def dimension_value(dim):
+    """The int (or None) of one dimension of a static shape, whether the
+    shape is v1's (``Dimension`` objects) or v2's (ints), i.e. also when
+    only eager execution was turned off on TF 2.x."""
+    return getattr(dim, "value", dim)
+
+
 def estimator_available():
     """Whether ``tf.estimator`` exists (TF 1.x and 2.x up to 2.15; it was
     removed in 2.16). The language model's Estimator entry uses it; its
@@ -154,6 +163,36 @@ def require_graph_mode(what):
             "tf.compat.v1.disable_v2_behavior() (or "
             "tf.compat.v1.disable_eager_execution()) before building, or build "
             "inside `with tf.Graph().as_default():`" % what)
+
+
+def in_function_graph():
+    """Whether ops are being built into a function graph: the body of a
+    TF 2.x control-flow-v2 ``while_loop`` / ``cond`` (what
+    ``tf.nn.dynamic_rnn`` builds when v2 behaviour is on), or a
+    ``tf.function``."""
+    # pylint: disable=protected-access
+    return bool(getattr(tf.get_default_graph(), "_building_function", False))
+
+
+def require_v1_control_flow(what):
+    """Raises :class:`GraphModeError` naming ``what`` and the fix when
+    called inside a function graph (see :func:`in_function_graph`).
+
+    The library computes a cell's kernel (DropConnect, sparse weights,
+    fake quant) and reads its held masks once per ``session.run``,
+    outside the RNN loop; a control-flow-v2 loop body cannot reach outside
+    itself, so it would silently resample them at every step instead.
+
+    Raises:
+      GraphModeError: building inside a function graph.
+    """
+    if in_function_graph():
+        raise GraphModeError(
+            "%s computes its weights once per session.run, outside the RNN "
+            "loop, which TF 2.x control flow v2 cannot do (the loop body is "
+            "a function graph): call tf.compat.v1.disable_v2_behavior() (or "
+            "tf.compat.v1.disable_control_flow_v2()) before building, or "
+            "use weight_drop_lstm.WeightDropLSTM / tf.nn.static_rnn" % what)
 
 
 # Public from 1.14 on; 1.13 has no tf.autograph.experimental.do_not_convert

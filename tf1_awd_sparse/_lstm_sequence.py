@@ -33,7 +33,7 @@ Second derivatives are not supported (the loops are built with
 from __future__ import absolute_import, division, print_function
 
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops
@@ -94,13 +94,14 @@ def _validate(projected_inputs, recurrent_kernel, initial_c, initial_h,
     gate_dims = []
     for tensor, name in ((kernel, "recurrent_kernel"),
                          (inputs, "projected_inputs")):
-        dim = tensor.get_shape()[-1] if tensor.get_shape().ndims else None
-        if dim is not None and dim.value is not None:
-            if dim.value % 4:
+        dim = (dimension_value(tensor.get_shape()[-1])
+               if tensor.get_shape().ndims else None)
+        if dim is not None:
+            if dim % 4:
                 raise ValueError("%s's last dimension must be 4H (gates i, "
                                  "j, f, o), got shape %s"
                                  % (name, tensor.get_shape()))
-            gate_dims.append(("%s.shape[-1] / 4" % name, dim.value // 4))
+            gate_dims.append(("%s.shape[-1] / 4" % name, dim // 4))
     units = _merged_dimension(
         "the number of units H", [
             ("recurrent_kernel.shape[0]", _dim(kernel, 0)),
@@ -124,7 +125,7 @@ def _dim(tensor, axis):
     """Static size of ``tensor`` along ``axis`` (None if unknown)."""
     if tensor.get_shape().ndims is None:
         return None
-    return tensor.get_shape()[axis].value
+    return dimension_value(tensor.get_shape()[axis])
 
 
 def _merged_dimension(what, named_sizes):
@@ -292,7 +293,7 @@ def _forward(inputs, kernel, c0, h0, length, forget_bias, num_steps,
         return tf.TensorArray(dtype, size=num_steps,
                               element_shape=state_shape)
 
-    units = state_shape[1].value
+    units = dimension_value(state_shape[1])
     gate_shape = state_shape[:1].concatenate(
         [None if units is None else 4 * units])
     one = tf.constant([1])

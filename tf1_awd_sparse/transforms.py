@@ -25,7 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 import copy as copy_module
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from sparse_layers import techniques
 from tf1_awd_sparse import _compat
@@ -193,12 +193,15 @@ class PruningMask(KernelTransform):
     :data:`PRUNING_MASKS`), applied in training and evaluation before
     DropConnect and weight fake-quant, so pruned weights stay exactly zero
     through both and through export. It changes only when something assigns
-    it: the mask and threshold are registered in
-    ``tf.contrib.model_pruning``'s collections (mask, threshold, masked
-    weight, weight), so its gradual magnitude-pruning schedule
-    (``tf.contrib.model_pruning.Pruning(...).conditional_mask_update_op()``)
-    prunes the kernel; or assign it yourself (e.g. from a stripped sparse
-    checkpoint: ``weights != 0``).
+    it: the mask and threshold are registered in the pruning collections
+    (mask, threshold, masked weight, weight; the names
+    ``tf.contrib.model_pruning`` uses), so the library's gradual
+    magnitude-pruning schedule
+    (``tf1_awd_sparse.magnitude_pruning.MagnitudePruning(...)
+    .conditional_mask_update_op(step)``, on every version) or, on TF 1.x,
+    contrib's ``Pruning(...).conditional_mask_update_op()`` prunes the
+    kernel; or assign it yourself (e.g. from a stripped sparse checkpoint:
+    ``weights != 0``).
     """
 
     name = "pruning_mask"
@@ -258,8 +261,9 @@ def pruned_weight_name(mask_name):
 
 
 def _register_for_model_pruning(weight, mask, threshold, masked):
-    """Adds a masked weight to ``tf.contrib.model_pruning``'s collections
-    (the four lists its ``Pruning`` class reads, in step), once."""
+    """Adds a masked weight to the pruning collections (the four lists
+    ``MagnitudePruning`` and TF 1.x contrib's ``Pruning`` read, in step),
+    once."""
     masks, thresholds, masked_weights, weights = \
         _compat.model_pruning_collections()
     if mask in tf.get_collection(masks):
@@ -338,7 +342,7 @@ class DropConnect(KernelTransform):
         """
         rows = self.mask_rows(input_depth, shape[0] - input_depth)
         if self._held_mask is not None:
-            built = self._held_mask.variable.get_shape()[0].value
+            built = dimension_value(self._held_mask.variable.get_shape()[0])
             if built != rows:
                 raise ValueError(
                     "the mask was built for input depth %d but the inputs "
@@ -353,9 +357,10 @@ class DropConnect(KernelTransform):
         if not self.active(training):
             return kernel
         kernel = tf.convert_to_tensor(kernel)
-        rows = self.mask_rows(self._input_depth,
-                              kernel.get_shape()[0].value - self._input_depth)
-        shape = [rows, kernel.get_shape()[1].value]
+        depth = self._input_depth
+        rows = self.mask_rows(
+            depth, dimension_value(kernel.get_shape()[0]) - depth)
+        shape = [rows, dimension_value(kernel.get_shape()[1])]
         # A held mask is read outside the cond: the read is what its update
         # op is ordered against, whichever branch runs.
         held = self._held_mask.read() if self._held_mask else None

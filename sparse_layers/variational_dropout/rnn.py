@@ -13,7 +13,7 @@ Recurrent Neural Networks"), in training the noise is drawn once per
 
 At evaluation the weights with log(alpha) >= threshold are zeroed.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from sparse_layers import _docs
 from sparse_layers import _rnn
@@ -35,7 +35,7 @@ class _VDHeldWeights(_rnn.HeldWeights):
         self.clip_alpha, self.eps = clip_alpha, eps
 
     def _train_fn(self, inputs, input_size):
-        batch = inputs.shape[0].value
+        batch = dimension_value(inputs.shape[0])
         if batch is None:
             raise ValueError(
                 "the variational-dropout RNN cell holds per-example input "

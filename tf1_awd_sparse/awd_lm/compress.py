@@ -6,9 +6,11 @@ From the float model's best checkpoint:
    stopping rule for the same budget (``finetune_epochs``):
    ``variational_dropout`` / ``l0`` (the cells' ``sparsity=`` and the
    sparse embedding / tied decoder, the KL / L0 weight ramped up over the
-   first 40 % of the budget) and ``magnitude`` (``tf.contrib.model_pruning``'s
-   gradual schedule to ``target_sparsity`` over the same steps); the best
-   checkpoint is chosen after the ramp / schedule ends;
+   first 40 % of the budget) and ``magnitude``
+   (``tf1_awd_sparse.magnitude_pruning``: ``tf.contrib.model_pruning``'s
+   gradual schedule, on every version, to ``target_sparsity`` over the
+   same steps); the best checkpoint is chosen after the ramp / schedule
+   ends;
 2. **prune** the best technique's model (the lowest validation perplexity
    among those at or above the target, else the sparsest): its evaluation
    weights written as plain dense weights (``sparse_layers.strip``) with a

@@ -133,26 +133,33 @@ def read_ptb(data_dir):
                   os.path.basename(os.path.normpath(data_dir)))
 
 
-def batchify(ids, batch_size):
+def batchify(ids, batch_size, split="split", batch_name="batch_size"):
     """Cuts a token stream into `batch_size` parallel streams.
 
     Args:
       ids: 1-D int array of length N.
       batch_size: int >= 1.
+      split, batch_name: what the stream and the batch size are called in
+        the error (e.g. ``'valid split'`` and ``"params['eval_batch_size']"``
+        or a flag).
     Returns:
       int32 array [batch_size, N // batch_size]; the tail that does not fill
       a row is dropped.
     Raises:
       ValueError: ``batch_size`` not a positive int.
-      DataError: fewer than 2 tokens per stream.
+      DataError: fewer than 2 tokens per stream, e.g. ``valid split: 2
+        tokens are too short for --eval-batch-size 2 (need at least 2
+        tokens per stream: at most 1)``.
     """
     ids = np.asarray(ids)
-    batch_size = check_positive_int(batch_size, "batch_size")
+    batch_size = check_positive_int(batch_size, batch_name)
     per_row = len(ids) // batch_size
     if per_row < 2:
-        raise DataError("split of %d tokens is too short for batch size %d "
-                        "(need at least 2 tokens per stream)"
-                        % (len(ids), batch_size))
+        fits = ("at most %d" % (len(ids) // 2) if len(ids) >= 2
+                else "no batch size fits: the split needs 2 tokens")
+        raise DataError("%s: %d tokens are too short for %s %d (need at "
+                        "least 2 tokens per stream: %s)"
+                        % (split, len(ids), batch_name, batch_size, fits))
     return ids[:per_row * batch_size].reshape(batch_size, per_row).astype(
         np.int32)
 

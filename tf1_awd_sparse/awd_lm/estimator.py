@@ -70,10 +70,11 @@ def parse_hparams(text):
     for item in filter(None, (t.strip() for t in (text or "").split(","))):
         key, sep, value = item.partition("=")
         key = key.strip()
-        if not sep or key not in presets.DEFAULTS:
-            raise ValueError("--hparams: expected key=value with key one of "
-                             "%s, got %r" % (", ".join(sorted(
-                                 presets.DEFAULTS)), item))
+        if not sep:
+            raise ValueError("--hparams: expected key=value, got %r"
+                             % (item,))
+        if key not in presets.DEFAULTS:
+            raise ValueError(presets.unknown_key(key, "--hparams"))
         out[key] = presets.parse_value(key, value, "--hparams " + key)
     return out
 
@@ -148,6 +149,11 @@ def parse_args(argv=None, extra_flags=()):
     return p.check_flags(p.parse_args(argv), FLAG_CHECKS)
 
 
+def _hparam(key):
+    """How this command line names a parameter (in errors)."""
+    return "--hparams " + key
+
+
 def prepare(args, training_hooks=None):
     """What a run of the command line needs, built and checked before
     anything is trained or written.
@@ -162,13 +168,21 @@ def prepare(args, training_hooks=None):
       ``--evaluate-only``) and 'eval_steps'.
 
     Raises:
-      ValueError: bad ``--hparams`` (named), an unreadable corpus
-        (`data.DataError`), a cluster with ``--distribute mirrored`` or
+      ValueError: bad ``--hparams`` (named; an unknown key with the
+        closest ones), ``hidden_size`` given with ``num_layers`` 1
+        (`presets.check_used`), an unreadable corpus or a split too short
+        for one window (`data.DataError`, naming the file and the
+        ``--hparams`` to change), a cluster with ``--distribute mirrored`` or
         ``--evaluate-only``, or no checkpoint to evaluate.
     """
-    params = presets.params_for(args.preset, args.model,
-                                parse_hparams(args.hparams))
+    overrides = parse_hparams(args.hparams)
+    params = presets.params_for(args.preset, args.model, overrides)
+    presets.check_used(params, overrides, _hparam)
     corpus, _, _ = runtime.load_corpus(args.data_dir, params)
+    runtime.check_corpus(corpus, params, args.data_dir, _hparam,
+                         fixed_windows=True, splits=(
+                             ("valid",) if args.evaluate_only
+                             else ("train", "valid")))
     params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd,
                   training_hooks=training_hooks)
     probe = tf.estimator.RunConfig()
@@ -270,6 +284,7 @@ def main(argv=None, extra_flags=(), make_hooks=None):
 
     Returns:
       0; bad input ends the process with status 2 and one line on stderr.
+      The JSON line: see `eval_line`.
     """
     args = parse_args(argv, extra_flags)
     _start_lifetime(args)
@@ -285,9 +300,20 @@ def main(argv=None, extra_flags=(), make_hooks=None):
         _cli.fail(e)
     metrics = execute(setup)
     if metrics:
-        print("eval: " + json.dumps({k: float(v) for k, v in
-                                     sorted(metrics.items())}))
+        print(eval_line(metrics))
     return 0
+
+
+def eval_line(metrics):
+    """``eval: `` and the metrics as one line of strict JSON (RFC 8259),
+    keys sorted: each value a float, a NaN or infinite value (e.g. the
+    perplexity of a diverged model) ``null`` (Python's json would write
+    NaN / Infinity, which JSON parsers other than Python's refuse)."""
+    values = {}
+    for key, value in metrics.items():
+        value = float(value)
+        values[key] = value if math.isfinite(value) else None
+    return "eval: " + json.dumps(values, allow_nan=False, sort_keys=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import numpy as np
 from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse import _compat
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse._checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm import data, model, runtime
 from tf1_awd_sparse.quantization import export as qexport
 
@@ -120,29 +120,56 @@ class LMRunner(object):
 
     Args:
       path: a file written by :func:`export_lm`.
+
+    Attributes:
+      batch_size, num_steps: the model's fixed input shape.
+      vocab_size: the number of words (the logits' last dimension).
+
+    Raises:
+      ValueError: ``path`` is not a TFLite model (see
+        ``quantization.TFLiteRunner``), or a TFLite model that is not a
+        language model of :func:`export_lm` (e.g. a cell stack of
+        ``quantization.export_tflite``), saying what it is and what is
+        expected.
     """
 
     def __init__(self, path):
         self.runner = qexport.TFLiteRunner(path)
+        _check_lm_signature(path, self.runner)
         detail = self.runner.inputs[qexport.INPUT_NAME]
         self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
+        self.vocab_size = int(
+            self.runner.outputs[LOGITS_NAME]["shape"][-1])
         self.state_names = sorted(n for n in self.runner.inputs
                                   if n.startswith("state_"))
 
     def windows(self, stream):
-        """Yields ``(log_probs of the targets [batch, n], n)`` for every
-        window of ``stream`` (int ``[batch, length]``, batch equal to the
-        model's), the state carried between windows; the last window is
-        padded (its padding is not scored).
+        """The windows of ``stream`` scored, the state carried between
+        them; the last window is padded (its padding is not scored).
+
+        Args:
+          stream: int ``[batch, length]`` word ids, batch equal to the
+            model's, ``length >= 2`` (an input and its target).
+
+        Returns:
+          an iterator of ``(log_probs of the targets [batch, n], n)``, one
+          per window.
 
         Raises:
-          ValueError: a stream whose batch differs from the model's.
+          ValueError (at the call, before any window runs): a stream that
+            is not a 2-D integer array, whose batch differs from the
+            model's, shorter than 2, or holding ids outside
+            ``[0, vocab_size)`` (the message names the vocabulary size and
+            the offending ids and positions).
         """
-        stream = np.asarray(stream)
-        if stream.ndim != 2 or stream.shape[0] != self.batch_size:
-            raise ValueError("stream must be [%d, length] (the model's "
-                             "batch), got shape %s" % (self.batch_size,
-                                                       stream.shape))
+        stream = check_id_array(stream, self.vocab_size, "stream", ndim=2)
+        if stream.shape[0] != self.batch_size or stream.shape[1] < 2:
+            raise ValueError("stream must be [%d, length >= 2] (the model's "
+                             "batch; an input and its target), got shape %s"
+                             % (self.batch_size, stream.shape))
+        return self._windows(stream)
+
+    def _windows(self, stream):
         state = {}
         for start, n in data.bptt_windows(stream.shape[1] - 1,
                                           self.num_steps):
@@ -170,6 +197,38 @@ class LMRunner(object):
         return float(np.median(times)) / (self.batch_size * self.num_steps)
 
 
+def _check_lm_signature(path, runner):
+    """Raises ValueError unless the model takes int32 ids ``inputs``
+    ``[batch, steps]`` and returns ``logits`` ``[batch, steps, vocab]``."""
+    ids = runner.inputs.get(qexport.INPUT_NAME)
+    logits = runner.outputs.get(LOGITS_NAME)
+    if (ids is not None and ids["dtype"] == np.int32
+            and len(ids["shape"]) == 2 and logits is not None
+            and len(logits["shape"]) == 3):
+        return
+    if ids is not None and len(ids["shape"]) == 3 and \
+            qexport.OUTPUT_NAME in runner.outputs:
+        kind = ("a cell-stack model of quantization.export_tflite (%s "
+                "inputs %s, output %r): run it with "
+                "quantization.TFLiteRunner"
+                % (np.dtype(ids["dtype"]).name, list(ids["shape"]),
+                   qexport.OUTPUT_NAME))
+    else:
+        kind = "a model with inputs %s and outputs %s" % (
+            _signature(runner.inputs), _signature(runner.outputs))
+    raise ValueError(
+        "path %r is not a language model: LMRunner expects a file of "
+        "export_lm (int32 word ids %r [batch, steps] in, %r [batch, steps, "
+        "vocab] out); this is %s" % (path, qexport.INPUT_NAME, LOGITS_NAME,
+                                     kind))
+
+
+def _signature(details):
+    return ", ".join("%s %s %s" % (name, np.dtype(d["dtype"]).name,
+                                   list(d["shape"]))
+                     for name, d in sorted(details.items()))
+
+
 def _logsumexp(x):
     top = x.max(axis=-1, keepdims=True)
     return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
@@ -188,12 +247,19 @@ def tflite_perplexity(path, stream, progress=None):
 
     Returns:
       ``(perplexity, mean cross-entropy in nats, tokens scored)``.
+
+    Raises:
+      ValueError: as `LMRunner` (a file that is not a language model) and
+        `LMRunner.windows` (a stream of another batch, or with ids outside
+        the vocabulary).
     """
     runner = LMRunner(path)
+    windows = runner.windows(stream)   # checks the stream
+    stream = np.asarray(stream)
     total, count = 0.0, 0
     bar = (progress(total=stream.shape[0] * (stream.shape[1] - 1),
                     desc=os.path.basename(path)) if progress else None)
-    for picked, _ in runner.windows(stream):
+    for picked, _ in windows:
         total -= float(picked.sum())
         count += picked.size
         if bar is not None:

@@ -4,9 +4,14 @@ AR penalizes large activations of the last layer's (dropped) output and TAR
 penalizes fast changes of its raw output between consecutive time steps
 (Merity et al. 2017, section 4.6).  Both are means over the valid
 (batch, time, unit) entries, so their scale does not depend on sequence
-length, batch size or width.
+length, batch size or width.  A penalty over no entry at all (zero steps,
+a zero-size batch, all lengths 0, or TAR over one step) is 0, never the
+NaN of an empty mean: there is no activation to penalize.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
+
+from tf1_awd_sparse._checks import check_tensor, in_xla_context, \
+    with_assertions
 
 
 def _step_mask(lengths, max_time, dtype):
@@ -20,6 +25,25 @@ def _check_rank3(name, x):
                          "shape %s" % (name, x.shape))
 
 
+def _check_lengths(lengths, outputs):
+    """``lengths`` as an int tensor of shape [batch of outputs]: a static
+    mismatch raises here, an unknown one is asserted when the graph runs
+    (InvalidArgumentError naming both; dropped inside XLA)."""
+    lengths = check_tensor(lengths, "lengths", kind="int", rank=1)
+    rows, batch = lengths.shape.as_list()[:1], outputs.shape[0].value
+    if rows and rows[0] is not None and batch is not None and rows[0] != batch:
+        raise ValueError("lengths must have shape [%d] (the batch of outputs, "
+                         "shape %s), got shape %s"
+                         % (batch, outputs.shape, lengths.shape))
+    if (rows and rows[0] is not None and batch is not None) or \
+            in_xla_context():
+        return lengths
+    return with_assertions(lengths, [tf.debugging.assert_equal(
+        tf.shape(lengths)[:1], tf.shape(outputs)[:1],
+        message="lengths must have one entry per row of outputs (its "
+                "batch); shapes of lengths and outputs")], "lengths")
+
+
 def masked_mean_square(x, mask=None):
     """Mean of ``x**2`` over the entries where `mask` (broadcast to `x`) is 1.
 
@@ -28,10 +52,16 @@ def masked_mean_square(x, mask=None):
       mask: None (all entries) or a 0/1 tensor of x's dtype broadcastable to
         x's shape.
     Returns:
-      scalar tensor; 0 when no entry is selected.
+      scalar tensor; 0 when no entry is selected (or ``x`` is empty).
     """
     if mask is None:
-        return tf.reduce_mean(tf.square(x))
+        mean = tf.reduce_mean(tf.square(x))
+        size = x.shape.num_elements()
+        if size is not None and size > 0:
+            return mean
+        # reduce_mean of an empty tensor is NaN: 0 over 0 entries is 0
+        # (the same mean otherwise, to the bit).
+        return tf.where(tf.size(x) > 0, mean, tf.zeros([], x.dtype))
     mask = mask * tf.ones_like(x)
     return tf.reduce_sum(tf.square(x) * mask) / tf.maximum(
         tf.reduce_sum(mask), 1.0)
@@ -45,18 +75,32 @@ def activation_regularization(outputs, alpha=2.0, lengths=None, name=None):
         dropout.
       alpha: float, the weight.
       lengths: optional int tensor [batch]; steps at or past a sequence's
-        length are excluded from the mean.
+        length are excluded from the mean; one entry per row of outputs.
       name: optional op name scope.
     Returns:
-      scalar tensor.
+      scalar tensor; 0 when there is no entry (zero steps or rows).
     Raises:
-      ValueError: `outputs` is not rank 3.
+      ValueError: `outputs` is not rank 3, or `lengths` has another batch
+        than `outputs` (an unknown batch is asserted when the graph runs:
+        InvalidArgumentError naming lengths).
     """
+    return _activation_regularization(outputs, alpha, lengths, name)
+
+
+def _activation_regularization(outputs, alpha, lengths, name,
+                               nonempty=False):
+    """`activation_regularization`; with ``nonempty`` (a caller that has
+    asserted at least one entry, as `model.build_lm` does) the plain mean
+    of an unknown shape, without the guard for 0 entries (the guard, a
+    select, changes the last bits of the gradients)."""
     _check_rank3("outputs", outputs)
     with tf.name_scope(name, "activation_regularization", [outputs]):
         mask = None
         if lengths is not None:
+            lengths = _check_lengths(lengths, outputs)
             mask = _step_mask(lengths, tf.shape(outputs)[1], outputs.dtype)
+        elif nonempty:
+            return alpha * tf.reduce_mean(tf.square(outputs))
         return alpha * masked_mean_square(outputs, mask)
 
 
@@ -68,20 +112,23 @@ def temporal_activation_regularization(outputs, beta=1.0, lengths=None,
       outputs: float tensor [batch, time, units], the output before dropout.
       beta: float, the weight.
       lengths: optional int tensor [batch]; a difference counts only when
-        both of its steps are inside the sequence (t + 1 < length).
+        both of its steps are inside the sequence (t + 1 < length); one
+        entry per row of outputs.
       name: optional op name scope.
     Returns:
-      scalar tensor (0 for sequences of one step).
+      scalar tensor (0 for sequences of one step, zero steps or rows).
     Raises:
-      ValueError: `outputs` is not rank 3.
+      ValueError: `outputs` is not rank 3, or `lengths` has another batch
+        than `outputs` (an unknown batch is asserted when the graph runs).
     """
     _check_rank3("outputs", outputs)
     with tf.name_scope(name, "temporal_activation_regularization", [outputs]):
         diff = outputs[:, 1:] - outputs[:, :-1]
         mask = None
         if lengths is not None:
+            lengths = _check_lengths(lengths, outputs)
             mask = _step_mask(lengths - 1, tf.shape(diff)[1], outputs.dtype)
-        elif outputs.shape[1].value is None or outputs.shape[1].value < 2:
+        elif (dimension_value(outputs.shape[1]) or 0) < 2:
             # Unknown or single step: an all-ones mask keeps 0 steps safe.
             mask = tf.ones_like(diff[:, :, :1])
         return beta * masked_mean_square(diff, mask)

@@ -10,6 +10,7 @@ clipped-gradient NT-ASGD / SGD step.
 """
 import collections
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._compat import tf
 
 import variational_dropout
@@ -18,10 +19,12 @@ from tf1_awd_sparse import mask_placement
 from sparse_layers import losses as sparse_losses
 from sparse_layers import report as sparse_report
 from sparse_layers import techniques
-from tf1_awd_sparse import transforms
-from tf1_awd_sparse._checks import check_choice, check_training, smart_cond
+from tf1_awd_sparse import magnitude_pruning, transforms
+from tf1_awd_sparse._checks import (check_choice, check_tensor,
+                                    check_training, in_xla_context,
+                                    smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse.quantization.export import relative_variable_names
 
 MODELS = ("awd", "plain")
@@ -157,11 +160,21 @@ def build_lm(features, mode, params):
     Returns:
       LMOutputs.
     Raises:
-      ValueError: bad params (names the key) or mode.
+      ValueError: bad params (names the key) or mode; features whose
+        static shapes do not fit (named, e.g. ``features['state'] must
+        hold one LSTMStateTuple per layer (2), got 1``): inputs / targets
+        not [batch, time] of one shape, a zero-size batch or window (the
+        mean cross-entropy of 0 tokens is undefined: refused, never NaN),
+        a state of another batch or width than its layer. Shapes unknown
+        while building are asserted when the graph runs
+        (``InvalidArgumentError`` with the same names; dropped inside XLA).
     """
+    _compat.require_graph_mode("build_lm")
     params = check_params(params)
     training = _training_flag(mode)
     awd = params["model"] == "awd"
+    features, state_parts = _check_features(features, params)
+    before = set(features["inputs"].consumers())
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
         embedding, table, sparse, x = _embed(features["inputs"], training,
                                              params, awd)
@@ -175,8 +188,88 @@ def build_lm(features, mode, params):
     ar, tar, wd, sparsity_loss = _penalties(x, raw, weights, training,
                                             params, awd)
     loss = xent + ar + tar + wd + sparsity_loss
+    _assert_features(features, state_parts, [
+        op for op in features["inputs"].consumers() if op not in before])
     return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
                      tuple(initial), tuple(final), cells)
+
+
+def _check_features(features, params):
+    """Checks the static shapes of ``features`` (see `build_lm`); builds no
+    op.
+
+    Returns:
+      (features with inputs and targets as tensors, [((layer, 'c' or 'h'),
+      state tensor, units)] for `_assert_features`).
+    """
+    inputs = check_tensor(features["inputs"], "features['inputs']",
+                          kind="int", rank=2)
+    targets = check_tensor(features["targets"], "features['targets']",
+                           kind="int", rank=2)
+    if not inputs.shape.is_compatible_with(targets.shape):
+        raise ValueError("features['targets'] must have the shape of "
+                         "features['inputs'] %s, got %s"
+                         % (inputs.shape, targets.shape))
+    dims = inputs.shape.merge_with(targets.shape)
+    if dims.ndims is not None and 0 in dims.as_list():
+        raise ValueError("features['inputs'] must have at least one row and "
+                         "one step (the mean cross-entropy of 0 tokens is "
+                         "undefined), got shape %s" % inputs.shape)
+    state = features.get("state")
+    sizes = layer_sizes(params)
+    if state is not None and len(state) != len(sizes):
+        raise ValueError("features['state'] must hold one LSTMStateTuple per "
+                         "layer (%d, params['num_layers']), got %d"
+                         % (len(sizes), len(state)))
+    batch = inputs.shape[0].value
+    parts = []
+    for i, units in enumerate(sizes if state is not None else ()):
+        for part, tensor in zip("ch", state[i]):
+            name = "features['state'][%d].%s" % (i, part)
+            tensor = check_tensor(tensor, name, kind="float", rank=2)
+            rows = tensor.shape.as_list() if tensor.shape.ndims else [None] * 2
+            if rows[1] not in (None, units) or None not in (rows[0], batch) \
+                    and rows[0] != batch:
+                raise ValueError(
+                    "%s must have shape [%s, %d] (the batch of "
+                    "features['inputs'] and layer %d's units), got %s" % (
+                        name, batch or "batch", units, i, tensor.shape))
+            parts.append(((i, part), tensor, units))
+    return dict(features, inputs=inputs, targets=targets), parts
+
+
+def _assert_features(features, parts, consumers):
+    """The run-time checks of the shapes `_check_features` could not check
+    while building, made control inputs of the ops the model built on
+    ``features['inputs']`` (``consumers``: those ops), which everything
+    the model computes waits for. Built after the model, so that the model's
+    ops (and the op seeds TensorFlow derives from their ids, i.e. its
+    random streams) are those of a graph without checks. No quotes in the
+    messages: TensorFlow prints them escaped."""
+    inputs, targets = features["inputs"], features["targets"]
+    graph = inputs.graph
+    context = graph._get_control_flow_context()  # pylint: disable=W0212
+    # Ops in another control-flow context cannot wait for these (none,
+    # unless the caller feeds inputs built inside a loop or cond).
+    consumers = [op for op in consumers
+                 if op._get_control_flow_context() is context]  # noqa: W0212
+    if in_xla_context() or not consumers:
+        return
+    checks = [tf.debugging.assert_positive(
+        tf.size(inputs), message="features.inputs must have at least one "
+        "row and one step (the mean cross-entropy of 0 tokens is "
+        "undefined)"), tf.debugging.assert_equal(
+            tf.shape(inputs), tf.shape(targets), message="features.targets "
+            "must have the shape of features.inputs")]
+    for (i, part), tensor, units in parts:
+        checks.append(tf.debugging.assert_equal(
+            tf.shape(tensor), tf.stack([tf.shape(inputs)[0], units]),
+            message="features.state[%d].%s must have shape [batch of "
+            "features.inputs, %d]" % (i, part, units)))
+    checked = tf.group(*checks, name="check_features")
+    for op in consumers:
+        # TensorFlow has no public way to add a control input to a built op.
+        op._add_control_input(checked)  # pylint: disable=protected-access
 
 
 def embedding_table(params, training):
@@ -350,7 +443,9 @@ def _penalties(x, raw, weights, training, params, awd):
     zero = tf.constant(0.0)
     ar = tar = wd = zero
     if awd:
-        ar = losses.activation_regularization(x, params.get("alpha", 0.0))
+        # build_lm refuses 0 tokens (`_assert_features`): the plain mean.
+        ar = losses._activation_regularization(  # pylint: disable=W0212
+            x, params.get("alpha", 0.0), None, None, nonempty=True)
         tar = losses.temporal_activation_regularization(
             raw, params.get("beta", 0.0))
         if params.get("wdecay", 0.0) > 0:
@@ -379,34 +474,35 @@ def needs_global_step(params):
 
 def magnitude_pruning_op(params, global_step, train_op):
     """With ``params['pruning'] == 'magnitude'``: ``train_op`` followed by
-    ``tf.contrib.model_pruning``'s gradual magnitude pruning of the
-    embedding and the cells' kernels (their ``pruning_mask`` variables),
-    from ``pruning_begin_step`` to ``pruning_end_step`` every
+    the library's gradual magnitude pruning
+    (:class:`tf1_awd_sparse.magnitude_pruning.MagnitudePruning`, which
+    matches ``tf.contrib.model_pruning``'s on TF 1.x) of the embedding and
+    the cells' kernels (their ``pruning_mask`` variables), from
+    ``pruning_begin_step`` to ``pruning_end_step`` every
     ``pruning_frequency`` steps to ``target_sparsity`` (Zhu & Gupta's cubic
-    schedule); else None.
+    schedule); else None. Its step counter is the variable
+    ``lm_pruning/last_mask_update_step``, the name contrib gave it, so
+    checkpoints of either read the same.
 
     Returns:
       an op, or None.
     """
     if params.get("pruning") != "magnitude":
         return None
-    hparams = tf.contrib.model_pruning.get_pruning_hparams().parse(
-        # nbins: the threshold is a histogram quantile; model_pruning's
-        # default 256 bins leave a matrix up to ~1 % short of the target.
-        "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
-        "pruning_frequency=%d,target_sparsity=%r,nbins=4096,"
-        "sparsity_function_begin_step=%d,sparsity_function_end_step=%d" % (
-            params["pruning_begin_step"], params["pruning_end_step"],
-            params["pruning_frequency"], float(params["target_sparsity"]),
-            params["pruning_begin_step"], params["pruning_end_step"]))
-    # Built after the step: Pruning's constructor already reads the global
-    # step (its sparsity schedule); outside this scope that read would race
-    # with the step's increment, and the masks would depend on the
-    # scheduler (seen on TF 1.15).
+    # nbins: the threshold is a histogram quantile; contrib's default 256
+    # bins leave a matrix up to ~1 % short of the target.
+    pruning = magnitude_pruning.MagnitudePruning(
+        begin_step=params["pruning_begin_step"],
+        end_step=params["pruning_end_step"],
+        frequency=params["pruning_frequency"],
+        target_sparsity=float(params["target_sparsity"]),
+        nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning")
+    # Built after the step: the op reads the global step (its sparsity
+    # schedule and its update condition); outside this scope that read
+    # would race with the step's increment, and the masks would depend on
+    # the scheduler (seen on TF 1.15 with contrib's Pruning).
     with tf.control_dependencies([train_op]):
-        pruning = tf.contrib.model_pruning.Pruning(hparams,
-                                                   global_step=global_step)
-        return pruning.conditional_mask_update_op()
+        return pruning.conditional_mask_update_op(global_step)
 
 
 def sparsity_report(params):

@@ -6,6 +6,7 @@ model's own settings and explicit overrides, in that order.
 validates one parameter given as text (a command-line flag or a
 ``--hparams`` item); both use the one table of checks, `CHECKS`.
 """
+import difflib
 import functools
 
 from tf1_awd_sparse._checks import (check_bool, check_choice,
@@ -30,8 +31,8 @@ DEFAULTS = {
     # learning rate of log_sigma2 / log_alpha as a multiple of lr
     "aux_lr_scale": 1.0,
     # pruning masks on the embedding and the cells' kernels: None,
-    # 'magnitude' (tf.contrib.model_pruning's gradual schedule to
-    # target_sparsity between the two steps) or 'fixed' (masks as restored)
+    # 'magnitude' (tf1_awd_sparse.magnitude_pruning's gradual schedule,
+    # contrib's on TF 1.x, to target_sparsity between the two steps) or 'fixed' (masks as restored)
     "pruning": None, "target_sparsity": 0.9, "pruning_begin_step": 0,
     "pruning_end_step": 100, "pruning_frequency": 10,
     # the first epoch whose validation may be the best (and count against
@@ -141,8 +142,7 @@ def params_for(preset, model, overrides=None):
     params.update(MODEL_OVERRIDES[model])
     for key, value in (overrides or {}).items():
         if key not in DEFAULTS:
-            raise ValueError("override %r: not a parameter (known: %s)"
-                             % (key, ", ".join(sorted(DEFAULTS))))
+            raise ValueError(unknown_key(key, "override %r" % (key,)))
         if value is not None:
             params[key] = CHECKS[key](value, "override %r" % (key,))
     params["model"] = model
@@ -162,7 +162,7 @@ def _sparsity(value, name):
 
 
 #: Compression techniques (--compress): sparse variational dropout, L0
-#: gates, and tf.contrib.model_pruning's gradual magnitude pruning.
+#: gates, and gradual magnitude pruning (tf1_awd_sparse.magnitude_pruning).
 COMPRESS_TECHNIQUES = ("variational_dropout", "l0", "magnitude")
 
 
@@ -179,6 +179,14 @@ def _compress_techniques(value, name):
     return ",".join(items)
 
 
+def _at_least_two(value, name):
+    value = check_positive_int(value, name)
+    if value < 2:
+        raise ValueError("%s must be an int >= 2, got %r" % (name, value))
+    return value
+
+
+_AT_LEAST_TWO = _at_least_two
 _RATE = functools.partial(check_real, low=0.0, high=1.0, high_open=True)
 _NONNEGATIVE = functools.partial(check_real, low=0.0)
 _POSITIVE = functools.partial(check_real, low=0.0, low_open=True)
@@ -223,8 +231,9 @@ CHECKS = {
     "quant": check_bool, "quant_epochs": check_positive_int,
     "quant_delay": check_nonnegative_int, "quant_lr": _POSITIVE_OR_NONE,
     "weight_bits": check_num_bits, "activation_bits": check_num_bits,
-    "hmm_seed": check_nonnegative_int, "hmm_states": check_positive_int,
-    "hmm_vocab": check_positive_int, "hmm_train": check_positive_int,
+    # synthetic.make_hmm: an end state and a word state, <eos> and a word.
+    "hmm_seed": check_nonnegative_int, "hmm_states": _AT_LEAST_TWO,
+    "hmm_vocab": _AT_LEAST_TWO, "hmm_train": check_positive_int,
     "hmm_valid": check_positive_int, "hmm_test": check_positive_int,
 }
 
@@ -255,6 +264,40 @@ def check_params(params, name="params[%r]"):
         if key in CHECKS:
             checked[key] = CHECKS[key](value, name % (key,))
     return checked
+
+
+def check_used(params, given, flag):
+    """Refuses an explicit value the model would ignore: ``hidden_size``
+    with ``num_layers`` 1 (the one LSTM layer has ``emb_size`` units, its
+    output tied to the decoder), which a summary would otherwise record as
+    if it had been used.
+
+    Args:
+      params: the run's parameters (`params_for`).
+      given: the keys given explicitly (flags, ``--hparams``).
+      flag: function ``key -> how the command line names it``.
+
+    Raises:
+      ValueError: naming both flags.
+    """
+    if "hidden_size" in given and params["num_layers"] == 1:
+        raise ValueError(
+            "%s %d has no effect with %s 1: the one LSTM layer has %s (%d) "
+            "units, tied to the decoder; leave %s out or use %s >= 2" % (
+                flag("hidden_size"), params["hidden_size"],
+                flag("num_layers"), flag("emb_size"), params["emb_size"],
+                flag("hidden_size"), flag("num_layers")))
+
+
+def unknown_key(key, name):
+    """The one-line message of a key that is not a parameter: the bad key
+    first, then the closest parameter names (difflib), e.g. ``--hparams:
+    'hiden_size' is not a parameter; did you mean 'hidden_size'?``."""
+    close = difflib.get_close_matches(str(key), sorted(DEFAULTS), n=3)
+    hint = ("did you mean %s?" % " or ".join(repr(k) for k in close)
+            if close else "the parameters are presets.DEFAULTS' keys, e.g. "
+            "'bptt', 'lr'")
+    return "%s: %r is not a parameter; %s" % (name, key, hint)
 
 
 def text_type(key):
@@ -292,8 +335,7 @@ def parse_value(key, text, name):
         outside its range; the message names ``name``.
     """
     if key not in DEFAULTS:
-        raise ValueError("%s: not a parameter (known: %s)"
-                         % (name, ", ".join(sorted(DEFAULTS))))
+        raise ValueError(unknown_key(key, name))
     kind = text_type(key)
     if kind is bool:
         value = parse_bool(text, name)

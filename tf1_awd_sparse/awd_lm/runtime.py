@@ -8,7 +8,12 @@ from tf1_awd_sparse._compat import tf
 from tf1_awd_sparse._checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import data, synthetic
 
-__all__ = ["load_corpus", "session_config"]
+__all__ = ["load_corpus", "check_corpus", "session_config", "BATCH_KEYS"]
+
+#: (split, the parameter giving its batch size): training batches the
+#: train split by batch_size, validation and test by eval_batch_size.
+BATCH_KEYS = (("train", "batch_size"), ("valid", "eval_batch_size"),
+              ("test", "eval_batch_size"))
 
 
 def load_corpus(data_dir, params):
@@ -46,6 +51,55 @@ def load_corpus(data_dir, params):
         "corpus %s: tokens train %d valid %d test %d; source (floor) test "
         "perplexity %.2f" % (corpus.name, len(corpus.train),
                              len(corpus.valid), len(corpus.test), floor))
+
+
+def _split_names(data_dir, flag):
+    """{split: how the error names it}: the file, or the embedded corpus
+    and the flag giving its length."""
+    if data_dir:
+        return {split: "%s split (%s)" % (split, path) for split, path in
+                data.find_split_files(data_dir).items()}
+    return {split: "%s split (embedded corpus, %s)" % (
+        split, flag("hmm_" + split)) for split in data.SPLITS}
+
+
+def check_corpus(corpus, params, data_dir, flag, fixed_windows=False,
+                 splits=data.SPLITS):
+    """Checks that each split fills its batch (and, with ``fixed_windows``,
+    one window of ``bptt`` steps per stream), before anything is trained.
+
+    Args:
+      corpus: the `data.Corpus` of `load_corpus`.
+      params: the run's parameter dict.
+      data_dir: what `load_corpus` read (None: the embedded corpus).
+      flag: function ``key -> how the command line names it`` (e.g.
+        ``'--eval-batch-size'`` or ``'--hparams eval_batch_size'``).
+      fixed_windows: the Estimator's input pipeline (`input_fn`), which
+        only has whole ``bptt`` windows; the training loop also takes a
+        shorter final window, so it only needs 2 tokens per stream.
+      splits: the splits used.
+
+    Raises:
+      data.DataError: one line naming the split (its file) and the flags
+        to change, with the largest values that fit.
+    """
+    names = _split_names(data_dir, flag)
+    for split, key in BATCH_KEYS:
+        if split not in splits:
+            continue
+        ids, batch = getattr(corpus, split), params[key]
+        streams = data.batchify(ids, batch, names[split], flag(key))
+        bptt = params["bptt"]
+        if fixed_windows and streams.shape[1] - 1 < bptt:
+            fits = len(ids) // (bptt + 1)
+            raise data.DataError(
+                "%s: %d tokens make %d streams of %d, too short for one "
+                "window of %s %d (the Estimator uses whole windows only; "
+                "the training loop also takes a shorter final window): set "
+                "%s <= %d%s" % (
+                    names[split], len(ids), batch, streams.shape[1],
+                    flag("bptt"), bptt, flag("bptt"), streams.shape[1] - 1,
+                    " or %s <= %d" % (flag(key), fits) if fits else ""))
 
 
 def session_config(threads=0, task_type=None, task_id=0, num_cpus=None,

@@ -20,10 +20,11 @@ import json
 import math
 import os
 import shutil
+import sys
 import time
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse import mask_placement
 from tf1_awd_sparse._checks import check_nonnegative_int
@@ -115,7 +116,8 @@ class Graph(object):
             init.name
         self.state = [t.name for s in state for t in s]
         self.final_state = [t.name for s in out.final_state for t in s]
-        self.state_sizes = [t.shape[1].value for s in state for t in s]
+        self.state_sizes = [dimension_value(t.shape[1])
+                            for s in state for t in s]
         self.averaging = (self.optimizer.averaging.name if self.ntasgd
                           else None)
 
@@ -153,6 +155,46 @@ class Graph(object):
         feed.update(zip(self.state, state))
         feed.update(extra or {})
         return feed
+
+
+#: The largest mean cross-entropy (nats per token) whose perplexity is a
+#: float: a larger loss (or a NaN or infinite one) is a diverged run.
+DIVERGED_LOSS = math.log(sys.float_info.max)
+
+
+def diverged(loss):
+    """Whether a mean cross-entropy means training diverged: NaN, infinite,
+    or above `DIVERGED_LOSS` (its perplexity overflows to inf)."""
+    return not (math.isfinite(loss) and loss <= DIVERGED_LOSS)
+
+
+class TrainingDiverged(FloatingPointError):
+    """Training that diverged (see `diverged`): the loss of a training step
+    or the validation loss after an epoch. Nothing of that epoch is saved:
+    the checkpoints of the previous epochs and state.json are kept.
+
+    Attributes:
+      epoch: the epoch (1-based); step, steps: the step of the epoch
+        (1-based) and the epoch's steps, None for a validation loss
+        (after the epoch's last step).
+      what: 'training loss' or 'validation loss'; loss: its value.
+    """
+
+    def __init__(self, what, loss, epoch, step=None, steps=None, kept=""):
+        self.what, self.loss, self.epoch = what, float(loss), epoch
+        self.step, self.steps, self.kept = step, steps, kept
+        where = ("at epoch %d, step %d of %d" % (epoch, step, steps)
+                 if step is not None else "after the last step of epoch %d"
+                 % epoch)
+        super(TrainingDiverged, self).__init__(
+            "training diverged %s: %s %r nats per token (perplexity inf); "
+            "lower the learning rate (lr) or the clip%s" % (
+                where, what, self.loss, "; " + kept if kept else ""))
+
+    def keeping(self, kept):
+        """The same error, saying what was kept (e.g. the checkpoints)."""
+        return TrainingDiverged(self.what, self.loss, self.epoch, self.step,
+                                self.steps, kept)
 
 
 def window(stream, start, n):
@@ -193,6 +235,10 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
 
     Returns:
       (mean training cross-entropy, tokens per second).
+
+    Raises:
+      TrainingDiverged: a step's loss is NaN, infinite or above
+        `DIVERGED_LOSS` (the step is named).
     """
     rng = np.random.RandomState([params["seed"], epoch])
     windows = data.bptt_windows(stream.shape[1] - 1, params["bptt"], rng,
@@ -202,14 +248,14 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     total, count, start_time = 0.0, 0, time.time()
     bar = progress(total=stream.size, desc="epoch %d" % epoch) \
         if progress else None
-    for start, n in windows:
+    for step, (start, n) in enumerate(windows, 1):
         lr = params["lr"] * n / float(params["bptt"])
         res = sess.run(fetches, g.feed(*window(stream, start, n),
                                        state=state,
                                        extra={g.lr: lr, g.training: True}))
-        if not np.isfinite(res[1]):
-            raise FloatingPointError("training loss is %r at epoch %d; lower "
-                                     "--lr or --clip" % (res[1], epoch))
+        if diverged(res[1]):
+            raise TrainingDiverged("training loss", res[1], epoch, step,
+                                   len(windows))
         total += float(res[1]) * n  # a Python float, as in evaluate
         count += n
         state = res[2:]
@@ -353,9 +399,9 @@ class Trainer(object):
         # Batched before anything is deleted: a split too short for its
         # batch size leaves an earlier run's files alone.
         self.streams = {
-            "train": data.batchify(corpus.train, params["batch_size"]),
-            "valid": data.batchify(corpus.valid, params["eval_batch_size"]),
-            "test": data.batchify(corpus.test, params["eval_batch_size"])}
+            split: data.batchify(getattr(corpus, split), params[key],
+                                 "%s split" % split, "params[%r]" % key)
+            for split, key in runtime.BATCH_KEYS}
         threads = check_nonnegative_int(threads, "threads")
         self.config = runtime.session_config(
             threads, inter_op_threads=min(threads, 2))
@@ -427,7 +473,9 @@ class Trainer(object):
 
         Raises:
           CheckpointError: the previous epoch's checkpoint is unreadable.
-          FloatingPointError: a non-finite training loss.
+          TrainingDiverged: (a FloatingPointError) the training loss of a
+            step or the validation loss diverged; the epoch saves nothing
+            (checkpoints, state.json), the message says what is kept.
         """
         g, state, params = self.graph, self.state, self.params
         epoch = state["epoch"] + 1
@@ -446,9 +494,13 @@ class Trainer(object):
                          "%s-%d" % (self.last_prefix, epoch - 1))
             if g.averaging is not None:
                 g.optimizer.set_history(state["val_history"])
-            train_loss, tok_s = train_epoch(sess, g, self.streams["train"],
-                                            params, epoch, self.progress)
-            record = self.validate(sess, best_saver, epoch)
+            try:
+                train_loss, tok_s = train_epoch(
+                    sess, g, self.streams["train"], params, epoch,
+                    self.progress)
+                record = self.validate(sess, best_saver, epoch)
+            except TrainingDiverged as e:
+                raise e.keeping(self._kept(epoch))
             if record["best"]:
                 state.update(best_valid=record["valid_loss"],
                              best_epoch=epoch, since_best=0)
@@ -473,6 +525,15 @@ class Trainer(object):
         self._write_summaries(record, ranges)
         return dict(record, event="epoch")
 
+    def _kept(self, epoch):
+        """What a diverged epoch leaves: the previous epochs' checkpoints."""
+        if epoch == 1:
+            return "no checkpoint was written"
+        return ("kept: the checkpoint of epoch %d (%s-%d) and the best "
+                "(%s, epoch %d)" % (epoch - 1, self.last_prefix, epoch - 1,
+                                    self.best_prefix,
+                                    self.state["best_epoch"]))
+
     def validate(self, sess, best_saver, epoch):
         """Validates the weights of the epoch just trained: NT-ASGD's
         averaged weights once it averages. A new best validation loss saves
@@ -488,6 +549,10 @@ class Trainer(object):
           dict with valid_loss, valid_ppl, best (bool), averaged (bool),
           averaging_started (bool) and, for a sparse or pruned model,
           sparsity (of the weights validated).
+
+        Raises:
+          TrainingDiverged: the validation loss diverged (`diverged`);
+            the best checkpoint is not saved.
         """
         g, state = self.graph, self.state
         averaged = bool(g.averaging is not None and sess.run(g.averaging))
@@ -498,6 +563,8 @@ class Trainer(object):
         with weights:
             valid_loss = evaluate(sess, g, self.streams["valid"],
                                   self.params["bptt"])
+            if diverged(valid_loss):
+                raise TrainingDiverged("validation loss", valid_loss, epoch)
             reached = True
             if g.sparsity:
                 extra["sparsity"] = float(sess.run(g.sparsity["global"]))
@@ -640,7 +707,9 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       CheckpointError: (a ValueError) an unreadable checkpoint or
         state.json, named; nothing written is deleted.
       data.DataError: a split too short for its batch size.
-      FloatingPointError: a non-finite training loss.
+      TrainingDiverged: (a FloatingPointError) a training or validation
+        loss that is NaN, infinite or above `DIVERGED_LOSS`, naming the
+        epoch and step; the previous epochs' checkpoints are kept.
     """
     report = on_record if on_record is not None else records.TableLog(log)
     trainer = Trainer(corpus, params, run_dir, resume=resume,

@@ -1,6 +1,9 @@
 """Quantization-aware training of ``WeightDropLSTMCell`` and export to float
 and fully 8-bit TFLite models.
 
+The two building blocks live one floor down, below the cells, in
+:mod:`tf1_awd_sparse.ops` (their old names here are the same modules):
+
 * :mod:`quantization.fake_quant` - fake-quant building blocks: fixed TFLite
   activation ranges, last-value weight quantization, learned (EMA, once per
   run) activation ranges in resource variables.
@@ -10,4 +13,5 @@ and fully 8-bit TFLite models.
 """
 from tf1_awd_sparse.quantization.export import (  # noqa: F401
     TFLiteRunner, export_tflite, unroll)
-from tf1_awd_sparse.quantization.lstm import LSTMQuantizer, QUANT_ACTIVATIONS  # noqa: F401
+from tf1_awd_sparse.ops.quantized_lstm import (  # noqa: F401
+    LSTMQuantizer, QUANT_ACTIVATIONS)

@@ -21,12 +21,12 @@ import shutil
 import sys
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import dimension_value, tf
 
 from tf1_awd_sparse import _compat, mask_placement
-from tf1_awd_sparse._checks import (check_interval, check_num_bits,
-                                    check_positive_int)
-from tf1_awd_sparse.quantization import fake_quant as fq
+from tf1_awd_sparse._checks import (check_checkpoint, check_interval,
+                                    check_num_bits, check_positive_int)
+from tf1_awd_sparse.ops import fake_quant as fq
 
 INPUT_NAME = "inputs"
 OUTPUT_NAME = "outputs"
@@ -64,7 +64,36 @@ def _as_cell_list(cells):
     if not flat:
         raise ValueError("cells must be a cell or a non-empty list of cells; "
                          "got an empty list")
+    _check_stack_order(flat)
     return flat
+
+
+def _input_depth(cell):
+    """The input depth a built cell takes: its kernel's rows minus the
+    fed-back output (``[input, h]`` is the kernel's input)."""
+    kernel = dict(zip(relative_variable_names(cell.weights),
+                      cell.weights))["kernel"]
+    return kernel.shape.as_list()[0] - cell.output_size
+
+
+def _check_stack_order(cells):
+    """Raises ValueError unless every cell takes the output of the cell
+    before it (a list bottom first). The order is not guessed: layers of
+    equal sizes fit in either order, and only the caller knows theirs."""
+    depths = [_input_depth(cell) for cell in cells]
+    for i in range(1, len(cells)):
+        if depths[i] != cells[i - 1].output_size:
+            fits_reversed = all(
+                depths[j - 1] == cells[j].output_size
+                for j in range(1, len(cells)))
+            raise ValueError(
+                "cells must be bottom first, each taking the output of the "
+                "one before it: cells[%d] takes inputs of depth %d but "
+                "cells[%d] outputs %d (input depths %s, output sizes %s)%s"
+                % (i, depths[i], i - 1, cells[i - 1].output_size, depths,
+                   [c.output_size for c in cells],
+                   "; reversed, the list fits: pass it bottom first"
+                   if fits_reversed else ""))
 
 
 def relative_variable_names(variables):
@@ -96,14 +125,16 @@ def read_cell_values(cells, session=None, checkpoint=None):
       list (one per cell) of dict relative name -> numpy array.
 
     Raises:
-      ValueError: if neither or both of ``session``/``checkpoint`` are given.
+      ValueError: neither or both of ``session``/``checkpoint`` given; a
+        checkpoint that is neither a checkpoint prefix nor a directory
+        holding a ``checkpoint`` file, that lacks a variable of the cells,
+        or whose data file is truncated (see
+        ``tf1_awd_sparse._checks.check_checkpoint``).
     """
     if (session is None) == (checkpoint is None):
         raise ValueError("give exactly one of session= or checkpoint=; got "
                          "session=%r, checkpoint=%r" % (session, checkpoint))
-    if checkpoint is not None and os.path.isdir(checkpoint):
-        checkpoint = tf.train.latest_checkpoint(checkpoint)
-    reader = (tf.train.load_checkpoint(checkpoint)
+    reader = (check_checkpoint(checkpoint, "checkpoint")
               if checkpoint is not None else None)
     result = []
     for cell in cells:
@@ -141,7 +172,7 @@ def unroll(cells, inputs, initial_state):
       ``(outputs, final_state)``: the top cell's outputs per step (a list of
       ``[batch, h_depth]`` tensors) and the list of final states.
     """
-    steps = inputs.get_shape()[1].value
+    steps = dimension_value(inputs.get_shape()[1])
     state = list(initial_state)
     outputs = []
     for t in range(steps):
@@ -445,19 +476,19 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
 
     Raises:
       ValueError: bad sizes, cells of another kind (say what to pass),
-        unbuilt cells, both or neither of
-        ``session`` / ``checkpoint``, an output path that is not a string
-        in an existing directory, or an 8-bit export of float cells.
+        unbuilt cells, cells not bottom first (a cell whose input depth is
+        not the output size of the cell before it), both or neither of
+        ``session`` / ``checkpoint``, a checkpoint that is not a prefix or
+        a directory with a ``checkpoint`` file (or lacks a variable of the
+        cells, or is truncated), neither output path or both the same, an
+        output path that is not a string in an existing directory, or an
+        8-bit export of float cells.
       tf.lite.ConverterError (``ConverterError``): if TOCO rejects a graph.
     """
     cells = _as_cell_list(cells)
     batch_size = check_positive_int(batch_size, "batch_size")
     num_steps = check_positive_int(num_steps, "num_steps")
-    for path, arg_name in ((float_path, "float_path"),
-                           (quant_path, "quant_path")):
-        # Before the conversion (which takes a while), not at the write.
-        if path is not None:
-            _check_output_path(path, arg_name)
+    _check_output_paths(float_path, quant_path)
     values = read_cell_values(cells, session=session, checkpoint=checkpoint)
     sizes = {}
     for path, is_quant, key in ((float_path, False, "float_bytes"),
@@ -470,6 +501,29 @@ def export_tflite(cells, batch_size, num_steps, float_path=None,
             handle.write(model)
         sizes[key] = len(model)
     return sizes
+
+
+def _check_output_paths(float_path, quant_path):
+    """Checks the output paths before the conversion (which takes a
+    while), not at the write.
+
+    Raises:
+      ValueError: neither path (nothing would be written), both naming
+        one file, or a path that `_check_output_path` refuses.
+    """
+    if float_path is None and quant_path is None:
+        raise ValueError("export_tflite writes files: give float_path= "
+                         "and/or quant_path=, got neither (nothing would be "
+                         "written)")
+    for path, arg_name in ((float_path, "float_path"),
+                           (quant_path, "quant_path")):
+        if path is not None:
+            _check_output_path(path, arg_name)
+    if float_path is not None and quant_path is not None and (
+            os.path.abspath(float_path) == os.path.abspath(quant_path)):
+        raise ValueError("float_path and quant_path must be two files, got "
+                         "%r for both (the uint8 model would overwrite the "
+                         "float one)" % (float_path,))
 
 
 def _check_output_path(path, arg_name):
