@@ -519,7 +519,8 @@ def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
                          % (arg_name, ndim, array.shape))
     bad = np.argwhere((array < 0) | (array >= vocab_size))
     if bad.size:
-        shown = ", ".join("%d at %s" % (array[tuple(i)], list(i))
+        # tolist(): Python ints (numpy 2 prints list(i) as [np.int64(0), ...]).
+        shown = ", ".join("%d at %s" % (array[tuple(i)], i.tolist())
                           for i in bad[:5])
         raise ValueError("%s must hold ids in [0, %d) (the vocabulary size "
                          "is %d), got %d outside it: %s%s"

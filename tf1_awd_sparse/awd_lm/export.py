@@ -211,7 +211,7 @@ def _check_lm_signature(path, runner):
         kind = ("a cell-stack model of quantization.export_tflite (%s "
                 "inputs %s, output %r): run it with "
                 "quantization.TFLiteRunner"
-                % (np.dtype(ids["dtype"]).name, list(ids["shape"]),
+                % (np.dtype(ids["dtype"]).name, np.asarray(ids["shape"]).tolist(),
                    qexport.OUTPUT_NAME))
     else:
         kind = "a model with inputs %s and outputs %s" % (
@@ -225,7 +225,7 @@ def _check_lm_signature(path, runner):
 
 def _signature(details):
     return ", ".join("%s %s %s" % (name, np.dtype(d["dtype"]).name,
-                                   list(d["shape"]))
+                                   np.asarray(d["shape"]).tolist())
                      for name, d in sorted(details.items()))
 
 

@@ -632,9 +632,12 @@ def _input_array(value, shape, arg_name):
     except (TypeError, ValueError):
         raise ValueError("%s must be a float array, got %r"
                          % (arg_name, value))
-    if list(array.shape) != list(shape):
+    # Python ints: the interpreter's shapes are int32 arrays, whose list()
+    # numpy 2 prints as [np.int32(2), ...].
+    shape = np.asarray(shape).tolist()
+    if list(array.shape) != shape:
         raise ValueError("%s must have the model's shape %s, got %s"
-                         % (arg_name, list(shape), list(array.shape)))
+                         % (arg_name, shape, list(array.shape)))
     if not np.all(np.isfinite(array)):
         raise ValueError("%s must be finite, got NaN or inf" % (arg_name,))
     return array
