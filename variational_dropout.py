@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 import numbers
 
 from tf1_awd_sparse import _compat
-from tf1_awd_sparse._compat import PartitionedVariable, tf
+from tf1_awd_sparse._compat import PartitionedVariable, TENSOR_TYPES, tf
 from tensorflow.python.ops import gen_random_ops
 
 from tf1_awd_sparse import mask_placement
@@ -53,7 +53,7 @@ __all__ = [
 
 def _mask_shape(shape):
     """A mask shape: a list of ints >= 0, or a 1-D int tensor."""
-    if isinstance(shape, (tf.Tensor, tf.Variable)):
+    if isinstance(shape, TENSOR_TYPES):
         return check_tensor(shape, "shape", kind="int", rank=1)
     return check_shape(shape).as_list()
 

@@ -318,9 +318,10 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         self._built_depth = input_depth
         shape = [input_depth + self._h_depth, 4 * self._num_units]
         # Before LSTMCell.build: it marks the layer built, after which
-        # add_variable would only reuse existing variables.
+        # add_weight would only reuse existing variables. (add_weight, not
+        # its alias add_variable: on 2.x that one warns it is deprecated.)
         for transform in self._transforms:
-            transform.build(self.add_variable, shape, input_depth,
+            transform.build(self.add_weight, shape, input_depth,
                             self._is_train)
             transform.mark_built()
         if self._quantizer is not None and not self._quantizer.created:
@@ -467,7 +468,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                     "input_size when drop_input_weights=True (the mask "
                     "covers the input rows); got input_size=None")
             drop.create_held_mask(
-                self.add_variable, drop.mask_rows(self._input_size or 0, self._h_depth),
+                self.add_weight, drop.mask_rows(self._input_size or 0, self._h_depth),
                 4 * self._num_units)
         return drop.update_ops()
 

@@ -83,6 +83,16 @@ def test_training_passed_positionally_to_an_inner_layer(sess):
     np.testing.assert_array_equal(sess.run(out), [2.0])
 
 
+def test_variable_class_covers_ref_and_resource_variables():
+    ref = tf.get_variable("ref", [], use_resource=False)
+    resource = tf.get_variable("resource", [], use_resource=True)
+    for variable in (ref, resource):
+        assert isinstance(variable, _compat.Variable)
+        assert isinstance(variable, _compat.TENSOR_TYPES)
+    assert isinstance(ref.value(), _compat.TENSOR_TYPES)
+    assert not isinstance(np.float32(1.0), _compat.TENSOR_TYPES)
+
+
 def test_tf_is_the_v1_api():
     import tensorflow as tf_root
     expected = tf_root.compat.v1 if IS_TF2 else tf_root

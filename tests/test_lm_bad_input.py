@@ -215,16 +215,22 @@ def test_build_lm_bad_mode(mode):
         model.build_lm(features, mode, dict(PARAMS, model="awd"))
 
 
+# tf.estimator.ModeKeys' values (TRAIN, EVAL, PREDICT), as documented: the
+# model takes them also on TF 2.16+, which has no tf.estimator.
+MODE_KEYS = ("train", "eval", "infer")
+
+
+@needs_estimator
+def test_mode_keys_are_estimators():
+    keys = tf.estimator.ModeKeys
+    assert MODE_KEYS == (keys.TRAIN, keys.EVAL, keys.PREDICT)
+
+
 def test_build_lm_modes_that_are_accepted():
-    """Every ModeKeys value and both kinds of training flag still build
-    (the ModeKeys strings are spelt out: TF 2.16+ has no tf.estimator)."""
-    modes = ("train", "eval", "infer")
-    if hasattr(tf, "estimator"):
-        keys = tf.estimator.ModeKeys
-        assert modes == (keys.TRAIN, keys.EVAL, keys.PREDICT)
-    for make_mode in (lambda: modes[0], lambda: modes[1], lambda: modes[2],
-                      lambda: True, lambda: False,
-                      lambda: tf.placeholder_with_default(True, [])):
+    """Every ModeKeys value and both kinds of training flag still build."""
+    flags = (lambda: True, lambda: False,
+             lambda: tf.placeholder_with_default(True, []))
+    for make_mode in tuple((lambda m=m: m) for m in MODE_KEYS) + flags:
         with tf.Graph().as_default():
             features, _ = make_features()
             model.build_lm(features, make_mode(), dict(PARAMS, model="awd"))

@@ -6,6 +6,11 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import model
 
+#: tf.estimator.ModeKeys.TRAIN's value (TF 2.16+ has no tf.estimator;
+#: tests/test_lm_bad_input.py checks the values against ModeKeys where it
+#: exists).
+TRAIN = "train"
+
 PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6, "num_layers": 2,
           "dropout": 0.4, "dropouth": 0.25, "dropouti": 0.4, "dropoute": 0.1,
           "wdrop": 0.5, "alpha": 2.0, "beta": 1.0, "wdecay": 1e-3}
@@ -104,7 +109,7 @@ def test_carried_state_equals_one_long_window(sess):
 def test_train_op_decreases_loss(sess):
     tf.set_random_seed(0)
     features, _ = make_features(batch=4, steps=6)
-    out = model.build_lm(features, tf.estimator.ModeKeys.TRAIN,
+    out = model.build_lm(features, TRAIN,
                          dict(PARAMS, model="plain"))
     train, opt = model.build_train_op(out.loss, 4.0, {"clip": 0.25,
                                                       "optimizer": "ntasgd"})
@@ -142,7 +147,7 @@ def test_sparsity_loss_and_report(sess, technique):
     from sparse_layers import report
     tf.set_random_seed(2)
     features, _ = make_features(batch=4, steps=6)
-    out = model.build_lm(features, tf.estimator.ModeKeys.TRAIN, dict(
+    out = model.build_lm(features, TRAIN, dict(
         PARAMS, model="awd", sparsity=technique, sparsity_weight=1.0))
     assert len(tf.get_collection(
         "theta_logsigma2" if technique == "variational_dropout"

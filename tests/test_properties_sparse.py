@@ -21,6 +21,7 @@ from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import layers as vd_layers
 from sparse_layers.variational_dropout import nn as vd_nn
 from sparse_layers.variational_dropout import rnn as vd_rnn
+from tf_versions import needs_xla_compile, xla_compile
 
 NN = {"vd": vd_nn, "l0": l0_nn}
 PARAMS = {"vd": "variational_params", "l0": "weight_parameters"}
@@ -308,11 +309,12 @@ def test_sparse_embedding_lookups(technique, mode, vocab, depth, ids_shape,
         expect("sparse.embedding_lookup", bad, call, check)
 
 
+@needs_xla_compile
 def test_embedding_ids_out_of_range_are_clamped_under_xla(sess):
     # The documented exception to the run-time check: XLA drops
     # assertions, so there ids are clamped into [0, vocab) (as XLA's own
-    # gather does), never silently turned into rows of zeros.
-    from tensorflow.contrib.compiler import xla
+    # gather does), never silently turned into rows of zeros. xla_compile:
+    # tests/tf_versions.py.
     rng = np.random.RandomState(0)
     theta = rng.randn(5, 3).astype(np.float32)
     aux = np.full_like(theta, 50.0)  # L0 gates fully open
@@ -323,7 +325,7 @@ def test_embedding_ids_out_of_range_are_clamped_under_xla(sess):
             (tf.constant(theta), tf.constant(aux)),
             tf.constant(ids, tf.int32))
 
-    (compiled,) = xla.compile(computation)
+    (compiled,) = xla_compile(computation)
     np.testing.assert_allclose(sess.run(compiled),
                                theta[np.clip(ids, 0, 4)], rtol=1e-6)
 

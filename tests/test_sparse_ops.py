@@ -6,6 +6,7 @@ import tensorflow.compat.v1 as tf
 from sparse_layers import common, layer_utils
 from sparse_layers.l0_regularization import nn as l0
 from sparse_layers.variational_dropout import nn as vd
+from tf_versions import needs_xla_compile, xla_compile
 
 EPS = common.EPSILON
 
@@ -400,6 +401,31 @@ def test_gradients_reach_both_parameters_and_are_finite(sess, extreme):
 
 
 # ------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize("dtype", [tf.float16, tf.float32])
+def test_vd_matmul_train_input_gradient_in_half_precision(sess, dtype):
+    # d/dx of sum(x theta + sqrt(x^2 sigma^2 + eps) n) is theta summed plus
+    # n x sigma^2 / std: finite and small for zero and tiny inputs, though
+    # with sigma^2 = e^8 its factor sigma^2 / std overflows float16 (the
+    # inputs are fed, so that no graph optimization folds x = 0 away).
+    rng = np.random.RandomState(5)
+    theta = rng.randn(3, 2)
+    log_sigma2 = np.full((3, 2), 8.0)
+    noise = rng.randn(2, 2)
+    x_value = np.array([[0.0, 0.0, 0.0], [1e-3, 0.0, -2e-3]])
+    x = tf.placeholder(dtype, [2, 3])
+    y = vd.matmul_train(x, (tf.constant(theta, dtype),
+                            tf.constant(log_sigma2, dtype)),
+                        noise=tf.constant(noise, dtype))
+    grad = sess.run(tf.gradients(tf.reduce_sum(y), x)[0], {x: x_value})
+    eps = common.dtype_eps(EPS, dtype)
+    std = np.sqrt(x_value ** 2 @ np.exp(log_sigma2) + eps)
+    want = (theta.sum(1)[None]
+            + x_value * ((noise / std) @ np.exp(log_sigma2).T))
+    assert np.all(np.isfinite(grad))
+    # float16: 3 significant digits of terms up to |want| ~ 10.
+    np.testing.assert_allclose(grad, want, rtol=2e-3, atol=2e-2)
+
+
 @pytest.mark.parametrize("bad", [
     "one", "three", "mismatch", "not_a_tuple"])
 def test_bad_parameter_tuples_raise_runtime_error(bad):
@@ -440,10 +466,11 @@ def test_other_bad_inputs_name_the_problem():
 
 
 # ------------------------------------------------------------ layer_utils
+@needs_xla_compile
 def test_gather_one_hot_path_matches_tf_gather(sess):
-    # xla.compile is the public way into an XLA context on TF 1.13 and 1.15
-    # (1.15 moved XLACompileContext out of tensorflow.contrib.compiler).
-    from tensorflow.contrib.compiler import xla
+    # xla_compile (tests/tf_versions.py) is the public way into an XLA
+    # context on every version: contrib's on 1.13, tf.xla.experimental's
+    # from 1.15 on.
     params = np.random.RandomState(10).randn(6, 2, 3).astype(np.float32)
     ids = np.array([[5, 0], [2, 2]], np.int64)
     plain = layer_utils.gather(params, ids)
@@ -455,7 +482,7 @@ def test_gather_one_hot_path_matches_tf_gather(sess):
         built.append(out)
         return out
 
-    (compiled,) = xla.compile(computation)
+    (compiled,) = xla_compile(computation)
     assert not layer_utils.in_xla_context()
     in_xla, one_hot = built
     assert in_xla

@@ -16,6 +16,7 @@ from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import layers as vd_layers
 from sparse_layers.variational_dropout import rnn as vd_rnn
+from tf_versions import ANY_VARIABLE
 
 LAYERS = {"variational_dropout": vd_layers, "l0": l0_layers}
 CELLS = {"variational_dropout": vd_rnn, "l0": l0_rnn}
@@ -209,8 +210,12 @@ def test_pairs_survive_a_metagraph_and_save_logs_no_warning(sess, technique,
         imported = techniques.registered_pairs(technique)
         assert [(t.name, a.name) for t, a in imported] == [
             (t.name, a.name) for t, a in pairs]
-        assert all(isinstance(p, tf.Variable) for pair in imported
+        # Variables, not their read tensors (ANY_VARIABLE: on 2.x a
+        # resource variable is no tf.compat.v1.Variable).
+        assert all(isinstance(p, ANY_VARIABLE) for pair in imported
                    for p in pair)
+        assert not any(isinstance(p, tf.Tensor) for pair in imported
+                       for p in pair)
         # The embedding was a resource variable and comes back as one.
         assert isinstance(imported[1][0],
                           resource_variable_ops.ResourceVariable)

@@ -63,24 +63,41 @@ def _linear_rnn(technique, training, aux_value, seed):
     return tf.nn.dynamic_rnn(cell, np.repeat(x, 6, 1), dtype=tf.float32)[0]
 
 
+def _held_fit_residual(h):
+    """Relative residual of one B fitted to every step difference of `h`.
+
+    With h' = x A + h B + b and A, B, b fixed over time (and h_0 = 0), the
+    step differences D_t = h_{t+1} - h_t obey D_{t+1} = D_t B. One B is
+    fitted by least squares to all 5 transitions at once (20 equations per
+    column, 3 unknowns); the largest residual, relative to the largest
+    difference, is returned.
+    """
+    h = np.concatenate([np.zeros_like(h[:, :1]), h], 1)
+    d = np.diff(h, axis=1)
+    src = d[:, :-1].reshape(-1, UNITS)
+    dst = d[:, 1:].reshape(-1, UNITS)
+    b_hat = np.linalg.lstsq(src, dst, rcond=None)[0]
+    return np.abs(src @ b_hat - dst).max() / np.abs(dst).max()
+
+
 @pytest.mark.parametrize("technique,aux", [("vd", -2.), ("l0", 0.)])
 def test_noise_is_held_over_time_steps_and_redrawn_per_run(sess, technique,
                                                           aux):
-    # With h' = x A + h B + b and A, B, b fixed over time, the step
-    # differences obey D_{t+1} = D_t B. B is fitted by least squares on
-    # (D_1, D_2) and must predict D_3 and D_4 (relative residual < 1e-3);
-    # noise redrawn per step would leave O(1) residuals.
+    # Held noise: one B fits every transition (_held_fit_residual), so the
+    # relative residual is float32 rounding: at most 8e-7 over 25 graph
+    # seeds x 2 runs on TF 1.13 and 2.15. Noise redrawn per step leaves
+    # O(1) residuals (a numpy replica of the L0 cell with gates redrawn per
+    # step: at least 0.26 in 200 draws). A B fitted to one transition and
+    # used to predict the next ones is no test: with L0 (gates shared by
+    # the batch, rows 0 and 1 equal) that fit is square, its error is the
+    # rounding times cond(D_1), up to 2.4e4 for some draws, and exactly-zero
+    # gates can make D_1 singular.
     tf.set_random_seed(1)
     out = _linear_rnn(technique, True, aux, seed=2)
     eval_out = _linear_rnn(technique, False, aux, seed=2)
     first, second, det = sess.run(out), sess.run(out), sess.run(eval_out)
     for h in (first, second):
-        h = np.concatenate([np.zeros_like(h[:, :1]), h], 1).astype(np.float64)
-        d = np.diff(h, axis=1)
-        b_hat = np.linalg.lstsq(d[:, 1], d[:, 2], rcond=None)[0]
-        for t in (2, 3):
-            residual = np.abs(d[:, t] @ b_hat - d[:, t + 1]).max()
-            assert residual < 1e-3 * np.abs(d[:, t + 1]).max()
+        assert _held_fit_residual(h.astype(np.float64)) < 1e-3
     assert not np.allclose(first, second)  # redrawn per session.run
     assert not np.allclose(first, det)  # the noise is really there
     # VD input noise is per example, L0 gates are shared by the batch.

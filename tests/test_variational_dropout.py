@@ -66,6 +66,30 @@ def test_training_switch_bool_and_tensor(sess):
         vd(x, training=tf.constant([True, False]))
 
 
+def test_resource_variables_as_training_flag_and_keep_prob(sess):
+    # On TensorFlow 2.x a resource variable is not a tf.compat.v1.Variable
+    # (that is the ref variables' class): the checks must take it anyway.
+    vd = VariationalDropout([50], 0.5, seed=3)
+    x = tf.constant(np.arange(1.0, 101.0).reshape(2, 50), tf.float32)
+    training = tf.get_variable("training", [], tf.bool, use_resource=True,
+                               initializer=tf.constant_initializer(True))
+    keep = tf.get_variable("keep", [], tf.float32, use_resource=True,
+                           initializer=tf.constant_initializer(0.25))
+    y = vd(x, training=training)
+    params = tf.constant(np.arange(1.0, 41.0).reshape(20, 2), tf.float32)
+    ids = tf.constant(np.arange(20), tf.int64)
+    emb = embedding_dropout(params, ids, keep, seed=4)
+    sess.run([tf.global_variables_initializer(),
+              tf.local_variables_initializer()])
+    xv, mask = sess.run([x, vd.mask])
+    np.testing.assert_allclose(sess.run(y), xv * mask * 2.0)
+    got = sess.run(emb)
+    kept = (got != 0).all(-1)
+    np.testing.assert_allclose(got[kept], sess.run(params)[kept] * 4.0)
+    sess.run(training.assign(False))
+    np.testing.assert_array_equal(sess.run(y), xv)
+
+
 def test_inside_while_loop_same_mask_and_update_before_loop(sess):
     vd = VariationalDropout([4, 6], 0.5, seed=7)
     update = vd.get_update_mask_op()

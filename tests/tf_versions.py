@@ -10,10 +10,37 @@ IS_TF2 = _compat.IS_TF2
 #: ``tf.contrib`` on TensorFlow 1.x; None on 2.x, which removed it.
 contrib = None if IS_TF2 else _tf.contrib
 
+#: The class of every variable, ref and resource alike: the top-level
+#: ``tensorflow.Variable``. (``tf.compat.v1.Variable`` is the ref variables'
+#: class on 2.x; a ResourceVariable is not an instance of it there.)
+ANY_VARIABLE = _tf.Variable
+
 needs_contrib = pytest.mark.skipif(
     IS_TF2, reason="tf.contrib (quantize, model_pruning) exists only on "
                    "TensorFlow 1.x; on 2.x the library's own fake quant and "
                    "pruning replace it (docs/versions.md)")
+
+
+def _xla_compile():
+    """``xla.compile`` of the version: the public way into an XLA
+    compilation context (where TensorFlow drops run-time assertions).
+    ``tf.xla.experimental.compile`` from 1.15 on (2.15 and 2.21 keep it, for
+    graph mode); on 1.13 only ``tf.contrib.compiler.xla.compile``."""
+    experimental = getattr(getattr(_tf, "xla", None), "experimental", None)
+    compile_fn = getattr(experimental, "compile", None)
+    if compile_fn is None and contrib is not None:
+        from tensorflow.contrib.compiler import xla  # pylint: disable=C0415
+        compile_fn = xla.compile
+    return compile_fn
+
+
+#: ``xla.compile(computation)`` of the TensorFlow under test, or None.
+xla_compile = _xla_compile()
+
+needs_xla_compile = pytest.mark.skipif(
+    xla_compile is None,
+    reason="this TensorFlow has neither tf.xla.experimental.compile nor "
+           "tf.contrib.compiler.xla.compile")
 
 needs_estimator = pytest.mark.skipif(
     not _compat.estimator_available(),

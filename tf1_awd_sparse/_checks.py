@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 from tf1_awd_sparse import _compat
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import TENSOR_TYPES, tf
 from tensorflow.python.framework import smart_cond as _smart_cond
 from tensorflow.python.ops import control_flow_util
 
@@ -64,7 +64,9 @@ def check_training(training, arg_name="training"):
       arg_name: the argument's name, for the error message.
 
     Returns:
-      A Python bool, or the bool tensor unchanged.
+      A Python bool, the bool tensor unchanged, or a variable's value as a
+      tensor (TensorFlow 2.x's ``smart_cond`` and ``tf.cond`` take no
+      resource variable as the predicate).
 
     Raises:
       TrainingFlagError: any other type, a non-bool tensor, or a tensor
@@ -74,7 +76,7 @@ def check_training(training, arg_name="training"):
         return True
     if isinstance(training, (bool, np.bool_)):
         return bool(training)
-    if isinstance(training, (tf.Tensor, tf.Variable)):
+    if isinstance(training, TENSOR_TYPES):
         if training.dtype.base_dtype != tf.bool:
             raise TrainingFlagError(
                 "%s must be a Python bool or a scalar tf.bool tensor, got a "
@@ -82,7 +84,7 @@ def check_training(training, arg_name="training"):
         if training.shape.ndims not in (None, 0):
             raise TrainingFlagError("%s must be a scalar, got shape %s"
                                     % (arg_name, training.shape))
-        return training
+        return tf.convert_to_tensor(training)
     raise TrainingFlagError("%s must be a Python bool or a scalar tf.bool "
                             "tensor, got %r" % (arg_name, training))
 
@@ -105,13 +107,17 @@ def smart_cond(pred, true_fn, false_fn, name=None):
         included: public entry points resolve a None flag with
         `check_training` before they get here).
     """
-    if not isinstance(pred, (bool, np.bool_, tf.Tensor, tf.Variable)) or (
+    if not isinstance(pred, (bool, np.bool_) + TENSOR_TYPES) or (
             not isinstance(pred, (bool, np.bool_))
             and pred.dtype.base_dtype != tf.bool):
         raise TypeError("smart_cond: pred must be a bool or a bool tensor, "
                         "got %r" % (pred,))
-    return _smart_cond.smart_cond(bool(pred) if isinstance(
-        pred, np.bool_) else pred, true_fn, false_fn, name=name)
+    if isinstance(pred, np.bool_):
+        pred = bool(pred)
+    elif not isinstance(pred, bool):
+        # A variable's value (2.x's smart_cond refuses a ResourceVariable).
+        pred = tf.convert_to_tensor(pred)
+    return _smart_cond.smart_cond(pred, true_fn, false_fn, name=name)
 
 
 def check_positive_int(value, arg_name, allow_none=False):
@@ -272,7 +278,7 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
         a tensor of known rank other than 0.
       TypeError: a tensor that is not of a float dtype.
     """
-    if allow_tensor and isinstance(keep_prob, (tf.Tensor, tf.Variable)):
+    if allow_tensor and isinstance(keep_prob, TENSOR_TYPES):
         if getattr(keep_prob, _CHECKED_KEEP_PROB, False):
             return keep_prob
         keep_prob = check_tensor(keep_prob, arg_name, kind="float", rank=0)
@@ -513,7 +519,8 @@ def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
                          % (arg_name, ndim, array.shape))
     bad = np.argwhere((array < 0) | (array >= vocab_size))
     if bad.size:
-        shown = ", ".join("%d at %s" % (array[tuple(i)], list(i))
+        # tolist(): Python ints (numpy 2 prints list(i) as [np.int64(0), ...]).
+        shown = ", ".join("%d at %s" % (array[tuple(i)], i.tolist())
                           for i in bad[:5])
         raise ValueError("%s must hold ids in [0, %d) (the vocabulary size "
                          "is %d), got %d outside it: %s%s"

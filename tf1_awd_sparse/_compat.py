@@ -22,10 +22,12 @@ import os
 import tensorflow as _tf
 
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
-           "PartitionedVariable", "has_distribution_strategy", "dimension_value",
+           "PartitionedVariable", "Variable", "TENSOR_TYPES",
+           "has_distribution_strategy", "dimension_value",
            "require_graph_mode", "require_v1_control_flow", "in_function_graph",
            "GraphModeError", "do_not_convert",
-           "estimator_available", "replica_values", "scale_replica_loss"]
+           "estimator_available", "replica_values", "scale_replica_loss",
+           "tflite_interpreter"]
 
 
 def _parse_version(text):
@@ -84,6 +86,18 @@ else:
 from tensorflow.python.util import nest  # noqa: E402
 from tensorflow.python.framework import tensor_util as _tensor_util  # noqa
 from tensorflow.python.ops.variables import PartitionedVariable  # noqa
+
+#: The class every variable of the version is an instance of, ref and
+#: resource variables alike. Not ``tf.Variable`` of the v1 API: on 2.x
+#: ``tf.compat.v1.Variable`` is ``VariableV1``, the ref variables' class,
+#: and a ``ResourceVariable`` (``use_resource=True``, or any variable after
+#: ``tf.enable_resource_variables()``) is not an instance of it. The
+#: top-level ``tensorflow.Variable`` is the common base on every version
+#: (``VariableV1`` itself on 1.x, whose resource variables derive from it).
+Variable = _tf.Variable
+#: What a graph-mode argument that is "a tensor or a variable" can be, for
+#: ``isinstance``.
+TENSOR_TYPES = (tf.Tensor, Variable)
 
 #: ``tf.get_static_value`` of every version: a tensor's value when it is
 #: known while building, else None.
@@ -152,6 +166,25 @@ def scale_replica_loss(loss):
             == tf.distribute.ReduceOp.MEAN):
         return loss
     return loss * (1.0 / replicas)
+
+
+def tflite_interpreter(model_path):
+    """A TFLite interpreter of the ``.tflite`` file ``model_path``.
+
+    LiteRT's (``ai_edge_litert.interpreter.Interpreter``, the ``litert``
+    extra) where it is installed: the same runtime, which TensorFlow 2.x
+    deprecates its own ``tf.lite.Interpreter`` for (2.20+ warn on every
+    construction). Else ``tf.lite.Interpreter`` (TF 1.x, whose CPython 3.7
+    has no LiteRT, or 2.x without it).
+
+    Raises:
+      ValueError: as the interpreter raises for a file it cannot load.
+    """
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # noqa: C0415
+    except ImportError:
+        Interpreter = tf.lite.Interpreter  # noqa: N806
+    return Interpreter(model_path=model_path)
 
 
 def has_distribution_strategy():

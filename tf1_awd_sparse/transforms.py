@@ -17,7 +17,7 @@ loop, so each step costs one matmul by a ready tensor:
    for quantization-aware training (zeros stay zero: 0 is on the grid).
 
 Each transform owns its variables (created in the layer's scope through
-``layer.add_variable``, with stable names) and its per-run tensors, and
+``layer.add_weight``, with stable names) and its per-run tensors, and
 belongs to one layer (a layer given transforms copies them; building one
 twice raises).
 """
@@ -97,9 +97,9 @@ class KernelTransform(object):
         """Creates the transform's variables.
 
         Args:
-          add_variable: callable with ``tf.layers.Layer.add_variable``'s
+          add_variable: callable with ``tf.layers.Layer.add_weight``'s
             signature (``name, shape, dtype=None, initializer=None,
-            trainable=True, ...``), e.g. a layer's ``add_variable`` (the
+            trainable=True, ...``), e.g. a layer's ``add_weight`` (the
             variable goes in the layer's scope and weights) or
             ``tf.get_variable`` (a weight outside layers, e.g. an embedding
             ``x``: names are then ``x/<name>``... as the caller scopes them).

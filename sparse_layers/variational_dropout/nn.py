@@ -59,27 +59,48 @@ def _eval_params(variational_params, threshold, eps, rank=None):
     return layer_utils.check_params(variational_params, _PARAMS, rank)
 
 
+# Half-precision inputs whose variance path runs in float32 (see _sample).
+_HALF_TYPES = (tf.float16, tf.bfloat16)
+
+
 def _sample(op, x, theta, log_sigma2, eps, noise_shape=None, noise=None):
     """op(x, theta) + sqrt(op(x^2, sigma^2) + eps) * noise, noise ~ N(0, 1).
 
     `noise` may be given (e.g. held across RNN time steps); otherwise it is
     drawn with `noise_shape` (default: the output's shape).
+
+    In float16 / bfloat16 the standard deviation is computed in float32
+    and cast back (eps still the half type's floor, `common.dtype_eps`):
+    its gradient with respect to x is ``2 x (g / (2 std)) @ sigma^2``,
+    whose middle factor overflows float16 (65504) already for sigma^2 = e^8
+    and std at its floor, so that a zero input row got 0 * inf = NaN.
     """
-    return _reparameterize(op(x, theta),
-                           op(tf.square(x), tf.exp(log_sigma2)), eps,
-                           noise_shape, noise)
+    mean = op(x, theta)
+    dtype = mean.dtype.base_dtype
+    if dtype not in _HALF_TYPES:
+        return _reparameterize(mean, op(tf.square(x), tf.exp(log_sigma2)),
+                               eps, noise_shape, noise)
+    x32 = tf.cast(x, tf.float32)
+    variance = op(tf.square(x32), tf.exp(tf.cast(log_sigma2, tf.float32)))
+    std = tf.cast(tf.sqrt(variance + common.dtype_eps(eps, dtype)), dtype)
+    return _add_noise(mean, std, noise_shape, noise)
 
 
 def _reparameterize(mean, variance, eps, noise_shape=None, noise=None):
     """mean + sqrt(variance + eps) * noise, noise ~ N(0, 1); eps at least
     the dtype's smallest normal number (`common.dtype_eps`: in float16 the
     default 1e-8 is 0, and a zero input row gave NaN gradients)."""
+    eps = common.dtype_eps(eps, mean.dtype)
+    return _add_noise(mean, tf.sqrt(variance + eps), noise_shape, noise)
+
+
+def _add_noise(mean, std, noise_shape=None, noise=None):
+    """mean + std * noise, noise ~ N(0, 1) of `noise_shape` unless given."""
     if noise is None:
         noise = common.standard_normal(
             tf.shape(mean) if noise_shape is None else noise_shape,
             dtype=mean.dtype)
-    eps = common.dtype_eps(eps, mean.dtype)
-    return mean + tf.sqrt(variance + eps) * noise
+    return mean + std * noise
 
 
 def eval_weights(variational_params, threshold=THRESHOLD, eps=EPSILON):

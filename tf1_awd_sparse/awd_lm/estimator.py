@@ -41,7 +41,10 @@ import math
 import signal
 import sys
 
-from tf1_awd_sparse._compat import tf
+if __name__ == "__main__":  # the command line: quiet TensorFlow first
+    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+
+from tf1_awd_sparse._compat import tf  # noqa: E402
 from tensorflow.python.util import deprecation
 
 from tf1_awd_sparse import _cli, _compat

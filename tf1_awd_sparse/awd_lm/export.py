@@ -23,6 +23,7 @@ import time
 import numpy as np
 from tf1_awd_sparse._compat import tf
 
+from tf1_awd_sparse import _compat
 from tf1_awd_sparse._checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm import data, model, runtime
 from tf1_awd_sparse.quantization import export as qexport
@@ -210,7 +211,7 @@ def _check_lm_signature(path, runner):
         kind = ("a cell-stack model of quantization.export_tflite (%s "
                 "inputs %s, output %r): run it with "
                 "quantization.TFLiteRunner"
-                % (np.dtype(ids["dtype"]).name, list(ids["shape"]),
+                % (np.dtype(ids["dtype"]).name, np.asarray(ids["shape"]).tolist(),
                    qexport.OUTPUT_NAME))
     else:
         kind = "a model with inputs %s and outputs %s" % (
@@ -224,7 +225,7 @@ def _check_lm_signature(path, runner):
 
 def _signature(details):
     return ", ".join("%s %s %s" % (name, np.dtype(d["dtype"]).name,
-                                   list(d["shape"]))
+                                   np.asarray(d["shape"]).tolist())
                      for name, d in sorted(details.items()))
 
 
@@ -297,7 +298,7 @@ def weight_sparsity_of_tflite(path, shapes):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter = _compat.tflite_interpreter(path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
     zeros = total = 0

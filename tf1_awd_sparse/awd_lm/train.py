@@ -220,7 +220,9 @@ def evaluate(sess, g, stream, bptt):
     for start, n in data.bptt_windows(stream.shape[1] - 1, bptt):
         res = sess.run(fetches, g.feed(*window(stream, start, n),
                                        state=state))
-        total += res[0] * n
+        # A Python float: numpy 2 keeps float32 * int a float32 (which
+        # json cannot write, and which would sum in float32).
+        total += float(res[0]) * n
         count += n
         state = res[1:]
     return total / count
@@ -255,7 +257,7 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
         if diverged(res[1]):
             raise TrainingDiverged("training loss", res[1], epoch, step,
                                    len(windows))
-        total += res[1] * n
+        total += float(res[1]) * n  # a Python float, as in evaluate
         count += n
         state = res[2:]
         if bar is not None:

@@ -21,7 +21,7 @@ a ref variable read through ``tf.identity`` aliases the variable's memory, so
 assignments made while a loop runs would change a "frozen" range between
 time steps.
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse._compat import TENSOR_TYPES, tf
 
 from tf1_awd_sparse import _checks
 from tf1_awd_sparse._checks import smart_cond
@@ -91,7 +91,7 @@ def observe_weight(training):
 def range_variable_creator(add_variable):
     """``add(name, shape, initializer)`` for :meth:`RangeSet.
     create_variables`: a non-trainable resource variable made by
-    ``add_variable`` (a layer's ``add_variable`` or ``tf.get_variable``,
+    ``add_variable`` (a layer's ``add_weight`` or ``tf.get_variable``,
     given also the keyword arguments of :func:`variable_sync`) and listed in
     ``mask_placement.QUANT_VARIABLES``."""
     from tf1_awd_sparse import mask_placement
@@ -176,7 +176,7 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
                              dtype_of="fake quantization is float32 only")
     given = {"range_min": range_min, "range_max": range_max}
     numbers_given = [n for n in sorted(given) if not isinstance(
-        given[n], (tf.Tensor, tf.Variable))]
+        given[n], TENSOR_TYPES)]
     if len(numbers_given) == 2:
         _checks.check_interval(range_min, range_max, "range_min",
                                "range_max", tf.float32)
@@ -436,7 +436,7 @@ class RangeSet(object):
                          + [tf.reduce_max(tensors[n]) for n in self.names]
                          + [tf.ones([], tf.float32)])
         # A tensor weight scales; the Python 1.0 default adds no op.
-        if isinstance(weight, tf.Tensor) or weight != 1.0:
+        if isinstance(weight, TENSOR_TYPES) or weight != 1.0:
             stats = stats * weight
         with tf.control_dependencies([tf.identity(self._token)]):
             return self.observed.assign_add(stats).op

@@ -137,7 +137,7 @@ class LSTMQuantizer(object):
 
     def create_variables(self, layer):
         """Creates the range variables (see :class:`fake_quant.RangeSet`)
-        through ``layer.add_variable``: non-trainable resource variables in
+        through ``layer.add_weight``: non-trainable resource variables in
         the layer's scope, kept as :func:`variable_sync` says, listed in
         ``mask_placement.QUANT_VARIABLES``.
 
@@ -147,7 +147,7 @@ class LSTMQuantizer(object):
         # Outside any control dependency of the call site.
         with tf.control_dependencies(None):
             self.ranges.create_variables(
-                fq.range_variable_creator(layer.add_variable))
+                fq.range_variable_creator(layer.add_weight))
 
     @property
     def created(self):

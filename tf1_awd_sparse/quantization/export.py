@@ -23,7 +23,7 @@ import sys
 import numpy as np
 from tf1_awd_sparse._compat import dimension_value, tf
 
-from tf1_awd_sparse import mask_placement
+from tf1_awd_sparse import _compat, mask_placement
 from tf1_awd_sparse._checks import (check_checkpoint, check_interval,
                                     check_num_bits, check_positive_int)
 from tf1_awd_sparse.ops import fake_quant as fq
@@ -539,7 +539,8 @@ def _check_output_path(path, arg_name):
 
 
 class TFLiteRunner(object):
-    """Runs an exported model with ``tf.lite.Interpreter`` on float arrays,
+    """Runs an exported model with a TFLite interpreter (LiteRT's where
+    installed, see ``_compat.tflite_interpreter``) on float arrays,
     quantizing inputs and dequantizing outputs for uint8 models.
 
     Args:
@@ -555,7 +556,7 @@ class TFLiteRunner(object):
             raise ValueError("path must name an existing .tflite file, got "
                              "%r" % (path,))
         try:
-            self.interpreter = tf.lite.Interpreter(model_path=path)
+            self.interpreter = _compat.tflite_interpreter(path)
         except ValueError as error:
             raise ValueError("path %r is not a TFLite model the interpreter "
                              "can load: %s" % (path, error))
@@ -631,9 +632,12 @@ def _input_array(value, shape, arg_name):
     except (TypeError, ValueError):
         raise ValueError("%s must be a float array, got %r"
                          % (arg_name, value))
-    if list(array.shape) != list(shape):
+    # Python ints: the interpreter's shapes are int32 arrays, whose list()
+    # numpy 2 prints as [np.int32(2), ...].
+    shape = np.asarray(shape).tolist()
+    if list(array.shape) != shape:
         raise ValueError("%s must have the model's shape %s, got %s"
-                         % (arg_name, list(shape), list(array.shape)))
+                         % (arg_name, shape, list(array.shape)))
     if not np.all(np.isfinite(array)):
         raise ValueError("%s must be finite, got NaN or inf" % (arg_name,))
     return array
