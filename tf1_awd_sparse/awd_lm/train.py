@@ -170,7 +170,8 @@ def evaluate(sess, g, stream, bptt):
       stream: int32 [batch, length] from `data.batchify`.
       bptt: window length.
     Returns:
-      float.
+      float (a Python float: summed in float64 whatever numpy's promotion
+      rules; NEP 50 would keep ``0.0 + np.float32`` in float32).
     """
     state = g.zero_state(stream.shape[0])
     total, count = 0.0, 0
@@ -178,7 +179,7 @@ def evaluate(sess, g, stream, bptt):
     for start, n in data.bptt_windows(stream.shape[1] - 1, bptt):
         res = sess.run(fetches, g.feed(*window(stream, start, n),
                                        state=state))
-        total += res[0] * n
+        total += float(res[0]) * n
         count += n
         state = res[1:]
     return total / count
@@ -191,7 +192,8 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     the learning rate of a window is ``lr * length / bptt``.
 
     Returns:
-      (mean training cross-entropy, tokens per second).
+      (mean training cross-entropy, tokens per second): Python floats, the
+      loss summed in float64 (see `evaluate`).
     """
     rng = np.random.RandomState([params["seed"], epoch])
     windows = data.bptt_windows(stream.shape[1] - 1, params["bptt"], rng,
@@ -209,7 +211,7 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
         if not np.isfinite(res[1]):
             raise FloatingPointError("training loss is %r at epoch %d; lower "
                                      "--lr or --clip" % (res[1], epoch))
-        total += res[1] * n
+        total += float(res[1]) * n
         count += n
         state = res[2:]
         if bar is not None:
@@ -225,6 +227,10 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
 
 
 def _write_json(path, obj):
+    """Writes ``obj`` to ``path`` atomically (a kill leaves the old file).
+    Its numbers must be Python ints / floats: ``json`` rejects numpy
+    scalars (a float32 under numpy 2's promotion rules), so the values
+    are converted where they are computed."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=1, sort_keys=True)
