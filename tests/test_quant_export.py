@@ -185,3 +185,56 @@ def test_export_bad_arguments(sess, tmp_path):
         export_tflite(float_cell, 0, 2, session=sess)
     with pytest.raises(ValueError, match="exactly one"):
         export_tflite(float_cell, 1, 2, session=sess, checkpoint="x")
+
+
+def _weight_grid(weight):
+    """The uint8 (scale, zero point, stored values) of a kernel on its own
+    narrow-range 8-bit grid, in numpy: the range [min, max] widened to
+    contain 0 and to at least 1e-3 (an all-zero matrix), 254 steps from
+    code 1, values stored transposed (TFLite's FullyConnected weights)."""
+    lo, hi = min(float(weight.min()), 0.0), max(float(weight.max()), 0.0)
+    hi = max(hi, lo + 1e-3)
+    scale = (hi - lo) / 254.0
+    zero_point = int(np.floor(1.0 - lo / scale + 0.5))
+    stored = np.clip(np.floor(weight.T / scale + 0.5) + zero_point, 1, 255)
+    return scale, zero_point, stored
+
+
+def test_uint8_weights_keep_their_grid_in_every_unrolled_step(sess,
+                                                              tmp_path):
+    """Each step of the unrolled model multiplies by the kernel; every
+    copy the file holds is the kernel on its fake-quant grid, so zeros are
+    the zero point, also for a fully pruned (all-zero) kernel."""
+    cells = [WeightDropLSTMCell(n, is_quant=True, is_train=False)
+             for n in (N, 7)]
+    tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells),
+                      tf.zeros([B, T, D]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    rng = np.random.RandomState(3)
+    kernels = []
+    for i, cell in enumerate(cells):
+        variable = [v for name, v in zip(relative_variable_names(
+            cell.weights), cell.weights) if name == "kernel"][0]
+        value = rng.uniform(-0.8, 0.5, variable.shape.as_list()).astype(
+            np.float32)
+        value[rng.rand(*value.shape) < 0.5] = 0.0
+        if i == 0:
+            value[:] = 0.0  # fully pruned
+        variable.load(value, sess)
+        kernels.append(value)
+    path = str(tmp_path / "q.tflite")
+    export_tflite(cells, B, T, quant_path=path, session=sess)
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    for kernel in kernels:
+        scale, zero_point, want = _weight_grid(kernel)
+        copies = [d for d in interpreter.get_tensor_details()
+                  if tuple(d["shape"]) == want.shape]
+        assert copies
+        for detail in copies:
+            assert detail["dtype"] == np.uint8
+            assert detail["quantization"][0] == pytest.approx(scale,
+                                                              rel=1e-5)
+            assert detail["quantization"][1] == zero_point
+            np.testing.assert_array_equal(
+                interpreter.get_tensor(detail["index"]), want)

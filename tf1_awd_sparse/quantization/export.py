@@ -234,7 +234,48 @@ def _folded_graph_def(session, input_tensors, output_tensors):
         node.input.extend("^" + c.name for c in op.control_inputs
                           if c in needed)
     keep = set(t.op.name for t in list(input_tensors) + list(output_tensors))
-    return _shorten_names(graph_def, keep)
+    return _shorten_names(_one_weight_quant_per_use(graph_def), keep)
+
+
+#: Attribute that tells the copies of one weight FakeQuant apart (internal:
+#: TensorFlow ignores node attributes whose name starts with "_").
+_USE_ATTR = "_tf1_awd_sparse_use"
+
+
+def _one_weight_quant_per_use(graph_def):
+    """Gives every consumer of a weight's FakeQuant (a FakeQuant of a
+    Const) its own copy of that node, each marked with a different
+    `_USE_ATTR`, and returns ``graph_def`` (changed in place).
+
+    An unrolled cell multiplies by its kernel's FakeQuant at every step.
+    TF 2.x's converter (MLIR) turns a FakeQuant into quantization
+    parameters only when its output has one use; a shared one is folded
+    into a float constant and the weight requantized from its own values,
+    which loses the trained grid (for an all-zero, fully pruned, matrix a
+    ``[0, 0]`` range whose zeros come out one step above the zero point).
+    The marks keep the converter from merging the copies back into one;
+    the quantized copies, all equal, are stored once. TOCO (TF 1.x)
+    reads the range of a shared FakeQuant as well.
+    """
+    nodes = {node.name: node for node in graph_def.node}
+    weight_quants = {
+        node.name for node in graph_def.node
+        if node.op in _KEPT_OPS and node.input and nodes.get(
+            node.input[0].partition(":")[0], node).op == "Const"}
+    uses = {}
+    for node in graph_def.node:
+        for k, ref in enumerate(node.input):
+            name = ref.partition(":")[0]
+            if name in weight_quants:  # a control input starts with "^"
+                uses.setdefault(name, []).append((node, k))
+    for name in sorted(uses):
+        for i, (node, k) in enumerate(uses[name][1:], 1):
+            copy = graph_def.node.add()
+            copy.CopyFrom(nodes[name])
+            copy.name = "%s_use_%d" % (name, i)
+            copy.attr[_USE_ATTR].i = i
+            node.input[k] = copy.name
+    return graph_def
 
 
 def _shorten_names(graph_def, keep):
