@@ -2,14 +2,18 @@
 quantization-aware cell stack, run with tf.lite.Interpreter and compared with
 the TF fake-quant eval graph and a numpy float LSTM."""
 import os
+import sys
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
-from tf1_awd_sparse.quantization.export import read_cell_values, relative_variable_names
+from tf1_awd_sparse.quantization.export import (interpreter_class,
+                                                read_cell_values,
+                                                relative_variable_names)
 from test_quant_reference import lstm_float_step
+from tf_versions import needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, D, N = 4, 6, 5, 12
@@ -238,3 +242,43 @@ def test_uint8_weights_keep_their_grid_in_every_unrolled_step(sess,
             assert detail["quantization"][1] == zero_point
             np.testing.assert_array_equal(
                 interpreter.get_tensor(detail["index"]), want)
+
+
+@needs_litert
+def test_litert_runs_both_files_as_tf_lite_does(trained):
+    """LiteRT's interpreter (the same API) computes what tf.lite's does: the
+    uint8 model's codes exactly, the float model to float32 rounding; also
+    window by window with the state carried."""
+    from ai_edge_litert.interpreter import Interpreter
+    assert interpreter_class("litert") is Interpreter
+    data = trained["data"]
+    for path in (trained["quant"], trained["float"]):
+        runners = [TFLiteRunner(path, name) for name in ("tf", "litert")]
+        assert isinstance(runners[1].interpreter, Interpreter)
+        results = []
+        for runner in runners:
+            first = runner.run(data[:, :T])
+            state = {name.replace("final", "state"): value
+                     for name, value in first.items() if name != "outputs"}
+            results.append((first, runner.run(data[:, T:], state)))
+        for want, got in zip(*results):
+            assert sorted(got) == sorted(want)
+            for name in want:
+                if path == trained["quant"]:
+                    np.testing.assert_array_equal(got[name], want[name])
+                else:
+                    np.testing.assert_allclose(got[name], want[name],
+                                               rtol=1e-5, atol=1e-6)
+
+
+def test_interpreter_choice(monkeypatch):
+    assert interpreter_class() is interpreter_class("auto") is \
+        interpreter_class("tf") is tf.lite.Interpreter
+    assert interpreter_class(tf.lite.Interpreter) is tf.lite.Interpreter
+    with pytest.raises(ValueError, match="interpreter must be one of auto, "
+                       "tf, litert or an interpreter class, got 'tflite'"):
+        interpreter_class("tflite")
+    # LiteRT absent (as in the TF 1.x environments): what to install.
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
+    with pytest.raises(ValueError, match="pip install ai-edge-litert"):
+        interpreter_class("litert")

@@ -119,10 +119,13 @@ class LMRunner(object):
 
     Args:
       path: a file written by :func:`export_lm`.
+      interpreter: which interpreter runs it
+        (`quantization.export.interpreter_class`: ``tf.lite.Interpreter``
+        by default, ``"litert"`` for LiteRT's).
     """
 
-    def __init__(self, path):
-        self.runner = qexport.TFLiteRunner(path)
+    def __init__(self, path, interpreter=None):
+        self.runner = qexport.TFLiteRunner(path, interpreter)
         detail = self.runner.inputs[qexport.INPUT_NAME]
         self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
         self.state_names = sorted(n for n in self.runner.inputs
@@ -174,7 +177,7 @@ def _logsumexp(x):
     return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
 
 
-def tflite_perplexity(path, stream, progress=None):
+def tflite_perplexity(path, stream, progress=None, interpreter=None):
     """Perplexity of an exported model over a whole id stream, computed
     with the TFLite interpreter window by window (state carried), the
     log-softmax in float64 numpy.
@@ -184,11 +187,12 @@ def tflite_perplexity(path, stream, progress=None):
       stream: int ``[batch, length]`` (``data.batchify``), batch equal to
         the model's.
       progress: None or a tqdm-like class (a bar over the stream).
+      interpreter: which interpreter runs the model (see `LMRunner`).
 
     Returns:
       ``(perplexity, mean cross-entropy in nats, tokens scored)``.
     """
-    runner = LMRunner(path)
+    runner = LMRunner(path, interpreter)
     total, count = 0.0, 0
     bar = (progress(total=stream.shape[0] * (stream.shape[1] - 1),
                     desc=os.path.basename(path)) if progress else None)
@@ -215,7 +219,7 @@ def weight_shapes(params):
     return shapes
 
 
-def weight_sparsity_of_tflite(path, shapes):
+def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     """(zero, total) entries of the model's weight tensors, read back from
     the ``.tflite`` file; a uint8 entry is zero when it equals its zero
     point.
@@ -224,6 +228,7 @@ def weight_sparsity_of_tflite(path, shapes):
       path: a ``.tflite`` file.
       shapes: the weight tensors' shapes (`weight_shapes`); each is matched
         to a different tensor of that shape, in the file's order.
+      interpreter: which interpreter reads the file (see `LMRunner`).
 
     Returns:
       ``(zeros, total)`` ints.
@@ -231,7 +236,7 @@ def weight_sparsity_of_tflite(path, shapes):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter = qexport.interpreter_class(interpreter)(model_path=path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
     zeros = total = 0
