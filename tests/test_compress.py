@@ -13,6 +13,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import (compress, data, export, presets, synthetic,
                                    train)
+from tf_versions import needs_litert
 
 TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
 
@@ -126,7 +127,9 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
         np.testing.assert_array_equal(quant_best.get_tensor(mask_name),
                                       (~zero).astype(np.float32))
     # Read the weights back from the uint8 file: every pruned entry is
-    # the zero point (TFLite stores FullyConnected weights transposed).
+    # the zero point (TFLite stores FullyConnected weights transposed), in
+    # every tensor of the weight's shape (a converter may store a copy per
+    # unrolled step; the shapes here differ from weight to weight).
     path = os.path.join(out, "compress", "tflite_uint8.tflite")
     interpreter = tf.lite.Interpreter(model_path=path)
     interpreter.allocate_tensors()
@@ -134,14 +137,18 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
     shapes = export.weight_shapes(dict(params, vocab_size=len(
         _corpus().vocab)))
     names = compress.weight_names(params)
+    assert len(set(shapes)) == len(shapes)
     for name, shape in zip(names, shapes):
-        detail = [d for d in details if tuple(d["shape"]) == shape][0]
-        stored = interpreter.get_tensor(detail["index"])
+        copies = [d for d in details if tuple(d["shape"]) == shape]
+        assert copies
         zero = pruned.get_tensor(name) == 0
         if name.endswith("kernel"):
             zero = zero.T
         assert zero.any()
-        assert np.all(stored[zero] == detail["quantization"][1])
+        for detail in copies:
+            assert detail["dtype"] == np.uint8
+            stored = interpreter.get_tensor(detail["index"])
+            assert np.all(stored[zero] == detail["quantization"][1])
     row = [r for r in result["stages"] if r["stage"] == "tflite_uint8"][0]
     qat = [r for r in result["stages"] if r["stage"] == "qat"][0]
     assert row["nonzero_weights"] <= qat["nonzero_weights"]
@@ -162,6 +169,29 @@ def test_tflite_perplexity_equals_the_tf_graphs(reference):
     stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
     assert rows["tflite_uint8"]["tokens_scored"] == stream.shape[0] * (
         stream.shape[1] - 1)
+
+
+@needs_litert
+def test_litert_scores_the_files_as_tf_lite_does(reference):
+    """Both exported language models in LiteRT's interpreter: the uint8
+    model's log-probabilities exactly tf.lite's, the float model's to
+    float32 rounding, window by window over the whole test stream."""
+    out, result = reference
+    stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
+    for stage in ("tflite_uint8", "tflite_float"):
+        path = os.path.join(out, "compress", stage + ".tflite")
+        windows = [list(export.LMRunner(path, name).windows(stream))
+                   for name in ("tf", "litert")]
+        assert len(windows[0]) == len(windows[1]) > 1
+        for (want, n), (got, m) in zip(*windows):
+            assert n == m
+            if stage == "tflite_uint8":
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        row = [r for r in result["stages"] if r["stage"] == stage][0]
+        assert export.tflite_perplexity(path, stream, interpreter="litert")[
+            0] == pytest.approx(row["test_ppl"], rel=1e-6)
 
 
 class _Killed(Exception):

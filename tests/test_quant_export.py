@@ -2,14 +2,18 @@
 quantization-aware cell stack, run with tf.lite.Interpreter and compared with
 the TF fake-quant eval graph and a numpy float LSTM."""
 import os
+import sys
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
-from tf1_awd_sparse.quantization.export import read_cell_values, relative_variable_names
+from tf1_awd_sparse.quantization.export import (interpreter_class,
+                                                read_cell_values,
+                                                relative_variable_names)
 from test_quant_reference import lstm_float_step
+from tf_versions import needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, D, N = 4, 6, 5, 12
@@ -256,3 +260,102 @@ def test_export_without_an_output_path_is_refused(sess, tmp_path):
     with pytest.raises(ValueError, match="two files"):
         export_tflite(cells, 1, 2, same, same, session=sess)
     assert os.listdir(str(tmp_path)) == []
+
+
+def _weight_grid(weight):
+    """The uint8 (scale, zero point, stored values) of a kernel on its own
+    narrow-range 8-bit grid, in numpy: the range [min, max] widened to
+    contain 0 and to at least 1e-3 (an all-zero matrix), 254 steps from
+    code 1, values stored transposed (TFLite's FullyConnected weights)."""
+    lo, hi = min(float(weight.min()), 0.0), max(float(weight.max()), 0.0)
+    hi = max(hi, lo + 1e-3)
+    scale = (hi - lo) / 254.0
+    zero_point = int(np.floor(1.0 - lo / scale + 0.5))
+    stored = np.clip(np.floor(weight.T / scale + 0.5) + zero_point, 1, 255)
+    return scale, zero_point, stored
+
+
+def test_uint8_weights_keep_their_grid_in_every_unrolled_step(sess,
+                                                              tmp_path):
+    """Each step of the unrolled model multiplies by the kernel; every
+    copy the file holds is the kernel on its fake-quant grid, so zeros are
+    the zero point, also for a fully pruned (all-zero) kernel."""
+    cells = [WeightDropLSTMCell(n, is_quant=True, is_train=False)
+             for n in (N, 7)]
+    tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells),
+                      tf.zeros([B, T, D]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    rng = np.random.RandomState(3)
+    kernels = []
+    for i, cell in enumerate(cells):
+        variable = [v for name, v in zip(relative_variable_names(
+            cell.weights), cell.weights) if name == "kernel"][0]
+        value = rng.uniform(-0.8, 0.5, variable.shape.as_list()).astype(
+            np.float32)
+        value[rng.rand(*value.shape) < 0.5] = 0.0
+        if i == 0:
+            value[:] = 0.0  # fully pruned
+        variable.load(value, sess)
+        kernels.append(value)
+    path = str(tmp_path / "q.tflite")
+    export_tflite(cells, B, T, quant_path=path, session=sess)
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    for kernel in kernels:
+        scale, zero_point, want = _weight_grid(kernel)
+        copies = [d for d in interpreter.get_tensor_details()
+                  if tuple(d["shape"]) == want.shape]
+        assert copies
+        for detail in copies:
+            assert detail["dtype"] == np.uint8
+            assert detail["quantization"][0] == pytest.approx(scale,
+                                                              rel=1e-5)
+            assert detail["quantization"][1] == zero_point
+            np.testing.assert_array_equal(
+                interpreter.get_tensor(detail["index"]), want)
+
+
+@needs_litert
+def test_litert_runs_both_files_as_tf_lite_does(trained):
+    """LiteRT's interpreter (the same API) computes what tf.lite's does: the
+    uint8 model's codes exactly, the float model to float32 rounding; also
+    window by window with the state carried."""
+    from ai_edge_litert.interpreter import Interpreter
+    assert interpreter_class("litert") is Interpreter
+    data = trained["data"]
+    for path in (trained["quant"], trained["float"]):
+        runners = [TFLiteRunner(path, name) for name in ("tf", "litert")]
+        assert isinstance(runners[1].interpreter, Interpreter)
+        results = []
+        for runner in runners:
+            first = runner.run(data[:, :T])
+            state = {name.replace("final", "state"): value
+                     for name, value in first.items() if name != "outputs"}
+            results.append((first, runner.run(data[:, T:], state)))
+        for want, got in zip(*results):
+            assert sorted(got) == sorted(want)
+            for name in want:
+                if path == trained["quant"]:
+                    np.testing.assert_array_equal(got[name], want[name])
+                else:
+                    np.testing.assert_allclose(got[name], want[name],
+                                               rtol=1e-5, atol=1e-6)
+
+
+def test_interpreter_choice(monkeypatch):
+    try:
+        from ai_edge_litert.interpreter import Interpreter as preferred
+    except ImportError:
+        preferred = tf.lite.Interpreter
+    assert interpreter_class() is interpreter_class("auto") is preferred
+    assert interpreter_class("tf") is tf.lite.Interpreter
+    assert interpreter_class(tf.lite.Interpreter) is tf.lite.Interpreter
+    with pytest.raises(ValueError, match="interpreter must be one of auto, "
+                       "tf, litert or an interpreter class, got 'tflite'"):
+        interpreter_class("tflite")
+    # LiteRT absent (as in the TF 1.x environments): what to install, and
+    # "auto" falls back to tf.lite's.
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
+    with pytest.raises(ValueError, match="pip install ai-edge-litert"):
+        interpreter_class("litert")
+    assert interpreter_class("auto") is tf.lite.Interpreter

@@ -45,3 +45,19 @@ needs_xla_compile = pytest.mark.skipif(
 needs_estimator = pytest.mark.skipif(
     not _compat.estimator_available(),
     reason="tf.estimator was removed in TensorFlow 2.16")
+
+
+def _has_litert():
+    try:
+        import ai_edge_litert.interpreter  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: LiteRT (``pip install ai-edge-litert``): the standalone TFLite runtime,
+#: for CPython 3.9+ (the TF 2.x environments); not in the TF 1.x ones.
+needs_litert = pytest.mark.skipif(
+    not _has_litert(), reason="ai_edge_litert (LiteRT) is not installed: "
+                              "it exists for the TF 2.x environments' "
+                              "CPython only (pip install ai-edge-litert)")

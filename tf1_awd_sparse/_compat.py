@@ -26,8 +26,7 @@ __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "has_distribution_strategy", "dimension_value",
            "require_graph_mode", "require_v1_control_flow", "in_function_graph",
            "GraphModeError", "do_not_convert",
-           "estimator_available", "replica_values", "scale_replica_loss",
-           "tflite_interpreter"]
+           "estimator_available", "replica_values", "scale_replica_loss"]
 
 
 def _parse_version(text):
@@ -166,25 +165,6 @@ def scale_replica_loss(loss):
             == tf.distribute.ReduceOp.MEAN):
         return loss
     return loss * (1.0 / replicas)
-
-
-def tflite_interpreter(model_path):
-    """A TFLite interpreter of the ``.tflite`` file ``model_path``.
-
-    LiteRT's (``ai_edge_litert.interpreter.Interpreter``, the ``litert``
-    extra) where it is installed: the same runtime, which TensorFlow 2.x
-    deprecates its own ``tf.lite.Interpreter`` for (2.20+ warn on every
-    construction). Else ``tf.lite.Interpreter`` (TF 1.x, whose CPython 3.7
-    has no LiteRT, or 2.x without it).
-
-    Raises:
-      ValueError: as the interpreter raises for a file it cannot load.
-    """
-    try:
-        from ai_edge_litert.interpreter import Interpreter  # noqa: C0415
-    except ImportError:
-        Interpreter = tf.lite.Interpreter  # noqa: N806
-    return Interpreter(model_path=model_path)
 
 
 def has_distribution_strategy():

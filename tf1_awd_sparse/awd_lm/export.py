@@ -120,6 +120,10 @@ class LMRunner(object):
 
     Args:
       path: a file written by :func:`export_lm`.
+      interpreter: which interpreter runs it
+        (`quantization.export.interpreter_class`: LiteRT's where it is
+        installed, else ``tf.lite.Interpreter``; ``"tf"`` or ``"litert"``
+        to choose).
 
     Attributes:
       batch_size, num_steps: the model's fixed input shape.
@@ -133,8 +137,8 @@ class LMRunner(object):
         expected.
     """
 
-    def __init__(self, path):
-        self.runner = qexport.TFLiteRunner(path)
+    def __init__(self, path, interpreter=None):
+        self.runner = qexport.TFLiteRunner(path, interpreter)
         _check_lm_signature(path, self.runner)
         detail = self.runner.inputs[qexport.INPUT_NAME]
         self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
@@ -234,7 +238,7 @@ def _logsumexp(x):
     return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
 
 
-def tflite_perplexity(path, stream, progress=None):
+def tflite_perplexity(path, stream, progress=None, interpreter=None):
     """Perplexity of an exported model over a whole id stream, computed
     with the TFLite interpreter window by window (state carried), the
     log-softmax in float64 numpy.
@@ -244,6 +248,7 @@ def tflite_perplexity(path, stream, progress=None):
       stream: int ``[batch, length]`` (``data.batchify``), batch equal to
         the model's.
       progress: None or a tqdm-like class (a bar over the stream).
+      interpreter: which interpreter runs the model (see `LMRunner`).
 
     Returns:
       ``(perplexity, mean cross-entropy in nats, tokens scored)``.
@@ -253,7 +258,7 @@ def tflite_perplexity(path, stream, progress=None):
         `LMRunner.windows` (a stream of another batch, or with ids outside
         the vocabulary).
     """
-    runner = LMRunner(path)
+    runner = LMRunner(path, interpreter)
     windows = runner.windows(stream)   # checks the stream
     stream = np.asarray(stream)
     total, count = 0.0, 0
@@ -282,7 +287,7 @@ def weight_shapes(params):
     return shapes
 
 
-def weight_sparsity_of_tflite(path, shapes):
+def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     """(zero, total) entries of the model's weight tensors, read back from
     the ``.tflite`` file; a uint8 entry is zero when it equals its zero
     point.
@@ -291,6 +296,7 @@ def weight_sparsity_of_tflite(path, shapes):
       path: a ``.tflite`` file.
       shapes: the weight tensors' shapes (`weight_shapes`); each is matched
         to a different tensor of that shape, in the file's order.
+      interpreter: which interpreter reads the file (see `LMRunner`).
 
     Returns:
       ``(zeros, total)`` ints.
@@ -298,7 +304,7 @@ def weight_sparsity_of_tflite(path, shapes):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = _compat.tflite_interpreter(path)
+    interpreter = qexport.interpreter_class(interpreter)(model_path=path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
     zeros = total = 0

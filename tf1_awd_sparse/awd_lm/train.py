@@ -212,7 +212,8 @@ def evaluate(sess, g, stream, bptt):
       stream: int32 [batch, length] from `data.batchify`.
       bptt: window length.
     Returns:
-      float.
+      float (a Python float: summed in float64 whatever numpy's promotion
+      rules; NEP 50 would keep ``0.0 + np.float32`` in float32).
     """
     state = g.zero_state(stream.shape[0])
     total, count = 0.0, 0
@@ -235,7 +236,8 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     the learning rate of a window is ``lr * length / bptt``.
 
     Returns:
-      (mean training cross-entropy, tokens per second).
+      (mean training cross-entropy, tokens per second): Python floats, the
+      loss summed in float64 (see `evaluate`).
 
     Raises:
       TrainingDiverged: a step's loss is NaN, infinite or above
@@ -273,6 +275,10 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
 
 
 def _write_json(path, obj):
+    """Writes ``obj`` to ``path`` atomically (a kill leaves the old file).
+    Its numbers must be Python ints / floats: ``json`` rejects numpy
+    scalars (a float32 under numpy 2's promotion rules), so the values
+    are converted where they are computed."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=1, sort_keys=True)

@@ -265,7 +265,48 @@ def _folded_graph_def(session, input_tensors, output_tensors):
         node.input.extend("^" + c.name for c in op.control_inputs
                           if c in needed)
     keep = set(t.op.name for t in list(input_tensors) + list(output_tensors))
-    return _shorten_names(graph_def, keep)
+    return _shorten_names(_one_weight_quant_per_use(graph_def), keep)
+
+
+#: Attribute that tells the copies of one weight FakeQuant apart (internal:
+#: TensorFlow ignores node attributes whose name starts with "_").
+_USE_ATTR = "_tf1_awd_sparse_use"
+
+
+def _one_weight_quant_per_use(graph_def):
+    """Gives every consumer of a weight's FakeQuant (a FakeQuant of a
+    Const) its own copy of that node, each marked with a different
+    `_USE_ATTR`, and returns ``graph_def`` (changed in place).
+
+    An unrolled cell multiplies by its kernel's FakeQuant at every step.
+    TF 2.x's converter (MLIR) turns a FakeQuant into quantization
+    parameters only when its output has one use; a shared one is folded
+    into a float constant and the weight requantized from its own values,
+    which loses the trained grid (for an all-zero, fully pruned, matrix a
+    ``[0, 0]`` range whose zeros come out one step above the zero point).
+    The marks keep the converter from merging the copies back into one;
+    the quantized copies, all equal, are stored once. TOCO (TF 1.x)
+    reads the range of a shared FakeQuant as well.
+    """
+    nodes = {node.name: node for node in graph_def.node}
+    weight_quants = {
+        node.name for node in graph_def.node
+        if node.op in _KEPT_OPS and node.input and nodes.get(
+            node.input[0].partition(":")[0], node).op == "Const"}
+    uses = {}
+    for node in graph_def.node:
+        for k, ref in enumerate(node.input):
+            name = ref.partition(":")[0]
+            if name in weight_quants:  # a control input starts with "^"
+                uses.setdefault(name, []).append((node, k))
+    for name in sorted(uses):
+        for i, (node, k) in enumerate(uses[name][1:], 1):
+            copy = graph_def.node.add()
+            copy.CopyFrom(nodes[name])
+            copy.name = "%s_use_%d" % (name, i)
+            copy.attr[_USE_ATTR].i = i
+            node.input[k] = copy.name
+    return graph_def
 
 
 def _shorten_names(graph_def, keep):
@@ -538,25 +579,80 @@ def _check_output_path(path, arg_name):
                          "%r" % (arg_name, path))
 
 
+#: The interpreters a ``.tflite`` file can be run with (`interpreter_class`).
+INTERPRETERS = ("auto", "tf", "litert")
+
+
+def interpreter_class(interpreter=None):
+    """The class that runs ``.tflite`` files: ``tf.lite.Interpreter`` or
+    LiteRT's ``ai_edge_litert.interpreter.Interpreter`` (the same API;
+    TF 2.21 warns that its own is deprecated in favour of LiteRT).
+
+    Args:
+      interpreter: ``"tf"``, ``"litert"`` (``pip install ai-edge-litert``,
+        TF 2.x's Pythons), ``"auto"`` or None (LiteRT's where it is
+        installed: the runtime deployments use, bit-identical on the
+        library's uint8 files, and the one TF 2.x deprecates its own for;
+        else ``tf.lite.Interpreter``), or a class with that API.
+
+    Returns:
+      the class.
+
+    Raises:
+      ValueError: another value, or LiteRT asked for (or needed) and not
+        installed (the message says what to install).
+    """
+    if interpreter is None:
+        interpreter = "auto"
+    if isinstance(interpreter, type):
+        return interpreter
+    if interpreter not in INTERPRETERS:
+        raise ValueError("interpreter must be one of %s or an interpreter "
+                         "class, got %r" % (", ".join(INTERPRETERS),
+                                            interpreter))
+    tf_class = getattr(tf.lite, "Interpreter", None)
+    if interpreter == "auto":
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+            return Interpreter
+        except ImportError:
+            interpreter = "tf"
+    if interpreter == "tf":
+        if tf_class is None:
+            raise ValueError("interpreter='tf': this TensorFlow has no "
+                             "tf.lite.Interpreter; use interpreter='litert'")
+        return tf_class
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        raise ValueError("interpreter=%r needs LiteRT: pip install "
+                         "ai-edge-litert (TF 2.x's Pythons)" % (interpreter,))
+    return Interpreter
+
+
 class TFLiteRunner(object):
     """Runs an exported model with a TFLite interpreter (LiteRT's where
-    installed, see ``_compat.tflite_interpreter``) on float arrays,
+    installed, see `interpreter_class`) on float arrays,
     quantizing inputs and dequantizing outputs for uint8 models.
 
     Args:
       path: a ``.tflite`` file written by :func:`export_tflite`.
+      interpreter: which interpreter runs it (`interpreter_class`):
+        ``tf.lite.Interpreter`` by default, ``"litert"`` for LiteRT's.
 
     Raises:
       ValueError: ``path`` is not an existing file, or not a TFLite model
-        the interpreter can load (its message included).
+        the interpreter can load (its message included); an unknown or
+        uninstalled ``interpreter``.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, interpreter=None):
         if not isinstance(path, str) or not os.path.isfile(path):
             raise ValueError("path must name an existing .tflite file, got "
                              "%r" % (path,))
+        make = interpreter_class(interpreter)
         try:
-            self.interpreter = _compat.tflite_interpreter(path)
+            self.interpreter = make(model_path=path)
         except ValueError as error:
             raise ValueError("path %r is not a TFLite model the interpreter "
                              "can load: %s" % (path, error))
