@@ -29,35 +29,11 @@ import os
 import numpy as np
 
 from tf1_awd_sparse._checks import check_positive_int, check_real
-from tf1_awd_sparse.awd_lm import data, modeldir
+from tf1_awd_sparse.awd_lm import data, lm_backends, modeldir
+from tf1_awd_sparse.awd_lm.lm_backends import LMState  # noqa: F401 (public)
 
 __all__ = ["LanguageModel", "LMState", "Scores", "OOVError",
            "export_model"]
-
-class OOVError(ValueError):
-    """A word outside a vocabulary that has no ``<unk>``."""
-
-
-class LMState(object):
-    """The recurrent state of a batch of streams (opaque to the user).
-
-    Attributes:
-      arrays: list of float32 ``[batch, units]`` arrays, c and h per layer.
-      pending: int32 ``[batch, p]``: tokens read since ``arrays`` (the
-        TFLite backend advances its state a whole window at a time).
-    """
-
-    def __init__(self, arrays, pending):
-        self.arrays, self.pending = arrays, pending
-
-    @property
-    def batch_size(self):
-        """Rows of the state."""
-        return self.pending.shape[0]
-
-    def rows(self, index):
-        """The state of some rows (an index array or slice)."""
-        return LMState([a[index] for a in self.arrays], self.pending[index])
 
 
 Scores = collections.namedtuple("Scores", [
@@ -114,6 +90,10 @@ def _resolve(path):
                                ".tflite file" % (path,))
 
 
+class OOVError(ValueError):
+    """A word outside a vocabulary that has no ``<unk>``."""
+
+
 class LanguageModel(object):
     """A trained language model (see the module docstring).
 
@@ -161,10 +141,8 @@ class LanguageModel(object):
             if "checkpoint" not in config:
                 raise modeldir.ConfigError("%s: names no checkpoint"
                                            % config_path)
-            from tf1_awd_sparse.awd_lm import lm_backends
             backend = lm_backends.TFBackend(config, threads)
         else:
-            from tf1_awd_sparse.awd_lm import lm_backends
             backend = lm_backends.TFLiteBackend(path, config, threads)
         return cls(config, backend)
 

@@ -6,7 +6,7 @@ A backend has ``kind``, ``batch_limit`` (None or the file's batch),
 ``zero_arrays(batch)``, ``chunk(batch, vocab)`` (tokens per call when a
 long stream is read), ``advance(ids, state) -> (logits, state)`` and
 ``close()``. Logits are float32 ``[batch, n, vocab]``; the state is an
-`lm.LMState` of float32 arrays (a uint8 model's states are quantized and
+`LMState` (defined here, public as `lm.LMState`) of float32 arrays (a uint8 model's states are quantized and
 dequantized here, never shown to the caller).
 """
 import numpy as np
@@ -15,6 +15,29 @@ from tf1_awd_sparse._compat import tf
 
 from tf1_awd_sparse.awd_lm import model, runtime
 from tf1_awd_sparse.quantization import export as qexport
+
+
+class LMState(object):
+    """The recurrent state of a batch of streams (opaque to the user).
+
+    Attributes:
+      arrays: list of float32 ``[batch, units]`` arrays, c and h per layer.
+      pending: int32 ``[batch, p]``: tokens read since ``arrays`` (the
+        TFLite backend advances its state a whole window at a time).
+    """
+
+    def __init__(self, arrays, pending):
+        self.arrays, self.pending = arrays, pending
+
+    @property
+    def batch_size(self):
+        """Rows of the state."""
+        return self.pending.shape[0]
+
+    def rows(self, index):
+        """The state of some rows (an index array or slice)."""
+        return LMState([a[index] for a in self.arrays], self.pending[index])
+
 
 __all__ = ["TFBackend", "TFLiteBackend"]
 
@@ -31,7 +54,6 @@ def _inference_params(params):
 
 
 def _state(arrays, batch):
-    from tf1_awd_sparse.awd_lm.lm import LMState
     return LMState(arrays, np.zeros([batch, 0], np.int32))
 
 
@@ -171,13 +193,11 @@ class TFLiteBackend(object):
             else:
                 pending = window
             start += self.window
-        from tf1_awd_sparse.awd_lm.lm import LMState
         return (np.concatenate(logits, axis=1)[:, state.pending.shape[1]:],
                 LMState(arrays, pending.astype(np.int32)))
 
     def advance(self, ids, state):
         """Logits of ``ids`` ``[batch, n]`` and the state after them."""
-        from tf1_awd_sparse.awd_lm.lm import LMState
         if ids.shape[0] <= self.batch_limit:
             return self._advance_rows(ids, state)
         logits, parts = [], []

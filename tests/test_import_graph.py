@@ -1,0 +1,115 @@
+"""The library's import graph has no circle, counting imports inside
+functions too (a lazy import that closes a circle still ties two modules
+together), and building a float cell does not load the TFLite exporter."""
+import ast
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("sparse_layers", "tf1_awd_sparse")
+TOP_MODULES = ("weight_drop_lstm", "variational_dropout")
+
+
+def _modules():
+    """{dotted name: path} of the library's modules."""
+    found = {name: os.path.join(ROOT, name + ".py") for name in TOP_MODULES}
+    for package in PACKAGES:
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    dotted = os.path.relpath(path, ROOT)[:-3].replace(
+                        os.sep, ".")
+                    if dotted.endswith(".__init__"):
+                        dotted = dotted[:-len(".__init__")]
+                    found[dotted] = path
+    return found
+
+
+def _imported(names, modules):
+    """The library modules that importing each of ``names`` runs (the
+    longest known prefix, and its packages' ``__init__``)."""
+    out = set()
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        while name:
+            if name in modules:
+                out.add(name)
+            name = name.rpartition(".")[0]
+    return out
+
+
+def import_edges():
+    """{module: set of library modules it imports}, without a module's own
+    parent packages (``from package import sibling`` runs them anyway)."""
+    modules = _modules()
+    edges = {}
+    for name, path in modules.items():
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets |= _imported([a.name for a in node.names], modules)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.level, "%s: relative import" % path
+                targets |= _imported([node.module + "." + a.name
+                                      for a in node.names] + [node.module],
+                                     modules)
+        edges[name] = {t for t in targets
+                       if t != name and not name.startswith(t + ".")}
+    return edges
+
+
+def _circles(edges):
+    """Strongly connected components of more than one module."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle():
+    edges = import_edges()
+    assert len(edges) > 40   # the walk found the library
+    assert _circles(edges) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_a_float_cell_does_not_load_the_exporter():
+    code = ("import sys, tf1_awd_sparse._quiet, weight_drop_lstm\n"
+            "print('tf1_awd_sparse.quantization.export' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=300).stdout
+    assert out.strip().splitlines()[-1] == "False"
