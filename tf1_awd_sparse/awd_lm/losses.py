@@ -30,7 +30,8 @@ def _check_lengths(lengths, outputs):
     mismatch raises here, an unknown one is asserted when the graph runs
     (InvalidArgumentError naming both; dropped inside XLA)."""
     lengths = check_tensor(lengths, "lengths", kind="int", rank=1)
-    rows, batch = lengths.shape.as_list()[:1], outputs.shape[0].value
+    rows = lengths.shape.as_list()[:1]
+    batch = dimension_value(outputs.shape[0])
     if rows and rows[0] is not None and batch is not None and rows[0] != batch:
         raise ValueError("lengths must have shape [%d] (the batch of outputs, "
                          "shape %s), got shape %s"

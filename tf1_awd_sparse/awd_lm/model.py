@@ -221,7 +221,7 @@ def _check_features(features, params):
         raise ValueError("features['state'] must hold one LSTMStateTuple per "
                          "layer (%d, params['num_layers']), got %d"
                          % (len(sizes), len(state)))
-    batch = inputs.shape[0].value
+    batch = _compat.dimension_value(inputs.shape[0])
     parts = []
     for i, units in enumerate(sizes if state is not None else ()):
         for part, tensor in zip("ch", state[i]):
