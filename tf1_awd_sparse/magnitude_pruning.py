@@ -105,7 +105,7 @@ def gradual_sparsity(step, begin_step, end_step, target_sparsity, exponent=3):
                         high=1.0, high_open=True)
     exponent = check_real(exponent, "exponent", low=0.0, low_open=True)
     span = end_step - begin_step
-    if isinstance(step, (tf.Tensor, tf.Variable)):
+    if isinstance(step, _compat.TENSOR_TYPES):
         step = tf.cast(check_tensor(step, "step", kind="int"), tf.int32)
         return _ramp(tf.cast(step - begin_step, tf.float32), float(span),
                      target, exponent, tf.minimum, tf.maximum, 1.0, 0.0)
