@@ -19,8 +19,10 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
+import _quiet  # noqa: F401,E402  (before TensorFlow)
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402

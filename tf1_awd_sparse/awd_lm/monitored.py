@@ -37,7 +37,10 @@ import os
 import sys
 import time
 
-from tf1_awd_sparse import _cli
+if __name__ == "__main__":  # the command line: quiet TensorFlow first
+    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+
+from tf1_awd_sparse import _cli  # noqa: E402
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse._compat import nest, tf
 from tensorflow.python.util import deprecation
