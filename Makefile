@@ -65,16 +65,16 @@ $(VENV2L)/.installed: setup.py $(PINS2L)
 # TF1_AWD_CONSTRAINTS: tests/test_environment.py checks the installed
 # versions against the environment's pins.
 test: env
-	TF1_AWD_CONSTRAINTS=$(PINS) $(PY) -m pytest -q tests
+	TF1_AWD_CONSTRAINTS=$(PINS) $(PY) -m pytest -q -rs tests
 
 test-tf115: env-tf115
-	TF1_AWD_CONSTRAINTS=$(PINS115) $(PY115) -m pytest -q tests
+	TF1_AWD_CONSTRAINTS=$(PINS115) $(PY115) -m pytest -q -rs tests
 
 test-tf2: env-tf2
-	TF1_AWD_CONSTRAINTS=$(PINS2) $(PY2) -m pytest -q tests
+	TF1_AWD_CONSTRAINTS=$(PINS2) $(PY2) -m pytest -q -rs tests
 
 test-tf2-latest: env-tf2-latest
-	$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L) $(PY2L) -m pytest -q tests
+	$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L) $(PY2L) -m pytest -q -rs tests
 
 test-all: test test-tf115 test-tf2 test-tf2-latest
 
