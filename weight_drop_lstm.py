@@ -163,8 +163,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  kernel_transforms=None, **kwargs):
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
-        given_is_train = check_training(is_train, "is_train")
-        is_train = _scalar_at_run_time(given_is_train, "is_train")
+        is_train = check_training(is_train, "is_train")
         (num_units, num_proj, num_unit_shards, num_proj_shards, cell_clip,
          proj_clip, forget_bias) = _check_lstm_arguments(
              num_units, num_proj, cell_clip, proj_clip, forget_bias,
@@ -181,7 +180,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             "weight_drop_kr": weight_drop_kr, "use_vd": use_vd,
             "input_size": input_size,
             "drop_input_weights": drop_input_weights,
-            "is_train": given_is_train,
+            "is_train": is_train,
             "sparsity": sparsity, "seed": seed, "is_quant": is_quant,
             "quant_delay": quant_delay, "weight_bits": weight_bits,
             "activation_bits": activation_bits,
@@ -815,24 +814,6 @@ class WeightDropLSTM(object):
         if not self._time_major:
             outputs = tf.transpose(outputs, [1, 0, 2])
         return outputs, LSTMStateTuple(c, h)
-
-
-def _scalar_at_run_time(flag, arg_name):
-    """A training-flag tensor of unknown static rank, through an
-    assertion that it is a scalar when the graph runs (``tf.cond`` would
-    fail with "The second input must be a scalar"); any other flag
-    unchanged."""
-    if not isinstance(flag, tf.Tensor) or flag.shape.ndims is not None:
-        return flag
-    with tf.name_scope("%s_is_scalar" % arg_name):
-        check = tf.debugging.assert_rank(
-            flag, 0, message="%s must be a scalar bool (shape []), fed a "
-            "tensor of another rank" % arg_name)
-        # A reshape, not an identity: grappler's constant folding forwards
-        # an identity's input to tf.cond's Switch, whose own check ("The
-        # second input must be a scalar") then fails first.
-        with tf.control_dependencies([check]):
-            return tf.reshape(flag, [])
 
 
 def _check_scope(scope, arg_name):

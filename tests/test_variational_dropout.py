@@ -275,3 +275,26 @@ def test_train_op_with_updates_arguments(sess):
     with pytest.raises(TypeError, match="loss"):
         train_op_with_updates(tf.train.GradientDescentOptimizer(0.1),
                               tf.constant(1))
+
+
+@pytest.mark.parametrize("entry", ["locked_dropout", "embedding_dropout",
+                                   "l0_dense"])
+def test_training_flag_of_unknown_rank_is_checked_when_run(sess, entry):
+    """The one training-flag rule (_checks.check_training): a bool tensor
+    of unknown rank is asserted to be a scalar when the graph runs, at
+    every entry point, and works when it is one."""
+    from sparse_layers.l0_regularization import layers as l0_layers
+    training = tf.placeholder(tf.bool)
+    x = tf.ones([2, 3, 4])
+    if entry == "locked_dropout":
+        out = locked_dropout(x, 0.5, training=training)
+    elif entry == "embedding_dropout":
+        out = embedding_dropout(tf.ones([5, 4]), tf.constant([[0, 1]]), 0.5,
+                                training=training)
+    else:
+        out = l0_layers.FullyConnected(2)(tf.ones([3, 4]), training=training)
+    sess.run(tf.global_variables_initializer())
+    assert np.isfinite(sess.run(out, {training: False})).all()
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="training must be a scalar bool"):
+        sess.run(out, {training: [True, False]})

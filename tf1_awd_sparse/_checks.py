@@ -66,7 +66,10 @@ def check_training(training, arg_name="training"):
     Returns:
       A Python bool, the bool tensor unchanged, or a variable's value as a
       tensor (TensorFlow 2.x's ``smart_cond`` and ``tf.cond`` take no
-      resource variable as the predicate).
+      resource variable as the predicate). A tensor of unknown static rank
+      comes back through an assertion that it is a scalar when the graph
+      runs (``tf.cond`` would fail with "The second input must be a
+      scalar", naming no argument).
 
     Raises:
       TrainingFlagError: any other type, a non-bool tensor, or a tensor
@@ -84,9 +87,26 @@ def check_training(training, arg_name="training"):
         if training.shape.ndims not in (None, 0):
             raise TrainingFlagError("%s must be a scalar, got shape %s"
                                     % (arg_name, training.shape))
-        return tf.convert_to_tensor(training)
+        training = tf.convert_to_tensor(training)
+        if training.shape.ndims is None:
+            training = _scalar_at_run_time(training, arg_name)
+        return training
     raise TrainingFlagError("%s must be a Python bool or a scalar tf.bool "
                             "tensor, got %r" % (arg_name, training))
+
+
+def _scalar_at_run_time(flag, arg_name):
+    """``flag`` (a bool tensor of unknown rank) through an assertion that it
+    is a scalar when the graph runs."""
+    with tf.name_scope("%s_is_scalar" % arg_name):
+        check = tf.debugging.assert_rank(
+            flag, 0, message="%s must be a scalar bool (shape []), fed a "
+            "tensor of another rank" % arg_name)
+        # A reshape, not an identity: grappler's constant folding forwards
+        # an identity's input to tf.cond's Switch, whose own check ("The
+        # second input must be a scalar") then fails first.
+        with tf.control_dependencies([check]):
+            return tf.reshape(flag, [])
 
 
 def smart_cond(pred, true_fn, false_fn, name=None):
