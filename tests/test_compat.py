@@ -156,9 +156,11 @@ def test_graph_mode_with_v2_control_flow_trains_or_refuses():
             assert "disable_control_flow_v2()" in record["message"]
         else:
             assert record["result"] == "ok", record
-            first, second = record["losses"]
-            assert np.isfinite([first, second]).all(), record
-            assert first != second, record   # the step changed the weights
+            assert np.isfinite(record["losses"]).all(), record
+            # The steps trained: every trainable variable moved (the loss
+            # alone could change through resampled dropout masks).
+            changed, total = record["changed"]
+            assert total > 0 and changed == total, record
 
 
 def _import_without_legacy_keras(prelude=""):

@@ -70,26 +70,33 @@ def _inputs():
 
 
 def _train_twice(build):
-    """Two optimizer steps with UPDATE_OPS; the two losses."""
+    """Two optimizer steps with UPDATE_OPS: the two losses, and how many
+    trainable variables the steps changed (of how many)."""
     with tf.Graph().as_default():
         loss = tf.reduce_sum(build(*_inputs()))
         with tf.control_dependencies(
                 tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
             train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        weights = tf.trainable_variables()
         with tf.Session() as sess:
             sess.run([tf.global_variables_initializer(),
                       tf.local_variables_initializer()])
-            return [float(sess.run([train, loss])[1]) for _ in range(2)]
+            before = sess.run(weights)
+            losses = [float(sess.run([train, loss])[1]) for _ in range(2)]
+            changed = sum(not np.array_equal(a, b)
+                          for a, b in zip(before, sess.run(weights)))
+            return losses, [changed, len(weights)]
 
 
 def main():
     for name, build in sorted(CASES.items()):
-        record = {"case": name, "result": "ok", "message": "", "losses": []}
+        record = {"case": name, "result": "ok", "message": "", "losses": [],
+                  "changed": [0, 0]}
         try:
             if MODE == "eager":
                 build(*_inputs())
             else:
-                record["losses"] = _train_twice(build)
+                record["losses"], record["changed"] = _train_twice(build)
         except Exception as error:  # pylint: disable=broad-except
             record["result"] = type(error).__name__
             record["message"] = str(error).splitlines()[0] if str(error) \
