@@ -249,6 +249,7 @@ class HeldMask(object):
 
     def __init__(self, create_variable, name, shape, keep_prob, dtype=None,
                  seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
+        _compat.require_graph_mode(type(self).__name__)
         self._keep_prob = check_keep_prob(keep_prob)
         self._name, self._shape, self._seed = name, list(shape), seed
         self._collection = updates_collection
@@ -276,7 +277,6 @@ class HeldMask(object):
     @property
     def keep_prob(self):
         """The keep probability (Python float)."""
-        _compat.require_graph_mode(type(self).__name__)
         return self._keep_prob
 
     def update_ops(self):

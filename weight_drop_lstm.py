@@ -163,7 +163,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
                  kernel_transforms=None, **kwargs):
         input_size = check_positive_int(input_size, "input_size",
                                         allow_none=True)
-        is_train = check_training(is_train, "is_train")
+        checked_is_train = check_training(is_train, "is_train")
         (num_units, num_proj, num_unit_shards, num_proj_shards, cell_clip,
          proj_clip, forget_bias) = _check_lstm_arguments(
              num_units, num_proj, cell_clip, proj_clip, forget_bias,
@@ -180,7 +180,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             "weight_drop_kr": weight_drop_kr, "use_vd": use_vd,
             "input_size": input_size,
             "drop_input_weights": drop_input_weights,
-            "is_train": is_train,
+            # As given (a tensor itself, not the checked read of it).
+            "is_train": True if is_train is None else is_train,
             "sparsity": sparsity, "seed": seed, "is_quant": is_quant,
             "quant_delay": quant_delay, "weight_bits": weight_bits,
             "activation_bits": activation_bits,
@@ -215,7 +216,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             name=name or "lstm_cell", dtype=dtype, **kwargs)
         self._input_size = input_size
         self._built_depth = None
-        self._is_train = is_train
+        self._is_train = checked_is_train
         self._step_kernel = None
         self._quantizer = None
         self._step = self._float_step
