@@ -24,7 +24,7 @@ import tensorflow as _tf
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "PartitionedVariable", "Variable", "TENSOR_TYPES",
            "has_distribution_strategy", "dimension_value",
-           "require_graph_mode", "require_v1_control_flow", "in_function_graph",
+           "graph_mode_program", "require_graph_mode", "require_v1_control_flow", "in_function_graph",
            "GraphModeError", "do_not_convert",
            "estimator_available", "replica_values", "scale_replica_loss"]
 
@@ -176,6 +176,15 @@ def has_distribution_strategy():
 class GraphModeError(RuntimeError):
     """The library builds TF1 graphs; it was called while eager execution
     is on (TensorFlow 2.x without ``tf.compat.v1.disable_v2_behavior()``)."""
+
+
+def graph_mode_program():
+    """What a TF1-style program does first on TensorFlow 2.x: v1 graph mode
+    (``tf.compat.v1.disable_v2_behavior()``; the same call on 1.x, where
+    it changes nothing the library relies on). The command lines call it;
+    the library's functions never do."""
+    # tf.compat.v1 on 1.x too: 1.15 warns about the top-level name.
+    tf.compat.v1.disable_v2_behavior()
 
 
 def require_graph_mode(what):

@@ -87,13 +87,8 @@ def require_estimator():
             % (tf.__version__, ALTERNATIVE))
 
 
-def graph_mode_program():
-    """What a TF1-style program does first on TensorFlow 2.x: v1 graph mode
-    (``tf.compat.v1.disable_v2_behavior()``; the same call on 1.x, where
-    it changes nothing the library relies on). The command lines call it;
-    the library's functions never do."""
-    # tf.compat.v1 on 1.x too: 1.15 warns about the top-level name.
-    tf.compat.v1.disable_v2_behavior()
+#: The command lines' TF1 setup (`_compat.graph_mode_program`).
+graph_mode_program = _compat.graph_mode_program
 
 
 def parse_hparams(text):

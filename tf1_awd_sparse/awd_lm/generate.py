@@ -10,16 +10,11 @@ the same words. Bad paths or flags: exit status 2 and one line.
 """
 import sys
 
-# A program: TensorFlow's chatter off before anything imports it.
-import tf1_awd_sparse._quiet  # noqa: F401
-from tf1_awd_sparse import _cli
+if __name__ == "__main__":  # the command line: quiet TensorFlow first
+    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
 
+from tf1_awd_sparse import _cli  # noqa: E402
 
-def _graph_mode():
-    """A program's TF1 setup: on 2.x, v1 behaviour (graphs and sessions;
-    a no-op on 1.x)."""
-    from tf1_awd_sparse._compat import tf
-    tf.disable_v2_behavior()
 
 
 def parse_args(argv):
@@ -48,7 +43,8 @@ def parse_args(argv):
 def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     args = parse_args(argv)
-    _graph_mode()
+    from tf1_awd_sparse import _compat
+    _compat.graph_mode_program()
     from tf1_awd_sparse.awd_lm import lm
     try:
         model = lm.LanguageModel.load(args.model, threads=args.threads)

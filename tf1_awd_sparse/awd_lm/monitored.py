@@ -32,7 +32,6 @@ from __future__ import absolute_import, division, print_function
 
 import collections
 import json
-import math
 import os
 import sys
 import time
@@ -44,7 +43,7 @@ from tf1_awd_sparse import _cli  # noqa: E402
 from tf1_awd_sparse._checks import check_positive_int
 from tf1_awd_sparse._compat import nest, tf
 from tensorflow.python.util import deprecation
-from tf1_awd_sparse.awd_lm import estimator, presets, runtime
+from tf1_awd_sparse.awd_lm import estimator, presets, runtime, train
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy
 from tf1_awd_sparse.awd_lm.input_fn import make_input_fn
 from tf1_awd_sparse.awd_lm.model_fn import eval_xent, train_step
@@ -344,9 +343,7 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
                 batches += 1
             step = int(session.run(global_step))
     mean = total / batches
-    # exp overflows a float (math.exp raises) above ~709: inf, as tf.exp.
-    perplexity = math.exp(mean) if mean < 709.0 else float("inf")
-    return {"xent": mean, "loss": mean, "perplexity": perplexity,
+    return {"xent": mean, "loss": mean, "perplexity": train.perplexity(mean),
             "global_step": step}
 
 

@@ -17,16 +17,11 @@ paths or flags: exit status 2 and one line.
 """
 import sys
 
-# A program: TensorFlow's chatter off before anything imports it.
-import tf1_awd_sparse._quiet  # noqa: F401
-from tf1_awd_sparse import _cli
+if __name__ == "__main__":  # the command line: quiet TensorFlow first
+    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
 
+from tf1_awd_sparse import _cli  # noqa: E402
 
-def _graph_mode():
-    """A program's TF1 setup: on 2.x, v1 behaviour (graphs and sessions;
-    a no-op on 1.x)."""
-    from tf1_awd_sparse._compat import tf
-    tf.disable_v2_behavior()
 
 #: Lines from which the progress bar shows.
 PROGRESS_LINES = 2000
@@ -98,11 +93,11 @@ def _progress(lines):
 def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     import collections
-    import math
     args = parse_args(argv)
     lines = _read_lines(args.files)
-    _graph_mode()
-    from tf1_awd_sparse.awd_lm import lm
+    from tf1_awd_sparse import _compat
+    _compat.graph_mode_program()
+    from tf1_awd_sparse.awd_lm import lm, train
     try:
         model = lm.LanguageModel.load(args.model, threads=max(1,
                                                               args.threads))
@@ -122,8 +117,8 @@ def main(argv=None):
                 texts, args.per_line, oov)):
             total += float(log_probs.sum())
             count += log_probs.size
-            print("%.4f\t%d\t%s" % (math.exp(-log_probs.sum()
-                                             / log_probs.size),
+            print("%.4f\t%d\t%s" % (train.perplexity(-log_probs.sum()
+                                                     / log_probs.size),
                                     log_probs.size, text.strip()))
             if bar is not None:
                 bar.update(1)
@@ -132,7 +127,7 @@ def main(argv=None):
     if bar is not None:
         bar.close()
     print("tokens %d oov %d" % (count, sum(oov.values())))
-    print("perplexity %.4f" % math.exp(-total / count))
+    print("perplexity %.4f" % train.perplexity(-total / count))
     return 0
 
 

@@ -163,6 +163,12 @@ class Graph(object):
 DIVERGED_LOSS = math.log(sys.float_info.max)
 
 
+def perplexity(loss):
+    """``exp(loss)`` of a mean cross-entropy in nats; inf where it would
+    overflow a float (above `DIVERGED_LOSS`), as ``tf.exp`` gives."""
+    return math.exp(loss) if loss <= DIVERGED_LOSS else float("inf")
+
+
 def diverged(loss):
     """Whether a mean cross-entropy means training diverged: NaN, infinite,
     or above `DIVERGED_LOSS` (its perplexity overflows to inf)."""

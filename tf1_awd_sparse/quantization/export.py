@@ -42,7 +42,8 @@ def _as_cell_list(cells):
       ValueError: an empty stack, or a cell that is not a built
         ``WeightDropLSTMCell`` (the message says what to pass).
     """
-    # Imported here: weight_drop_lstm builds on this package.
+    # Imported here: importing the cell module is needed only for this
+    # check (the exporter's import stays light).
     from weight_drop_lstm import WeightDropLSTMCell
     pending = list(cells) if isinstance(cells, (list, tuple)) else [cells]
     flat = []
@@ -68,19 +69,11 @@ def _as_cell_list(cells):
     return flat
 
 
-def _input_depth(cell):
-    """The input depth a built cell takes: its kernel's rows minus the
-    fed-back output (``[input, h]`` is the kernel's input)."""
-    kernel = dict(zip(relative_variable_names(cell.weights),
-                      cell.weights))["kernel"]
-    return kernel.shape.as_list()[0] - cell.output_size
-
-
 def _check_stack_order(cells):
     """Raises ValueError unless every cell takes the output of the cell
     before it (a list bottom first). The order is not guessed: layers of
     equal sizes fit in either order, and only the caller knows theirs."""
-    depths = [_input_depth(cell) for cell in cells]
+    depths = [cell.input_depth for cell in cells]
     for i in range(1, len(cells)):
         if depths[i] != cells[i - 1].output_size:
             fits_reversed = all(
