@@ -265,14 +265,3 @@ def do_not_convert(func):
     # honours __signature__) to decide whether to pass ``training`` at all.
     wrapper.__signature__ = inspect.signature(func)
     return wrapper
-
-
-def model_pruning_collections():
-    """The graph-collection names ``tf.contrib.model_pruning`` keeps its
-    masked weights in: ``(mask, threshold, masked weight, weight)``.
-
-    The same strings on every version (TF 1.x's contrib module defines them
-    as constants; the library's own pruning uses them too, so a TF 1.x
-    ``Pruning`` object and the library's find the same weights).
-    """
-    return ("masks", "thresholds", "masked_weights", "kernel")

@@ -46,9 +46,9 @@ the largest magnitudes of the weight *variable* (not of the masked weight),
 so a pruned entry whose weight grows back can return at a later update, as
 in contrib.
 
-Which weights. The four graph collections of
-``_compat.model_pruning_collections()`` - ``masks``, ``thresholds``,
-``masked_weights``, ``kernel`` - listed in step by
+Which weights. The four graph collections `PRUNING_COLLECTIONS` -
+``masks``, ``thresholds``, ``masked_weights``, ``kernel``, the names TF
+1.x's ``tf.contrib.model_pruning`` uses too - listed in step by
 ``PruningMask``. They are read when the op is built.
 """
 from __future__ import absolute_import, division, print_function
@@ -60,6 +60,10 @@ from tf1_awd_sparse._checks import (check_int, check_nonnegative_int,
                                     check_positive_int, check_real,
                                     check_tensor)
 from tf1_awd_sparse._compat import tf
+
+#: The graph collections of the masked weights, in step: (mask, threshold,
+#: masked weight, weight); `transforms.PruningMask` fills them.
+PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
 
 __all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS"]
 
@@ -249,14 +253,14 @@ class MagnitudePruning(object):
 
     def _pruned_weights(self):
         """[(weight, mask, threshold)] from the model_pruning collections."""
-        masks, thresholds, _, weights = _compat.model_pruning_collections()
+        masks, thresholds, _, weights = PRUNING_COLLECTIONS
         masks, thresholds, weights = (tf.get_collection(c) for c in
                                       (masks, thresholds, weights))
         if not masks:
             raise ValueError("no masked weights to prune: the '%s' "
                              "collection is empty (build the model with "
                              "PruningMask / pruning_mask=True first)"
-                             % _compat.model_pruning_collections()[0])
+                             % PRUNING_COLLECTIONS[0])
         if not len(masks) == len(thresholds) == len(weights):
             raise ValueError("the pruning collections must be in step, got "
                              "%d masks, %d thresholds, %d weights"

@@ -28,7 +28,7 @@ import copy as copy_module
 from tf1_awd_sparse._compat import dimension_value, tf
 
 from sparse_layers import techniques
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse._checks import (check_bool, check_keep_prob, check_choice,
                                     check_int, derived_seed, smart_cond)
 from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
@@ -264,8 +264,7 @@ def _register_for_model_pruning(weight, mask, threshold, masked):
     """Adds a masked weight to the pruning collections (the four lists
     ``MagnitudePruning`` and TF 1.x contrib's ``Pruning`` read, in step),
     once."""
-    masks, thresholds, masked_weights, weights = \
-        _compat.model_pruning_collections()
+    masks, thresholds, masked_weights, weights = PRUNING_COLLECTIONS
     if mask in tf.get_collection(masks):
         return
     tf.add_to_collection(thresholds, threshold)
