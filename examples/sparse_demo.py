@@ -21,9 +21,9 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from sparse_layers import common, losses, report  # noqa: E402
-from tf1_awd_sparse import _cli  # noqa: E402
-from tf1_awd_sparse._checks import (check_nonnegative_int,  # noqa: E402
-                                    check_positive_int)
+from tf1_awd_sparse.base import _cli  # noqa: F401
+from tf1_awd_sparse.base.checks import (  # noqa: F401
+    check_nonnegative_int, check_positive_int)
 from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: E402
 from sparse_layers.l0_regularization import layers as l0_layers  # noqa: E402
 from sparse_layers.variational_dropout import layers as vd_layers  # noqa: E402
@@ -90,7 +90,7 @@ def run(technique, steps=6000, seed=0, threads=1):
 
 def parse_args(argv=None):
     """The flags (``--help``), checked: a bad value ends the program with
-    status 2 and one line naming the flag (`tf1_awd_sparse._cli`)."""
+    status 2 and one line naming the flag (`tf1_awd_sparse.base._cli`)."""
     parser = _cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=6000,
                         help="full-batch Adam steps per technique (default "

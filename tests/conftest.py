@@ -2,7 +2,7 @@
 import os
 import sys
 
-import tf1_awd_sparse._quiet  # noqa: F401  (before TensorFlow is imported)
+import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow is imported)
 
 # Harnesses the tests share with the examples (LocalCluster) live there,
 # outside the library's import path.

@@ -1,4 +1,4 @@
-"""tf1_awd_sparse._compat on the TensorFlow version under test (every make
+"""tf1_awd_sparse.base.compat on the TensorFlow version under test (every make
 test target: 1.13.1, 1.15.5, 2.15.1, 2.21.0), and what the library does
 when TensorFlow 2.x's v2 behaviour is left on (subprocesses running
 tests/v2_behaviour_cases.py)."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.base import compat as _compat
 from tf_versions import IS_TF2
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)),

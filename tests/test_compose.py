@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import mask_placement
+from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.quantization.export import nudged_quantization
 from variational_dropout import VariationalDropout
 from tf_versions import contrib, needs_contrib

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.awd_lm import (estimator, model, model_fn, monitored,
                                    presets, runtime)
 from local_cluster import free_ports, tf_config

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import _compat, mask_placement
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.awd_lm.cluster import mirrored_strategy
 from local_cluster import free_ports
 from tf_versions import needs_estimator

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.base import compat as _compat
 
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 

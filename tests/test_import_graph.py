@@ -1,6 +1,7 @@
-"""The library's import graph has no circle, counting imports inside
-functions too (a lazy import that closes a circle still ties two modules
-together), and building a float cell does not load the TFLite exporter."""
+"""The library's import graph goes only down its floors and has no circle,
+counting imports inside functions too (a lazy import that closes a circle
+still ties two modules together), and building a float cell does not load
+the TFLite exporter."""
 import ast
 import os
 import subprocess
@@ -94,6 +95,85 @@ def _circles(edges):
     return out
 
 
+#: The floors, bottom up: each is one folder of tf1_awd_sparse
+#: (docs/architecture.md). A module may import its own floor and those below.
+FLOORS = ("base", "ops", "transforms", "layers", "export", "awd_lm")
+
+
+def floor_of(module):
+    """The floor index of a library module, or None for the names above the
+    floors (the facades users import: ``weight_drop_lstm``,
+    ``variational_dropout``, ``sparse_layers.*``, the packages' roots and the
+    old names of moved modules)."""
+    parts = module.split(".")
+    if parts[0] == "tf1_awd_sparse" and len(parts) > 1 and parts[1] in FLOORS:
+        return FLOORS.index(parts[1])
+    return None
+
+
+def upward_edges(edges):
+    """[(module, imported)] where a floor module imports a higher floor or a
+    facade (which would tie it to everything the facade loads)."""
+    out = []
+    for module, targets in sorted(edges.items()):
+        here = floor_of(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = floor_of(target)
+            if target == "tf1_awd_sparse":
+                continue   # the empty root package every import runs
+            if there is None or there > here:
+                out.append((module, target))
+    return out
+
+
+def test_imports_only_go_down_the_floors():
+    edges = import_edges()
+    floors = {floor_of(m) for m in edges}
+    assert floors >= set(range(len(FLOORS)))   # every floor has modules
+    assert upward_edges(edges) == []
+
+
+def test_the_floor_check_finds_a_climb_and_a_facade():
+    edges = {"tf1_awd_sparse.ops.a": {"tf1_awd_sparse.layers.b"},
+             "tf1_awd_sparse.layers.b": {"tf1_awd_sparse.ops.a",
+                                         "tf1_awd_sparse.layers.c"},
+             "tf1_awd_sparse.layers.c": {"weight_drop_lstm"},
+             "weight_drop_lstm": {"tf1_awd_sparse.layers.b"}}
+    assert upward_edges(edges) == [
+        ("tf1_awd_sparse.layers.c", "weight_drop_lstm"),
+        ("tf1_awd_sparse.ops.a", "tf1_awd_sparse.layers.b")]
+
+
+def test_the_old_names_are_the_moved_modules():
+    """The facades users import are the floor modules themselves (an alias
+    in ``sys.modules``), so a patch or an isinstance check through either
+    name sees one object."""
+    import importlib
+    pairs = [("weight_drop_lstm", "tf1_awd_sparse.layers.weight_drop_lstm"),
+             ("sparse_layers.common", "tf1_awd_sparse.ops.sparse.common"),
+             ("sparse_layers.techniques",
+              "tf1_awd_sparse.transforms.techniques"),
+             ("sparse_layers.variational_dropout.nn",
+              "tf1_awd_sparse.ops.sparse.variational_dropout"),
+             ("sparse_layers.l0_regularization.rnn",
+              "tf1_awd_sparse.layers.sparse.l0_regularization.rnn"),
+             ("sparse_layers.strip", "tf1_awd_sparse.export.strip"),
+             ("tf1_awd_sparse.quantization.export",
+              "tf1_awd_sparse.export.tflite"),
+             ("tf1_awd_sparse._checks", "tf1_awd_sparse.base.checks"),
+             ("tf1_awd_sparse.magnitude_pruning",
+              "tf1_awd_sparse.transforms.magnitude_pruning")]
+    for old, new in pairs:
+        assert importlib.import_module(old) is importlib.import_module(new)
+    import variational_dropout
+    from tf1_awd_sparse.layers import dropout
+    from tf1_awd_sparse.transforms import held_mask
+    assert variational_dropout.HeldMask is held_mask.HeldMask
+    assert variational_dropout.locked_dropout is dropout.locked_dropout
+
+
 def test_no_import_circle():
     edges = import_edges()
     assert len(edges) > 40   # the walk found the library
@@ -107,8 +187,8 @@ def test_the_circle_check_finds_a_circle():
 
 
 def test_a_float_cell_does_not_load_the_exporter():
-    code = ("import sys, tf1_awd_sparse._quiet, weight_drop_lstm\n"
-            "print('tf1_awd_sparse.quantization.export' in sys.modules)")
+    code = ("import sys, tf1_awd_sparse.base._quiet, weight_drop_lstm\n"
+            "print('tf1_awd_sparse.export.tflite' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
                          stdout=subprocess.PIPE, universal_newlines=True,
                          timeout=300).stdout

@@ -19,7 +19,7 @@ from weight_drop_lstm import WeightDropLSTMCell
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook
 from test_lm_model import PARAMS, make_features
 from test_lm_script import SCRIPT, TINY, script, write_ptb
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.base import compat as _compat
 from tf_versions import needs_estimator
 
 #: The distributed command lines (same flags): the Estimator one only where

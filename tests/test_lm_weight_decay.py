@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.base import compat as _compat
 
 from tf1_awd_sparse.awd_lm import model
 from test_lm_model import PARAMS, make_features

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse._lstm_sequence import lstm_sequence
+from tf1_awd_sparse.ops.lstm_sequence import lstm_sequence
 
 T, B, D, H = 5, 3, 4, 6
 TOLERANCE = {tf.float32: 1e-5, tf.float64: 1e-12}

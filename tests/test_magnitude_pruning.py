@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse._checks import DtypeError
+from tf1_awd_sparse.base.checks import DtypeError
 from tf1_awd_sparse.magnitude_pruning import (DEFAULT_NBINS,
                                               MagnitudePruning,
                                               gradual_sparsity)
-from tf1_awd_sparse.transforms import _register_for_model_pruning
+from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 from tf_versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -498,7 +498,7 @@ def _train_lm(make_op, steps=15):
     """Trains the tiny AWD model ``steps`` steps with ``make_op``'s pruning;
     returns the masks (and their weights) by name after every step."""
     from tf1_awd_sparse.awd_lm import model
-    from tf1_awd_sparse.transforms import PRUNING_MASKS, pruned_weight_name
+    from tf1_awd_sparse.transforms.kernel import PRUNING_MASKS, pruned_weight_name
     history = []
     with tf.Graph().as_default():
         tf.set_random_seed(3)

@@ -19,7 +19,7 @@ from property_support import (DTYPES, FLAGS, Tensor, build, close, examples,
                               random_array, shapes)
 from test_quant_reference import fake_quant as np_fake_quant
 from test_quant_reference import lstm_float_step, nudge
-from tf1_awd_sparse import transforms
+from tf1_awd_sparse.transforms import kernel as transforms
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.quantization import fake_quant as fq
 from tf1_awd_sparse.quantization.export import (nudged_quantization,

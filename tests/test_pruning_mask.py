@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.transforms import PRUNING_MASKS
+from tf1_awd_sparse.transforms.kernel import PRUNING_MASKS
 from tf_versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell
 

@@ -1,4 +1,4 @@
-"""tf1_awd_sparse._quiet: exactly TensorFlow's start-up noise is silenced.
+"""tf1_awd_sparse.base._quiet: exactly TensorFlow's start-up noise is silenced.
 
 The lines below are copied from what TensorFlow 2.15.1 and 2.21.0 print
 on import on a machine without a GPU (their CUDA wheels)."""
@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from tf1_awd_sparse import _quiet
+from tf1_awd_sparse.base import _quiet
 
 TF215 = [
     "2026-12-01 10:02:49.146257: E external/local_xla/xla/stream_executor/"
@@ -78,7 +78,7 @@ def test_the_log_level_is_tensorflows_rule():
 def test_a_program_prints_only_its_own_lines(tmp_path):
     """The real import in a fresh process: nothing but the program's own
     output on stdout and stderr, on every supported version."""
-    program = ("import tf1_awd_sparse._quiet\n"
+    program = ("import tf1_awd_sparse.base._quiet\n"
                "import sys\n"
                "import tensorflow.compat.v1 as tf\n"
                "tf.disable_v2_behavior()\n"

@@ -3,7 +3,7 @@ some versions have (each skip says which and why: docs/versions.md)."""
 import pytest
 import tensorflow as _tf
 
-from tf1_awd_sparse import _compat
+from tf1_awd_sparse.base import compat as _compat
 
 IS_TF2 = _compat.IS_TF2
 

@@ -21,7 +21,7 @@ if MODE == "v2graph":
 elif MODE == "eager" and not tf.executing_eagerly():
     tf.enable_eager_execution()   # TF 1.x: only before anything else
 
-import tf1_awd_sparse._quiet  # noqa: F401,E402
+import tf1_awd_sparse.base._quiet  # noqa: F401,E402
 import numpy as np  # noqa: E402
 
 import variational_dropout as vd  # noqa: E402

@@ -6,7 +6,7 @@ that installing the library adds no generic top-level names:
 
 * :mod:`tf1_awd_sparse.quantization` - quantization-aware training of the
   LSTM cell and TFLite export.
-* :mod:`tf1_awd_sparse.mask_placement` - where dropout-mask variables live
+* :mod:`tf1_awd_sparse.ops.mask_placement` - where dropout-mask variables live
   (per process, never on a ps, never in a checkpoint).
 * :mod:`tf1_awd_sparse.awd_lm` - the AWD-LSTM language model.
 """

@@ -6,9 +6,9 @@ from __future__ import absolute_import, division, print_function
 
 import time
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse._checks import check_positive_int, check_real
+from tf1_awd_sparse.base.checks import check_positive_int, check_real
 
 __all__ = ["ClusterBarrierHook", "mirrored_strategy"]
 

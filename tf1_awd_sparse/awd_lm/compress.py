@@ -37,10 +37,10 @@ import math
 import os
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
-from sparse_layers import strip as sparse_strip
-from tf1_awd_sparse import transforms
+from tf1_awd_sparse.export import strip as sparse_strip
+from tf1_awd_sparse.transforms import kernel as transforms
 from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, presets,
                                    records, train)
 

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse.base.checks import check_positive_int
 
 EOS = "<eos>"
 UNK = "<unk>"

@@ -42,14 +42,15 @@ import signal
 import sys
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
-    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+    import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse._compat import tf  # noqa: E402
+from tf1_awd_sparse.base.compat import tf  # noqa: F401
 from tensorflow.python.util import deprecation
 
-from tf1_awd_sparse import _cli, _compat
-from tf1_awd_sparse._checks import (check_nonnegative_int, check_positive_int,
-                                    check_real)
+from tf1_awd_sparse.base import _cli
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checks import (
+    check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.awd_lm import model, presets, runtime
 # The pieces, under the names this module has always exported.
 from tf1_awd_sparse.awd_lm.cluster import (  # noqa: F401

@@ -21,12 +21,12 @@ import os
 import time
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse import _compat
-from tf1_awd_sparse._checks import check_id_array, check_positive_int
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm import data, model, runtime
-from tf1_awd_sparse.quantization import export as qexport
+from tf1_awd_sparse.export import tflite as qexport
 
 __all__ = ["export_lm", "LMRunner", "tflite_perplexity", "weight_shapes",
            "weight_sparsity_of_tflite"]

@@ -11,16 +11,16 @@ the same words. Bad paths or flags: exit status 2 and one line.
 import sys
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
-    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+    import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse import _cli  # noqa: E402
+from tf1_awd_sparse.base import _cli  # noqa: F401
 
 
 
 def parse_args(argv):
     """The flags, checked (one line, exit 2, on a bad one)."""
-    from tf1_awd_sparse._checks import (check_nonnegative_int,
-                                        check_positive_int, check_real)
+    from tf1_awd_sparse.base.checks import (
+        check_nonnegative_int, check_positive_int, check_real)
     parser = _cli.ArgumentParser(
         prog="python -m tf1_awd_sparse.awd_lm.generate",
         description="Continue a prompt with a trained language model.")
@@ -43,7 +43,7 @@ def parse_args(argv):
 def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     args = parse_args(argv)
-    from tf1_awd_sparse import _compat
+    from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
     from tf1_awd_sparse.awd_lm import lm
     try:

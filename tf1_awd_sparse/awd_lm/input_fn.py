@@ -3,9 +3,9 @@ of a token stream, a disjoint share per worker."""
 from __future__ import absolute_import, division, print_function
 
 import numpy as np
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.awd_lm import data
 
 __all__ = ["bptt_batches", "make_input_fn"]

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from tf1_awd_sparse._checks import check_positive_int, check_real
+from tf1_awd_sparse.base.checks import check_positive_int, check_real
 from tf1_awd_sparse.awd_lm import data, lm_backends, modeldir
 from tf1_awd_sparse.awd_lm.lm_backends import LMState  # noqa: F401 (public)
 

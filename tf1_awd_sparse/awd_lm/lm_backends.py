@@ -11,10 +11,10 @@ dequantized here, never shown to the caller).
 """
 import numpy as np
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm import model, runtime
-from tf1_awd_sparse.quantization import export as qexport
+from tf1_awd_sparse.export import tflite as qexport
 
 
 class LMState(object):

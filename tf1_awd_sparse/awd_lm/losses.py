@@ -8,10 +8,10 @@ length, batch size or width.  A penalty over no entry at all (zero steps,
 a zero-size batch, all lengths 0, or TAR over one step) is 0, never the
 NaN of an empty mean: there is no activation to penalize.
 """
-from tf1_awd_sparse._compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from tf1_awd_sparse._checks import check_tensor, in_xla_context, \
-    with_assertions
+from tf1_awd_sparse.base.checks import (
+    check_tensor, in_xla_context, with_assertions)
 
 
 def _step_mask(lengths, max_time, dtype):

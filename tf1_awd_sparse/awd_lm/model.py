@@ -10,22 +10,22 @@ clipped-gradient NT-ASGD / SGD step.
 """
 import collections
 
-from tf1_awd_sparse import _compat
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.compat import tf
 
-import variational_dropout
-import weight_drop_lstm
-from tf1_awd_sparse import mask_placement
-from sparse_layers import losses as sparse_losses
-from sparse_layers import report as sparse_report
-from sparse_layers import techniques
-from tf1_awd_sparse import magnitude_pruning, transforms
-from tf1_awd_sparse._checks import (check_choice, check_tensor,
-                                    check_training, in_xla_context,
-                                    smart_cond)
+from tf1_awd_sparse.layers import dropout
+from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
+from tf1_awd_sparse.ops import mask_placement
+from tf1_awd_sparse.layers.sparse import losses as sparse_losses
+from tf1_awd_sparse.layers.sparse import report as sparse_report
+from tf1_awd_sparse.transforms import techniques
+from tf1_awd_sparse.transforms import magnitude_pruning
+from tf1_awd_sparse.transforms import kernel as transforms
+from tf1_awd_sparse.base.checks import (
+    check_choice, check_tensor, check_training, in_xla_context, smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.ops import fake_quant as fq
-from tf1_awd_sparse.quantization.export import relative_variable_names
+from tf1_awd_sparse.export.tflite import relative_variable_names
 
 MODELS = ("awd", "plain")
 
@@ -330,7 +330,7 @@ def _embed(inputs, training, params, awd):
             lambda: technique.nn.embedding_lookup_train(pair, inputs),
             lambda: technique.nn.embedding_lookup_eval(pair, inputs))
     elif awd and params.get("dropoute", 0.0) > 0:
-        x = variational_dropout.embedding_dropout(
+        x = dropout.embedding_dropout(
             table, inputs, 1.0 - params["dropoute"], training=training)
     else:
         x = tf.nn.embedding_lookup(table, inputs)
@@ -583,7 +583,7 @@ def _locked(x, keep, training):
     """Locked (variational) dropout over time, skipped when keep is 1."""
     if keep >= 1.0:
         return x
-    return variational_dropout.locked_dropout(x, keep, training=training,
+    return dropout.locked_dropout(x, keep, training=training,
                                               time_axis=1)
 
 

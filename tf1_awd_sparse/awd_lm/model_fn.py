@@ -4,10 +4,10 @@ for `awd_lm.monitored` too), and a hook that resamples dropout-mask
 variables on a schedule of one's own."""
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse import _compat
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse._checks import check_positive_int
+from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.awd_lm import model
 
 __all__ = ["MASK_UPDATE_OPS", "model_fn", "train_step", "eval_xent",

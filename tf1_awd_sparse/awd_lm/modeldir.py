@@ -210,7 +210,7 @@ def write_tflite_sidecar(tflite_path, params, vocab, produced):
     Returns:
       the sidecar's path.
     """
-    from tf1_awd_sparse._compat import tf
+    from tf1_awd_sparse.base.compat import tf
     interpreter = tf.lite.Interpreter(model_path=tflite_path)
     inputs = [_tensor_entry(d) for d in interpreter.get_input_details()]
     outputs = [_tensor_entry(d) for d in interpreter.get_output_details()]

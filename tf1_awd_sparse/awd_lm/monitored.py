@@ -37,11 +37,11 @@ import sys
 import time
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
-    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+    import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse import _cli  # noqa: E402
-from tf1_awd_sparse._checks import check_positive_int
-from tf1_awd_sparse._compat import nest, tf
+from tf1_awd_sparse.base import _cli  # noqa: F401
+from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.compat import nest, tf
 from tensorflow.python.util import deprecation
 from tf1_awd_sparse.awd_lm import estimator, presets, runtime, train
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy

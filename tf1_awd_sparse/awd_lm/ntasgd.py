@@ -9,7 +9,7 @@ the best model use the averaged weights.
 """
 import contextlib
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
 
 def nonmonotone_trigger(history, loss, nonmono=5):

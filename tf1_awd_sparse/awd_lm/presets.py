@@ -9,9 +9,9 @@ validates one parameter given as text (a command-line flag or a
 import difflib
 import functools
 
-from tf1_awd_sparse._checks import (check_bool, check_choice,
-                                    check_nonnegative_int, check_num_bits,
-                                    check_positive_int, check_real)
+from tf1_awd_sparse.base.checks import (
+    check_bool, check_choice, check_nonnegative_int, check_num_bits,
+    check_positive_int, check_real)
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
@@ -157,7 +157,7 @@ def _choice(choices):
 def _sparsity(value, name):
     # The cell owns the list of techniques; imported here so that reading
     # the presets does not build the cell module.
-    import weight_drop_lstm
+    from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
     return check_choice(value, weight_drop_lstm.SPARSITY_CHOICES, name)
 
 

@@ -55,7 +55,7 @@ def end_lines(summary):
     lines = []
     if summary.get("sparsity_report"):
         # Imported here: the report module builds on TensorFlow.
-        from sparse_layers import report as sparse_report
+        from tf1_awd_sparse.layers.sparse import report as sparse_report
         lines.append("%s sparsity of the best checkpoint:\n%s" % (
             summary["model"],
             sparse_report.format_report(summary["sparsity_report"])))

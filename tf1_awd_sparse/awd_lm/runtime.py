@@ -3,9 +3,9 @@ distributed command lines `awd_lm.estimator` and `awd_lm.monitored`) set
 up the same way: the corpus and the session configuration."""
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse._checks import check_nonnegative_int
+from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import data, synthetic
 
 __all__ = ["load_corpus", "check_corpus", "session_config", "BATCH_KEYS"]

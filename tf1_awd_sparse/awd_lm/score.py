@@ -18,9 +18,9 @@ paths or flags: exit status 2 and one line.
 import sys
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
-    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+    import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse import _cli  # noqa: E402
+from tf1_awd_sparse.base import _cli  # noqa: F401
 
 
 #: Lines from which the progress bar shows.
@@ -95,7 +95,7 @@ def main(argv=None):
     import collections
     args = parse_args(argv)
     lines = _read_lines(args.files)
-    from tf1_awd_sparse import _compat
+    from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
     from tf1_awd_sparse.awd_lm import lm, train
     try:

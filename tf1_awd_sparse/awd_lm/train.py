@@ -24,10 +24,10 @@ import sys
 import time
 
 import numpy as np
-from tf1_awd_sparse._compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from tf1_awd_sparse import mask_placement
-from tf1_awd_sparse._checks import check_nonnegative_int
+from tf1_awd_sparse.ops import mask_placement
+from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import (data, model, modeldir, presets, records,
                                    runtime)
 

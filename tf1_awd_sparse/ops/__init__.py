@@ -1,8 +1,7 @@
-"""The stateless building blocks under the cells: fake quantization
-(``fake_quant``) and the fake-quantized LSTM step (``quantized_lstm``).
-
-This package imports only ``tf1_awd_sparse._compat``, ``_checks`` and
-``mask_placement``; the cells import it, and the exporter
-(``tf1_awd_sparse.quantization``) sits above the cells. The old names
-``tf1_awd_sparse.quantization.fake_quant`` / ``.lstm`` are the same modules.
-"""
+"""Floor 1: the stateless math under the cells - fake quantization
+(:mod:`.fake_quant`), the fake-quantized LSTM step (:mod:`.quantized_lstm`),
+the whole-sequence LSTM recurrence and its gradient (:mod:`.lstm_sequence`),
+where a graph's per-run ops are placed (:mod:`.mask_placement`) and the
+sparse techniques' formulas and op pairs (:mod:`.sparse`). Imports floor 0
+only. The old names ``tf1_awd_sparse.quantization.fake_quant`` / ``.lstm``
+are the same modules as ``fake_quant`` / ``quantized_lstm``."""

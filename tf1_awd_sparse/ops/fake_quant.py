@@ -21,10 +21,10 @@ a ref variable read through ``tf.identity`` aliases the variable's memory, so
 assignments made while a loop runs would change a "frozen" range between
 time steps.
 """
-from tf1_awd_sparse._compat import TENSOR_TYPES, tf
+from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 
-from tf1_awd_sparse import _checks
-from tf1_awd_sparse._checks import smart_cond
+from tf1_awd_sparse.base import checks as _checks
+from tf1_awd_sparse.base.checks import smart_cond
 
 # Width given to a range that collapsed to a point: a [0, 0] range has a zero
 # quantization scale, which TOCO rejects ("quantization scale ... is 0").
@@ -94,7 +94,7 @@ def range_variable_creator(add_variable):
     ``add_variable`` (a layer's ``add_weight`` or ``tf.get_variable``,
     given also the keyword arguments of :func:`variable_sync`) and listed in
     ``mask_placement.QUANT_VARIABLES``."""
-    from tf1_awd_sparse import mask_placement
+    from tf1_awd_sparse.ops import mask_placement
 
     def add(name, shape, init):
         variable = add_variable(name, shape=shape, initializer=init,

@@ -29,11 +29,11 @@ The forget bias is folded into the ``f`` block of the bias (so TFLite sees a
 single FullyConnected), and clips are realized by bounding the ``state`` /
 ``output`` ranges to the clip value (the fake-quant saturates there).
 """
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse._checks import (check_choice, check_nonnegative_int,
-                                    check_num_bits, check_training,
-                                    smart_cond)
+from tf1_awd_sparse.base.checks import (
+    check_choice, check_nonnegative_int, check_num_bits, check_training,
+    smart_cond)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 QUANT_ACTIVATIONS = ("standard", "hard")

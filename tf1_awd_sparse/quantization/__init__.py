@@ -11,7 +11,6 @@ The two building blocks live one floor down, below the cells, in
   ``is_quant=True``.
 * :mod:`quantization.export` - :func:`export_tflite` and :class:`TFLiteRunner`.
 """
-from tf1_awd_sparse.quantization.export import (  # noqa: F401
-    TFLiteRunner, export_tflite, unroll)
+from tf1_awd_sparse.export.tflite import TFLiteRunner, export_tflite, unroll  # noqa: F401
 from tf1_awd_sparse.ops.quantized_lstm import (  # noqa: F401
     LSTMQuantizer, QUANT_ACTIVATIONS)

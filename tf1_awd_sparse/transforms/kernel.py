@@ -25,18 +25,21 @@ from __future__ import absolute_import, division, print_function
 
 import copy as copy_module
 
-from tf1_awd_sparse._compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from sparse_layers import techniques
-from tf1_awd_sparse.magnitude_pruning import PRUNING_COLLECTIONS
-from tf1_awd_sparse._checks import (check_bool, check_keep_prob, check_choice,
-                                    check_int, derived_seed, smart_cond)
-from variational_dropout import (HeldMask, apply_mask, bernoulli_mask,
-                                 scaled_mask)
+from tf1_awd_sparse.transforms import techniques
+from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
+from tf1_awd_sparse.base.checks import (
+    check_bool, check_keep_prob, check_choice, check_int, derived_seed,
+    smart_cond)
+from tf1_awd_sparse.transforms.held_mask import (
+    HeldMask, apply_mask, bernoulli_mask, scaled_mask)
 
 __all__ = ["KernelTransform", "SparseWeights", "PruningMask", "DropConnect",
            "WeightFakeQuant", "SPARSITY_CHOICES", "sparsity_technique",
-           "PRUNING_MASKS", "from_config", "serialize",
+           "PRUNING_MASKS", "from_config", "serialize", "ORDER",
+           "FLAG_DEFAULTS", "transforms_from_flags", "flags_of",
+           "clashing_flags",
            "pruning_variable_names", "pruned_weight_name"]
 
 #: Accepted values of the ``sparsity`` argument of the cells.
@@ -67,7 +70,31 @@ class KernelTransform(object):
 
     #: Short name, used in name scopes and configs.
     name = "transform"
+    #: The cell constructor's convenience arguments that make this transform
+    #: and their defaults (``{}``: given only through ``kernel_transforms``).
+    FLAGS = {}
+    #: Whether ``WeightDropLSTM``'s whole-sequence recurrence can run a cell
+    #: with this transform (it sees only the per-run kernel, so a transform
+    #: that changes the step itself must say False).
+    sequence_ok = True
     _built = False
+
+    @classmethod
+    def from_flags(cls, flags, seed=None,
+                   updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
+        """The transform a cell's convenience arguments ask for, or None.
+
+        Args:
+          flags: dict with (at least) every key of :data:`FLAGS`.
+          seed, updates_collection: the cell's options of those names.
+        """
+        del flags, seed, updates_collection
+        return None
+
+    def flags(self):
+        """The values of :data:`FLAGS` that make this transform (the
+        inverse of :meth:`from_flags`; what a cell's config reports)."""
+        return {}
 
     def copy(self):
         """An unbuilt copy with the same configuration.
@@ -154,6 +181,18 @@ class SparseWeights(KernelTransform):
     """
 
     name = "sparse_weights"
+    FLAGS = {"sparsity": None}
+
+    @classmethod
+    def from_flags(cls, flags, seed=None,
+                   updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
+        """``SparseWeights(sparsity)`` unless ``sparsity`` is None."""
+        sparsity = flags["sparsity"]
+        return None if sparsity is None else cls(sparsity)
+
+    def flags(self):
+        """``{'sparsity': ...}``."""
+        return {"sparsity": self.sparsity}
 
     def __init__(self, sparsity):
         self.sparsity = sparsity
@@ -207,6 +246,22 @@ class PruningMask(KernelTransform):
     name = "pruning_mask"
     MASK_NAME = "pruning_mask"
     THRESHOLD_NAME = "pruning_threshold"
+    FLAGS = {"pruning_mask": False}
+
+    @classmethod
+    def from_flags(cls, flags, seed=None,
+                   updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
+        """``PruningMask()`` when ``pruning_mask`` is True.
+
+        Raises:
+          ValueError: ``pruning_mask`` is not a bool.
+        """
+        return cls() if check_bool(flags["pruning_mask"],
+                                   "pruning_mask") else None
+
+    def flags(self):
+        """``{'pruning_mask': True}``."""
+        return {"pruning_mask": True}
 
     def __init__(self):
         self.mask = self.threshold = None
@@ -296,11 +351,40 @@ class DropConnect(KernelTransform):
 
     name = "drop_connect"
     MASK_NAME = "weight_drop_mask"
+    FLAGS = {"weight_drop_kr": 1.0, "use_vd": False,
+             "drop_input_weights": False}
+    # The cell's names of the constructor's arguments, for its errors.
+    _FLAG_NAMES = {"keep_prob": "weight_drop_kr", "held": "use_vd"}
+
+    @classmethod
+    def from_flags(cls, flags, seed=None,
+                   updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
+        """``DropConnect(weight_drop_kr, held=use_vd, ...)`` when
+        ``weight_drop_kr < 1`` (the flags are checked, under their names,
+        either way).
+
+        Raises:
+          ValueError: a bad ``weight_drop_kr``, ``use_vd`` or
+            ``drop_input_weights``.
+        """
+        drop = cls(flags["weight_drop_kr"], held=flags["use_vd"],
+                   drop_input_weights=flags["drop_input_weights"], seed=seed,
+                   updates_collection=updates_collection,
+                   _names=cls._FLAG_NAMES)
+        return drop if drop.keep_prob < 1.0 else None
+
+    def flags(self):
+        """``weight_drop_kr``, ``use_vd``, ``drop_input_weights``."""
+        return {"weight_drop_kr": self.keep_prob, "use_vd": self.held,
+                "drop_input_weights": self.drop_input_weights}
 
     def __init__(self, keep_prob, held=False, drop_input_weights=False,
-                 seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
-        self.keep_prob = check_keep_prob(keep_prob, "keep_prob")
-        self.held = check_bool(held, "held")
+                 seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS,
+                 _names=None):
+        names = _names or {}
+        self.keep_prob = check_keep_prob(
+            keep_prob, names.get("keep_prob", "keep_prob"))
+        self.held = check_bool(held, names.get("held", "held"))
         self.drop_input_weights = check_bool(drop_input_weights,
                                              "drop_input_weights")
         self.seed = check_int(seed, "seed", allow_none=True)
@@ -400,6 +484,8 @@ class WeightFakeQuant(KernelTransform):
     ``quant_delay``)."""
 
     name = "weight_fake_quant"
+    # The quantized step is the cell's own, which the sequence layer lacks.
+    sequence_ok = False
 
     def __init__(self, quantizer):
         self.quantizer = quantizer
@@ -413,8 +499,61 @@ class WeightFakeQuant(KernelTransform):
         return {}
 
 
-_CLASSES = {cls.__name__: cls for cls in (SparseWeights, PruningMask,
-                                          DropConnect)}
+#: The library's transforms in the order a cell applies them. This tuple is
+#: the one place a new transform is added: the cell's flags, its config,
+#: ``from_config`` and the sequence layer's fast path all read it.
+ORDER = (SparseWeights, PruningMask, DropConnect)
+
+#: Every convenience flag of the cell that makes a transform, with its
+#: default (the cell's signature has the same defaults; a test checks).
+FLAG_DEFAULTS = {}
+for _cls in ORDER:
+    FLAG_DEFAULTS.update(_cls.FLAGS)
+del _cls
+
+_CLASSES = {cls.__name__: cls for cls in ORDER}
+
+
+def transforms_from_flags(flags, seed=None,
+                          updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
+    """The transforms a cell's convenience arguments make, in :data:`ORDER`.
+
+    Args:
+      flags: dict of some keys of :data:`FLAG_DEFAULTS` (the rest default).
+      seed, updates_collection: the cell's options.
+
+    Returns:
+      A list of unbuilt transforms (empty when every flag is its default).
+
+    Raises:
+      ValueError: a bad flag value (named), or an unknown flag.
+    """
+    unknown = sorted(set(flags) - set(FLAG_DEFAULTS))
+    if unknown:
+        raise ValueError("unknown kernel transform flags %s; known: %s"
+                         % (unknown, sorted(FLAG_DEFAULTS)))
+    full = dict(FLAG_DEFAULTS, **flags)
+    made = [cls.from_flags(full, seed=seed,
+                           updates_collection=updates_collection)
+            for cls in ORDER]
+    return [transform for transform in made if transform is not None]
+
+
+def flags_of(transforms):
+    """The convenience flags that describe ``transforms`` (defaults for the
+    flags none of them sets): what a cell's ``get_config`` reports beside
+    its ``kernel_transforms`` record."""
+    flags = dict(FLAG_DEFAULTS)
+    for transform in transforms:
+        flags.update(transform.flags())
+    return flags
+
+
+def clashing_flags(flags):
+    """The flags in ``flags`` that differ from their defaults: given together
+    with a ``kernel_transforms`` list, they would make transforms too."""
+    return sorted(key for key, value in flags.items()
+                  if key in FLAG_DEFAULTS and value != FLAG_DEFAULTS[key])
 
 
 def from_config(config):

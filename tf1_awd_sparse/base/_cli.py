@@ -3,7 +3,7 @@ and one line on stderr naming the flag (or the file), never a traceback.
 
 argparse's own ``error`` prints the whole usage first (several lines); this
 parser prints only ``error: <what>``. Flag values are checked after parsing
-with the library's argument checks (`tf1_awd_sparse._checks`, or the
+with the library's argument checks (`tf1_awd_sparse.base.checks`, or the
 language model's parameter table), each given the flag's name.
 """
 from __future__ import absolute_import, division, print_function

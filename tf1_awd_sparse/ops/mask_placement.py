@@ -36,11 +36,11 @@ from __future__ import absolute_import, division, print_function
 
 import contextlib
 
-from tf1_awd_sparse import _compat
-from tf1_awd_sparse._compat import tf
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.compat import tf
 from tensorflow.python.ops import gen_resource_variable_ops
 
-from tf1_awd_sparse._checks import check_graph
+from tf1_awd_sparse.base.checks import check_graph
 
 __all__ = ["MASK_VARIABLES", "QUANT_VARIABLES", "mask_variable_scope",
            "mask_variables", "restorable_variables", "quant_variables",

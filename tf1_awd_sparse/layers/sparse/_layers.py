@@ -5,13 +5,13 @@ The technique-specific modules (`variational_dropout.layers`,
 entry (auxiliary variable, its default initializer, ops, option names) and
 spell out their options as constructor arguments.
 """
-from tf1_awd_sparse._compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from sparse_layers import layer_utils
-from sparse_layers import techniques
-from tf1_awd_sparse import _compat
-from tf1_awd_sparse._checks import (check_dim, check_positive_int,
-                                    check_sparse_options, check_tensor)
+from tf1_awd_sparse.ops.sparse import layer_utils
+from tf1_awd_sparse.transforms import techniques
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checks import (
+    check_dim, check_positive_int, check_sparse_options, check_tensor)
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}

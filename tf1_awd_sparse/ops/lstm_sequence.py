@@ -33,14 +33,13 @@ Second derivatives are not supported (the loops are built with
 from __future__ import absolute_import, division, print_function
 
 
-from tf1_awd_sparse._compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import dimension_value, tf
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops
 
-from tf1_awd_sparse._checks import (DtypeError, check_bool,
-                                    check_positive_int, check_real,
-                                    check_tensor)
+from tf1_awd_sparse.base.checks import (
+    DtypeError, check_bool, check_positive_int, check_real, check_tensor)
 
 __all__ = ["lstm_sequence"]
 
@@ -139,6 +138,25 @@ def _merged_dimension(what, named_sizes):
     return tf.Dimension(known.pop() if known else None)
 
 
+def _with_gradient(carried, parallel_iterations, swap_memory):
+    """Passes the forward results, the saved activations and the inputs
+    through one ``IdentityN`` whose registered gradient is the hand-written
+    backward loop; returns its first three outputs (outputs, final c, final
+    h)."""
+    with tf.get_default_graph().gradient_override_map(
+            {"IdentityN": _GRADIENT_OP_TYPE}):
+        carried = tf.identity_n(carried)
+    # The gradient's loop settings travel with the op (NodeDef attrs
+    # survive MetaGraph export / import; a closure would not).
+    # pylint: disable=protected-access
+    carried[0].op._set_attr(_PARALLEL_ITERATIONS_ATTR,
+                            attr_value_pb2.AttrValue(i=parallel_iterations))
+    carried[0].op._set_attr(_SWAP_MEMORY_ATTR,
+                            attr_value_pb2.AttrValue(b=swap_memory))
+    # pylint: enable=protected-access
+    return carried[:3]
+
+
 def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
                   sequence_length=None, forget_bias=1.0,
                   parallel_iterations=1, swap_memory=False, name=None):
@@ -155,10 +173,9 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
     ``tf.nn.dynamic_rnn(time_major=True)`` when ``projected_inputs[t] =
     x_t @ kernel[:D] + bias`` and ``recurrent_kernel = kernel[D:]``.
 
-    The gradient (w.r.t. ``projected_inputs``, ``recurrent_kernel``,
-    ``initial_c`` and ``initial_h``) is a registered hand-written one (see
-    the module docstring); it equals autodiff through ``LSTMCell`` up to
-    float rounding. ``sequence_length`` gets no gradient.
+    The gradient (w.r.t. all but ``sequence_length``) is a registered
+    hand-written one (module docstring), equal to autodiff through
+    ``LSTMCell`` up to float rounding.
 
     Args:
       projected_inputs: float32 or float64 tensor ``[T, B, 4H]``, the input
@@ -175,10 +192,9 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
         (the initial state for a zero length). The loop stops after
         ``max(sequence_length)`` steps (at least one, at most T).
       forget_bias: Python float added to the forget gate pre-activation.
-      parallel_iterations: ``tf.while_loop``'s parallel_iterations for the
-        forward and the backward loop. Each step depends on the previous
-        one: 32 measured the same or up to 3 % slower than 1 on 2 cores.
-      swap_memory: ``tf.while_loop``'s swap_memory (GPU only).
+      parallel_iterations, swap_memory: ``tf.while_loop``'s, for the forward
+        and the backward loop (each step depends on the previous one: 32
+        measured the same as 1, or up to 3 % slower, on 2 cores).
       name: name scope of the ops.
 
     Returns:
@@ -211,27 +227,12 @@ def lstm_sequence(projected_inputs, recurrent_kernel, initial_c, initial_h,
             inputs, kernel, c0, h0, length, float(forget_bias), num_steps,
             tf.TensorShape([batch, units]), parallel_iterations,
             swap_memory)
-        if length is not None:
-            # The gradient covers the steps the loop ran; this slice's own
-            # gradient pads it with zeros back to T.
-            inputs = inputs[:num_steps]
-        carried = ([outputs, final_c, final_h] + saved
-                   + [inputs, kernel, c0, h0])
-        if length is not None:
-            carried.append(length)
-        with tf.get_default_graph().gradient_override_map(
-                {"IdentityN": _GRADIENT_OP_TYPE}):
-            carried = tf.identity_n(carried)
-        # The gradient's loop settings travel with the op (NodeDef attrs
-        # survive MetaGraph export / import; a closure would not).
-        # pylint: disable=protected-access
-        carried[0].op._set_attr(_PARALLEL_ITERATIONS_ATTR,
-                                attr_value_pb2.AttrValue(
-                                    i=parallel_iterations))
-        carried[0].op._set_attr(_SWAP_MEMORY_ATTR,
-                                attr_value_pb2.AttrValue(b=swap_memory))
-        # pylint: enable=protected-access
-        outputs, final_c, final_h = carried[:3]
+        if length is not None:   # the gradient of the steps that ran
+            inputs = inputs[:num_steps]   # (the slice pads it back to T)
+        outputs, final_c, final_h = _with_gradient(
+            [outputs, final_c, final_h] + saved + [inputs, kernel, c0, h0]
+            + ([] if length is None else [length]),
+            parallel_iterations, swap_memory)
         if length is not None:
             outputs = _pad_time(outputs, total_steps)
         outputs.set_shape(tf.TensorShape([time, batch, units]))

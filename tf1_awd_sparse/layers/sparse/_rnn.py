@@ -7,13 +7,13 @@ noise or gate sample lazily, at the cell's first call, under
 `tf.while_loop` context of `dynamic_rnn`, so the sample is made once per
 `session.run` and the same value is used at every time step.
 """
-from tf1_awd_sparse._compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from sparse_layers import layer_utils
-from tf1_awd_sparse import _compat
-from tf1_awd_sparse._checks import (ParamsError, check_positive_int,
-                                    check_real, check_sparse_options,
-                                    check_tensor)
+from tf1_awd_sparse.ops.sparse import layer_utils
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checks import (
+    ParamsError, check_positive_int, check_real, check_sparse_options,
+    check_tensor)
 
 
 RNN_CELL_DOC = """

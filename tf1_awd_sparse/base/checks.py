@@ -1,0 +1,825 @@
+"""The library's argument checks and train/eval control flow, written once.
+
+Every public class and function of the library validates its arguments
+with these helpers, so an error always names the argument, what was
+expected and what was given, and the same kind of argument is checked the
+same way everywhere.
+
+The training flag, one rule for the whole library: a Python bool or a
+scalar ``tf.bool`` tensor (e.g. ``tf.placeholder_with_default(True, [])``,
+so that one graph trains and evaluates); ``None`` means True. Training is
+the default everywhere (cells, layers, dropout functions), as in the
+AWD-LSTM port the library replaces: pass False, or feed False, to evaluate.
+"""
+from __future__ import absolute_import, division, print_function
+
+import math
+import numbers
+
+import numpy as np
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
+from tensorflow.python.framework import smart_cond as _smart_cond
+from tensorflow.python.ops import control_flow_util
+
+__all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
+           "check_training", "smart_cond", "check_positive_int",
+           "check_nonnegative_int", "check_int", "check_real",
+           "check_keep_prob", "check_num_bits", "check_interval",
+           "check_graph", "check_bool", "check_choice", "check_tensor",
+           "check_shape", "check_float_dtype", "check_dim", "check_ids",
+           "check_id_array", "check_sparse_options", "check_checkpoint",
+           "CheckpointReader",
+           "in_xla_context", "with_assertions",
+           "derived_seed", "outer_control_inputs", "once_per_run"]
+
+
+class TrainingFlagError(TypeError, ValueError):
+    """A training flag that is neither a Python bool nor a scalar bool
+    tensor. Both a TypeError (``tf.layers``' convention for call arguments)
+    and a ValueError (``tf.nn.rnn_cell``'s for constructor arguments), so
+    code written against either convention catches it."""
+
+
+class DtypeError(TypeError, ValueError):
+    """A tensor argument of the wrong dtype (or not a tensor at all). A
+    TypeError (TensorFlow's convention for dtypes) and a ValueError (what
+    some functions of the library raised for it before), so code written
+    against either catches it."""
+
+
+class ParamsError(ValueError, RuntimeError):
+    """A malformed parameter pair ``(theta, aux)`` of the sparse ops, cells
+    and layers (not a 2-tuple, shapes or dtypes that differ, a wrong rank).
+    A ValueError like every other bad argument of the library, and a
+    RuntimeError for code written against the releases that raised one."""
+
+
+def check_training(training, arg_name="training"):
+    """Validates a train/eval flag (see the module docstring for the rule).
+
+    Args:
+      training: None, a Python (or numpy) bool, or a scalar ``tf.bool``
+        tensor / variable.
+      arg_name: the argument's name, for the error message.
+
+    Returns:
+      A Python bool, the bool tensor unchanged, or a variable's value as a
+      tensor (TensorFlow 2.x's ``smart_cond`` and ``tf.cond`` take no
+      resource variable as the predicate). A tensor of unknown static rank
+      comes back through an assertion that it is a scalar when the graph
+      runs (``tf.cond`` would fail with "The second input must be a
+      scalar", naming no argument).
+
+    Raises:
+      TrainingFlagError: any other type, a non-bool tensor, or a tensor
+        whose static rank is not 0.
+    """
+    if training is None:
+        return True
+    if isinstance(training, (bool, np.bool_)):
+        return bool(training)
+    if isinstance(training, TENSOR_TYPES):
+        if training.dtype.base_dtype != tf.bool:
+            raise TrainingFlagError(
+                "%s must be a Python bool or a scalar tf.bool tensor, got a "
+                "%s tensor" % (arg_name, training.dtype.base_dtype.name))
+        if training.shape.ndims not in (None, 0):
+            raise TrainingFlagError("%s must be a scalar, got shape %s"
+                                    % (arg_name, training.shape))
+        training = tf.convert_to_tensor(training)
+        if training.shape.ndims is None:
+            training = _scalar_at_run_time(training, arg_name)
+        return training
+    raise TrainingFlagError("%s must be a Python bool or a scalar tf.bool "
+                            "tensor, got %r" % (arg_name, training))
+
+
+def _scalar_at_run_time(flag, arg_name):
+    """``flag`` (a bool tensor of unknown rank) through an assertion that it
+    is a scalar when the graph runs."""
+    with tf.name_scope("%s_is_scalar" % arg_name):
+        check = tf.debugging.assert_rank(
+            flag, 0, message="%s must be a scalar bool (shape []), fed a "
+            "tensor of another rank" % arg_name)
+        # A reshape, not an identity: grappler's constant folding forwards
+        # an identity's input to tf.cond's Switch, whose own check ("The
+        # second input must be a scalar") then fails first.
+        with tf.control_dependencies([check]):
+            return tf.reshape(flag, [])
+
+
+def smart_cond(pred, true_fn, false_fn, name=None):
+    """``true_fn()`` or ``false_fn()``: chosen in Python when ``pred`` is a
+    bool or a constant tensor (only that branch is built), else a
+    ``tf.cond`` (one graph serves both).
+
+    Args:
+      pred: Python bool or scalar bool tensor.
+      true_fn, false_fn: callables returning matching structures.
+      name: optional name scope of the cond.
+
+    Returns:
+      The selected callable's result.
+
+    Raises:
+      TypeError: ``pred`` is neither a bool nor a bool tensor (None
+        included: public entry points resolve a None flag with
+        `check_training` before they get here).
+    """
+    if not isinstance(pred, (bool, np.bool_) + TENSOR_TYPES) or (
+            not isinstance(pred, (bool, np.bool_))
+            and pred.dtype.base_dtype != tf.bool):
+        raise TypeError("smart_cond: pred must be a bool or a bool tensor, "
+                        "got %r" % (pred,))
+    if isinstance(pred, np.bool_):
+        pred = bool(pred)
+    elif not isinstance(pred, bool):
+        # A variable's value (2.x's smart_cond refuses a ResourceVariable).
+        pred = tf.convert_to_tensor(pred)
+    return _smart_cond.smart_cond(pred, true_fn, false_fn, name=name)
+
+
+def check_positive_int(value, arg_name, allow_none=False):
+    """Validates a positive integer (Python or numpy int, not a bool).
+
+    Args:
+      value: the value given.
+      arg_name: the argument's name, for the error message.
+      allow_none: accept None (returned as None).
+
+    Returns:
+      ``value`` as a Python int (or None).
+
+    Raises:
+      ValueError: anything else, e.g. 0, -1, 2.5, True or '3'.
+    """
+    return _check_int(value, arg_name, 1, "a positive int", allow_none)
+
+
+def check_nonnegative_int(value, arg_name, allow_none=False):
+    """Validates an integer >= 0 (Python or numpy int, not a bool), e.g. a
+    thread count where 0 means "the runtime's choice".
+
+    Returns:
+      ``value`` as a Python int (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else, e.g. -1, 2.5, True or '3'.
+    """
+    return _check_int(value, arg_name, 0, "an int >= 0", allow_none)
+
+
+def check_int(value, arg_name, allow_none=False):
+    """Validates an integer of any sign (Python or numpy int, not a bool),
+    e.g. a step number or a seed.
+
+    Returns:
+      ``value`` as a Python int (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else, e.g. 2.5, True or '3'.
+    """
+    return _check_int(value, arg_name, None, "an int", allow_none)
+
+
+def _check_int(value, arg_name, minimum, what, allow_none):
+    if value is None and allow_none:
+        return None
+    if (isinstance(value, (bool, np.bool_))
+            or not isinstance(value, numbers.Integral)
+            or (minimum is not None and value < minimum)):
+        raise ValueError("%s must be %s%s, got %r"
+                         % (arg_name, what, " or None" if allow_none else "",
+                            value))
+    return int(value)
+
+
+def check_real(value, arg_name, low=None, high=None, low_open=False,
+               high_open=False, allow_none=False):
+    """Validates a finite real number in an interval.
+
+    Args:
+      value: the value given (Python or numpy real, not a bool).
+      arg_name: the argument's name, for the error message.
+      low, high: the bounds (None: unbounded on that side).
+      low_open, high_open: exclude the bound itself.
+      allow_none: accept None (returned as None).
+
+    Returns:
+      ``value`` as a Python float (or None).
+
+    Raises:
+      ValueError: not a real, NaN, infinite or outside the interval; the
+        message names the argument and the interval, e.g. ``lr must be a
+        finite number in (0, inf), got -1.0``.
+    """
+    if value is None and allow_none:
+        return None
+    ok = (not isinstance(value, (bool, np.bool_))
+          and isinstance(value, numbers.Real) and _finite(value))
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        raise ValueError("%s must be a finite number in %s%s, %s%s%s, got %r"
+                         % (arg_name, "(" if low_open or low is None else "[",
+                            "-inf" if low is None else "%g" % low,
+                            "inf" if high is None else "%g" % high,
+                            ")" if high_open or high is None else "]",
+                            " or None" if allow_none else "", value))
+    return float(value)
+
+
+def check_number(value, arg_name, allow_none=False):
+    """Validates a number as Python arithmetic takes it: a Python or numpy
+    real, a bool as 0 / 1, +-inf included, NaN not (``tf.nn.rnn_cell.
+    LSTMCell`` computes with every such ``cell_clip`` / ``forget_bias``;
+    a NaN clip means no clip on TF 1.x and NaN states on 2.x).
+
+    Returns:
+      ``value`` as a Python float (or None with ``allow_none``).
+
+    Raises:
+      ValueError: anything else (a string, a tensor, an array, NaN).
+    """
+    if value is None and allow_none:
+        return None
+    number = None
+    if isinstance(value, (bool, np.bool_, numbers.Real)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int too large for a float
+            pass
+    if number is None or math.isnan(number):
+        raise ValueError("%s must be a number (a Python or numpy real or "
+                         "bool, not NaN)%s, got %r"
+                         % (arg_name, " or None" if allow_none else "",
+                            value))
+    return number
+
+
+def _finite(value):
+    """math.isfinite for any real, a Python int too large for a float
+    included (np.isfinite raises TypeError on it)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
+    """Validates a keep probability.
+
+    A Python number is checked here. A tensor (only with ``allow_tensor``)
+    must be a float scalar; its value is checked when the graph runs: the
+    tensor returned carries ``tf.debugging`` assertions (two scalar
+    comparisons per run) that raise ``InvalidArgumentError`` naming
+    ``arg_name`` for a value outside ``(0, 1]``, NaN included, or (for a
+    tensor of unknown rank) a value that is not a scalar. (TensorFlow 1.15
+    evaluates the assertions of a constant while the graph is built and
+    raises the same error then. Inside an XLA computation TensorFlow drops
+    run-time assertions: check the value before ``xla.compile``.)
+
+    Args:
+      keep_prob: a Python / numpy real in ``(0, 1]``, or with
+        ``allow_tensor`` a scalar float tensor / variable.
+      arg_name: the argument's name, for the error message.
+      allow_tensor: accept a tensor.
+
+    Returns:
+      ``keep_prob`` as a Python float, or the checked tensor (a tensor
+      this function returned is passed through unchanged).
+
+    Raises:
+      ValueError: a number outside ``(0, 1]`` (NaN included), anything
+        else that is not a number (a tensor without ``allow_tensor``), or
+        a tensor of known rank other than 0.
+      TypeError: a tensor that is not of a float dtype.
+    """
+    if allow_tensor and isinstance(keep_prob, TENSOR_TYPES):
+        if getattr(keep_prob, _CHECKED_KEEP_PROB, False):
+            return keep_prob
+        keep_prob = check_tensor(keep_prob, arg_name, kind="float", rank=0)
+        message = "%s must be in (0, 1]" % arg_name
+        assertions = [
+            tf.debugging.assert_greater(
+                keep_prob, tf.zeros([], keep_prob.dtype), message=message),
+            tf.debugging.assert_less_equal(
+                keep_prob, tf.ones([], keep_prob.dtype), message=message)]
+        if keep_prob.shape.ndims is None:
+            # An unknown rank: a scalar is checked when the graph runs.
+            assertions.append(tf.debugging.assert_rank(
+                keep_prob, 0, message="%s must be a scalar" % arg_name))
+        checked = with_assertions(keep_prob, assertions, arg_name)
+        setattr(checked, _CHECKED_KEEP_PROB, True)
+        return checked
+    if (isinstance(keep_prob, (bool, np.bool_))
+            or not isinstance(keep_prob, numbers.Real)
+            or not 0.0 < float(keep_prob) <= 1.0):
+        raise ValueError("%s must be a number in (0, 1]%s, got %r"
+                         % (arg_name, " or a scalar float tensor"
+                            if allow_tensor else "", keep_prob))
+    return float(keep_prob)
+
+
+# Attribute set on the tensors check_keep_prob returns, so that a keep
+# probability passed on (e.g. locked_dropout -> bernoulli_mask ->
+# apply_mask) is asserted once per graph, not once per function.
+_CHECKED_KEEP_PROB = "_tf1_awd_checked_keep_prob"
+
+
+def with_assertions(tensor, assertions, name=None):
+    """``tensor``, through an identity that runs ``assertions`` first.
+
+    Args:
+      tensor: a tensor.
+      assertions: ops (``tf.debugging.assert_*``) to run whenever the
+        returned tensor is computed.
+      name: optional name scope.
+
+    Returns:
+      A tensor equal to ``tensor``.
+    """
+    with tf.control_dependencies(assertions):
+        return tf.identity(tensor, name=name)
+
+
+_KINDS = {"float": ("a float", lambda d: d.is_floating),
+          "int": ("an int32 or int64",
+                  lambda d: d in (tf.int32, tf.int64))}
+
+
+def check_tensor(value, arg_name, kind=None, dtype=None, dtype_of=None,
+                 rank=None, min_rank=None):
+    """Converts an argument to a tensor and checks its dtype and rank at
+    graph-construction time, so a bad tensor is named here rather than by
+    the op it would reach.
+
+    Args:
+      value: a tensor, variable, array or Python value.
+      arg_name: the argument's name, for the error message.
+      kind: None, ``'float'`` (any float dtype) or ``'int'`` (int32 or
+        int64: the index dtypes of TensorFlow's gathers).
+      dtype: the exact (base) dtype required, or None.
+      dtype_of: what ``dtype`` is, for the message (e.g. ``"the dtype of
+        variational_params"``).
+      rank: the static rank required (an unknown rank passes), or None.
+      min_rank: the smallest static rank allowed; the rank must then be
+        known.
+
+    Returns:
+      The tensor (a variable is read with ``tf.convert_to_tensor``).
+
+    Raises:
+      DtypeError (a TypeError and a ValueError): not convertible to a
+        tensor, or a dtype of the wrong kind or other than ``dtype``.
+      ValueError: a wrong (or, with ``min_rank``, unknown) rank.
+    """
+    try:
+        tensor = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as error:
+        raise DtypeError("%s must be a tensor (or convertible to one), got "
+                         "%r (%s)" % (arg_name, value, error))
+    base = tensor.dtype.base_dtype
+    if kind is not None and not _KINDS[kind][1](base):
+        raise DtypeError("%s must be %s tensor, got %s" % (
+            arg_name, _KINDS[kind][0], base.name))
+    if dtype is not None and base != tf.as_dtype(dtype).base_dtype:
+        raise DtypeError("%s must be %s%s, got %s" % (
+            arg_name, tf.as_dtype(dtype).base_dtype.name,
+            " (%s)" % dtype_of if dtype_of else "", base.name))
+    ndims = tensor.shape.ndims
+    if rank is not None and ndims not in (None, rank):
+        raise ValueError("%s must have rank %d, got shape %s"
+                         % (arg_name, rank, tensor.shape))
+    if min_rank is not None and (ndims is None or ndims < min_rank):
+        raise ValueError("%s must have a known rank >= %d, got shape %s"
+                         % (arg_name, min_rank, tensor.shape))
+    return tensor
+
+
+def check_shape(shape, arg_name="shape"):
+    """Validates a static shape argument: fully defined, a list / tuple of
+    ints >= 0 or a ``tf.TensorShape``.
+
+    Returns:
+      The ``tf.TensorShape``.
+
+    Raises:
+      ValueError: anything else (a string, -1, 2.5, None entries...).
+    """
+    try:
+        dims = tf.TensorShape(shape)
+    except (TypeError, ValueError) as error:
+        raise ValueError("%s must be a fully defined shape (a list of ints "
+                         ">= 0), got %r (%s)" % (arg_name, shape, error))
+    if not dims.is_fully_defined():
+        raise ValueError("%s must be fully defined, got %s"
+                         % (arg_name, dims))
+    return dims
+
+
+def check_float_dtype(dtype, arg_name="dtype"):
+    """Validates a dtype argument that must be a float dtype.
+
+    Returns:
+      ``dtype`` as a ``tf.DType``.
+
+    Raises:
+      DtypeError (a TypeError and a ValueError): not a dtype, or not a
+        float one.
+    """
+    try:
+        dtype = tf.as_dtype(dtype)
+    except TypeError:
+        raise DtypeError("%s must be a float dtype, got %r" % (arg_name,
+                                                                dtype))
+    if not dtype.is_floating:
+        raise DtypeError("%s must be a float dtype, got %s" % (arg_name,
+                                                                dtype.name))
+    return dtype
+
+
+def check_dim(tensor, axis, expected, arg_name, expected_what):
+    """Checks one static dimension of a tensor (unknown sizes pass).
+
+    Args:
+      tensor: a tensor of known rank.
+      axis: the axis (negative counts from the end).
+      expected: the size it must have (int or None: anything passes).
+      arg_name: the tensor's argument name, for the message.
+      expected_what: where ``expected`` comes from, for the message (e.g.
+        ``"the rows of variational_params' theta"``).
+
+    Raises:
+      ValueError: a known size other than ``expected``, naming both.
+    """
+    shape = tensor.shape
+    size = shape.as_list()[axis]
+    if expected is not None and size is not None and size != expected:
+        raise ValueError("%s.shape[%d] must be %d (%s), got shape %s"
+                         % (arg_name, axis, expected, expected_what, shape))
+
+
+def in_xla_context():
+    """True when ops are being built inside an XLA compilation context
+    (``xla.compile``)."""
+    # TF 1.13 has no public accessor for the current control-flow context.
+    graph = tf.get_default_graph()
+    context = graph._get_control_flow_context()  # pylint: disable=W0212
+    return control_flow_util.GetContainingXLAContext(context) is not None
+
+
+def check_ids(ids, vocab_size, arg_name="ids"):
+    """Validates the ids of an embedding lookup: an int32 / int64 tensor
+    checked at graph-construction time, and its values in
+    ``[0, vocab_size)`` checked when the graph runs.
+
+    The library's one rule for ids out of range: an ``InvalidArgumentError``
+    at run time whose message names ``arg_name`` and the vocabulary size
+    (two ``tf.debugging`` assertions over the ids; TensorFlow 1.15
+    evaluates them on constant ids while the graph is built and raises the
+    same error then). Inside an XLA computation (``xla.compile``)
+    TensorFlow drops run-time assertions, so there the ids are clamped into
+    ``[0, vocab_size)`` instead, as XLA's own gather does, never silently
+    turned into rows of zeros: check ids before ``xla.compile`` when they
+    may be bad.
+
+    Args:
+      ids: int32 / int64 tensor of any shape (Python lists and arrays are
+        converted).
+      vocab_size: int or scalar int tensor, the number of rows.
+      arg_name: the argument's name, for the error message.
+
+    Returns:
+      The ids tensor, with the check attached.
+
+    Raises:
+      TypeError: ids that are not int32 / int64.
+    """
+    ids = check_tensor(ids, arg_name, kind="int")
+    vocab = tf.cast(vocab_size, ids.dtype)
+    if in_xla_context():
+        return tf.clip_by_value(ids, tf.zeros([], ids.dtype), vocab - 1)
+    message = "%s must be in [0, vocab_size)" % arg_name
+    return with_assertions(ids, [
+        tf.debugging.assert_non_negative(ids, message=message),
+        tf.debugging.assert_less(ids, vocab, message=message)], arg_name)
+
+
+def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
+    """Validates word ids given as a numpy array (the numpy counterpart of
+    `check_ids`, for code that feeds an interpreter rather than a graph).
+
+    Args:
+      ids: an array-like of integers.
+      vocab_size: int, the number of words.
+      arg_name: the argument's name, for the error message.
+      ndim: the number of dimensions required, or None.
+
+    Returns:
+      ``ids`` as a numpy integer array.
+
+    Raises:
+      ValueError: not an integer array, another number of dimensions, or
+        ids outside ``[0, vocab_size)``: the message names the argument,
+        the vocabulary size and the offending ids (the first few, with
+        their positions).
+    """
+    array = np.asarray(ids)
+    if array.size == 0 and array.dtype != object:
+        array = array.astype(np.int64)   # np.asarray([]) is float64
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError("%s must be an array of integer word ids, got dtype "
+                         "%s" % (arg_name, array.dtype))
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError("%s must have %d dimensions, got shape %s"
+                         % (arg_name, ndim, array.shape))
+    bad = np.argwhere((array < 0) | (array >= vocab_size))
+    if bad.size:
+        # tolist(): Python ints (numpy 2 prints list(i) as [np.int64(0), ...]).
+        shown = ", ".join("%d at %s" % (array[tuple(i)], i.tolist())
+                          for i in bad[:5])
+        raise ValueError("%s must hold ids in [0, %d) (the vocabulary size "
+                         "is %d), got %d outside it: %s%s"
+                         % (arg_name, vocab_size, vocab_size, len(bad),
+                            shown, ", ..." if len(bad) > 5 else ""))
+    return array
+
+
+# Default of check_sparse_options' arguments: not passed, not checked.
+_OMITTED = object()
+
+
+def check_sparse_options(clip_alpha=_OMITTED, eps=_OMITTED,
+                         threshold=_OMITTED, beta=_OMITTED, gamma=_OMITTED,
+                         zeta=_OMITTED):
+    """Validates the options of the sparse techniques given as Python
+    numbers (the ones not passed are not checked; ``clip_alpha=None`` means
+    no clipping, None is no value for the others).
+
+    Args:
+      clip_alpha: VD: None, or a finite number >= 0 (log(alpha) is clipped
+        to ``[-clip_alpha, clip_alpha]``).
+      eps: the numerical floor inside logs / square roots: finite, > 0.
+      threshold: VD: the log(alpha) at which a weight is dropped: finite.
+      beta: hard-concrete temperature: finite, > 0.
+      gamma, zeta: hard-concrete stretch interval: ``gamma < 0`` and
+        ``zeta > 1`` (so that the clipped gate can be exactly 0 and 1,
+        Louizos et al. 2018).
+
+    Raises:
+      ValueError: a value outside its range, NaN or not a number, naming
+        the option.
+    """
+    checks = {
+        "clip_alpha": dict(low=0, allow_none=True),
+        "eps": dict(low=0, low_open=True),
+        "threshold": {},
+        "beta": dict(low=0, low_open=True),
+        "gamma": dict(high=0, high_open=True),
+        "zeta": dict(low=1, low_open=True)}
+    given = {"clip_alpha": clip_alpha, "eps": eps, "threshold": threshold,
+             "beta": beta, "gamma": gamma, "zeta": zeta}
+    for name in sorted(given):
+        if given[name] is not _OMITTED:
+            check_real(given[name], name, **checks[name])
+
+
+def check_num_bits(num_bits, arg_name="num_bits"):
+    """Validates a bit width of fake quantization: an int in [2, 8] (the
+    limits of ``tf.fake_quant_with_min_max_vars``).
+
+    Returns:
+      ``num_bits`` as a Python int.
+
+    Raises:
+      ValueError: anything else (8.0, True, 9, 1...).
+    """
+    value = _check_int(num_bits, arg_name, 2, "an integer in [2, 8]", False)
+    if value > 8:
+        raise ValueError("%s must be an integer in [2, 8], got %r"
+                         % (arg_name, num_bits))
+    return value
+
+
+def check_interval(low, high, low_name, high_name, dtype=None):
+    """Validates an interval given as two Python numbers: both finite and
+    ``low < high`` (e.g. a quantization range: an empty one has no grid),
+    also once cast to ``dtype`` when given (two float64 bounds may round
+    to one float32 value).
+
+    Returns:
+      ``(low, high)`` as Python floats.
+
+    Raises:
+      ValueError: naming the bound that is not a finite number, or both
+        when ``low >= high``.
+    """
+    low = check_real(low, low_name)
+    high = check_real(high, high_name)
+    cast = tf.as_dtype(dtype).as_numpy_dtype if dtype else float
+    if not cast(low) < cast(high):
+        raise ValueError("%s must be < %s%s, got %r and %r"
+                         % (low_name, high_name,
+                            " in %s" % tf.as_dtype(dtype).name if dtype
+                            else "", low, high))
+    return low, high
+
+
+def check_graph(graph, arg_name="graph"):
+    """A graph argument: None means the default graph.
+
+    Returns:
+      The ``tf.Graph``.
+
+    Raises:
+      ValueError: anything but None or a ``tf.Graph``.
+    """
+    if graph is None:
+        return tf.get_default_graph()
+    if not isinstance(graph, tf.Graph):
+        raise ValueError("%s must be a tf.Graph or None, got %r"
+                         % (arg_name, graph))
+    return graph
+
+
+def check_bool(value, arg_name):
+    """Validates a Python bool argument.
+
+    Returns:
+      ``value`` as a Python bool.
+
+    Raises:
+      ValueError: anything but a Python or numpy bool.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError("%s must be a Python bool, got %r"
+                         % (arg_name, value))
+    return bool(value)
+
+
+def check_choice(value, choices, arg_name):
+    """Validates that ``value`` is one of ``choices``.
+
+    Returns:
+      ``value``.
+
+    Raises:
+      ValueError: naming the argument and the choices.
+    """
+    if value not in choices:
+        raise ValueError("%s must be one of %s, got %r"
+                         % (arg_name, ", ".join(repr(c) for c in choices),
+                            value))
+    return value
+
+
+_CHECKPOINT_EXPECTED = ("a checkpoint prefix (as Saver.save returns, e.g. "
+                        "'run/model.ckpt-100') or a directory holding a "
+                        "'checkpoint' file")
+
+
+class CheckpointReader(object):
+    """A ``tf.train.NewCheckpointReader`` whose errors name the checkpoint
+    argument and the file: made by :func:`check_checkpoint`.
+
+    Attributes:
+      prefix: the checkpoint prefix read (a directory resolved).
+      arg_name: the argument it came from, for messages.
+    """
+
+    def __init__(self, reader, prefix, arg_name):
+        self._reader = reader
+        self.prefix = prefix
+        self.arg_name = arg_name
+        self._shapes = reader.get_variable_to_shape_map()
+
+    def get_variable_to_shape_map(self):
+        """{variable name: shape list}, as TensorFlow's reader."""
+        return dict(self._shapes)
+
+    def get_variable_to_dtype_map(self):
+        """{variable name: tf.DType}, as TensorFlow's reader."""
+        return self._reader.get_variable_to_dtype_map()
+
+    def get_tensor(self, name):
+        """The value of variable ``name``, a numpy array.
+
+        Raises:
+          ValueError: the checkpoint has no such variable, or its data
+            file cannot be read (truncated or corrupt), naming the file.
+        """
+        names = self._shapes
+        if name not in names:
+            raise ValueError("%s %r has no variable %r (it has %d, e.g. %s)"
+                             % (self.arg_name, self.prefix, name, len(names),
+                                ", ".join(sorted(names)[:3])))
+        try:
+            return self._reader.get_tensor(name)
+        # TF 1.x raises OpError (OutOfRangeError, DataLossError); TF 2.x's
+        # pybind reader an IndexError or RuntimeError for the same files.
+        except (tf.errors.OpError, IndexError, RuntimeError) as error:
+            files = tf.gfile.Glob(self.prefix + ".data-*") or [
+                self.prefix + ".data-*"]
+            raise ValueError("%s %r: variable %r cannot be read from %s: "
+                             "the file is truncated or corrupt (%s)" % (
+                                 self.arg_name, self.prefix, name,
+                                 ", ".join(files), _first_line(error)))
+
+
+def _first_line(error):
+    message = getattr(error, "message", None) or str(error)
+    return message.strip().split("\n")[0]
+
+
+def check_checkpoint(path, arg_name="checkpoint"):
+    """Validates a checkpoint argument and opens it.
+
+    Args:
+      path: a checkpoint prefix (as ``Saver.save`` returns) or a directory
+        holding a ``checkpoint`` file (its latest checkpoint is read).
+      arg_name: the argument's name, for the error messages.
+
+    Returns:
+      a :class:`CheckpointReader` (its ``prefix`` the checkpoint read),
+      whose ``get_tensor`` names the data file when it cannot be read.
+
+    Raises:
+      ValueError: not a non-empty string, a directory without a
+        checkpoint, no checkpoint at the prefix, or one TensorFlow cannot
+        open; the message names the argument, the path and what was
+        expected (TensorFlow's own message included).
+    """
+    if not isinstance(path, str) or not path:
+        raise ValueError("%s must be %s (str), got %r"
+                         % (arg_name, _CHECKPOINT_EXPECTED, path))
+    if tf.gfile.IsDirectory(path):
+        found = tf.train.latest_checkpoint(path)
+        if found is None:
+            raise ValueError("%s %r is a directory without a checkpoint; "
+                             "expected %s" % (arg_name, path,
+                                              _CHECKPOINT_EXPECTED))
+        path = found
+    elif not (tf.gfile.Exists(path + ".index") or tf.gfile.Exists(path)):
+        raise ValueError("%s %r: no checkpoint there (no file %s.index); "
+                         "expected %s" % (arg_name, path, path,
+                                          _CHECKPOINT_EXPECTED))
+    try:
+        reader = tf.train.NewCheckpointReader(path)
+    except (tf.errors.OpError, RuntimeError, ValueError) as error:
+        raise ValueError("%s %r: no readable checkpoint there (%s); "
+                         "expected %s" % (arg_name, path, _first_line(error),
+                                          _CHECKPOINT_EXPECTED))
+    return CheckpointReader(reader, path, arg_name)
+
+
+def derived_seed(seed, offset):
+    """An op seed for the ``offset``-th random op of one object: None stays
+    None (graph-level seeding); otherwise ``seed + offset``, so two ops of
+    one object never draw the same stream."""
+    return None if seed is None else int(seed) + offset
+
+
+def outer_control_inputs():
+    """Control inputs active here that live outside every control-flow
+    context: the ones an op built outside a loop or cond may keep."""
+    graph = tf.get_default_graph()
+    # pylint: disable=protected-access
+    # TF 1.x has no public accessor for the active control dependencies.
+    return [op for op in graph._current_control_dependencies()
+            if op._get_control_flow_context() is None]
+
+
+class once_per_run(object):  # pylint: disable=invalid-name
+    """Context for tensors computed once per ``session.run``: outside any
+    ``tf.while_loop`` / ``tf.cond`` (``control_dependencies(None)`` also
+    clears the control-flow context), keeping the call site's control
+    inputs that live outside loops (e.g. an update op the caller put
+    around ``dynamic_rnn``).
+
+    Args:
+      what: the public name building (for the error below).
+
+    Raises:
+      GraphModeError: entered inside a TF 2.x control-flow-v2 loop body,
+        which no context can leave (``_compat.require_v1_control_flow``).
+    """
+
+    def __init__(self, what="this layer"):
+        self._what = what
+
+    def __enter__(self):
+        _compat.require_v1_control_flow(self._what)
+        outer = outer_control_inputs()
+        self._clear = tf.control_dependencies(None)
+        self._clear.__enter__()
+        self._keep = tf.control_dependencies(outer)
+        self._keep.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._keep.__exit__(*exc)
+        return self._clear.__exit__(*exc)

@@ -1,0 +1,1 @@
+"""L0 (hard-concrete) layers and RNN cells."""

@@ -1,0 +1,1 @@
+"""Sparse variational dropout layers and RNN cells."""

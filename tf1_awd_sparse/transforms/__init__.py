@@ -1,0 +1,16 @@
+"""Floor 2: held state and kernel transforms.
+
+- :mod:`.held_mask` - the dropout math and :class:`HeldMask`;
+- :mod:`.kernel` - the ordered kernel transforms a cell composes (sparse
+  weights -> pruning mask -> DropConnect -> weight fake-quant); their names
+  are importable from this package too;
+- :mod:`.magnitude_pruning` - gradual magnitude pruning of the masks;
+- :mod:`.techniques` - the sparse technique registry and a graph's pairs.
+
+Imports floors 0-1 only.
+"""
+from tf1_awd_sparse.transforms.kernel import (  # noqa: F401
+    SPARSITY_CHOICES, PRUNING_MASKS, DropConnect, KernelTransform,
+    PruningMask, SparseWeights, WeightFakeQuant, from_config,
+    pruned_weight_name, pruning_variable_names, serialize,
+    sparsity_technique)

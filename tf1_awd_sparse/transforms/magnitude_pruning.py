@@ -1,0 +1,360 @@
+"""Gradual magnitude pruning (Zhu & Gupta 2017), the library's own op.
+
+It drives the masks that :class:`tf1_awd_sparse.transforms.PruningMask`
+registers, on every supported TensorFlow version (``tf.contrib`` is gone in
+2.x). It behaves as ``tf.contrib.model_pruning.Pruning`` of TF 1.13 with
+the hyperparameters the library uses (``initial_sparsity=0``,
+``threshold_decay=0``, element-wise masks, no per-weight sparsity map);
+``tests/test_magnitude_pruning.py`` runs the two side by side on TF 1.x.
+
+The schedule. The target fraction of zeros at global step ``t`` is ::
+
+    p(t) = clip((t - sparsity_begin_step)
+                / (sparsity_end_step - sparsity_begin_step), 0, 1)
+    s(t) = target_sparsity * (1 - (1 - p(t)) ** exponent)
+
+(written as contrib writes it, ``(0 - target) * (1 - p) ** exponent +
+target``, in float32), 0 before the ramp and ``target_sparsity`` after it.
+
+When the masks change. The op keeps the int32 variable
+``<name>/last_mask_update_step`` (0 at first, saved in checkpoints). At a
+step ``t`` the masks are recomputed when ``begin_step <= t <= end_step``
+and ``last_mask_update_step + frequency <= t``; the update then sets
+``last_mask_update_step = t``. Run once per training step (steps 1, 2,
+...), that is steps ``max(begin_step, frequency)``, then every
+``frequency`` steps up to ``end_step``; a step that is not run (or a
+restart) moves the next update to the first step run past it, as in
+contrib. Outside those steps nothing is assigned.
+
+The mask of one weight ``w`` at an update, with ``s = s(t)``:
+
+* ``nbins`` an int (the library uses 4096): a histogram of ``|w|`` with
+  ``nbins`` equal bins over ``[0, max|w|]`` (bin of ``v``:
+  ``floor(nbins * (v / max|w|))``, the last bin closed); the threshold is
+  ``max|w| * k / nbins`` with ``k`` the number of bins whose cumulative
+  fraction of entries is below ``s``; mask = ``|w| > threshold``. The zeros
+  reached are within one bin's entries of ``s`` (the threshold is a bin
+  edge, never inside a bin).
+* ``nbins=None``: the exact quantile (TF 1.15's contrib, which ignores
+  ``nbins``): ``k = round(size * (1 - s))``, the threshold is the k-th
+  largest ``|w|`` (k at least 1) and mask = ``|w| >= threshold``, so ties at
+  the threshold are all kept.
+
+The threshold is stored in the weight's threshold variable (the
+``thresholds`` collection), the mask in its mask variable; the mask keeps
+the largest magnitudes of the weight *variable* (not of the masked weight),
+so a pruned entry whose weight grows back can return at a later update, as
+in contrib.
+
+Which weights. The four graph collections `PRUNING_COLLECTIONS` -
+``masks``, ``thresholds``, ``masked_weights``, ``kernel``, the names TF
+1.x's ``tf.contrib.model_pruning`` uses too - listed in step by
+``PruningMask``. They are read when the op is built.
+"""
+from __future__ import absolute_import, division, print_function
+
+import numpy as np
+
+from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checks import (
+    check_int, check_nonnegative_int, check_positive_int, check_real,
+    check_tensor)
+from tf1_awd_sparse.base.compat import tf
+
+#: The graph collections of the masked weights, in step: (mask, threshold,
+#: masked weight, weight); `transforms.PruningMask` fills them.
+PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
+
+__all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS"]
+
+#: The histogram resolution the library prunes with (contrib's default 256
+#: bins leave a matrix up to ~1 % short of the target).
+DEFAULT_NBINS = 4096
+
+
+def _ramp(steps_done, span, target, exponent, minimum, maximum, one, zero):
+    """The cubic (``exponent``) ramp from 0 to ``target``: the one formula
+    behind the tensor and the numpy schedules (``minimum`` / ``maximum`` /
+    ``one`` / ``zero`` are the namespace's, so float32 throughout)."""
+    progress = minimum(one, maximum(zero, steps_done / span))
+    return (zero - target) * (one - progress) ** exponent + target
+
+
+def gradual_sparsity(step, begin_step, end_step, target_sparsity, exponent=3):
+    """The gradual sparsity schedule ``s(step)`` (module docstring).
+
+    Args:
+      step: an int tensor (any shape; cast to int32 as contrib's global step
+        is), or a Python / numpy int or int array.
+      begin_step, end_step: the ramp's ends (``begin_step < end_step``);
+        ``s`` is 0 up to ``begin_step`` and ``target_sparsity`` from
+        ``end_step`` on.
+      target_sparsity: the final fraction of zeros, in ``[0, 1)``.
+      exponent: the ramp's exponent (3: cubic).
+
+    Returns:
+      A float32 tensor of ``step``'s shape for a tensor ``step``; else a
+      numpy float32 array (0-d for a scalar ``step``).
+
+    Raises:
+      ValueError: a bad argument (named).
+      DtypeError: a tensor ``step`` that is not int32 / int64.
+    """
+    begin_step = check_nonnegative_int(begin_step, "begin_step")
+    end_step = check_int(end_step, "end_step")
+    if end_step <= begin_step:
+        raise ValueError("end_step must be > begin_step (%d), got %d"
+                         % (begin_step, end_step))
+    target = check_real(target_sparsity, "target_sparsity", low=0.0,
+                        high=1.0, high_open=True)
+    exponent = check_real(exponent, "exponent", low=0.0, low_open=True)
+    span = end_step - begin_step
+    if isinstance(step, _compat.TENSOR_TYPES):
+        step = tf.cast(check_tensor(step, "step", kind="int"), tf.int32)
+        return _ramp(tf.cast(step - begin_step, tf.float32), float(span),
+                     target, exponent, tf.minimum, tf.maximum, 1.0, 0.0)
+    steps = np.asarray(step)
+    if steps.dtype.kind not in "iu":
+        raise ValueError("step must be an int, an int array or an int "
+                         "tensor, got %r" % (step,))
+    f32 = np.float32
+    return np.asarray(_ramp((steps.astype(np.int64) - begin_step).astype(f32),
+                            f32(span), f32(target), f32(exponent),
+                            np.minimum, np.maximum, f32(1.0), f32(0.0)),
+                      dtype=f32)
+
+
+class MagnitudePruning(object):
+    """Gradual magnitude pruning of the registered masked weights.
+
+    Args:
+      begin_step: first global step at which masks may change (int >= 0).
+      end_step: last global step at which masks may change
+        (int > ``begin_step``).
+      frequency: global steps between two mask updates (int >= 1).
+      target_sparsity: final fraction of zeros of every weight, in
+        ``[0, 1)``.
+      nbins: bins of the ``|w|`` histogram the threshold is read from (int
+        >= 1, default 4096); None: the exact quantile (module docstring).
+      sparsity_begin_step, sparsity_end_step: the schedule's ramp (default
+        ``begin_step`` and ``end_step``; ``0 <= begin < end``).
+      exponent: the ramp's exponent (default 3, > 0).
+      name: variable scope of ``last_mask_update_step`` and name scope of
+        the ops (the language model uses ``"lm_pruning"``; one name, one
+        variable: two objects of one name share it).
+
+    Raises:
+      ValueError: a bad argument, naming it, what was expected and what
+        was given.
+    """
+
+    def __init__(self, begin_step, end_step, frequency, target_sparsity,
+                 nbins=DEFAULT_NBINS, sparsity_begin_step=None,
+                 sparsity_end_step=None, exponent=3, name="model_pruning"):
+        self.begin_step = check_nonnegative_int(begin_step, "begin_step")
+        self.end_step = check_int(end_step, "end_step")
+        if self.end_step <= self.begin_step:
+            raise ValueError("end_step must be > begin_step (%d), got %d"
+                             % (self.begin_step, self.end_step))
+        self.frequency = check_positive_int(frequency, "frequency")
+        self.target_sparsity = check_real(target_sparsity, "target_sparsity",
+                                          low=0.0, high=1.0, high_open=True)
+        self.nbins = check_positive_int(nbins, "nbins", allow_none=True)
+        self.sparsity_begin_step = check_nonnegative_int(
+            self.begin_step if sparsity_begin_step is None
+            else sparsity_begin_step, "sparsity_begin_step")
+        self.sparsity_end_step = check_int(
+            self.end_step if sparsity_end_step is None
+            else sparsity_end_step, "sparsity_end_step")
+        if self.sparsity_end_step <= self.sparsity_begin_step:
+            raise ValueError(
+                "sparsity_end_step must be > sparsity_begin_step (%d), got %d"
+                % (self.sparsity_begin_step, self.sparsity_end_step))
+        self.exponent = check_real(exponent, "exponent", low=0.0,
+                                   low_open=True)
+        if not isinstance(name, str) or not name:
+            raise ValueError("name must be a non-empty str, got %r" % (name,))
+        self.name = name
+        _compat.require_graph_mode("MagnitudePruning")
+        with tf.variable_scope(name, reuse=tf.AUTO_REUSE):
+            #: int32 variable: the global step of the last mask update.
+            self.last_update_step = tf.get_variable(
+                "last_mask_update_step", [], dtype=tf.int32,
+                initializer=tf.zeros_initializer(), trainable=False)
+
+    def sparsity_at(self, step):
+        """The schedule's target sparsity at ``step``: a float32 tensor for
+        an int tensor, a numpy float32 array for ints (see
+        :func:`gradual_sparsity`)."""
+        return gradual_sparsity(step, self.sparsity_begin_step,
+                                self.sparsity_end_step, self.target_sparsity,
+                                self.exponent)
+
+    def is_update_step(self, global_step=None):
+        """Scalar bool tensor: whether the masks change at ``global_step``
+        (``begin_step <= t <= end_step`` and
+        ``last_mask_update_step + frequency <= t``)."""
+        step = self._read_step(global_step)
+        return self._is_update_step(step)
+
+    def mask_update_op(self, global_step=None):
+        """An op that recomputes every registered mask and threshold for
+        ``s(global_step)`` and sets ``last_mask_update_step`` to the step,
+        unconditionally.
+
+        Args:
+          global_step: scalar int tensor / variable (default
+            ``tf.train.get_global_step()``). It is read when this is
+            called, under the caller's control dependencies.
+
+        Returns:
+          The op (a ``no_op`` named ``mask_update`` after the assignments).
+
+        Raises:
+          ValueError: no global step, no registered weights, collections
+            out of step, or a mask whose shape is not its weight's.
+          DtypeError: a non-int step or a non-float weight.
+        """
+        step = self._read_step(global_step)
+        return self._update(step, self.sparsity_at(step))
+
+    def conditional_mask_update_op(self, global_step=None):
+        """:meth:`mask_update_op` on the schedule's update steps
+        (:meth:`is_update_step`), a ``no_op`` on the others: run it once per
+        training step, after the step (see the module docstring).
+
+        Args, Raises: as :meth:`mask_update_op`.
+        """
+        step = self._read_step(global_step)
+        sparsity = self.sparsity_at(step)
+        triples = self._pruned_weights()  # errors now, not inside the cond
+        with tf.name_scope(self.name):
+            due = self._is_update_step(step)
+        return tf.cond(due, lambda: self._update(step, sparsity, triples),
+                       tf.no_op)
+
+    # -- building blocks ----------------------------------------------------
+
+    def _read_step(self, global_step):
+        if global_step is None:
+            global_step = tf.train.get_global_step()
+            if global_step is None:
+                raise ValueError("global_step must be given (an int tensor) "
+                                 "when the graph has no global step, got "
+                                 "None")
+        step = check_tensor(global_step, "global_step", kind="int", rank=0)
+        return tf.cast(step, tf.int32)
+
+    def _is_update_step(self, step):
+        in_range = tf.logical_and(tf.greater_equal(step, self.begin_step),
+                                  tf.less_equal(step, self.end_step))
+        due = tf.less_equal(self.last_update_step + self.frequency, step)
+        return tf.logical_and(in_range, due, name="is_mask_update_step")
+
+    def _pruned_weights(self):
+        """[(weight, mask, threshold)] from the model_pruning collections."""
+        masks, thresholds, _, weights = PRUNING_COLLECTIONS
+        masks, thresholds, weights = (tf.get_collection(c) for c in
+                                      (masks, thresholds, weights))
+        if not masks:
+            raise ValueError("no masked weights to prune: the '%s' "
+                             "collection is empty (build the model with "
+                             "PruningMask / pruning_mask=True first)"
+                             % PRUNING_COLLECTIONS[0])
+        if not len(masks) == len(thresholds) == len(weights):
+            raise ValueError("the pruning collections must be in step, got "
+                             "%d masks, %d thresholds, %d weights"
+                             % (len(masks), len(thresholds), len(weights)))
+        for weight, mask in zip(weights, masks):
+            if not weight.shape.is_compatible_with(mask.shape):
+                raise ValueError("mask %s must have its weight's shape %s, "
+                                 "got %s" % (mask.op.name, weight.shape,
+                                             mask.shape))
+        return list(zip(weights, masks, thresholds))
+
+    def _update(self, step, sparsity, triples=None):
+        triples = self._pruned_weights() if triples is None else triples
+        with tf.name_scope(self.name):
+            assigns = []
+            for weight, mask, threshold in triples:
+                new_threshold, new_mask = self._threshold_and_mask(
+                    weight, sparsity, threshold.dtype.base_dtype,
+                    mask.dtype.base_dtype)
+                assigns.append(tf.assign(threshold, new_threshold,
+                                         name=threshold.op.name + "_assign"))
+                assigns.append(_assign(mask, new_mask))
+            record = tf.assign(self.last_update_step, step,
+                               name="last_mask_update_step_assign")
+            with tf.control_dependencies(assigns + [record]):
+                return tf.no_op(name="mask_update")
+
+    def _threshold_and_mask(self, weight, sparsity, threshold_dtype,
+                            mask_dtype):
+        name = (weight.name if isinstance(weight, _compat.PartitionedVariable)
+                else weight.op.name)
+        if isinstance(weight, _compat.PartitionedVariable):
+            weight = weight.as_tensor()
+        weight = check_tensor(weight, "weight %s" % name, kind="float")
+        with tf.name_scope(name.replace(":", "_") + "_pruning_ops"):
+            magnitude = tf.abs(weight)
+            if self.nbins is None:
+                threshold, keep = _quantile_threshold(magnitude, sparsity)
+            else:
+                threshold, keep = _histogram_threshold(magnitude, sparsity,
+                                                       self.nbins)
+            return (tf.cast(threshold, threshold_dtype),
+                    tf.cast(keep, mask_dtype))
+
+
+def _histogram_threshold(magnitude, sparsity, nbins):
+    """(threshold, keep) from an ``nbins``-bin histogram of ``magnitude``
+    over ``[0, max]`` (module docstring); keep is ``magnitude >
+    threshold``."""
+    largest = tf.reduce_max(magnitude)
+    flat = tf.reshape(magnitude, [-1])
+    # Bin of v: floor(nbins * (v / max)), clipped so that v = max falls in
+    # the last bin (the rounding contrib's histogram has).
+    position = tf.floor(np.float32(nbins) * (flat / largest))
+    bins = tf.cast(tf.clip_by_value(position, 0.0, float(nbins - 1)),
+                   tf.int32)
+    counts = tf.unsorted_segment_sum(tf.ones_like(flat, tf.float32), bins,
+                                     nbins)
+    cumulative = tf.cumsum(counts)
+    below = tf.less(cumulative / tf.reduce_max(cumulative),
+                    tf.cast(sparsity, tf.float32))
+    edge = tf.reduce_sum(tf.cast(below, tf.float32)) / float(nbins)
+    threshold = edge * tf.cast(largest, tf.float32)
+    return threshold, tf.greater(magnitude,
+                                 tf.cast(threshold, magnitude.dtype))
+
+
+def _quantile_threshold(magnitude, sparsity):
+    """(threshold, keep): the k-th largest magnitude, ``k = round(size *
+    (1 - sparsity))`` (at least 1); keep is ``magnitude >= threshold``."""
+    flat = tf.reshape(magnitude, [-1])
+    size = tf.size(flat)
+    keep_count = tf.cast(tf.round(tf.cast(size, tf.float32)
+                                  * (1.0 - tf.cast(sparsity, tf.float32))),
+                         tf.int32)
+    descending = tf.nn.top_k(flat, k=size, sorted=True).values
+    threshold = tf.gather(descending, tf.maximum(keep_count, 1) - 1)
+    return threshold, tf.greater_equal(magnitude, threshold)
+
+
+def _assign(variable, value):
+    """Assigns ``value`` to a variable or, split along its partitioned
+    axis, to a partitioned variable's pieces."""
+    if not isinstance(variable, _compat.PartitionedVariable):
+        return tf.assign(variable, value, name=variable.op.name + "_assign")
+    pieces = list(variable)
+    full = variable.get_shape().as_list()
+    axis = 0
+    for piece in pieces:
+        differs = [i for i, (a, b) in enumerate(
+            zip(piece.get_shape().as_list(), full)) if a != b]
+        if differs:
+            axis = differs[0]
+    sizes = [piece.get_shape().as_list()[axis] for piece in pieces]
+    parts = tf.split(value, sizes, axis=axis)
+    return tf.group(*[tf.assign(piece, part, name=piece.op.name + "_assign")
+                      for piece, part in zip(pieces, parts)])
