@@ -163,6 +163,8 @@ def test_the_old_names_are_the_moved_modules():
              ("tf1_awd_sparse.quantization.export",
               "tf1_awd_sparse.export.tflite"),
              ("tf1_awd_sparse._checks", "tf1_awd_sparse.base.checks"),
+             ("tf1_awd_sparse.mask_placement",
+              "tf1_awd_sparse.ops.mask_placement"),
              ("tf1_awd_sparse.magnitude_pruning",
               "tf1_awd_sparse.transforms.magnitude_pruning")]
     for old, new in pairs:
