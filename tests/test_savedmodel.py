@@ -13,6 +13,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import lm_api_support
+from tf_versions import IS_TF2
 from tf1_awd_sparse.awd_lm import LanguageModel, data, modeldir, savedmodel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -170,6 +171,39 @@ def test_saved_model_cli_run_matches_python(runs):
     assert set(printed) == set(second), result.stdout
     for key, value in second.items():
         np.testing.assert_allclose(printed[key], value.ravel(), atol=ATOL,
+                                   err_msg=key)
+
+
+# TF 2's eager loader: every signature input is a required argument.
+_EAGER_CALL = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+function = tf.saved_model.load(sys.argv[1]).signatures["next_token"]
+specs = function.structured_input_signature[1]
+ids = np.array(json.loads(sys.argv[2]), np.int32)
+states = {k: tf.zeros([ids.shape[0], s.shape[1]]) for k, s in specs.items()
+          if k.startswith("state_")}
+out = function(ids=tf.constant(ids), **states)
+print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}))
+"""
+
+
+@pytest.mark.skipif(not IS_TF2, reason="tf.saved_model.load (TF 2's eager "
+                    "loader of a TF1 SavedModel) exists only on TF 2.x")
+def test_tf2_eager_loader_calls_next_token(runs):
+    import json
+    ids = _stream(2, 4, len(runs["lm"]["float"].words), seed=7)
+    result = subprocess.run(
+        [sys.executable, "-c", _EAGER_CALL, runs["float_sm"],
+         json.dumps(ids.tolist())], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, universal_newlines=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    eager = json.loads(result.stdout.splitlines()[-1])
+    want = Loaded(runs["float_sm"]).call("next_token", ids=ids)
+    assert set(eager) == set(want)
+    for key, value in want.items():
+        np.testing.assert_allclose(eager[key], value, atol=ATOL,
                                    err_msg=key)
 
 
