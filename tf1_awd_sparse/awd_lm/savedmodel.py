@@ -113,12 +113,11 @@ def export_saved_model(model_dir, path, overwrite=False):
       modeldir.ConfigError: a bad model directory (named).
       train.CheckpointError: a checkpoint that cannot be restored.
       ValueError: path exists (without overwrite, or not a SavedModel).
-      GraphModeError: on TF 2.x without
-        ``tf.compat.v1.disable_v2_behavior()``.
     """
+    # pylint: disable=protected-access
     from tf1_awd_sparse.awd_lm import lm, train
     _check_out(path, overwrite)
-    config = modeldir.read_config(lm._resolve(model_dir)[0])  # pylint: disable=protected-access
+    config = modeldir.read_config(lm._resolve(model_dir)[0])
     if "checkpoint" not in config:
         raise modeldir.ConfigError("%s: names no checkpoint (a .tflite "
                                    "model cannot be re-exported)"
@@ -133,7 +132,6 @@ def export_saved_model(model_dir, path, overwrite=False):
             saver = tf.train.Saver(tf.global_variables())
             with tf.Session(graph=graph,
                             config=runtime.session_config(1)) as session:
-                # pylint: disable=protected-access
                 train._restore(saver, session, os.path.join(
                     config["directory"], config["checkpoint"]))
                 builder = tf.saved_model.builder.SavedModelBuilder(
