@@ -31,6 +31,8 @@ Modules:
                 a .tflite file; score, generate, step.
   score, generate -- their command lines
                 (``python -m tf1_awd_sparse.awd_lm.score`` / ``.generate``).
+  savedmodel -- ``export_saved_model``: a model directory as a SavedModel
+                with serving signatures (and its command line).
 
 Every module imports on every supported version, also without
 ``tf.estimator``.

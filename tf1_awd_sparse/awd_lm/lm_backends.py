@@ -39,7 +39,7 @@ class LMState(object):
         return LMState([a[index] for a in self.arrays], self.pending[index])
 
 
-__all__ = ["TFBackend", "TFLiteBackend"]
+__all__ = ["TFBackend", "TFLiteBackend", "inference_graph"]
 
 #: Largest ``batch * tokens * vocab`` logits read per call of a stream.
 _CHUNK_ELEMENTS = 2 ** 22
@@ -55,6 +55,45 @@ def _inference_params(params):
 
 def _state(arrays, batch):
     return LMState(arrays, np.zeros([batch, 0], np.int32))
+
+
+def inference_graph(params, state_default=False):
+    """Builds the language model's inference graph into the default graph:
+    `model.build_lm` in evaluation mode (no dropout), batch and time None.
+
+    Args:
+      params: the model's parameters (`_inference_params` applied here).
+      state_default: False: the states are placeholders to feed; True:
+        placeholders with a default of zeros (of the ids' batch).
+
+    Returns:
+      ``(inputs, state, outputs)``: the int32 ``[None, None]`` ids
+      placeholder ``inputs``, a tuple of ``LSTMStateTuple`` of float32
+      ``[None, units]`` tensors ``state_<l>_c`` / ``state_<l>_h`` per layer,
+      and `model.LMOutputs` (``logits`` float32 ``[batch, time, vocab]``,
+      ``final_state``).
+
+    Raises:
+      ValueError: bad params (named).
+    """
+    params = _inference_params(params)
+    inputs = tf.placeholder(tf.int32, [None, None], "inputs")
+    state = []
+    for i, n in enumerate(model.layer_sizes(params)):
+        parts = []
+        for part in ("c", "h"):
+            name = "state_%d_%s" % (i, part)
+            if state_default:
+                zeros = tf.zeros(tf.stack([tf.shape(inputs)[0], n]))
+                parts.append(tf.placeholder_with_default(zeros, [None, n],
+                                                         name))
+            else:
+                parts.append(tf.placeholder(tf.float32, [None, n], name))
+        state.append(tf.nn.rnn_cell.LSTMStateTuple(*parts))
+    state = tuple(state)
+    out = model.build_lm({"inputs": inputs, "targets": inputs,
+                          "state": state}, False, params)
+    return inputs, state, out
 
 
 class TFBackend(object):
@@ -76,13 +115,7 @@ class TFBackend(object):
         self.sizes = model.layer_sizes(params)
         self.graph = tf.Graph()
         with self.graph.as_default():
-            inputs = tf.placeholder(tf.int32, [None, None], "inputs")
-            state = tuple(tf.nn.rnn_cell.LSTMStateTuple(
-                tf.placeholder(tf.float32, [None, n], "state_%d_c" % i),
-                tf.placeholder(tf.float32, [None, n], "state_%d_h" % i))
-                for i, n in enumerate(self.sizes))
-            out = model.build_lm({"inputs": inputs, "targets": inputs,
-                                  "state": state}, False, params)
+            inputs, state, out = inference_graph(params)
             saver = tf.train.Saver(tf.global_variables())
         self.graph.finalize()
         self.inputs = inputs

@@ -20,6 +20,10 @@ window (steps per call), dtype (``float32`` or ``uint8``) and every
 input / output tensor's name, shape, dtype and quantization
 ``[scale, zero_point]``.
 
+A SavedModel directory (`awd_lm.savedmodel`) holds a ``config.json``
+whose ``checkpoint`` is ``variables/variables`` (the SavedModel's own
+variables) and whose ``produced_by.stage`` is ``saved_model``.
+
 ``vocab.txt``: one word per line in id order (``<eos>`` / ``<unk>`` as
 `awd_lm.data` spells them). `read_config` is the one reader: unknown or
 misspelt keys are refused with one line naming the closest known key.
@@ -73,7 +77,8 @@ def _check_keys(mapping, known, where, path):
 
 def produced_by(params, summary=None, stage=None, **extra):
     """What produced a model, for its config: stage (``float``,
-    ``sparse``, ``pruned``, ``qat``, ``tflite_float``, ``tflite_uint8``;
+    ``sparse``, ``pruned``, ``qat``, ``tflite_float``, ``tflite_uint8``,
+    ``saved_model``;
     default from ``params``), technique, model label, sparsity and
     perplexities (from a `train.run` summary when given)."""
     technique = params.get("sparsity") or (
