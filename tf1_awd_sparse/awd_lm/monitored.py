@@ -428,13 +428,9 @@ def run(argv=None):
 
 
 def main(argv=None, extra_flags=(), make_hooks=None):
-    """The command line; prints the final evaluation as one JSON line.
-
-    Args:
-      argv: the arguments (default: ``sys.argv[1:]``).
-      extra_flags, make_hooks: for programs that extend this command line:
-        more ``(flag, argparse keywords)`` pairs, and a function ``(args,
-        loss) -> list of SessionRunHooks`` run in every training step.
+    """The command line: `awd_lm.estimator.main`'s arguments and flow
+    (`awd_lm.estimator.command_line`) with this module's `prepare` and
+    `execute`; prints the final evaluation as one JSON line.
 
     Returns:
       0; bad input ends the process with status 2 and one line on stderr.
