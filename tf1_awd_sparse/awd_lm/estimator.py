@@ -21,6 +21,12 @@ it exits with status 2 and one line naming its replacement:
 the same flags and runs the same three setups through
 ``tf.train.MonitoredTrainingSession``, on every version.
 
+A run that trains writes ``config.json`` and ``vocab.txt`` into
+``--model-dir`` first (`awd_lm.modeldir`); from then on they are the
+directory's configuration: ``--evaluate-only`` needs no ``--hparams``, and
+a ``--preset``, ``--model`` or ``--hparams`` value that differs from
+config.json is refused in one line (`command_params`).
+
 Differences from the single-process loop (`awd_lm.train`): each window
 starts from a zero state (Estimator input pipelines carry no state between
 batches), the window length is fixed (``bptt``), and the optimizer is plain
