@@ -21,6 +21,7 @@ from tf1_awd_sparse.awd_lm import (estimator, model, model_fn, modeldir,
                                    monitored, presets, train)
 from tf1_awd_sparse.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.transforms import PRUNING_MASKS
+from test_compose import _ancestors as ancestors
 from tf_versions import needs_estimator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,17 +75,9 @@ def _params(**extra):
 
 
 def _ancestors(op):
-    """Every op the run of ``op`` (an op or a tensor) runs: its inputs'
-    and control inputs' ops, transitively."""
-    seen, todo = set(), [getattr(op, "op", op)]
-    while todo:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        todo.extend(t.op for t in current.inputs)
-        todo.extend(current.control_inputs)
-    return seen
+    """Every op the run of ``op`` (an op or a tensor) runs, transitively
+    (test_compose's walk over inputs and control inputs)."""
+    return ancestors([getattr(op, "op", op)])
 
 
 def _assigned_variable(op):
