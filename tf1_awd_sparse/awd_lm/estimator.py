@@ -21,6 +21,12 @@ it exits with status 2 and one line naming its replacement:
 the same flags and runs the same three setups through
 ``tf.train.MonitoredTrainingSession``, on every version.
 
+A run that trains writes ``config.json`` and ``vocab.txt`` into
+``--model-dir`` first (`awd_lm.modeldir`); from then on they are the
+directory's configuration: ``--evaluate-only`` needs no ``--hparams``, and
+a ``--preset``, ``--model`` or ``--hparams`` value that differs from
+config.json is refused in one line (`command_params`).
+
 Differences from the single-process loop (`awd_lm.train`): each window
 starts from a zero state (Estimator input pipelines carry no state between
 batches), the window length is fixed (``bptt``), and the optimizer is plain
@@ -38,6 +44,7 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 
@@ -51,7 +58,7 @@ from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
-from tf1_awd_sparse.awd_lm import model, presets, runtime
+from tf1_awd_sparse.awd_lm import model, modeldir, presets, runtime
 # The pieces, under the names this module has always exported.
 from tf1_awd_sparse.awd_lm.cluster import (  # noqa: F401
     ClusterBarrierHook, mirrored_strategy)
@@ -118,10 +125,14 @@ def parse_hparams(text):
 FLAGS = (
     ("--model-dir", dict(required=True, help="checkpoints and summaries "
                          "(shared by every task of a cluster)")),
-    ("--model", dict(choices=model.MODELS, default="awd")),
-    ("--preset", dict(choices=sorted(presets.PRESETS), default="demo")),
+    ("--model", dict(choices=model.MODELS, default=None, help="default: "
+                     "awd, or the one in --model-dir's config.json")),
+    ("--preset", dict(choices=sorted(presets.PRESETS), default=None,
+                      help="default: demo, or the one in --model-dir's "
+                      "config.json")),
     ("--hparams", dict(default="", help="overrides, e.g. "
-                       "'emb_size=16,hidden_size=32'")),
+                       "'emb_size=16,hidden_size=32'; on a --model-dir "
+                       "with a config.json they must agree with it")),
     ("--data-dir", dict(help="PTB-layout corpus; default: the embedded HMM "
                         "corpus")),
     ("--train-steps", dict(type=int, default=1000,
@@ -207,28 +218,25 @@ def prepare(args, training_hooks=None):
 
     Returns:
       dict with 'estimator', 'eval_input', 'train_spec' (None for
-      ``--evaluate-only``) and 'eval_steps'.
+      ``--evaluate-only``), 'eval_steps' and 'model_dir' (what
+      `write_model_dir` writes before the chief trains, else None).
+
+    The parameters come from ``--model-dir``'s config.json when it has
+    one, else from the flags (`command_params`).
 
     Raises:
       EstimatorUnavailableError: TensorFlow 2.16+ (no ``tf.estimator``).
-      ValueError: bad ``--hparams`` (named; an unknown key with the
-        closest ones), ``hidden_size`` given with ``num_layers`` 1
+      ValueError: what `command_params` refuses (flags that disagree with
+        config.json among them), bad ``--hparams`` (named; an unknown key
+        with the closest ones), ``hidden_size`` given with ``num_layers`` 1
         (`presets.check_used`), an unreadable corpus or a split too short
         for one window (`data.DataError`, naming the file and the
         ``--hparams`` to change), a cluster with ``--distribute mirrored`` or
         ``--evaluate-only``, or no checkpoint to evaluate.
     """
     require_estimator()
-    overrides = parse_hparams(args.hparams)
-    params = presets.params_for(args.preset, args.model, overrides)
-    presets.check_used(params, overrides, _hparam)
-    corpus, _, _ = runtime.load_corpus(args.data_dir, params)
-    runtime.check_corpus(corpus, params, args.data_dir, _hparam,
-                         fixed_windows=True, splits=(
-                             ("valid",) if args.evaluate_only
-                             else ("train", "valid")))
-    params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd,
-                  training_hooks=training_hooks)
+    params, corpus = command_params(args)
+    params["training_hooks"] = training_hooks
     probe = tf.estimator.RunConfig()
     task_type, task_id = probe.task_type, probe.task_id
     mirrored = args.distribute == "mirrored"
@@ -253,7 +261,8 @@ def prepare(args, training_hooks=None):
     eval_input = make_input_fn(corpus.valid, params["eval_batch_size"],
                                params["bptt"], repeat=False)
     setup = {"estimator": estimator, "eval_input": eval_input,
-             "eval_steps": args.eval_steps, "train_spec": None}
+             "eval_steps": args.eval_steps, "train_spec": None,
+             "model_dir": None}
     if args.evaluate_only:
         if not tf.train.latest_checkpoint(args.model_dir):
             raise ValueError("--model-dir: no checkpoint in %r"
@@ -271,7 +280,113 @@ def prepare(args, training_hooks=None):
                                 params["bptt"], n_tasks, shard)
     setup["train_spec"] = tf.estimator.TrainSpec(
         train_input, max_steps=args.train_steps, hooks=hooks)
+    if config.is_chief:
+        setup["model_dir"] = (args, params, corpus)
     return setup
+
+
+def _config_path(model_dir):
+    return os.path.join(model_dir, modeldir.CONFIG_FILE)
+
+
+def _given(args, overrides):
+    """{key: value} of what the command line set explicitly: --preset,
+    --model and the --hparams items (their flags' names as keys)."""
+    given = {"--" + k: getattr(args, k) for k in ("preset", "model")
+             if getattr(args, k) is not None}
+    given.update((_hparam(k), v) for k, v in overrides.items())
+    return given
+
+
+def command_params(args, flag=None):
+    """The model's parameters and corpus of a distributed command line
+    (`prepare` here and in `awd_lm.monitored`), from one source:
+
+    - ``--model-dir`` holds a ``config.json`` (`awd_lm.modeldir`, written
+      when a run starts): its ``params`` are the configuration; whatever
+      ``--preset``, ``--model`` or ``--hparams`` also give must agree with
+      it (a value that differs is refused), and the corpus must have its
+      vocabulary (``vocab.txt``);
+    - otherwise ``--preset`` (default demo), ``--model`` (default awd)
+      and ``--hparams`` (`presets.params_for`).
+
+    Args:
+      args: from `parse_args` (model_dir, preset, model, hparams,
+        data_dir, evaluate_only, use_vd).
+      flag: function ``key -> how errors name it`` (default `hparam_flag`).
+
+    Returns:
+      ``(params, corpus)``: params with 'vocab_size' and 'use_vd'.
+
+    Raises:
+      ValueError: one line each: a malformed, unknown (with the closest
+        key) or invalid ``--hparams`` item; a bad config.json
+        (`modeldir.ConfigError`: unknown keys named with the closest);
+        a flag that disagrees with config.json (naming both values); a
+        corpus whose vocabulary is not the directory's; an unreadable
+        corpus or a split too short for one window.
+    """
+    flag = flag or _hparam
+    overrides = parse_hparams(args.hparams)
+    path = _config_path(args.model_dir)
+    config = (modeldir.read_config(path) if os.path.exists(path)
+              else None)
+    if config is None:
+        params = presets.params_for(args.preset or "demo",
+                                    args.model or "awd", overrides)
+        presets.check_used(params, overrides, flag)
+    else:
+        params = dict(config["params"])
+        for name, value in sorted(_given(args, overrides).items()):
+            key = name.split()[-1].lstrip("-")
+            if params.get(key) != value:
+                raise ValueError(
+                    "%s %r disagrees with %s, which holds %r: the model "
+                    "directory's config is its configuration; leave the "
+                    "flag out or use a new --model-dir"
+                    % (name, value, path, params.get(key)))
+    corpus, _, _ = runtime.load_corpus(args.data_dir, params)
+    if config is not None and list(corpus.vocab) != config["words"]:
+        raise ValueError(
+            "--data-dir: the corpus's vocabulary (%d words) is not the one "
+            "%s was trained on (%s, %d words); give its corpus"
+            % (len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
+               len(config["words"])))
+    runtime.check_corpus(corpus, params, args.data_dir, flag,
+                         fixed_windows=True, splits=(
+                             ("valid",) if args.evaluate_only
+                             else ("train", "valid")))
+    if params.get("pruning") == "magnitude" and args.distribute == "mirrored":
+        raise ValueError(
+            "%s 'magnitude' does not run under --distribute mirrored (its "
+            "mask update is no replica's); train it in one process or a "
+            "cluster" % flag("pruning"))
+    params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd)
+    return params, corpus
+
+
+def write_model_dir(args, params, corpus):
+    """Writes ``--model-dir``'s config.json and vocab.txt
+    (`modeldir.write_config`) before a run trains: the parameters
+    (`modeldir.PARAM_KEYS` of ``params``: not the run's own 'use_vd' or
+    hooks) and the checkpoint the run ends with, ``model.ckpt-<N>`` for
+    ``--train-steps`` N or the latest checkpoint's step if larger (a
+    finished run is not stepped again); the directory is then read by
+    `command_params` (``--evaluate-only`` needs no other flag).
+
+    Returns:
+      the config.json's path.
+    """
+    if not os.path.isdir(args.model_dir):
+        os.makedirs(args.model_dir)
+    kept = {k: v for k, v in params.items() if k in modeldir.PARAM_KEYS}
+    latest = tf.train.latest_checkpoint(args.model_dir)
+    step = max(args.train_steps, int(tf.train.load_variable(
+        latest, "global_step")) if latest else 0)
+    return modeldir.write_config(
+        args.model_dir, kept, list(corpus.vocab),
+        modeldir.produced_by(kept, source="distributed command line"),
+        checkpoint="model.ckpt-%d" % step)
 
 
 def execute(setup):
@@ -286,6 +401,8 @@ def execute(setup):
     if setup["train_spec"] is None:
         return estimator.evaluate(setup["eval_input"],
                                   steps=setup["eval_steps"])
+    if setup["model_dir"] is not None:
+        write_model_dir(*setup["model_dir"])
     result = tf.estimator.train_and_evaluate(
         estimator, setup["train_spec"],
         tf.estimator.EvalSpec(setup["eval_input"], steps=setup["eval_steps"],
@@ -340,20 +457,38 @@ def main(argv=None, extra_flags=(), make_hooks=None):
         require_estimator()
     except EstimatorUnavailableError as e:
         _cli.fail(e)
-    args = parse_args(argv, extra_flags)
+    return command_line(parse_args(argv, extra_flags), prepare, execute,
+                        make_hooks)
+
+
+def command_line(args, prepare_fn, execute_fn, make_hooks=None):
+    """The flow of the distributed command lines (this one's and
+    `awd_lm.monitored`'s ``main``): TF1 graph mode, ``--max-lifetime``,
+    TensorFlow's INFO log (step, loss, checkpoints) without 1.x's
+    deprecation notes, then ``prepare_fn(args, hooks)`` and
+    ``execute_fn(setup)``, and the final evaluation as `eval_line`.
+
+    Args:
+      args: from `parse_args`.
+      prepare_fn, execute_fn: the command line's `prepare` and `execute`.
+      make_hooks: None or ``(args, loss) -> list of SessionRunHooks``.
+
+    Returns:
+      0; a ValueError of ``prepare_fn`` (bad input, found before anything
+      is written) ends the process with status 2 and its one line.
+    """
     graph_mode_program()
     start_lifetime(args)
-    # Estimator's progress (step, loss) without TF 1.13's deprecation notes.
     deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
     tf.logging.set_verbosity(tf.logging.INFO)
     hooks = None
     if make_hooks is not None:
         hooks = lambda loss: make_hooks(args, loss)  # noqa: E731
     try:
-        setup = prepare(args, hooks)
-    except ValueError as e:  # bad input, found before anything is written
+        setup = prepare_fn(args, hooks)
+    except ValueError as e:
         _cli.fail(e)
-    metrics = execute(setup)
+    metrics = execute_fn(setup)
     if metrics:
         print(eval_line(metrics))
     return 0

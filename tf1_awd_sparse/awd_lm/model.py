@@ -638,3 +638,39 @@ def build_train_op(loss, learning_rate, params, global_step=None):
     # params['use_vd']) run with the step, ordered after their reads.
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
         return opt.apply_gradients(zip(grads, tvars), global_step), opt
+
+
+def build_train_step(loss, learning_rate, params, global_step=None):
+    """The language model's one training step, for every driver (the
+    loop's `train.Graph`, the Estimator's `model_fn.train_step` and so
+    `awd_lm.monitored`): `build_train_op`'s clipped step (NT-ASGD or SGD,
+    after the ``UPDATE_OPS``: held dropout masks) that increments
+    ``global_step``, followed with ``params['pruning'] == 'magnitude'`` by
+    `magnitude_pruning_op`'s mask update (so the masks follow their
+    schedule under every driver).
+
+    Args:
+      loss: float32 scalar tensor, the loss the gradients come from.
+      learning_rate: float or float32 scalar tensor.
+      params: the model's parameter dict ('clip', 'optimizer', 'nonmono',
+        'aux_lr_scale', 'pruning' and the 'pruning_*' schedule).
+      global_step: the step variable the step increments; needed (and
+        read) by the pruning schedule.
+
+    Returns:
+      ``(train_op, optimizer)``: the op of one step (the pruning update
+      runs after the gradient step, in the same ``session.run``) and the
+      optimizer (NT-ASGD's has ``averaging``).
+
+    Raises:
+      ValueError: an unknown optimizer (`build_train_op`), or
+        ``pruning='magnitude'`` without a ``global_step``.
+    """
+    if params.get("pruning") == "magnitude" and global_step is None:
+        raise ValueError("global_step: params['pruning'] 'magnitude' needs "
+                         "the global step (its schedule counts it), got "
+                         "None")
+    train_op, optimizer = build_train_op(loss, learning_rate, params,
+                                         global_step)
+    pruning = magnitude_pruning_op(params, global_step, train_op)
+    return (train_op if pruning is None else pruning), optimizer

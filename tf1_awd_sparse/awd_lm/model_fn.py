@@ -24,7 +24,10 @@ TRAIN, EVAL = "train", "eval"
 
 def train_step(features, labels, params):
     """The training step of `model_fn`, without ``tf.estimator``: the
-    regularized loss and a clipped SGD step that increments the global step.
+    regularized loss and the model's one training step
+    (`model.build_train_step` with plain SGD: clipped gradients after the
+    ``UPDATE_OPS``, the global step's increment and, with ``pruning``
+    'magnitude', the pruning masks' scheduled update).
 
     Under a ``tf.distribute`` strategy (built in a replica's context) the
     loss the gradients come from is scaled (`_compat.scale_replica_loss`)
@@ -46,7 +49,7 @@ def train_step(features, labels, params):
     out = model.build_lm({"inputs": features["inputs"], "targets": labels},
                          TRAIN, params)
     sgd = dict(params, optimizer="sgd")
-    train_op, _ = model.build_train_op(
+    train_op, _ = model.build_train_step(
         _compat.scale_replica_loss(out.loss), params["lr"], sgd,
         tf.train.get_or_create_global_step())
     tf.summary.scalar("xent", out.xent)

@@ -39,11 +39,9 @@ import time
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse.base import _cli  # noqa: F401
-from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.checks import check_positive_int  # noqa: F401
 from tf1_awd_sparse.base.compat import nest, tf
-from tensorflow.python.util import deprecation
-from tf1_awd_sparse.awd_lm import estimator, presets, runtime, train
+from tf1_awd_sparse.awd_lm import estimator, runtime, train
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy
 from tf1_awd_sparse.awd_lm.input_fn import make_input_fn
 from tf1_awd_sparse.awd_lm.model_fn import eval_xent, train_step
@@ -255,8 +253,8 @@ def prepare(args, training_hooks=None, tf_config=None):
       'progress' and 'ready'.
 
     Raises:
-      ValueError: what `awd_lm.estimator.prepare` refuses (bad
-        ``--hparams``, ``hidden_size`` with ``num_layers`` 1, an unreadable
+      ValueError: what `awd_lm.estimator.prepare` refuses (flags that
+        disagree with ``--model-dir``'s config.json, bad ``--hparams``, ``hidden_size`` with ``num_layers`` 1, an unreadable
         corpus or a split too short for one window, a cluster with
         ``--distribute mirrored`` or ``--evaluate-only``, no checkpoint to
         evaluate), and a bad ``TF_CONFIG`` (`task_from_tf_config`).
@@ -264,16 +262,9 @@ def prepare(args, training_hooks=None, tf_config=None):
     if tf_config is None:
         tf_config = os.environ.get("TF_CONFIG", "")
     task = task_from_tf_config(tf_config)
-    overrides = estimator.parse_hparams(args.hparams)
-    params = presets.params_for(args.preset, args.model, overrides)
-    presets.check_used(params, overrides, estimator.hparam_flag)
-    corpus, _, _ = runtime.load_corpus(args.data_dir, params)
-    # The same whole-window input pipeline as the Estimator's.
-    runtime.check_corpus(corpus, params, args.data_dir, estimator.hparam_flag,
-                         fixed_windows=True, splits=(
-                             ("valid",) if args.evaluate_only
-                             else ("train", "valid")))
-    params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd)
+    # One source of parameters (config.json or the flags) and the same
+    # whole-window input checks as the Estimator's.
+    params, corpus = estimator.command_params(args)
     mirrored = args.distribute == "mirrored"
     if (mirrored or args.evaluate_only) and task is not None:
         raise ValueError("--distribute mirrored and --evaluate-only run in "
@@ -406,6 +397,8 @@ def execute(setup):
                         saved_step, args.train_steps)
         progress.global_step = saved_step
     else:
+        if task is None or task.is_chief:
+            estimator.write_model_dir(args, setup["params"], setup["corpus"])
         _train(setup, master, task)
     print("train: " + json.dumps({
         "steps": progress.steps, "global_step": progress.global_step,
@@ -435,35 +428,15 @@ def run(argv=None):
 
 
 def main(argv=None, extra_flags=(), make_hooks=None):
-    """The command line; prints the final evaluation as one JSON line.
-
-    Args:
-      argv: the arguments (default: ``sys.argv[1:]``).
-      extra_flags, make_hooks: for programs that extend this command line:
-        more ``(flag, argparse keywords)`` pairs, and a function ``(args,
-        loss) -> list of SessionRunHooks`` run in every training step.
+    """The command line: `awd_lm.estimator.main`'s arguments and flow
+    (`awd_lm.estimator.command_line`) with this module's `prepare` and
+    `execute`; prints the final evaluation as one JSON line.
 
     Returns:
       0; bad input ends the process with status 2 and one line on stderr.
     """
-    args = parse_args(argv, extra_flags)
-    # Progress (global_step/sec, checkpoints) as the Estimator command line
-    # logs it, without TF 1.x's deprecation notes.
-    deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
-    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
-    estimator.graph_mode_program()
-    estimator.start_lifetime(args)
-    hooks = None
-    if make_hooks is not None:
-        hooks = lambda loss: make_hooks(args, loss)  # noqa: E731
-    try:
-        setup = prepare(args, hooks)
-    except ValueError as e:  # bad input, found before anything is written
-        _cli.fail(e)
-    metrics = execute(setup)
-    if metrics:
-        print(estimator.eval_line(metrics))
-    return 0
+    return estimator.command_line(parse_args(argv, extra_flags), prepare,
+                                  execute, make_hooks)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,10 @@ import sys
 import tempfile
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
-    import tf1_awd_sparse._quiet  # noqa: F401  pylint: disable=unused-import
+    import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse import _cli  # noqa: E402
-from tf1_awd_sparse._compat import tf  # noqa: E402
+from tf1_awd_sparse.base import _cli  # noqa: E402
+from tf1_awd_sparse.base.compat import tf  # noqa: E402
 from tf1_awd_sparse.awd_lm import lm_backends, modeldir  # noqa: E402
 from tf1_awd_sparse.awd_lm import runtime  # noqa: E402
 
@@ -173,7 +173,7 @@ def main(argv=None):
     args = parse_args(argv)
     if os.path.lexists(args.out) and not args.overwrite:
         _cli.fail("--out %s exists: replace it with --overwrite" % args.out)
-    from tf1_awd_sparse import _compat
+    from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
     try:
         export_saved_model(args.model, args.out, args.overwrite)

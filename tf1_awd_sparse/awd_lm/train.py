@@ -85,11 +85,8 @@ class Graph(object):
                          and v not in quant_vars
                          and v.op.name in set(warm_names or ())]
             ranges = model.quant_range_variables()
-            train_op, self.optimizer = model.build_train_op(out.loss, lr,
-                                                            params, step)
-            pruning = model.magnitude_pruning_op(params, step, train_op)
-            if pruning is not None:
-                train_op = pruning
+            train_op, self.optimizer = model.build_train_step(out.loss, lr,
+                                                              params, step)
             self.ntasgd = hasattr(self.optimizer, "averaging")
             init = tf.group(tf.global_variables_initializer(),
                             tf.local_variables_initializer())
