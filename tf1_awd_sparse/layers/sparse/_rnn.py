@@ -3,9 +3,10 @@
 A cell gets its pre-activation `[x, h] @ W` from a `HeldWeights` of its
 technique (VD overrides it in `variational_dropout.rnn`). It builds its
 noise or gate sample lazily, at the cell's first call, under
-`tf.control_dependencies(None)`: in TF 1.13 that also leaves the
-`tf.while_loop` context of `dynamic_rnn`, so the sample is made once per
-`session.run` and the same value is used at every time step.
+`once_per_run` (the library's one way out of the `tf.while_loop` context of
+`dynamic_rnn`, keeping the caller's control inputs from outside the loop),
+so the sample is made once per `session.run` and the same value is used at
+every time step.
 """
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
@@ -13,7 +14,7 @@ from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     ParamsError, check_positive_int, check_real, check_sparse_options,
-    check_tensor)
+    check_tensor, once_per_run)
 
 
 RNN_CELL_DOC = """
@@ -171,9 +172,8 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
         check_tensor(inputs, "inputs", dtype=self._held.params[0].dtype,
                      dtype_of="the dtype of kernel_weights")
         if self._preactivation is None:
-            # Outside any while loop / control dependency: one sample per run.
-            _compat.require_v1_control_flow(type(self).__name__)
-            with tf.control_dependencies(None):
+            # Outside any while loop: one sample per run.
+            with once_per_run(type(self).__name__):
                 self._preactivation = self._held.make(
                     inputs, self._input_size)
         return self._preactivation(inputs, h) + self._bias
