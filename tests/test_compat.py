@@ -15,6 +15,8 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.base import compat as _compat
 from tf_versions import IS_TF2
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                      "v2_behaviour_cases.py")
 
@@ -135,6 +137,26 @@ def test_eager_execution_is_refused_with_the_fix_named():
         assert record["result"] == "GraphModeError", record
         assert "eager execution is on" in record["message"], record
         assert "tf.compat.v1.disable_v2_behavior()" in record["message"]
+
+
+@pytest.mark.skipif(not IS_TF2, reason="eager execution is TF 2.x's default "
+                    "only; TF 1.x users opt in at program start")
+def test_the_training_loop_refuses_eager_execution_before_writing(tmpdir):
+    """awd_lm.train.run with eager on: the named error, and no run
+    directory (it used to fail deep in tf.summary.FileWriter)."""
+    run_dir = str(tmpdir.join("run"))
+    code = ("import tensorflow as tf, tf1_awd_sparse.base._quiet\n"
+            "from tf1_awd_sparse.awd_lm import train\n"
+            "try:\n"
+            "    train.run(None, {}, %r)\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, e)\n" % run_dir)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=300).stdout
+    assert out.startswith("GraphModeError awd_lm.train.run builds a TF1 "
+                          "graph, but eager execution is on"), out
+    assert not os.path.exists(run_dir)
 
 
 # With only eager execution off, TF 2.x keeps control flow v2 (a

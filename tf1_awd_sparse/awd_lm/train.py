@@ -24,6 +24,7 @@ import sys
 import time
 
 import numpy as np
+from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.ops import mask_placement
@@ -718,6 +719,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     Raises:
       ValueError: invalid params (named), resume with changed
         parameters.
+      GraphModeError: eager execution is on (TF 2.x's default), named with
+        the fix, before anything is written.
       CheckpointError: (a ValueError) an unreadable checkpoint or
         state.json, named; nothing written is deleted.
       data.DataError: a split too short for its batch size.
@@ -725,6 +728,7 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         loss that is NaN, infinite or above `DIVERGED_LOSS`, naming the
         epoch and step; the previous epochs' checkpoints are kept.
     """
+    _compat.require_graph_mode("awd_lm.train.run")
     report = on_record if on_record is not None else records.TableLog(log)
     trainer = Trainer(corpus, params, run_dir, resume=resume,
                       threads=threads, init_from=init_from,
