@@ -5,6 +5,18 @@ import os
 
 import numpy as np
 
+def tree_bytes(root):
+    """{relative path: bytes} of every file under root (to show that a
+    refused command left a directory exactly as it was)."""
+    found = {}
+    for where, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(where, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = f.read()
+    return found
+
+
 def write_corpus(directory, seed=0):
     """train/valid/test.txt of template sentences over WORDS (valid and
     test hold a word the training split lacks: it becomes <unk>)."""

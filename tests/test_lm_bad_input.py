@@ -21,6 +21,7 @@ from test_lm_model import PARAMS, make_features
 from test_lm_script import SCRIPT, TINY, script, write_ptb
 from tf1_awd_sparse.base import compat as _compat
 from tf_versions import needs_estimator
+from lm_api_support import tree_bytes
 
 #: The distributed command lines (same flags): the Estimator one only where
 #: tf.estimator exists (elsewhere it exits 2 naming the monitored one).
@@ -436,15 +437,6 @@ def test_estimator_eval_line_is_strict_json():
 # ---------------------------------------------------------------------------
 # Issue 20: a run in --out is never replaced without --resume / --overwrite.
 # ---------------------------------------------------------------------------
-def _tree(root):
-    """{relative path: bytes} of every file under root."""
-    found = {}
-    for where, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(where, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = f.read()
-    return found
 
 
 def test_finished_out_is_not_overwritten(capsys, tmp_path, two_epochs):
@@ -452,7 +444,7 @@ def test_finished_out_is_not_overwritten(capsys, tmp_path, two_epochs):
     data_dir, finished = two_epochs
     out = str(tmp_path / "out")
     shutil.copytree(finished, out)
-    before = _tree(out)
+    before = tree_bytes(out)
     capsys.readouterr()
     line = _one_error_line(capsys, lambda: script.main(
         TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
@@ -460,7 +452,7 @@ def test_finished_out_is_not_overwritten(capsys, tmp_path, two_epochs):
     assert line == ("error: --out %s holds a run (%s): continue it with "
                     "--resume or replace it with --overwrite"
                     % (out, os.path.join(out, "summary.json"))), line
-    assert _tree(out) == before
+    assert tree_bytes(out) == before
     # A partial run (a killed first run: only its run directory's files).
     partial = tmp_path / "partial"
     (partial / "plain" / "last").mkdir(parents=True)

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from lm_api_support import tree_bytes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "awd_lm.py")
@@ -134,7 +135,7 @@ def test_kill_and_resume_equals_uninterrupted(tmpdir):
     assert got[1:] == pytest.approx(want[1:], rel=1e-6)
 
 
-def test_fresh_run_deletes_only_its_own_files(tmpdir):
+def test_fresh_run_deletes_only_its_owntree_bytes(tmpdir):
     from tf1_awd_sparse.awd_lm import train
     for d in ("last", "best", "data"):
         tmpdir.mkdir(d).join("x").write("x")
@@ -143,17 +144,6 @@ def test_fresh_run_deletes_only_its_own_files(tmpdir):
         tmpdir.join(f).write("x")
     train._clear_run(str(tmpdir))  # pylint: disable=protected-access
     assert sorted(os.listdir(str(tmpdir))) == ["data", "notes.txt"]
-
-
-def _files(run_dir):
-    """{relative path: bytes} of everything in a run directory."""
-    found = {}
-    for root, _, names in os.walk(run_dir):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, run_dir)] = f.read()
-    return found
 
 
 def test_diverged_run_exits_1_naming_the_step(tmpdir, capsys):
@@ -171,7 +161,7 @@ def test_diverged_run_exits_1_naming_the_step(tmpdir, capsys):
     assert err[0].startswith("error: training diverged at epoch 1, step "), err
     assert err[0].endswith("no checkpoint was written"), err
     assert not os.path.exists(os.path.join(out, "summary.json"))
-    assert not [p for p in _files(out) if "model.ckpt" in p]
+    assert not [p for p in tree_bytes(out) if "model.ckpt" in p]
 
 
 @pytest.fixture
@@ -191,7 +181,7 @@ def trainer_after_one_epoch(tmpdir):
 def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
     from tf1_awd_sparse.awd_lm import train
     trainer, run_dir = trainer_after_one_epoch
-    before = _files(run_dir)
+    before = tree_bytes(run_dir)
     assert "last/model.ckpt-1.index" in before and "best/checkpoint" in before
     trainer.params["lr"] = 1e12
     with pytest.raises(train.TrainingDiverged) as error:
@@ -200,7 +190,7 @@ def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
     assert error.value.step >= 1 and error.value.loss > train.DIVERGED_LOSS
     assert ("kept: the checkpoint of epoch 1 (%s-1)" % os.path.join(
         run_dir, "last", "model.ckpt")) in str(error.value)
-    after = {k: v for k, v in _files(run_dir).items()
+    after = {k: v for k, v in tree_bytes(run_dir).items()
              if not k.startswith("events.out")}
     assert after == {k: v for k, v in before.items()
                      if not k.startswith("events.out")}
@@ -212,13 +202,13 @@ def test_diverged_validation_saves_no_best(trainer_after_one_epoch,
     neither best/ nor last/ takes them."""
     from tf1_awd_sparse.awd_lm import train
     trainer, run_dir = trainer_after_one_epoch
-    before = _files(run_dir)
+    before = tree_bytes(run_dir)
     monkeypatch.setattr(train, "evaluate", lambda *a: float("nan"))
     with pytest.raises(train.TrainingDiverged,
                        match="^training diverged after the last step of "
                        "epoch 2: validation loss nan"):
         trainer.epoch()
-    assert {k: v for k, v in _files(run_dir).items()
+    assert {k: v for k, v in tree_bytes(run_dir).items()
             if not k.startswith("events.out")} == {
                 k: v for k, v in before.items()
                 if not k.startswith("events.out")}
