@@ -37,7 +37,7 @@ import _quiet  # noqa: F401,E402
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse.ops.lstm_sequence import lstm_sequence  # noqa: F401
+from tf1_awd_sparse.ops.lstm_sequence import lstm_sequence  # noqa: E402
 from weight_drop_lstm import WeightDropLSTM  # noqa: E402
 from _timing import interleaved_ratios, regression_task  # noqa: E402
 

@@ -44,8 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
-from tf1_awd_sparse.base import _cli  # noqa: F401
-from tf1_awd_sparse.base.checks import check_nonnegative_int  # noqa: F401
+from tf1_awd_sparse.base import _cli  # noqa: E402
+from tf1_awd_sparse.base.checks import check_nonnegative_int  # noqa: E402
 from tf1_awd_sparse.awd_lm import (  # noqa: E402
     compress, presets, records, runtime, train)
 

@@ -27,7 +27,7 @@ import _quiet  # noqa: F401,E402  (before TensorFlow)
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse.base import compat as _compat  # noqa: F401
+from tf1_awd_sparse.base import compat as _compat  # noqa: E402
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.awd_lm import estimator, monitored  # noqa: E402
 

@@ -39,12 +39,12 @@ import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse.base import _cli  # noqa: F401
-from tf1_awd_sparse.base.checks import (  # noqa: F401
+from tf1_awd_sparse.base import _cli  # noqa: E402
+from tf1_awd_sparse.base.checks import (  # noqa: E402
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: E402
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402
-from tf1_awd_sparse.ops import mask_placement  # noqa: F401
+from tf1_awd_sparse.ops import mask_placement  # noqa: E402
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import sys
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse.base import _cli  # noqa: F401
+from tf1_awd_sparse.base import _cli  # noqa: E402
 
 
 

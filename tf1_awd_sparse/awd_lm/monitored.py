@@ -39,7 +39,7 @@ import time
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
-from tf1_awd_sparse.base.checks import check_positive_int  # noqa: F401
+from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
 from tf1_awd_sparse.awd_lm import estimator, runtime, train
 from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy
