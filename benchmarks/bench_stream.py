@@ -217,9 +217,10 @@ def part_file(run_dir, path, part):
             source = tf.placeholder(tf.int32, [1, 1], name="inputs")
             out = tf.gather(table, source)
             stats = {"inputs": (0.0, 1.0)} if quantized else None
-            if quantized:  # TOCO wants a range on the output
+            if quantized:  # TOCO wants a range: the table's grid
                 out = fq.fake_quant(out, float(values.min()),
-                                    float(values.max()), 8, name="logits")
+                                    float(values.max()), 8,
+                                    narrow_range=True, name="logits")
         else:
             source = tf.placeholder(tf.float32, [1, params["emb_size"]],
                                     name="h")
@@ -361,7 +362,7 @@ def report(rows, wall, cpu, sizes, failed, rounds, tokens):
 
 def main(argv=()):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--tokens", type=int, default=40,
                         help="tokens per row per round")
     parser.add_argument("--tiny", action="store_true",
