@@ -12,8 +12,9 @@ quantization-aware epoch for the uint8 file. A token is one call: the
 state read back and fed again. ``step`` rows include the library's work
 around the model (padding, quantizing the state, the float64
 log-softmax); ``invoke`` rows time only ``set_tensor`` / ``invoke`` /
-``get_tensor`` of the ids, states and logits. One thread unless a row says
-otherwise; "no XNNPACK" is the interpreter without its default delegate
+``get_tensor`` of the ids, states and logits. The interpreters'
+``num_threads`` is left unset (one thread) unless a row says 2;
+"no XNNPACK" is the interpreter without its default delegate
 (``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``). Every row is
 timed in the same interleaved rounds (``_timing.interleaved_times``);
 ratios are per-round medians of process CPU time (wall for 2 threads).
@@ -46,7 +47,8 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse import _compat  # noqa: E402
-from tf1_awd_sparse.awd_lm import data, lm, modeldir, presets, train  # noqa: E402,E501
+from tf1_awd_sparse.awd_lm import (  # noqa: E402
+    data, lm, modeldir, presets, train)
 from tf1_awd_sparse.quantization import export as qexport  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 
