@@ -82,3 +82,18 @@ def test_tiny_run_prints_every_row(capsys):
     assert ms > 0 and cpu >= 0 and ratio > 0
     if bench_stream.sparsity_available():
         assert "sparse float decoder alone sparse-format" in out
+
+
+def test_run_update_replaces_only_the_named_section():
+    import run
+    page = run.page("`c`", "E", [("bench_sparse", "S.", "one\n"),
+                                 ("bench_quant", "Q.", "two\n")])
+    updated = run.updated_page(page, "`u`", "F", [
+        ("bench_stream", "T.", "three\n"), ("bench_quant", "Q.", "four\n")])
+    head, sections = run._sections_of(updated)  # pylint: disable=W0212
+    assert head == run._sections_of(page)[0]  # pylint: disable=W0212
+    assert list(sections) == ["bench_sparse", "bench_stream", "bench_quant"]
+    assert "one" in sections["bench_sparse"]
+    assert "four" in sections["bench_quant"] and "two" not in updated
+    assert "Updated by `u`; environment: F." in sections["bench_stream"]
+    assert run.updated_page(page, "`u`", "F", []) == page
