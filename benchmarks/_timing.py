@@ -27,19 +27,7 @@ def interleaved_ratios(built, rounds, steps_per_round=2, warmup=3):
       least disturbed by other jobs), and the baseline's median wall and
       CPU seconds per step.
     """
-    for _, (sess, fetches) in built:
-        for _ in range(warmup):
-            sess.run(fetches)
-    wall = {name: [] for name, _ in built}
-    cpu = {name: [] for name, _ in built}
-    for r in range(rounds):
-        shift = r % len(built)
-        for name, (sess, fetches) in built[shift:] + built[:shift]:
-            start_wall, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(steps_per_round):
-                sess.run(fetches)
-            wall[name].append(time.perf_counter() - start_wall)
-            cpu[name].append(time.process_time() - start_cpu)
+    wall, cpu = interleaved_times(built, rounds, steps_per_round, warmup)
     for _, (sess, _) in built:
         sess.close()
     base = built[0][0]
@@ -50,6 +38,48 @@ def interleaved_ratios(built, rounds, steps_per_round=2, warmup=3):
             for t in (wall, cpu)) + (min(cpu[name]) / min(cpu[base]),)
     return ratios, tuple(float(np.median(t[base])) / steps_per_round
                          for t in (wall, cpu))
+
+
+def interleaved_times(built, rounds, steps_per_round=2, warmup=3):
+    """The per-round times of `interleaved_ratios` (which closes nothing
+    here): each round runs every variant ``steps_per_round`` times, back to
+    back, the order rotated by one each round.
+
+    Args:
+      built: list of ``(name, (runner, fetches))``; a runner is anything
+        with ``run(fetches)`` (a session, or `Calls` for plain callables).
+      rounds, steps_per_round, warmup: ints.
+
+    Returns:
+      ``(wall, cpu)``: dicts name -> list of ``rounds`` seconds (wall-clock
+      and process CPU time of the round's ``steps_per_round`` runs).
+    """
+    for _, (runner, fetches) in built:
+        for _ in range(warmup):
+            runner.run(fetches)
+    wall = {name: [] for name, _ in built}
+    cpu = {name: [] for name, _ in built}
+    for r in range(rounds):
+        shift = r % len(built)
+        for name, (runner, fetches) in built[shift:] + built[:shift]:
+            start_wall, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(steps_per_round):
+                runner.run(fetches)
+            wall[name].append(time.perf_counter() - start_wall)
+            cpu[name].append(time.process_time() - start_cpu)
+    return wall, cpu
+
+
+class Calls(object):
+    """A session-like runner of plain callables for `interleaved_times`:
+    ``run(fn)`` calls ``fn()``; ``close()`` does nothing."""
+
+    def run(self, fn):
+        """Calls ``fn`` with no arguments."""
+        return fn()
+
+    def close(self):
+        """Nothing to release."""
 
 
 def regression_task(batch, time_steps, units):

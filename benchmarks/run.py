@@ -7,10 +7,13 @@ writes the same output as a Markdown page, by default ``docs/bench.md``
   python benchmarks/run.py bench_cell        # one or more; prints only
   python benchmarks/run.py --out FILE [NAME ...]   # write FILE as well
   python benchmarks/run.py --no-out          # all, print only
+  python benchmarks/run.py --update FILE NAME ...  # replace those sections
 
 A run with named benchmarks writes no file unless ``--out`` is given, so a
-partial run never replaces the full page. The page is written only when
-every benchmark finished.
+partial run never replaces the full page; ``--update FILE`` replaces (or
+adds, in `MODULES` order) only the named sections of an existing page,
+each updated section saying the command and environment of its run. The
+page is written only when every benchmark finished.
 """
 import argparse
 import datetime
@@ -27,7 +30,7 @@ import _quiet  # noqa: F401,E402
 
 # Benchmark modules, each exposing main(); `make bench` runs them in order.
 MODULES = ["bench_sparse", "bench_cell", "bench_layer", "bench_lm",
-           "bench_quant", "bench_distributed"]
+           "bench_stream", "bench_quant", "bench_distributed"]
 DEFAULT_OUT = os.path.join(ROOT, "docs", "bench.md")
 
 
@@ -84,6 +87,34 @@ def page(command, env, sections):
     return "\n".join(lines)
 
 
+def _sections_of(text):
+    """``(head, {name: section text})`` of a `page`: the text before the
+    first ``## `` heading, and each section from its heading on."""
+    parts = ("\n" + text).split("\n## ")
+    head = parts[0].lstrip("\n")
+    return head, {p.split("\n", 1)[0].strip(): "## " + p.rstrip("\n") + "\n"
+                  for p in parts[1:]}
+
+
+def updated_page(text, command, env, sections):
+    """``text`` (a `page`) with the named sections replaced, or added in
+    `MODULES` order, each saying the command and environment of its run.
+
+    Args:
+      text: the existing page; command, env, sections: as `page`.
+    """
+    head, existing = _sections_of(text)
+    for name, summary, output in sections:
+        existing[name] = "\n".join([
+            "## %s" % name, "", summary, "",
+            "Updated by %s; environment: %s." % (command, env), "",
+            "```text", output.rstrip("\n"), "```", ""])
+    order = [n for n in MODULES if n in existing] + sorted(
+        n for n in existing if n not in MODULES)
+    return head.rstrip("\n") + "\n\n" + "\n".join(
+        existing[n] for n in order)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         description="Runs the benchmarks (default: all, as make bench "
@@ -97,7 +128,15 @@ def main(argv):
                                                                   ROOT))
     parser.add_argument("--no-out", action="store_true",
                         help="write no file")
+    parser.add_argument("--update", default=None, metavar="FILE",
+                        help="replace only the named benchmarks' sections "
+                        "of the existing page FILE")
     args = parser.parse_args(argv[1:])
+    if args.update is not None and (args.out or args.no_out
+                                    or not os.path.isfile(args.update)):
+        parser.error("--update FILE: FILE must be an existing page, and "
+                     "--out / --no-out are not used with it (got %r)"
+                     % (args.update,))
     unknown = [n for n in args.names if n not in MODULES]
     if unknown:
         parser.error("unknown benchmark(s) %s; choose from %s"
@@ -121,10 +160,16 @@ def main(argv):
         finally:
             sys.stdout = real
         sections.append((name, _summary(module), tee.copy.getvalue()))
+    if args.update is not None:
+        with open(args.update) as handle:
+            text = updated_page(handle.read(), command, env, sections)
+        out = args.update
+    elif out is not None:
+        text = page(command, env, sections)
     if out is not None:
         tmp = out + ".tmp"
         with open(tmp, "w") as handle:
-            handle.write(page(command, env, sections))
+            handle.write(text)
         os.replace(tmp, out)
         print("written to %s" % out)
 
