@@ -46,7 +46,7 @@ import _quiet  # noqa: F401,E402
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse import _compat  # noqa: E402
+from tf1_awd_sparse.base import compat as _compat  # noqa: E402
 from tf1_awd_sparse.awd_lm import (  # noqa: E402
     data, lm, modeldir, presets, train)
 from tf1_awd_sparse.quantization import export as qexport  # noqa: E402
