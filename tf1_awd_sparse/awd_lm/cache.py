@@ -37,8 +37,8 @@ Fields:
 """
 
 #: The default grid of `grid_search` (and `LanguageModel.tune_cache`).
-WINDOWS = (50, 100, 200, 500, 1000, 2000, 4000)
-THETAS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
+WINDOWS = (50, 100, 200, 300, 500, 1000, 2000, 4000)
+THETAS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0)
 LAMBDAS = (0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 
 #: Steps whose dot products are computed at once.
