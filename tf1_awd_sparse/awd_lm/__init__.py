@@ -29,6 +29,8 @@ Modules:
   modeldir   -- config.json / vocab.txt / .tflite.json of a model.
   lm         -- ``LanguageModel`` (exported here): load a run directory or
                 a .tflite file; score, generate, step.
+  cache      -- the continuous cache pointer mixed into its scores
+                (``CacheConfig``, the validation grid search).
   score, generate -- their command lines
                 (``python -m tf1_awd_sparse.awd_lm.score`` / ``.generate``).
   savedmodel -- ``export_saved_model``: a model directory as a SavedModel

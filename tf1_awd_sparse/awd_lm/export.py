@@ -12,8 +12,10 @@ range: the table, the cells' weights and activations, and the logits.
 
 Inputs: ``inputs`` int32 ``[batch, steps]`` word ids and, per layer, the
 carried state ``state_<l>_c`` / ``state_<l>_h``; outputs: ``logits``
-``[batch, steps, vocab]`` and the final states ``final_<l>_c`` /
-``final_<l>_h``, so a long stream runs window by window. The log-softmax
+``[batch, steps, vocab]``, ``hidden`` ``[batch, steps, emb_size]`` (the
+top layer's outputs, the decoder's input: the continuous cache's keys;
+files written before it have no such output) and the final states
+``final_<l>_c`` / ``final_<l>_h``, so a long stream runs window by window. The log-softmax
 is computed outside the model, on the (dequantized) logits: a uint8
 softmax has no resolution below 1/256 for the probability of a word.
 """
@@ -32,6 +34,7 @@ __all__ = ["export_lm", "LMRunner", "tflite_perplexity", "weight_shapes",
            "weight_sparsity_of_tflite"]
 
 LOGITS_NAME = "logits"
+HIDDEN_NAME = "hidden"
 
 
 def _unrolled_model(params, batch_size, num_steps, quantized):
@@ -68,8 +71,9 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
         logits = tf.reshape(logits, [batch_size, num_steps,
                                      params["vocab_size"]])
     logits = tf.identity(logits, name=LOGITS_NAME)
+    hidden = tf.identity(stacked, name=HIDDEN_NAME)
     return ([ids] + placeholders,
-            [logits] + qexport.final_state_outputs(state), cells)
+            [logits, hidden] + qexport.final_state_outputs(state), cells)
 
 
 def export_lm(params, checkpoint, path, batch_size, num_steps):

@@ -13,7 +13,12 @@ sidecar. Both backends give the same interface:
   into ``eval_batch_size`` rows, state carried), the same number as
   ``summary.json``'s ``test_ppl`` for the test split;
 * ``generate(prompt, num_words, temperature, top_k, seed)`` -> text;
-* ``step(ids, state)`` -> (log-probabilities, state) for streaming.
+* ``step(ids, state)`` -> (log-probabilities, state) for streaming;
+* ``tune_cache(valid_text)`` -> `CacheConfig`, the continuous cache
+  pointer's window, theta and lambda chosen on validation text, then
+  ``score(texts, cache=config)`` / ``evaluate(source, cache=config)``
+  mix it into the probabilities (`awd_lm.cache`; a TFLite file needs the
+  ``hidden`` output that `export_model` writes).
 
 Scoring conventions: every line is one sentence followed by ``<eos>``
 (as `awd_lm.data` reads a corpus); the first line is conditioned on an
@@ -29,10 +34,12 @@ import os
 import numpy as np
 
 from tf1_awd_sparse.base.checks import check_positive_int, check_real
+from tf1_awd_sparse.awd_lm import cache as pointer
 from tf1_awd_sparse.awd_lm import data, lm_backends, modeldir
+from tf1_awd_sparse.awd_lm.cache import CacheConfig  # noqa: F401 (public)
 from tf1_awd_sparse.awd_lm.lm_backends import LMState  # noqa: F401 (public)
 
-__all__ = ["LanguageModel", "LMState", "Scores", "OOVError",
+__all__ = ["LanguageModel", "LMState", "Scores", "OOVError", "CacheConfig",
            "export_model"]
 
 
@@ -244,19 +251,28 @@ class LanguageModel(object):
         logits, state = self._backend.advance(ids, state)
         return _log_softmax(logits), state
 
-    def _stream_log_probs(self, stream, state):
+    def _stream_log_probs(self, stream, state, hidden=False):
         """Log-probabilities of ``stream[:, 1:]`` given ``stream[:, :-1]``,
-        read in chunks from ``state``: float64 ``[batch, length - 1]``."""
-        picked = []
+        read in chunks from ``state``: float64 ``[batch, length - 1]``, and
+        the state after; with ``hidden`` also the top layer's outputs
+        ``[batch, length - 1, emb_size]`` (between the two)."""
+        picked, tops = [], []
         chunk = self._backend.chunk(stream.shape[0], len(self.words))
         for start in range(0, stream.shape[1] - 1, chunk):
             inputs = stream[:, start:start + chunk]
             targets = stream[:, start + 1:start + chunk + 1]
             inputs = inputs[:, :targets.shape[1]]
-            log_probs, state = self.step(inputs, state)
-            picked.append(np.take_along_axis(log_probs, targets[..., None],
+            out = self._backend.advance(inputs, state, hidden)
+            logits, state = out[0], out[-1]
+            if hidden:
+                tops.append(out[1])
+            picked.append(np.take_along_axis(_log_softmax(logits),
+                                             targets[..., None],
                                              axis=2)[..., 0])
-        return np.concatenate(picked, axis=1), state
+        picked = np.concatenate(picked, axis=1)
+        if hidden:
+            return picked, np.concatenate(tops, axis=1), state
+        return picked, state
 
     # -- scoring ----------------------------------------------------------
 
@@ -279,7 +295,7 @@ class LanguageModel(object):
             raise ValueError("texts: no words to score")
         return lines
 
-    def score(self, texts, per_line=False):
+    def score(self, texts, per_line=False, cache=None):
         """Scores text, line by line.
 
         Args:
@@ -287,22 +303,29 @@ class LanguageModel(object):
           per_line: False: the state carries from line to line (a
             document, as the training's evaluation reads a split); True:
             each line on its own from the zero state.
+          cache: None, or a `CacheConfig` (e.g. from `tune_cache`): the
+            continuous cache pointer mixed into the probabilities
+            (`awd_lm.cache`); its history carries as the state does.
 
         Returns:
           `Scores`.
 
         Raises:
-          ValueError: no words; OOVError: an unknown word and no ``<unk>``.
+          ValueError: no words, a bad cache (named), or a cache asked of a
+            TFLite file without the ``hidden`` output; OOVError: an
+            unknown word and no ``<unk>``.
         """
         oov = collections.Counter()
         tokens, scored = [], []
         for words, log_probs in self.iter_scores(self._lines(texts),
-                                                 per_line, oov):
+                                                 per_line, oov,
+                                                 cache=cache):
             tokens.append(words)
             scored.append(log_probs)
         return _scores(tokens, scored, oov)
 
-    def iter_scores(self, lines, per_line=False, oov=None, block=256):
+    def iter_scores(self, lines, per_line=False, oov=None, block=256,
+                    cache=None):
         """Scores lines as they come (a long file, a progress bar).
 
         Args:
@@ -311,6 +334,7 @@ class LanguageModel(object):
           per_line: as in `score`.
           oov: optional Counter of the words mapped to ``<unk>``.
           block: lines read per call of the model.
+          cache: as in `score`.
 
         Yields:
           ``(tokens, log_probs)`` per non-empty line: its words (``<unk>``
@@ -318,39 +342,53 @@ class LanguageModel(object):
           probabilities.
         """
         block = check_positive_int(block, "block")
-        state, last = self.zero_state(1), self.eos
+        if cache is not None:
+            cache = pointer.check_config(cache)
+        carried = (self.zero_state(1), self.eos, None)  # state, last, past
         group = []
         for line in lines:
             words = line.split() if isinstance(line, str) else list(line)
             if words:
                 group.append(self.encode(words, oov) + [self.eos])
             if len(group) == block:
-                items, state = self._score_group(group, per_line, state,
-                                                 last)
+                items, carried = self._score_group(group, per_line, carried,
+                                                   cache)
                 for item in items:
                     yield item
-                last, group = group[-1][-1], []
+                group = []
         if group:
-            for item in self._score_group(group, per_line, state, last)[0]:
+            for item in self._score_group(group, per_line, carried,
+                                          cache)[0]:
                 yield item
 
-    def _score_group(self, lines, per_line, state, last):
-        """(scores of a list of id lines, each ending with <eos>; the state
-        after them) from ``state`` with ``last`` the token read next."""
+    def _score_group(self, lines, per_line, carried, cache):
+        """(scores of a list of id lines, each ending with <eos>; what
+        carries to the next group: the state after them, the token read
+        next, the cache's history) from ``carried``."""
+        state, last, past = carried
         if per_line:
-            scored = self._score_lines(lines)
+            scored = self._score_lines(lines, cache)
         else:
             stream = np.asarray([[last] + [i for ids in lines
                                            for i in ids]], np.int32)
-            flat, state = self._stream_log_probs(stream, state)
+            if cache is None:
+                flat, state = self._stream_log_probs(stream, state)
+            else:
+                flat, top, state = self._stream_log_probs(stream, state,
+                                                          True)
+                mixed, past = pointer.apply(cache, flat[0], top[0],
+                                            stream[0, 1:], past)
+                flat = mixed[None]
             bounds = np.cumsum([0] + [len(ids) for ids in lines])
             scored = [flat[0, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         return [([self.words[i] for i in ids], s)
-                for ids, s in zip(lines, scored)], state
+                for ids, s in zip(lines, scored)], (state, lines[-1][-1],
+                                                    past)
 
-    def _score_lines(self, lines):
-        """Each line from the zero state, several rows per call (padded at
-        the end: the model is causal, padding changes nothing before it)."""
+    def _score_lines(self, lines, cache=None):
+        """Each line from the zero state (and an empty cache), several rows
+        per call (padded at the end: the model is causal, padding changes
+        nothing before it)."""
         rows = self.batch_size or 32
         scored = []
         for first in range(0, len(lines), rows):
@@ -359,15 +397,53 @@ class LanguageModel(object):
             stream = np.full([len(group), width], self.eos, np.int32)
             for row, ids in enumerate(group):
                 stream[row, 1:len(ids) + 1] = ids
-            picked, _ = self._stream_log_probs(stream,
-                                               self.zero_state(len(group)))
-            scored += [picked[row, :len(ids)]
-                       for row, ids in enumerate(group)]
+            out = self._stream_log_probs(stream, self.zero_state(len(group)),
+                                         cache is not None)
+            for row, ids in enumerate(group):
+                picked = out[0][row, :len(ids)]
+                if cache is not None:
+                    picked = pointer.apply(cache, picked,
+                                           out[1][row, :len(ids)], ids)[0]
+                scored.append(picked)
         return scored
 
-    def perplexity(self, text, per_line=False):
+    def perplexity(self, text, per_line=False, cache=None):
         """Perplexity of a text (all its lines): ``score(...).perplexity``."""
-        return self.score(text, per_line).perplexity
+        return self.score(text, per_line, cache).perplexity
+
+    def tune_cache(self, texts, windows=pointer.WINDOWS,
+                   thetas=pointer.THETAS, lambdas=pointer.LAMBDAS,
+                   details=False):
+        """The continuous cache's parameters chosen on validation text: the
+        grid point of least cross-entropy over ``texts`` read as `score`
+        reads a document (state and cache carried from line to line).
+
+        Args:
+          texts: the validation text (str or list of str, as `score`).
+          windows, thetas, lambdas: the grid (`awd_lm.cache`'s defaults).
+          details: also return the validation perplexities.
+
+        Returns:
+          `CacheConfig`; with ``details``, ``(CacheConfig, {"perplexity":
+          with it, "base_perplexity": without, "tokens": n})``.
+
+        Raises:
+          ValueError: no words, a bad grid (named), or a TFLite file
+            without the ``hidden`` output; OOVError: an unknown word and
+            no ``<unk>``.
+        """
+        ids = [self.eos] + [i for words in self._lines(texts)
+                            for i in self.encode(words) + [self.eos]]
+        stream = np.asarray([ids], np.int32)
+        picked, top, _ = self._stream_log_probs(stream, self.zero_state(1),
+                                                True)
+        config, xent, base = pointer.grid_search(
+            picked[0], top[0], stream[0, 1:], windows, thetas, lambdas)
+        if not details:
+            return config
+        return config, {"perplexity": float(np.exp(xent)),
+                        "base_perplexity": float(np.exp(base)),
+                        "tokens": int(picked.size)}
 
     def full_scores(self, sentence):
         """KenLM's ``full_scores`` in natural log: one ``(log_prob, word,
@@ -385,7 +461,7 @@ class LanguageModel(object):
         return [(float(lp), word, word not in self.word_to_id)
                 for lp, word in zip(scores.log_probs[0], words)]
 
-    def evaluate(self, source, batch_size=None):
+    def evaluate(self, source, batch_size=None, cache=None):
         """Perplexity as the training loop evaluates a split: the token
         stream cut into ``batch_size`` rows (`data.batchify`, default the
         model's ``eval_batch_size``; the tail that fills no row dropped),
@@ -395,6 +471,8 @@ class LanguageModel(object):
           source: a PTB-layout file's path (e.g. a corpus' test.txt), or a
             1-D array of ids.
           batch_size: rows (default ``params['eval_batch_size']``).
+          cache: None or a `CacheConfig`: the continuous cache pointer,
+            one per row (`awd_lm.cache`).
 
         Returns:
           dict with perplexity, xent (nats per token), tokens, oov.
@@ -412,8 +490,15 @@ class LanguageModel(object):
             ids = self._check_ids(source)[:, 0].tolist()
         rows = batch_size or self.params.get("eval_batch_size", 1)
         stream = data.batchify(np.asarray(ids, np.int32), rows)
-        picked, _ = self._stream_log_probs(stream,
-                                           self.zero_state(stream.shape[0]))
+        if cache is not None:
+            cache = pointer.check_config(cache)
+        out = self._stream_log_probs(stream, self.zero_state(stream.shape[0]),
+                                     cache is not None)
+        picked = out[0]
+        if cache is not None:
+            picked = np.stack([pointer.apply(cache, picked[r], out[1][r],
+                                             stream[r, 1:])[0]
+                               for r in range(stream.shape[0])])
         xent = -float(picked.mean())
         return {"perplexity": float(np.exp(xent)), "xent": xent,
                 "tokens": int(picked.size), "oov": sum(oov.values())}

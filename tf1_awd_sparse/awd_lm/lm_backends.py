@@ -4,8 +4,10 @@ checkpoint (any batch), and the TFLite interpreter on an exported file
 
 A backend has ``kind``, ``batch_limit`` (None or the file's batch),
 ``zero_arrays(batch)``, ``chunk(batch, vocab)`` (tokens per call when a
-long stream is read), ``advance(ids, state) -> (logits, state)`` and
-``close()``. Logits are float32 ``[batch, n, vocab]``; the state is an
+long stream is read), ``advance(ids, state, hidden=False) -> (logits,
+state)`` (``(logits, hidden, state)`` with ``hidden=True``: the top
+layer's outputs, float32 ``[batch, n, emb_size]``) and ``close()``.
+Logits are float32 ``[batch, n, vocab]``; the state is an
 `LMState` (defined here, public as `lm.LMState`) of float32 arrays (a uint8 model's states are quantized and
 dequantized here, never shown to the caller).
 """
@@ -14,6 +16,7 @@ import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm import model, runtime
+from tf1_awd_sparse.awd_lm.export import HIDDEN_NAME
 from tf1_awd_sparse.export import tflite as qexport
 
 
@@ -120,8 +123,8 @@ class TFBackend(object):
         self.graph.finalize()
         self.inputs = inputs
         self.state = [t for s in state for t in s]
-        self.fetches = [out.logits] + [t for s in out.final_state
-                                       for t in s]
+        self.fetches = [out.logits, out.hidden] + [
+            t for s in out.final_state for t in s]
         self.session = tf.Session(graph=self.graph,
                                   config=runtime.session_config(threads))
         checkpoint = os.path.join(config["directory"], config["checkpoint"])
@@ -137,12 +140,15 @@ class TFBackend(object):
         """Tokens per call for ``batch`` rows."""
         return max(1, _CHUNK_ELEMENTS // (batch * vocab))
 
-    def advance(self, ids, state):
-        """Logits of ``ids`` ``[batch, n]`` and the state after them."""
+    def advance(self, ids, state, hidden=False):
+        """Logits of ``ids`` ``[batch, n]`` (and with ``hidden`` the top
+        layer's outputs) and the state after them."""
         feed = {self.inputs: ids}
         feed.update(zip(self.state, state.arrays))
         result = self.session.run(self.fetches, feed)
-        return result[0], _state(result[1:], ids.shape[0])
+        state = _state(result[2:], ids.shape[0])
+        return (result[0], result[1], state) if hidden else (result[0],
+                                                              state)
 
     def close(self):
         """Closes the session."""
@@ -166,7 +172,7 @@ class TFLiteBackend(object):
 
     def __init__(self, path, config, threads=1):
         del threads  # the runner's interpreter is single-threaded
-        self.runner = qexport.TFLiteRunner(path)
+        self.runner, self.path = qexport.TFLiteRunner(path), path
         if qexport.INPUT_NAME not in self.runner.inputs:
             raise ValueError("%s: no %r input (not a language model of "
                              "export_lm)" % (path, qexport.INPUT_NAME))
@@ -210,39 +216,56 @@ class TFLiteBackend(object):
             state["state_" + name] = padded
         result = self.runner.run(inputs, state)
         finals = [result["final_" + name][:rows] for name in self.names]
-        return result[export_logits()][:rows, :steps], finals
+        hidden = result.get(HIDDEN_NAME)
+        return (result[export_logits()][:rows, :steps],
+                None if hidden is None else hidden[:rows, :steps], finals)
 
     def _advance_rows(self, ids, state):
-        """`advance` of at most ``batch_limit`` rows."""
+        """`advance` of at most ``batch_limit`` rows: (logits, hidden or
+        None, state)."""
         tokens = np.concatenate([state.pending, ids], axis=1)
-        arrays, logits, start = state.arrays, [], 0
+        arrays, logits, hidden, start = state.arrays, [], [], 0
         pending = tokens[:, :0]
         while start < tokens.shape[1]:
             window = tokens[:, start:start + self.window]
-            out, finals = self._call(window, arrays)
+            out, top, finals = self._call(window, arrays)
             logits.append(out)
+            hidden.append(top)
             if window.shape[1] == self.window:
                 arrays = finals
             else:
                 pending = window
             start += self.window
-        return (np.concatenate(logits, axis=1)[:, state.pending.shape[1]:],
+        skip = state.pending.shape[1]
+        return (np.concatenate(logits, axis=1)[:, skip:],
+                None if hidden[0] is None
+                else np.concatenate(hidden, axis=1)[:, skip:],
                 LMState(arrays, pending.astype(np.int32)))
 
-    def advance(self, ids, state):
-        """Logits of ``ids`` ``[batch, n]`` and the state after them."""
-        if ids.shape[0] <= self.batch_limit:
-            return self._advance_rows(ids, state)
-        logits, parts = [], []
-        for first in range(0, ids.shape[0], self.batch_limit):
-            rows = slice(first, first + self.batch_limit)
-            out, part = self._advance_rows(ids[rows], state.rows(rows))
-            logits.append(out)
-            parts.append(part)
-        return np.concatenate(logits), LMState(
-            [np.concatenate([p.arrays[i] for p in parts])
-             for i in range(len(self.names))],
-            np.concatenate([p.pending for p in parts]))
+    def advance(self, ids, state, hidden=False):
+        """Logits of ``ids`` ``[batch, n]`` (and with ``hidden`` the top
+        layer's outputs) and the state after them.
+
+        Raises:
+          ValueError: ``hidden`` asked of a file exported without the
+            ``hidden`` output (before the continuous cache existed).
+        """
+        if hidden and HIDDEN_NAME not in self.runner.outputs:
+            raise ValueError(
+                "%s has no %r output (exported before the continuous cache "
+                "existed): export the model again (lm.export_model) to use "
+                "the cache" % (self.path, HIDDEN_NAME))
+        parts = [self._advance_rows(ids[first:first + self.batch_limit],
+                                    state.rows(slice(
+                                        first, first + self.batch_limit)))
+                 for first in range(0, ids.shape[0], self.batch_limit)]
+        logits = np.concatenate([p[0] for p in parts])
+        state = LMState([np.concatenate([p[2].arrays[i] for p in parts])
+                         for i in range(len(self.names))],
+                        np.concatenate([p[2].pending for p in parts]))
+        if hidden:
+            return logits, np.concatenate([p[1] for p in parts]), state
+        return logits, state
 
     def close(self):
         """Nothing to release."""

@@ -31,7 +31,7 @@ MODELS = ("awd", "plain")
 
 LMOutputs = collections.namedtuple("LMOutputs", [
     "logits", "xent", "loss", "ar", "tar", "weight_decay", "sparsity_loss",
-    "initial_state", "final_state", "cells"])
+    "initial_state", "final_state", "cells", "hidden"])
 LMOutputs.__doc__ = """What `build_lm` returns.
 
 Fields:
@@ -45,6 +45,8 @@ Fields:
     ([batch, units] each); feed final_state back as the next window's
     initial state for stateful truncated BPTT.
   cells: the WeightDropLSTMCell of each layer.
+  hidden: float32 [batch, time, emb_size], the top layer's output after
+    its dropout: the decoder's input (the continuous cache's keys).
 """
 
 REQUIRED_PARAMS = ("vocab_size", "emb_size", "hidden_size", "num_layers",
@@ -191,7 +193,7 @@ def build_lm(features, mode, params):
     _assert_features(features, state_parts, [
         op for op in features["inputs"].consumers() if op not in before])
     return LMOutputs(logits, xent, loss, ar, tar, wd, sparsity_loss,
-                     tuple(initial), tuple(final), cells)
+                     tuple(initial), tuple(final), cells, x)
 
 
 def _check_features(features, params):

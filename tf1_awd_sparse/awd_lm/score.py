@@ -12,6 +12,14 @@ the last two lines, computed as the training loop evaluates a split (the
 stream cut into the model's ``eval_batch_size`` rows, `LanguageModel.
 evaluate`): on a corpus' test.txt, its ``test_ppl``. ``-`` reads standard
 input.
+
+The continuous cache pointer (`awd_lm.cache`): ``--cache-window W
+--cache-theta T --cache-lambda L`` mixes it in with those parameters;
+``--tune-cache VALID_FILE`` chooses them on VALID_FILE first (never on
+the scored files) and prints first ``cache window W theta T lambda L``
+and the validation perplexity without and with it (``cache valid A ->
+B``). A ``.tflite`` file needs the ``hidden`` output of
+`lm.export_model` for either.
 A progress bar (tqdm) shows on long inputs when stderr is a terminal. Bad
 paths or flags: exit status 2 and one line.
 """
@@ -40,14 +48,55 @@ def parse_args(argv):
                         help="only the total, as the training evaluates "
                         "a split (eval_batch_size rows)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cache-window", type=int, default=None,
+                        help="continuous cache: previous steps held")
+    parser.add_argument("--cache-theta", type=float, default=None,
+                        help="continuous cache: inverse temperature")
+    parser.add_argument("--cache-lambda", type=float, default=None,
+                        help="continuous cache: its weight in [0, 1)")
+    parser.add_argument("--tune-cache", metavar="VALID_FILE", default=None,
+                        help="choose the cache's parameters on this file")
     parser.add_argument("files", nargs="+", metavar="FILE")
     args = parser.parse_args(argv)
     if args.as_training and args.per_line:
         parser.error("--as-training and --per-line exclude each other")
+    given = [f for f in ("window", "theta", "lambda")
+             if getattr(args, "cache_" + f) is not None]
+    if given and args.tune_cache is not None:
+        parser.error("--tune-cache and --cache-%s exclude each other"
+                     % given[0])
+    if given and len(given) < 3:
+        parser.error("--cache-window, --cache-theta and --cache-lambda go "
+                     "together, got only --cache-%s" % ", --cache-".join(
+                         given))
+    args.cache = None
+    if given:
+        from tf1_awd_sparse.awd_lm import cache
+        try:
+            args.cache = cache.check_config(
+                (args.cache_window, args.cache_theta, args.cache_lambda),
+                "--cache")
+        except ValueError as e:
+            parser.error(str(e).replace("--cache.lambda_", "--cache-lambda")
+                         .replace("--cache.", "--cache-"))
     return args
 
 
-def _as_training(model, lines):
+def _tune(model, path):
+    """The cache chosen on a validation file, its line printed; exits 2 on
+    an unreadable file or one the model cannot score."""
+    lines = _read_lines([path])
+    try:
+        config, found = model.tune_cache(lines, details=True)
+    except ValueError as e:  # OOVError, a .tflite without 'hidden'
+        _cli.fail("--tune-cache %s: %s" % (path, e))
+    print("cache window %d theta %g lambda %g" % config)
+    print("cache valid %.4f -> %.4f" % (found["base_perplexity"],
+                                        found["perplexity"]))
+    return config
+
+
+def _as_training(model, lines, cache=None):
     """Prints the two closing lines as `LanguageModel.evaluate` computes
     them over the lines' words (an ``<eos>`` after each line)."""
     import collections
@@ -56,7 +105,7 @@ def _as_training(model, lines):
     words = [w for line in lines if line.split()
              for w in line.split() + [data.EOS]]
     ids = model.encode(words, oov)
-    result = model.evaluate(ids)
+    result = model.evaluate(ids, cache=cache)
     print("tokens %d oov %d" % (result["tokens"], sum(oov.values())))
     print("perplexity %.4f" % result["perplexity"])
     return 0
@@ -103,9 +152,12 @@ def main(argv=None):
                                                               args.threads))
     except ValueError as e:  # ConfigError, CheckpointError
         _cli.fail(e)
+    cache = args.cache
+    if args.tune_cache is not None:
+        cache = _tune(model, args.tune_cache)
     if args.as_training:
         try:
-            return _as_training(model, lines)
+            return _as_training(model, lines, cache)
         except ValueError as e:  # OOVError, a stream too short
             _cli.fail(e)
     oov = collections.Counter()
@@ -114,7 +166,7 @@ def main(argv=None):
     total = count = 0
     try:
         for text, (_, log_probs) in zip(texts, model.iter_scores(
-                texts, args.per_line, oov)):
+                texts, args.per_line, oov, cache=cache)):
             total += float(log_probs.sum())
             count += log_probs.size
             print("%.4f\t%d\t%s" % (train.perplexity(-log_probs.sum()
@@ -122,7 +174,7 @@ def main(argv=None):
                                     log_probs.size, text.strip()))
             if bar is not None:
                 bar.update(1)
-    except lm.OOVError as e:
+    except ValueError as e:  # OOVError, a .tflite without 'hidden'
         _cli.fail(e)
     if bar is not None:
         bar.close()
