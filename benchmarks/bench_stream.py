@@ -320,7 +320,7 @@ def timed_rows(dirs, files):
     vocab = len(lm.LanguageModel.load(files["float"]).words)
     logits = np.zeros([1, 1, vocab], np.float32)
     rows.append(("log-softmax alone (step's numpy float64)",
-                 lambda: lm._log_softmax(logits)))  # pylint: disable=W0212
+                 lambda: lm.log_softmax(logits)))
     for label, make, kwargs in runtimes():
         for name in ORDER:
             if name in files and (not kwargs or name in ("float", "uint8")):

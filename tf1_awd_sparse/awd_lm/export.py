@@ -185,8 +185,7 @@ class LMRunner(object):
             inputs[:, :n] = stream[:, start:start + n]
             targets = stream[:, start + 1:start + n + 1]
             result = self.runner.run(inputs, state)
-            logits = result[LOGITS_NAME][:, :n, :].astype(np.float64)
-            log_probs = logits - _logsumexp(logits)
+            log_probs = log_softmax(result[LOGITS_NAME][:, :n, :])
             picked = np.take_along_axis(log_probs, targets[..., None],
                                         axis=2)[..., 0]
             state = {name: result["final" + name[len("state"):]]
@@ -237,9 +236,12 @@ def _signature(details):
                      for name, d in sorted(details.items()))
 
 
-def _logsumexp(x):
-    top = x.max(axis=-1, keepdims=True)
-    return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
+def log_softmax(logits):
+    """float64 log-softmax over the last axis of an array of logits (the
+    exported models return logits; every reader of them normalizes here)."""
+    logits = np.asarray(logits, np.float64)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def tflite_perplexity(path, stream, progress=None, interpreter=None):

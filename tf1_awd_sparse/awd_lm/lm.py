@@ -37,6 +37,7 @@ from tf1_awd_sparse.base.checks import check_positive_int, check_real
 from tf1_awd_sparse.awd_lm import cache as pointer
 from tf1_awd_sparse.awd_lm import data, lm_backends, modeldir
 from tf1_awd_sparse.awd_lm.cache import CacheConfig  # noqa: F401 (public)
+from tf1_awd_sparse.awd_lm.export import log_softmax
 from tf1_awd_sparse.awd_lm.lm_backends import LMState  # noqa: F401 (public)
 
 __all__ = ["LanguageModel", "LMState", "Scores", "OOVError", "CacheConfig",
@@ -61,14 +62,6 @@ Fields:
   oov: words mapped to ``<unk>``.
   oov_words: Counter of those words.
 """
-
-
-def _log_softmax(logits):
-    """float64 log-softmax over the last axis."""
-    logits = np.asarray(logits, np.float64)
-    top = logits.max(axis=-1, keepdims=True)
-    shifted = logits - top
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def _resolve(path):
@@ -249,7 +242,7 @@ class LanguageModel(object):
             raise ValueError("state must be an LMState of batch %d (the "
                              "ids'), got %r" % (ids.shape[0], state))
         logits, state = self._backend.advance(ids, state)
-        return _log_softmax(logits), state
+        return log_softmax(logits), state
 
     def _stream_log_probs(self, stream, state, hidden=False):
         """Log-probabilities of ``stream[:, 1:]`` given ``stream[:, :-1]``,
@@ -266,7 +259,7 @@ class LanguageModel(object):
             logits, state = out[0], out[-1]
             if hidden:
                 tops.append(out[1])
-            picked.append(np.take_along_axis(_log_softmax(logits),
+            picked.append(np.take_along_axis(log_softmax(logits),
                                              targets[..., None],
                                              axis=2)[..., 0])
         picked = np.concatenate(picked, axis=1)
