@@ -15,9 +15,10 @@ carried state ``state_<l>_c`` / ``state_<l>_h``; outputs: ``logits``
 ``[batch, steps, vocab]``, ``hidden`` ``[batch, steps, emb_size]`` (the
 top layer's outputs, the decoder's input: the continuous cache's keys;
 files written before it have no such output) and the final states
-``final_<l>_c`` / ``final_<l>_h``, so a long stream runs window by window. The log-softmax
-is computed outside the model, on the (dequantized) logits: a uint8
-softmax has no resolution below 1/256 for the probability of a word.
+``final_<l>_c`` / ``final_<l>_h``, so a long stream runs window by window. The
+log-softmax is computed outside the model, on the (dequantized) logits: a
+uint8 softmax has no resolution below 1/256 for the probability of a
+word.
 """
 import os
 import time
