@@ -72,3 +72,22 @@ def build_models(root):
     lm.export_model(quant_dir, paths["uint8_tflite"], batch_size=2,
                     num_steps=4)
     return paths
+
+
+def loaded_models(tmp_path_factory):
+    """Body of the tests' module-scoped ``models`` fixture: the tiny run
+    directories and .tflite files of `build_models`, built once, with
+    ``paths['load'](key)`` opening (and caching) a LanguageModel."""
+    from tf1_awd_sparse.awd_lm import LanguageModel
+    paths = build_models(str(tmp_path_factory.mktemp("lm")))
+    loaded = {}
+
+    def load(key):
+        if key not in loaded:
+            loaded[key] = LanguageModel.load(paths[key])
+        return loaded[key]
+
+    paths["load"] = load
+    yield paths
+    for model in loaded.values():
+        model.close()

@@ -26,21 +26,8 @@ UINT8_TOKEN_MEAN = 0.01
 UINT8_PPL_RTOL = 0.005
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    """The tiny run directories and .tflite files, built once."""
-    paths = lm_api_support.build_models(str(tmp_path_factory.mktemp("lm")))
-    loaded = {}
-
-    def load(key):
-        if key not in loaded:
-            loaded[key] = LanguageModel.load(paths[key])
-        return loaded[key]
-
-    paths["load"] = load
-    yield paths
-    for lm in loaded.values():
-        lm.close()
+models = pytest.fixture(scope="module", name="models")(
+    lm_api_support.loaded_models)
 
 
 def _test_text(models):

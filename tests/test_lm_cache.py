@@ -12,29 +12,15 @@ import pytest
 
 import lm_api_support
 from tf1_awd_sparse.awd_lm import LanguageModel, cache, export, lm as lm_module
+# test_lm_api's measured uint8-vs-QAT-checkpoint tolerances, with the cache.
+from test_lm_api import UINT8_PPL_RTOL, UINT8_TOKEN_ATOL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = cache.CacheConfig(window=7, theta=0.8, lambda_=0.3)
-#: test_lm_api's measured uint8-vs-QAT-checkpoint tolerances, with the cache.
-UINT8_TOKEN_ATOL = 0.25
-UINT8_PPL_RTOL = 0.005
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    """The tiny run directories and .tflite files, built once."""
-    paths = lm_api_support.build_models(str(tmp_path_factory.mktemp("lm")))
-    loaded = {}
-
-    def load(key):
-        if key not in loaded:
-            loaded[key] = LanguageModel.load(paths[key])
-        return loaded[key]
-
-    paths["load"] = load
-    yield paths
-    for model in loaded.values():
-        model.close()
+models = pytest.fixture(scope="module", name="models")(
+    lm_api_support.loaded_models)
 
 
 def _split(models, split, lines=None):
