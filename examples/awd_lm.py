@@ -86,6 +86,10 @@ HELP = {
                        "zeros, and the sparsity the chosen model must reach",
     "finetune_epochs": "--compress: epochs of each technique's fine-tuning",
     "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
+    "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
+    "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
+    "cut_scope": "--compress: the exact cut to the target at the ramp's end "
+    "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "
                                 "the VD / L0 fine-tuning (default 1 / "
                                 "training tokens)",
