@@ -99,16 +99,10 @@ def _threshold_name(weight):
 def ramp_epochs(float_params):
     """Epochs of a technique's first phase (the ramp / schedule up to the
     exact cut): `RAMP_FRACTION` of ``finetune_epochs``, at least 1 and
-    leaving at least 1 epoch to fine-tune the survivors.
-
-    Raises:
-      ValueError: ``finetune_epochs`` below 2 (no room for both phases).
-    """
+    leaving at least 1 epoch to fine-tune the survivors (a budget of 1
+    epoch runs one epoch of each phase)."""
     epochs = int(float_params["finetune_epochs"])
-    if epochs < 2:
-        raise ValueError("finetune_epochs must be >= 2 (the ramp, then the "
-                         "survivors' fine-tuning), got %d" % epochs)
-    return min(epochs - 1, max(1, int(round(RAMP_FRACTION * epochs))))
+    return max(1, min(epochs - 1, int(round(RAMP_FRACTION * epochs))))
 
 
 def _finetune_base(float_params, epochs):
@@ -141,7 +135,7 @@ def finetune_params(float_params, technique, steps_per_epoch):
       the last epoch selectable (the cut reads the last checkpoint).
 
     Raises:
-      ValueError: an unknown technique, or ``finetune_epochs < 2``.
+      ValueError: an unknown technique.
     """
     epochs = ramp_epochs(float_params)
     params = _finetune_base(float_params, epochs)
@@ -171,10 +165,10 @@ def finetune_params(float_params, technique, steps_per_epoch):
 def survivors_params(float_params):
     """The parameters of a technique's second phase: the cut model's
     survivors fine-tuned (masks fixed, ``pruning='fixed'``) for the rest
-    of the budget, ``finetune_epochs - ramp_epochs``, at ``finetune_lr``
-    with plain SGD."""
-    params = _finetune_base(float_params, int(float_params["finetune_epochs"])
-                            - ramp_epochs(float_params))
+    of the budget, ``finetune_epochs - ramp_epochs`` (at least 1), at
+    ``finetune_lr`` with plain SGD."""
+    params = _finetune_base(float_params, max(
+        1, int(float_params["finetune_epochs"]) - ramp_epochs(float_params)))
     params.update(pruning="fixed",
                   select_min_sparsity=float_params["target_sparsity"])
     return params
