@@ -114,7 +114,7 @@ def test_cut_checkpoint_sets_exactly_the_target(tmp_path, technique, scope):
         params["pruning"] = "magnitude"
         for name, w in weights.items():
             # A gradual schedule's masks that stopped short of the target.
-            values[compress._mask_name(name)] = (  # pylint: disable=W0212
+            values[_aux_name(name, "pruning_mask")] = (
                 rng.rand(*w.shape) > 0.5).astype(np.float32)
     else:
         params["sparsity"] = technique
@@ -136,7 +136,7 @@ def test_cut_checkpoint_sets_exactly_the_target(tmp_path, technique, scope):
         assert sum(zeros) == int(round(0.9 * sum(sizes)))
     for name, g in got.items():
         np.testing.assert_array_equal(
-            reader.get_tensor(compress._mask_name(name)),  # pylint: disable=W0212
+            reader.get_tensor(_aux_name(name, "pruning_mask")),
             (g != 0).astype(np.float32))
 
 

@@ -376,7 +376,8 @@ def choose(rows, target, log=print):
     log("no technique reached the target sparsity %.4f (%s); carrying on "
         "with %s (%.4f, the lowest validation perplexity)"
         % (target, ", ".join("%s %.4f" % (r["technique"], r["sparsity"])
-                             for r in rows), row["technique"], row["sparsity"]))
+                             for r in rows),
+           row["technique"], row["sparsity"]))
     return row, False
 
 
