@@ -28,7 +28,9 @@ quantization-aware fine-tuning), summary.json and valid_ppl.png.
 --compress TECHNIQUES (variational_dropout, l0, magnitude, comma-separated)
 then compresses each model (`tf1_awd_sparse.awd_lm.compress`): each
 technique fine-tunes the float model for --finetune-epochs at
---finetune-lr towards --target-sparsity; the best is pruned, fine-tuned
+--finetune-lr: a ramp towards --target-sparsity (40 %), an exact cut to it,
+the survivors fine-tuned (60 %), beside a float model fine-tuned for the
+same budget (the reference row); the best is pruned, fine-tuned
 quantization-aware (--quant-epochs, --quant-lr) and exported as float and
 uint8 TFLite files scored with the TFLite interpreter. Its outputs and the
 table go to --compress-out (default <out>/<model>_compress), summary.json
@@ -82,10 +84,14 @@ HELP = {
     "activation_bits": "--quant: bits of the cells' activations",
     "compress": "comma-separated compression techniques to run after the "
                 "float model: variational_dropout, l0, magnitude",
-    "target_sparsity": "--compress: magnitude pruning's target fraction of "
-                       "zeros, and the sparsity the chosen model must reach",
+    "target_sparsity": "--compress: every technique's target fraction of "
+                       "zeros (reached exactly by the cut at the ramp's end)",
     "finetune_epochs": "--compress: epochs of each technique's fine-tuning",
     "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
+    "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
+    "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
+    "cut_scope": "--compress: the exact cut to the target at the ramp's end "
+    "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "
                                 "the VD / L0 fine-tuning (default 1 / "
                                 "training tokens)",

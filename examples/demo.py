@@ -42,7 +42,9 @@ MODELS = ("plain", "awd")
 COMPRESS = "l0,magnitude"
 TARGET_SPARSITY = "0.95"
 #: The compression stages' run directories inside compress/, with labels.
-COMPRESS_RUNS = (("awd+l0", "l0"), ("awd+mag", "mag"), ("awd+q", "qat"))
+COMPRESS_RUNS = (("awd+ref", "reference"), ("awd+l0", "l0"),
+                 ("awd+l0+cut", "l0_ft"), ("awd+mag", "mag"),
+                 ("awd+mag+cut", "mag_ft"), ("awd+pruned+q", "qat"))
 POLL_SECONDS = 0.5
 #: Words drawn from the uint8 model at the end, and the sentences shown.
 SAMPLE_WORDS, SAMPLE_SENTENCES, SAMPLE_SEED = 80, 4, 1

@@ -54,56 +54,95 @@ def reference(tmp_path_factory):
 def test_rows_and_summary_json(reference):
     out, result = reference
     stages = [r["stage"] for r in result["stages"]]
-    assert stages == ["float", "sparse", "sparse", "sparse", "qat",
-                      "tflite_float", "tflite_uint8"]
+    assert stages == ["float", "reference", "sparse", "sparse", "sparse",
+                      "qat", "tflite_float", "tflite_uint8"]
     with open(os.path.join(out, "compress", "summary.json")) as handle:
         written = json.load(handle)
     assert written["stages"] == result["stages"]
+    reference_ppl = result["stages"][1]["test_ppl"]
     for row in result["stages"]:
         for key in ("stage", "technique", "test_ppl", "nonzero_weights",
                     "total_weights", "bytes", "gzip_bytes"):
             assert key in row
         assert row["ratio_to_float"] == pytest.approx(
             row["test_ppl"] / result["stages"][0]["test_ppl"])
-    magnitude = [r for r in result["stages"]
-                 if r["technique"] == "magnitude"][0]
-    # Every matrix pruned to the target by MagnitudePruning's histogram
-    # threshold (a few entries' slack).
-    assert magnitude["sparsity"] == pytest.approx(0.7, abs=0.02)
+        assert row["ratio_to_reference"] == pytest.approx(
+            row["test_ppl"] / reference_ppl)
+        assert row["target_sparsity"] == 0.7
+        zeros = row["total_weights"] - row["nonzero_weights"]
+        if row["stage"] in ("float", "reference"):
+            assert row["reached_target"] is None
+        else:
+            assert row["reached_target"] == (
+                zeros >= round(0.7 * row["total_weights"]))
+    # The reference: the float model fine-tuned, nothing compressed.
+    assert result["stages"][1]["nonzero_weights"] == result["stages"][1][
+        "total_weights"]
+    assert result["chosen_reached_target"] is True
+    # Every technique ends with exactly round(0.7 * size) zeros per matrix
+    # (the exact cut; a tie at the threshold would keep a few more).
+    sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
+        _params(), vocab_size=len(_corpus().vocab)))]
+    exact = sum(int(round(0.7 * n)) for n in sizes)
+    for row in result["stages"]:
+        if row["stage"] == "sparse":
+            zeros = row["total_weights"] - row["nonzero_weights"]
+            assert zeros == exact, row["technique"]
+    assert any(line.split("|")[6].strip() == "yes"
+               for line in result["table"][2:])
 
 
 def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
+    """The chosen technique's survivors (dense weights, fixed masks) are
+    what the pruned checkpoint holds; the cut checkpoint holds the first
+    phase's evaluation weights at exactly the target's zeros."""
     out, result = reference
     chosen = result["chosen"]
     short = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
     best = train.best_checkpoint(os.path.join(out, "compress",
-                                              short[chosen]))
+                                              short[chosen] + "_ft"))
     reader = tf.train.load_checkpoint(best)
     pruned = tf.train.load_checkpoint(
         os.path.join(out, "compress", "pruned", "model.ckpt"))
     for name in compress.weight_names(_params()):
-        theta = reader.get_tensor(name)
-        # The reference, independent of the library: the technique's
-        # evaluation weights written out in numpy.
-        if chosen == "magnitude":
-            mask_name = (name[:-len("kernel")] + "pruning_mask"
-                         if name.endswith("kernel")
-                         else name + "_pruning_mask")
-            expected = theta * reader.get_tensor(mask_name)
-        elif chosen == "l0":
-            aux = reader.get_tensor(_aux(name, "log_alpha"))
-            gate = np.clip(1.0 / (1.0 + np.exp(-aux)) * 1.2 - 0.1, 0, 1)
-            expected = theta * gate
-        else:
-            aux = reader.get_tensor(_aux(name, "log_sigma2"))
-            log_alpha = aux - np.log(theta ** 2 + 1e-8)
-            expected = theta * (log_alpha < 3.0)
+        expected = reader.get_tensor(name) * reader.get_tensor(_mask(name))
         got = pruned.get_tensor(name)
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
-        mask = pruned.get_tensor(
-            name[:-len("kernel")] + "pruning_mask" if name.endswith("kernel")
+        np.testing.assert_array_equal(pruned.get_tensor(_mask(name)),
+                                      (got != 0).astype(np.float32))
+    for technique in TECHNIQUES:
+        phase = os.path.join(out, "compress", short[technique])
+        last = tf.train.load_checkpoint(
+            tf.train.latest_checkpoint(os.path.join(phase, "last")))
+        cut = tf.train.load_checkpoint(
+            os.path.join(phase + "_cut", "model.ckpt"))
+        for name in compress.weight_names(_params()):
+            theta = last.get_tensor(name)
+            # The reference, independent of the library: the technique's
+            # score and evaluation weights written out in numpy.
+            if technique == "magnitude":
+                survivor = theta * last.get_tensor(_mask(name))
+                score = np.abs(survivor)
+            elif technique == "l0":
+                aux = last.get_tensor(_aux(name, "log_alpha"))
+                gate = np.clip(1.0 / (1.0 + np.exp(-aux)) * 1.2 - 0.1, 0, 1)
+                survivor = np.where(gate > 0, theta * gate, theta)
+                score = 1.0 / (1.0 + np.exp(-(aux - 2.0 / 3.0
+                                              * np.log(0.1 / 1.1))))
+            else:
+                log_alpha = last.get_tensor(_aux(name, "log_sigma2")) - \
+                    np.log(theta ** 2 + 1e-8)
+                survivor = theta
+                score = -log_alpha
+            zeros = int(round(0.7 * theta.size))
+            keep = score >= np.sort(score, axis=None)[zeros]
+            np.testing.assert_allclose(cut.get_tensor(name), survivor * keep,
+                                       rtol=1e-6, atol=1e-7)
+
+
+def _mask(name):
+    return (name[:-len("kernel")] + "pruning_mask" if name.endswith("kernel")
             else name + "_pruning_mask")
-        np.testing.assert_array_equal(mask, (got != 0).astype(np.float32))
 
 
 def _aux(theta_name, aux):
@@ -201,7 +240,8 @@ class _Killed(Exception):
 # Every boundary between two stages, in pipeline order: after the float
 # model, between two fine-tunings, before the strip, before QAT, before
 # each export.
-BOUNDARIES = ["before_sparse", "between_sparse", "before_prune",
+BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
+              "before_prune",
               "before_qat", "before_float_export", "before_uint8_export"]
 
 
@@ -209,7 +249,8 @@ def _killing_at(boundary, originals):
     """Stand-ins for the stage functions that raise `_Killed` at one
     boundary and otherwise call the originals."""
     run, prune, export_lm = originals
-    sparse_dirs = {"before_sparse": "vd", "between_sparse": "l0"}
+    sparse_dirs = {"before_sparse": "vd", "before_survivors": "vd_ft",
+                   "between_sparse": "l0"}
 
     def killing_run(corpus, params, run_dir, *args, **kwargs):
         if (boundary == "before_qat" and run_dir.endswith("qat")) or (
@@ -254,6 +295,8 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
     monkeypatch.setattr(train, "run", originals[0])
     monkeypatch.setattr(compress, "prune_checkpoint",
                         lambda *a, **k: calls.append("prune"))
+    monkeypatch.setattr(compress, "cut_checkpoint",
+                        lambda *a, **k: calls.append("cut"))
     monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
                         *a, **k: (calls.append(os.path.basename(path)),
                                   originals[2](params, checkpoint, path, *a,
@@ -313,8 +356,9 @@ def test_every_stage_opens_as_a_language_model(reference):
     data.write_ptb(_corpus(), out)
     chosen = result["chosen"]
     rows = {(r["stage"], r["technique"]): r for r in result["stages"]}
-    stages = {"vd": ("sparse", "variational_dropout"),
-              "l0": ("sparse", "l0"), "mag": ("sparse", "magnitude"),
+    stages = {"vd_ft": ("sparse", "variational_dropout"),
+              "l0_ft": ("sparse", "l0"), "mag_ft": ("sparse", "magnitude"),
+              "reference": ("reference", None),
               "qat": ("qat", chosen),
               "tflite_float.tflite": ("tflite_float", chosen),
               "tflite_uint8.tflite": ("tflite_uint8", chosen)}
@@ -327,7 +371,7 @@ def test_every_stage_opens_as_a_language_model(reference):
         assert config["produced_by"]["technique"] == key[1], name
         lm = LanguageModel.load(path)
         assert lm.evaluate(test)["perplexity"] == pytest.approx(
-            rows[key]["test_ppl"], rel=1e-4), name
+            rows[(key[0], key[1] or "-")]["test_ppl"], rel=1e-4), name
         lm.close()
     pruned = modeldir.read_config(os.path.join(root, "pruned",
                                                "config.json"))

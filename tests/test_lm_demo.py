@@ -52,7 +52,8 @@ def test_demo_prints_both_runs_and_one_table(tmp_path):
     with open(os.path.join(str(tmp_path), "compress", "summary.json")) as f:
         compressed = json.load(f)
     stages = [row["stage"] for row in compressed["stages"]]
-    for stage in ("float", "sparse", "qat", "tflite_float", "tflite_uint8"):
+    for stage in ("float", "reference", "sparse", "qat", "tflite_float",
+                  "tflite_uint8"):
         assert stage in stages
     assert len(_index(lines, compressed["table"])) == 1, proc.stdout
     # The corpus as text, and sentences drawn from the uint8 model.
@@ -74,9 +75,15 @@ def test_demo_prints_both_runs_and_one_table(tmp_path):
     for row in compressed["stages"]:
         cells = _row(lines, row["stage"], row["technique"])
         assert float(cells[2]) == pytest.approx(row["test_ppl"], abs=0.006)
-        assert int(cells[4].split("/")[0]) == row["nonzero_weights"]
-        assert int(cells[5]) == row["bytes"]
-        assert int(cells[6]) == row["gzip_bytes"]
+        assert float(cells[3]) == pytest.approx(row["ratio_to_float"],
+                                                abs=6e-4)
+        assert float(cells[4]) == pytest.approx(row["ratio_to_reference"],
+                                                abs=6e-4)
+        assert int(cells[5].split("/")[0]) == row["nonzero_weights"]
+        assert cells[6] == {None: "-", True: "yes", False: "NO"}[
+            row["reached_target"]]
+        assert int(cells[7]) == row["bytes"]
+        assert int(cells[8]) == row["gzip_bytes"]
 
 
 def _row(lines, *first_cells):

@@ -2,27 +2,37 @@
 
 From the float model's best checkpoint:
 
-1. **sparsify**, by each technique asked for, fine-tuning under the same
-   stopping rule for the same budget (``finetune_epochs``):
-   ``variational_dropout`` / ``l0`` (the cells' ``sparsity=`` and the
-   sparse embedding / tied decoder, the KL / L0 weight ramped up over the
-   first 40 % of the budget) and ``magnitude``
-   (``tf1_awd_sparse.magnitude_pruning``: ``tf.contrib.model_pruning``'s
-   gradual schedule, on every version, to ``target_sparsity`` over the
-   same steps); the best checkpoint is chosen after the ramp / schedule
-   ends;
-2. **prune** the best technique's model (the lowest validation perplexity
-   among those at or above the target, else the sparsest): its evaluation
-   weights written as plain dense weights (``sparse_layers.strip``) with a
+1. **reference**: the float model fine-tuned for the same budget
+   (``finetune_epochs`` at ``finetune_lr``, plain SGD) without any
+   compression, so that a ratio below 1 cannot pass for free compression
+   when the float model was merely cut short;
+2. **sparsify**, by each technique asked for, in two phases that share the
+   budget: (a) the ramp, the first `RAMP_FRACTION` of the epochs
+   (`ramp_epochs`): ``variational_dropout`` / ``l0`` (the cells'
+   ``sparsity=`` and the sparse embedding / tied decoder, the KL / L0
+   weight ramped up over the phase and raised by the controller while the
+   sparsity lags the schedule, `sparse_layers.losses.
+   controlled_weight_scale`) or ``magnitude``
+   (``tf1_awd_sparse.magnitude_pruning``'s gradual schedule to
+   ``target_sparsity`` over the phase); (b) the **exact cut** of the
+   phase's last checkpoint to exactly ``round(target * n)`` zeros
+   (`cut_checkpoint`: by magnitude, log alpha or the gates' probability of
+   being non-zero; per matrix or global, ``cut_scope``), then the
+   survivors fine-tuned with the masks fixed for the rest of the budget;
+3. **prune** the chosen technique's model (`choose`: the lowest validation
+   perplexity among those that reached the target; when none did, the
+   lowest of all and one line saying so) as plain dense weights with a
    fixed pruning mask ``w != 0`` per weight matrix;
-3. **quantization-aware fine-tuning** of the pruned model with the masks
-   held (``--quant``'s schedule): zeros stay exactly zero;
-4. **export** the pruned float model and the quantized model as TFLite
+4. **quantization-aware fine-tuning** of the pruned model with the masks
+   held (``--quant``'s schedule; its run is labelled ``awd+pruned+q``,
+   the float model's ``--quant`` run ``awd+q``): zeros stay exactly zero;
+5. **export** the pruned float model and the quantized model as TFLite
    files (`awd_lm.export`) and score both with the TFLite interpreter over
    the whole test stream.
 
 `run_pipeline` returns (and writes to ``summary.json``) one row per stage
-and technique: test perplexity, ratio to the float model, non-zero / total
+and technique: test perplexity, ratios to the float model and to the
+reference, the target and whether it was reached, non-zero / total
 weights of the embedding and the LSTM kernels, bytes and gzip bytes (the
 ``.tflite`` file; for the TF stages the weights as float32 ``.npy``
 arrays), and the TFLite models' per-token latency. Every stage is resumable:
@@ -35,22 +45,30 @@ import io
 import json
 import math
 import os
+import threading
 
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
+from tf1_awd_sparse.ops.sparse import common as sparse_common
 from tf1_awd_sparse.export import strip as sparse_strip
+from tf1_awd_sparse.transforms import techniques as sparse_techniques
 from tf1_awd_sparse.transforms import kernel as transforms
+from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, presets,
                                    records, train)
 
-__all__ = ["run_pipeline", "finetune_params", "prune_checkpoint",
-           "weight_names", "STAGES"]
+__all__ = ["run_pipeline", "finetune_params", "survivors_params",
+           "reference_params", "ramp_epochs", "prune_checkpoint",
+           "cut_checkpoint", "choose", "weight_names", "STAGES"]
 
 SUMMARY_FILE = "summary.json"
 STATE_FILE = "pipeline.json"
 #: Stage names of the rows, in order.
-STAGES = ("float", "sparse", "qat", "tflite_float", "tflite_uint8")
+STAGES = ("float", "reference", "sparse", "qat", "tflite_float",
+          "tflite_uint8")
+#: Scopes of the exact cut: each weight matrix, or all of them at once.
+CUT_SCOPES = ("matrix", "global")
 _SHORT = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
 #: Fraction of the fine-tuning budget over which the sparsity loss ramps up
 #: and magnitude pruning's schedule runs.
@@ -79,54 +97,89 @@ def _threshold_name(weight):
     return transforms.pruning_variable_names(weight)[1]
 
 
+def ramp_epochs(float_params):
+    """Epochs of a technique's first phase (the ramp / schedule up to the
+    exact cut): `RAMP_FRACTION` of ``finetune_epochs``, at least 1 and
+    leaving at least 1 epoch to fine-tune the survivors (a budget of 1
+    epoch runs one epoch of each phase)."""
+    epochs = int(float_params["finetune_epochs"])
+    return max(1, min(epochs - 1, int(round(RAMP_FRACTION * epochs))))
+
+
+def _finetune_base(float_params, epochs):
+    """The float model's parameters for a fine-tuning of ``epochs`` epochs
+    at ``finetune_lr`` (default lr / 4) with plain SGD (NT-ASGD would
+    validate, and keep, averages of masks and gates that lag the ones
+    being pruned)."""
+    lr = float_params.get("finetune_lr") or float_params["lr"] / 4.0
+    params, _ = presets.split_quant(dict(float_params, quant=False))
+    params.update(max_epochs=epochs, lr=lr, optimizer="sgd")
+    return params
+
+
 def finetune_params(float_params, technique, steps_per_epoch):
-    """The parameters of one technique's fine-tuning from the float model.
+    """The parameters of a technique's first phase from the float model:
+    the ramp to the target, ended by the exact cut (`cut_checkpoint`).
 
     Args:
       float_params: the model's parameters with the compression settings
-        (``finetune_epochs``, ``finetune_lr``, ``target_sparsity``).
+        (``finetune_epochs``, ``finetune_lr``, ``target_sparsity``,
+        ``compress_controller``).
       technique: one of ``presets.COMPRESS_TECHNIQUES``.
       steps_per_epoch: training windows per epoch (for the schedules).
 
     Returns:
-      dict: the float model's parameters with ``max_epochs =
-      finetune_epochs``, ``lr = finetune_lr`` (default lr / 4), plain SGD,
-      the technique's settings, ramp / schedule over the first
-      `RAMP_FRACTION` of the budget and ``select_from_epoch`` right after
-      it.
+      dict: ``max_epochs = ramp_epochs(...)`` at ``finetune_lr``, plain
+      SGD; magnitude: the gradual schedule over all of it; VD / L0: the KL
+      / L0 weight ramped over all of it, the controller's factor
+      ``sparsity_controller`` and the auxiliary learning-rate scale; only
+      the last epoch selectable (the cut reads the last checkpoint).
 
     Raises:
       ValueError: an unknown technique.
     """
-    epochs = int(float_params["finetune_epochs"])
-    lr = float_params.get("finetune_lr") or float_params["lr"] / 4.0
-    params, _ = presets.split_quant(dict(float_params, quant=False))
-    # Plain SGD: NT-ASGD would validate (and keep) averages of the masks'
-    # and gates' parameters, which lag the ones being pruned.
-    params.update(max_epochs=epochs, lr=lr, optimizer="sgd")
-    half = max(1, int(round(RAMP_FRACTION * epochs * steps_per_epoch)))
+    epochs = ramp_epochs(float_params)
+    params = _finetune_base(float_params, epochs)
+    steps = max(1, epochs * steps_per_epoch)
     if technique == "magnitude":
         params.update(pruning="magnitude", pruning_begin_step=0,
-                      pruning_end_step=half,
-                      pruning_frequency=max(1, half // 40))
+                      pruning_end_step=steps,
+                      pruning_frequency=max(1, steps // 40))
     elif technique in ("variational_dropout", "l0"):
-        params.update(sparsity=technique, sparsity_ramp_steps=half)
+        params.update(sparsity=technique, sparsity_ramp_steps=steps,
+                      sparsity_controller=float(
+                          float_params.get("compress_controller", 1.0)))
         if float_params.get("compress_sparsity_weight") is not None:
             params["sparsity_weight"] = float_params[
                 "compress_sparsity_weight"]
+        # SGD at the weights' rate barely moves log_sigma2 / log_alpha.
+        params["aux_lr_scale"] = _AUX_LR_SCALE[technique]
     else:
         raise ValueError("technique must be one of %s, got %r"
                          % (", ".join(presets.COMPRESS_TECHNIQUES),
                             technique))
-    if technique == "magnitude":
-        params["target_sparsity"] = float_params["target_sparsity"]
-    else:
-        # SGD at the weights' rate barely moves log_sigma2 / log_alpha.
-        params["aux_lr_scale"] = _AUX_LR_SCALE[technique]
-    params["select_min_sparsity"] = float_params["target_sparsity"]
-    params["select_from_epoch"] = min(
-        epochs, int(math.ceil(half / float(steps_per_epoch))) + 1)
+    params["target_sparsity"] = float_params["target_sparsity"]
+    params["select_from_epoch"] = epochs
     return params
+
+
+def survivors_params(float_params):
+    """The parameters of a technique's second phase: the cut model's
+    survivors fine-tuned (masks fixed, ``pruning='fixed'``) for the rest
+    of the budget, ``finetune_epochs - ramp_epochs`` (at least 1), at
+    ``finetune_lr`` with plain SGD."""
+    params = _finetune_base(float_params, max(
+        1, int(float_params["finetune_epochs"]) - ramp_epochs(float_params)))
+    params.update(pruning="fixed",
+                  select_min_sparsity=float_params["target_sparsity"])
+    return params
+
+
+def reference_params(float_params):
+    """The honest reference: the float model fine-tuned for the whole
+    budget (``finetune_epochs`` at ``finetune_lr``, plain SGD), with no
+    compression."""
+    return _finetune_base(float_params, int(float_params["finetune_epochs"]))
 
 
 def _read(checkpoint):
@@ -179,6 +232,74 @@ def prune_checkpoint(checkpoint, params, output_prefix):
     return sparse_strip.write_checkpoint(out, output_prefix)
 
 
+def _dense_survivors(values, params, target, scope):
+    """{name: array} of the weight matrices after the exact cut (see
+    `cut_checkpoint`) from a checkpoint's raw ``values``."""
+    names = weight_names(params)
+    if params.get("sparsity"):
+        tech = sparse_techniques.get(params["sparsity"])
+        pairs = {n: (values[n], values[tech.aux_variable_name(n)])
+                 for n in names}
+        scores = {n: tech.keep_score(theta, aux, sparse_common.NUMPY_MATH)
+                  for n, (theta, aux) in pairs.items()}
+        # Survivors keep their evaluation weights (theta where those are 0).
+        kept = {}
+        for n, (theta, aux) in pairs.items():
+            evaluation = tech.numpy_eval_weights(theta, aux)
+            kept[n] = np.where(evaluation != 0, evaluation, theta)
+    else:
+        kept = _effective(values, params)
+        scores = {n: np.abs(w) for n, w in kept.items()}
+    if scope == "global":
+        masks = magnitude_pruning.exact_keep_masks(scores, target)
+    else:
+        masks = {n: magnitude_pruning.exact_keep_masks(scores[n], target)
+                 for n in names}
+    return {n: (kept[n] * masks[n]).astype(np.float32) for n in names}
+
+
+def cut_checkpoint(checkpoint, params, target, output_prefix,
+                   scope="matrix"):
+    """The exact final cut of a technique's first phase: writes the model
+    of ``checkpoint`` as dense weights with fixed pruning masks holding
+    exactly ``round(target * n)`` zeros (up to ties, `magnitude_pruning.
+    exact_keep_masks`) of each weight matrix (``scope='matrix'``) or of
+    all of them together (``'global'``, one threshold).
+
+    What is cut: magnitude pruning, the smallest ``|w * mask|``; variational
+    dropout, the largest log alpha; L0, the gates of lowest probability
+    of being non-zero (`sparse_layers.techniques` ``keep_score``). The
+    survivors keep their evaluation weights (theta where those are zero,
+    so that the cut, not the technique's own zero rule, sets the count).
+
+    Args:
+      checkpoint: a first-phase checkpoint (`finetune_params`).
+      params: that run's parameters.
+      target: the fraction of zeros, in ``[0, 1)``.
+      output_prefix: the checkpoint prefix to write.
+      scope: 'matrix' or 'global'.
+
+    Returns:
+      the prefix written.
+
+    Raises:
+      ValueError: a bad scope or target.
+    """
+    if scope not in CUT_SCOPES:
+        raise ValueError("scope must be one of %s, got %r"
+                         % (", ".join(CUT_SCOPES), scope))
+    values = _read(checkpoint)
+    out = {name: value for name, value in
+           _model_values(checkpoint, params).items()
+           if name.startswith("lm/")}
+    for name, weight in _dense_survivors(values, params, target,
+                                         scope).items():
+        out[name] = weight
+        out[_mask_name(name)] = (weight != 0).astype(np.float32)
+        out[_threshold_name(name)] = np.zeros([], np.float32)
+    return sparse_strip.write_checkpoint(out, output_prefix)
+
+
 def _nonzero(weights):
     nonzero = sum(int(np.count_nonzero(w)) for w in weights.values())
     return nonzero, sum(int(w.size) for w in weights.values())
@@ -215,13 +336,50 @@ def _row(stage, technique, summary, float_ppl, weights, extra=None):
     return row
 
 
-def _choose(rows, target):
+def _mark(rows, target, reference_ppl):
+    """Adds ``target_sparsity``, ``reached_target`` (the zeros of the
+    compressed stages are at least ``round(target * total)``; None for the
+    float and reference rows) and ``ratio_to_reference`` to each row."""
+    for row in rows:
+        compressed = row["stage"] not in ("float", "reference")
+        row["target_sparsity"] = target
+        row["reached_target"] = (
+            row["total_weights"] - row["nonzero_weights"]
+            >= int(round(target * row["total_weights"]))) if compressed \
+            else None
+        row["ratio_to_reference"] = row["test_ppl"] / reference_ppl
+    return rows
+
+
+def choose(rows, target, log=print):
     """The sparse row to carry on: the lowest validation perplexity among
-    those at or above ``target`` sparsity, else the sparsest."""
-    reached = [r for r in rows if r["sparsity"] >= target - 1e-9]
-    if reached:
-        return min(reached, key=lambda r: r["valid_ppl"])
-    return max(rows, key=lambda r: r["sparsity"])
+    the rows that reached ``target`` (``round(target * total)`` zeros or
+    more); when none did, the lowest validation perplexity of all, with
+    one line through ``log`` saying so.
+
+    Args:
+      rows: the sparse stage's rows (technique, valid_ppl, sparsity,
+        nonzero_weights, total_weights).
+      target: the target fraction of zeros.
+      log: callable printing one line.
+
+    Returns:
+      (row, reached): the row chosen and whether it reached the target.
+    """
+    def reached(row):
+        return (row["total_weights"] - row["nonzero_weights"]
+                >= int(round(target * row["total_weights"])))
+
+    hits = [r for r in rows if reached(r)]
+    if hits:
+        return min(hits, key=lambda r: r["valid_ppl"]), True
+    row = min(rows, key=lambda r: r["valid_ppl"])
+    log("no technique reached the target sparsity %.4f (%s); carrying on "
+        "with %s (%.4f, the lowest validation perplexity)"
+        % (target, ", ".join("%s %.4f" % (r["technique"], r["sparsity"])
+                             for r in rows),
+           row["technique"], row["sparsity"]))
+    return row, False
 
 
 class _Pipeline(object):
@@ -241,6 +399,7 @@ class _Pipeline(object):
         self.steps_per_epoch = max(1, (stream.shape[1] - 1)
                                    // self.params["bptt"])
         self.path = os.path.join(out_dir, STATE_FILE)
+        self.lock = threading.Lock()
         self.done = {}
         if run_options["resume"] and os.path.exists(self.path):
             with open(self.path) as handle:
@@ -249,11 +408,12 @@ class _Pipeline(object):
 
     def record(self, key, value):
         """Notes a finished stage (written atomically)."""
-        self.done[key] = value
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(self.done, handle, indent=1, sort_keys=True)
-        os.replace(tmp, self.path)
+        with self.lock:
+            self.done[key] = value
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as handle:
+                json.dump(self.done, handle, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
         return value
 
     def train(self, params, run_dir, init_from):
@@ -302,12 +462,15 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     pipeline = _Pipeline(corpus, params, float_summary, float_dir, out_dir,
                          {"resume": resume, "log": log, "progress": progress,
                           "threads": threads})
+    target = pipeline.params["target_sparsity"]
     rows = [_row("float", "-", float_summary, pipeline.float_ppl,
                  effective_weights(pipeline.float_best, pipeline.params))]
-    sparse_runs = _sparsify(pipeline, techniques, parallel)
-    rows += [run["row"] for run in sparse_runs]
-    chosen = _choose([run["row"] for run in sparse_runs],
-                     pipeline.params["target_sparsity"])["technique"]
+    runs = _sparsify(pipeline, ["reference"] + list(techniques), parallel)
+    reference, sparse_runs = runs[0], runs[1:]
+    rows += [run["row"] for run in runs]
+    chosen_row, reached = choose([run["row"] for run in sparse_runs], target,
+                                 log)
+    chosen = chosen_row["technique"]
     pruned = _prune(pipeline, chosen)
     quant, quant_best = _quantize(pipeline, pruned)
     # The QAT run's config.json, with the technique its model came from.
@@ -318,22 +481,41 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     rows += _tflite_rows(pipeline, chosen,
                          (pipeline.model_params(pruning="fixed"), pruned),
                          (quant["params"], quant_best), progress)
+    _mark(rows, target, reference["row"]["test_ppl"])
     result = {"stages": rows, "table": format_table(rows), "chosen": chosen,
-              "target_sparsity": pipeline.params["target_sparsity"]}
+              "chosen_reached_target": reached, "target_sparsity": target,
+              "cut_scope": pipeline.params.get("cut_scope", "matrix")}
     with open(os.path.join(out_dir, SUMMARY_FILE), "w") as handle:
         json.dump(result, handle, indent=1)
-    _plot(pipeline, sparse_runs, chosen, quant)
+    _plot(pipeline, [reference] + sparse_runs, chosen, quant)
     return result
 
 
 def _sparsify(pipeline, techniques, parallel):
-    """Stage 2: each technique's fine-tuning from the float model, up to
+    """Stage 2: the reference's fine-tuning and each technique's (ramp,
+    exact cut, survivors' fine-tuning) from the float model, up to
     ``parallel`` at once. Returns ``[{technique, summary, row}]``."""
     def finetune(technique):
-        params = finetune_params(pipeline.params, technique,
-                                 pipeline.steps_per_epoch)
-        run_dir = os.path.join(pipeline.out_dir, _SHORT[technique])
-        summary = pipeline.train(params, run_dir, pipeline.float_best)
+        if technique == "reference":
+            run_dir = os.path.join(pipeline.out_dir, "reference")
+            summary = pipeline.train(reference_params(pipeline.params),
+                                     run_dir, pipeline.float_best)
+            modeldir.write_run_dir(run_dir, summary["params"],
+                                   pipeline.corpus.vocab, summary,
+                                   stage="reference")
+            return {"technique": "-", "summary": summary,
+                    "row": _row("reference", "-", summary, pipeline.float_ppl,
+                                effective_weights(
+                                    train.best_checkpoint(run_dir),
+                                    summary["params"]))}
+        cut = _ramp_and_cut(pipeline, technique)
+        run_dir = os.path.join(pipeline.out_dir, _SHORT[technique] + "_ft")
+        summary = pipeline.train(survivors_params(pipeline.params), run_dir,
+                                 cut)
+        # Its config.json names the technique its survivors came from.
+        modeldir.write_run_dir(run_dir, summary["params"],
+                               pipeline.corpus.vocab, summary,
+                               stage="sparse", technique=technique)
         return {"technique": technique, "summary": summary,
                 "row": _row("sparse", technique, summary, pipeline.float_ppl,
                             effective_weights(train.best_checkpoint(run_dir),
@@ -341,6 +523,26 @@ def _sparsify(pipeline, techniques, parallel):
 
     with concurrent.futures.ThreadPoolExecutor(max(1, parallel)) as pool:
         return list(pool.map(finetune, techniques))
+
+
+def _ramp_and_cut(pipeline, technique):
+    """A technique's first phase and its exact cut (redone when the phase's
+    last checkpoint changed). Returns the cut checkpoint's prefix."""
+    params = finetune_params(pipeline.params, technique,
+                             pipeline.steps_per_epoch)
+    run_dir = os.path.join(pipeline.out_dir, _SHORT[technique])
+    pipeline.train(params, run_dir, pipeline.float_best)
+    last = tf.train.latest_checkpoint(os.path.join(run_dir, "last"))
+    cut = os.path.join(pipeline.out_dir, _SHORT[technique] + "_cut",
+                       "model.ckpt")
+    scope = pipeline.params.get("cut_scope", "matrix")
+    made_from = _made_from("%s:%s" % (technique, scope), last)
+    key = "cut_" + _SHORT[technique]
+    if pipeline.done.get(key) != made_from:
+        cut_checkpoint(last, params, pipeline.params["target_sparsity"], cut,
+                       scope)
+        pipeline.record(key, made_from)
+    return cut
 
 
 def _made_from(technique, checkpoint):
@@ -356,13 +558,11 @@ def _prune(pipeline, technique):
     """Stage 3: the chosen model as dense weights with fixed masks (once).
     Returns the pruned checkpoint's prefix."""
     pruned = os.path.join(pipeline.out_dir, "pruned", "model.ckpt")
-    source = train.best_checkpoint(os.path.join(pipeline.out_dir,
-                                                _SHORT[technique]))
+    source = train.best_checkpoint(os.path.join(
+        pipeline.out_dir, _SHORT[technique] + "_ft"))
     made_from = _made_from(technique, source)
     if pipeline.done.get("pruned") != made_from:
-        params = finetune_params(pipeline.params, technique,
-                                 pipeline.steps_per_epoch)
-        prune_checkpoint(source, params, pruned)
+        prune_checkpoint(source, survivors_params(pipeline.params), pruned)
         pipeline.record("pruned", made_from)
     _describe_pruned(pipeline, technique, pruned)
     return pruned
@@ -389,16 +589,23 @@ def _quantize(pipeline, pruned):
     return summary, train.best_checkpoint(quant_dir)
 
 
-def _plot(pipeline, sparse_runs, chosen, quant):
-    """valid_ppl.png: the fine-tuning curves continue the float curve from
-    its best epoch (QAT from the chosen technique's best)."""
+def _plot(pipeline, runs, chosen, quant):
+    """valid_ppl.png: the fine-tunings continue the float curve from its
+    best epoch (a technique's survivors after its ramp, QAT after the
+    chosen technique's best)."""
     float_summary = pipeline.float_summary
     start = float_summary["best_epoch"]
-    chosen_run = [r for r in sparse_runs if r["technique"] == chosen][0]
-    summaries = [float_summary] + [r["summary"] for r in sparse_runs] + [
-        quant]
-    offsets = [0] + [start] * len(sparse_runs) + [
-        start + chosen_run["summary"]["best_epoch"]]
+    ramp = ramp_epochs(pipeline.params)
+    summaries, offsets = [float_summary], [0]
+    for run in runs:
+        name = _SHORT.get(run["technique"], "reference")
+        summaries.append(dict(run["summary"], model="%s+%s" % (
+            float_summary["model"], name)))
+        offsets.append(start + (0 if name == "reference" else ramp))
+        if run["technique"] == chosen:
+            qat_offset = offsets[-1] + run["summary"]["best_epoch"]
+    summaries.append(quant)
+    offsets.append(qat_offset)
     records.plot_curves(summaries, os.path.join(pipeline.out_dir,
                                                 "valid_ppl.png"),
                         float_summary.get("floor_ppl"), offsets)
@@ -449,18 +656,27 @@ def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
 
 
 def format_table(rows):
-    """The pipeline's table, as lines."""
-    header = ("%-12s | %-19s | %8s | %6s | %17s | %9s | %9s | %8s"
-              % ("stage", "technique", "test ppl", "ratio",
-                 "nonzero / total", "bytes", "gzip", "ms/token"))
+    """The pipeline's table, as lines: the ratios to the float model and
+    to the reference (the float model fine-tuned for the same budget),
+    and whether each compressed stage reached the target ('yes' / 'NO')."""
+    header = ("%-12s | %-19s | %8s | %6s | %6s | %17s | %7s | %9s | %9s | "
+              "%8s" % ("stage", "technique", "test ppl", "/float", "/ref",
+                       "nonzero / total", "target", "bytes", "gzip",
+                       "ms/token"))
     lines = [header, "-" * len(header)]
     for r in rows:
-        lines.append("%-12s | %-19s | %8.2f | %6.3f | %8d / %6.1f%% | %9d | "
-                     "%9d | %8s" % (
-                         r["stage"], r["technique"], r["test_ppl"],
-                         r["ratio_to_float"], r["nonzero_weights"],
-                         100.0 * r["nonzero_weights"] / r["total_weights"],
-                         r["bytes"], r["gzip_bytes"],
-                         "%.4f" % r["ms_per_token"] if "ms_per_token" in r
-                         else "-"))
+        reached = r.get("reached_target")
+        lines.append(
+            "%-12s | %-19s | %8.2f | %6.3f | %6s | %8d / %6.2f%% | %7s | "
+            "%9d | %9d | %8s" % (
+                r["stage"], r["technique"], r["test_ppl"],
+                r["ratio_to_float"],
+                "%.3f" % r["ratio_to_reference"]
+                if "ratio_to_reference" in r else "-",
+                r["nonzero_weights"],
+                100.0 * r["nonzero_weights"] / r["total_weights"],
+                "-" if reached is None else ("yes" if reached else "NO"),
+                r["bytes"], r["gzip_bytes"],
+                "%.4f" % r["ms_per_token"] if "ms_per_token" in r
+                else "-"))
     return lines

@@ -463,7 +463,24 @@ def _penalties(x, raw, weights, training, params, awd):
         ramp = int(params.get("sparsity_ramp_steps", 0))
         sparsity_loss = penalty(weight=params["sparsity_weight"],
                                 end_step=ramp, summaries=False)
+        if params.get("sparsity_controller"):
+            # The controller's factor on the weight (`train`, per epoch).
+            sparsity_loss = sparsity_loss * sparsity_weight_scale()
     return ar, tar, wd, sparsity_loss
+
+
+#: Variable scope of the sparsity controller's weight scale.
+CONTROLLER_SCOPE = "sparsity_controller"
+
+
+def sparsity_weight_scale():
+    """The float32 scalar variable ``sparsity_controller/weight_scale``
+    (initially 1, not trained) that multiplies the KL / L0 loss when
+    ``params['sparsity_controller']`` is set; the trainer raises it
+    between epochs (`sparse_layers.losses.controlled_weight_scale`)."""
+    with tf.variable_scope(CONTROLLER_SCOPE, reuse=tf.AUTO_REUSE):
+        return tf.get_variable("weight_scale", [], tf.float32,
+                               tf.ones_initializer(), trainable=False)
 
 
 def needs_global_step(params):

@@ -44,6 +44,11 @@ DEFAULTS = {
     # sparse model is pruned, fine-tuned quantization-aware and exported
     "compress": "", "finetune_epochs": 12, "finetune_lr": None,
     "compress_sparsity_weight": None,
+    # VD / L0: the factor the KL / L0 weight is multiplied by after each
+    # ramp epoch whose sparsity lags the schedule (1: off); the exact cut
+    # at the ramp's end per weight matrix ('matrix') or across all of them
+    # ('global', one threshold)
+    "compress_controller": 2.0, "cut_scope": "matrix",
     # quantization-aware fine-tuning of the trained float model (--quant):
     # quant_epochs epochs from its best checkpoint at learning rate quant_lr
     # (None: lr / 4, a fine-tuning rate), fake quantization from global step quant_delay of the
@@ -85,7 +90,8 @@ QUANT_KEYS = ("quant", "quant_epochs", "quant_delay", "quant_lr",
 #: Parameters of the compression pipeline only (likewise never seen by the
 #: float phase).
 COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
-                 "target_sparsity", "compress_sparsity_weight")
+                 "target_sparsity", "compress_sparsity_weight",
+                 "compress_controller", "cut_scope")
 
 
 def split_quant(params):
@@ -228,6 +234,9 @@ CHECKS = {
     "compress": _compress_techniques,
     "finetune_epochs": check_positive_int, "finetune_lr": _POSITIVE_OR_NONE,
     "compress_sparsity_weight": _POSITIVE_OR_NONE,
+    "compress_controller": functools.partial(check_real, low=1.0),
+    "cut_scope": _choice(("matrix", "global")),
+    "sparsity_controller": functools.partial(check_real, low=1.0),
     "quant": check_bool, "quant_epochs": check_positive_int,
     "quant_delay": check_nonnegative_int, "quant_lr": _POSITIVE_OR_NONE,
     "weight_bits": check_num_bits, "activation_bits": check_num_bits,

@@ -27,6 +27,8 @@ import numpy as np
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
+from tf1_awd_sparse.layers.sparse import losses as sparse_losses
+from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import (data, model, modeldir, presets, records,
@@ -89,6 +91,7 @@ class Graph(object):
             train_op, self.optimizer = model.build_train_step(out.loss, lr,
                                                               params, step)
             self.ntasgd = hasattr(self.optimizer, "averaging")
+            self.controller = _controller_ops(params)
             init = tf.group(tf.global_variables_initializer(),
                             tf.local_variables_initializer())
             self.saver_defs = [tf.train.Saver(max_to_keep=n).as_saver_def()
@@ -324,13 +327,17 @@ def stop_reason(state, params):
 
 def label(params):
     """A model's name in logs and tables: 'awd'; 'awd+q' quantized;
-    'awd+vd' / 'awd+l0' sparse; 'awd+mag' magnitude-pruned."""
+    'awd+vd' / 'awd+l0' sparse; 'awd+mag' magnitude-pruned; 'awd+pruned'
+    with fixed masks (a compression stage: 'awd+pruned+q' is the
+    pipeline's quantization-aware stage, 'awd+q' the float model's)."""
     suffix = ""
     if params.get("sparsity"):
         suffix += {"variational_dropout": "+vd"}.get(params["sparsity"],
                                                      "+" + params["sparsity"])
     if params.get("pruning") == "magnitude":
         suffix += "+mag"
+    elif params.get("pruning") == "fixed":
+        suffix += "+pruned"
     if params.get("quant"):
         suffix += "+q"
     return params["model"] + suffix
@@ -525,6 +532,8 @@ class Trainer(object):
                           train_loss=train_loss, train_ppl=ppl(train_loss),
                           tokens_per_s=tok_s, seconds=seconds,
                           lr=params["lr"])
+            if g.controller is not None and "sparsity" in record:
+                record.update(self._control(sess, epoch, record["sparsity"]))
             state["epochs"].append(record)
             ranges = g.quant_ranges(sess)
             state["epoch"] = epoch
@@ -535,6 +544,25 @@ class Trainer(object):
         _write_json(os.path.join(self.run_dir, STATE_FILE), state)
         self._write_summaries(record, ranges)
         return dict(record, event="epoch")
+
+    def _control(self, sess, epoch, measured):
+        """The sparsity controller after an epoch: raises the KL / L0
+        weight's scale while ``measured`` lags the schedule (the cubic
+        ramp to ``target_sparsity`` over the run's ``max_epochs``; rule:
+        `sparse_layers.losses.controlled_weight_scale`). Returns the
+        record's fields: the scheduled sparsity and the new scale."""
+        params, ops = self.params, self.graph.controller
+        scheduled = float(magnitude_pruning.gradual_sparsity(
+            epoch, 0, max(1, params["max_epochs"]),
+            params["target_sparsity"]))
+        scale = float(sess.run(ops["scale"]))
+        new = sparse_losses.controlled_weight_scale(
+            scale, min(1.0, max(0.0, measured)), scheduled,
+            params["sparsity_controller"])
+        if new != scale:
+            sess.run(ops["assign"], {ops["value"]: new})
+        return {"scheduled_sparsity": scheduled,
+                "sparsity_weight_scale": new}
 
     def _kept(self, epoch):
         """What a diverged epoch leaves: the previous epochs' checkpoints."""
@@ -745,6 +773,17 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary)
     report(dict(summary, event="end"))
     return summary
+
+
+def _controller_ops(params):
+    """Names of the sparsity controller's scale variable, its new value's
+    placeholder and their assignment, or None without a controller."""
+    if not (params.get("sparsity") and params.get("sparsity_controller")):
+        return None
+    scale = model.sparsity_weight_scale()
+    value = tf.placeholder(tf.float32, [], "sparsity_weight_scale_value")
+    assign = tf.assign(scale, value)
+    return {"scale": scale.name, "value": value.name, "assign": assign.name}
 
 
 def _clear_run(run_dir):

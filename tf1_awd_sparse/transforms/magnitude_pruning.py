@@ -65,7 +65,8 @@ from tf1_awd_sparse.base.compat import tf
 #: masked weight, weight); `transforms.PruningMask` fills them.
 PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
 
-__all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS"]
+__all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS",
+           "exact_keep_masks"]
 
 #: The histogram resolution the library prunes with (contrib's default 256
 #: bins leave a matrix up to ~1 % short of the target).
@@ -122,6 +123,55 @@ def gradual_sparsity(step, begin_step, end_step, target_sparsity, exponent=3):
                             f32(span), f32(target), f32(exponent),
                             np.minimum, np.maximum, f32(1.0), f32(0.0)),
                       dtype=f32)
+
+
+def exact_keep_masks(scores, target_sparsity):
+    """The masks of an exact cut: zero the ``round(target_sparsity * n)``
+    entries of lowest score among all ``n`` entries of ``scores``, keep
+    the others.
+
+    The threshold is the score of rank ``n_zero`` in ascending order
+    (``np.partition``); entries at or above it are kept, so the zeros are
+    exactly ``round(target_sparsity * n)`` unless entries tie with the
+    threshold (then all the tied ones are kept: fewer zeros, never
+    more). Magnitude pruning's final cut passes ``|w|``; the sparse
+    techniques pass their keep scores (`sparse_layers.techniques`).
+
+    Args:
+      scores: a numpy array, or a list / dict of arrays cut together (one
+        threshold across all of them: a global cut).
+      target_sparsity: the fraction of zeros, in ``[0, 1)``.
+
+    Returns:
+      bool arrays (True: kept), in the structure and shapes of ``scores``.
+
+    Raises:
+      ValueError: an empty ``scores``, a non-finite score or a target
+        outside ``[0, 1)``.
+    """
+    target = check_real(target_sparsity, "target_sparsity", low=0.0,
+                        high=1.0, high_open=True)
+    if isinstance(scores, dict):
+        keys = sorted(scores)
+        masks = exact_keep_masks([scores[k] for k in keys], target)
+        return dict(zip(keys, masks))
+    arrays = ([np.asarray(scores)] if not isinstance(scores, (list, tuple))
+              else [np.asarray(a) for a in scores])
+    flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else \
+        np.zeros([0])
+    if flat.size == 0:
+        raise ValueError("scores must hold at least one entry, got none")
+    if not np.all(np.isfinite(flat)):
+        raise ValueError("scores must be finite, got %d non-finite entries"
+                         % int(np.sum(~np.isfinite(flat))))
+    zeros = int(round(target * flat.size))
+    if zeros == 0:
+        masks = [np.ones(a.shape, bool) for a in arrays]
+    else:
+        threshold = np.partition(flat, zeros)[zeros] if zeros < flat.size \
+            else np.inf
+        masks = [a >= threshold for a in arrays]
+    return masks if isinstance(scores, (list, tuple)) else masks[0]
 
 
 class MagnitudePruning(object):

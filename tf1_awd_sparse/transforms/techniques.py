@@ -76,6 +76,23 @@ class Technique(object):
         """
         raise NotImplementedError
 
+    def keep_score(self, theta, aux, math=common.TF_MATH):
+        """How strongly each weight is kept: the quantity a final cut at an
+        exact fraction of zeros thresholds (higher: kept longer).
+        Variational dropout: ``-log alpha`` (unclipped); L0: the gate's
+        probability of being non-zero (`common.hard_concrete_nonzero_
+        probability`, default beta / gamma / zeta).
+
+        Args:
+          theta, aux: tensors (or numpy arrays with `math=NUMPY_MATH`) of
+            one shape.
+          math: `common.TF_MATH` or `common.NUMPY_MATH`.
+
+        Returns:
+          float tensor/array of theta's shape.
+        """
+        raise NotImplementedError
+
     def numpy_eval_weights(self, theta, aux, **eval_options):
         """The evaluation weights of numpy arrays (what `nn.eval_weights`
         computes in a graph).
@@ -168,6 +185,10 @@ class _VariationalDropout(Technique):
         return math.logical_not(common.vd_keep_mask(aux, theta, threshold,
                                                     eps, math=math))
 
+    def keep_score(self, theta, aux, math=common.TF_MATH):
+        return -common.compute_log_alpha(aux, theta, value_limit=None,
+                                         math=math)
+
     def numpy_eval_weights(self, theta, aux, threshold=common.THRESHOLD,
                            eps=common.EPSILON):
         return common.vd_eval_weights(theta, aux, threshold, eps,
@@ -195,6 +216,9 @@ class _L0(Technique):
                   zeta=common.ZETA):
         return math.equal(common.hard_concrete_mean(aux, gamma, zeta,
                                                     math=math), 0.)
+
+    def keep_score(self, theta, aux, math=common.TF_MATH):
+        return common.hard_concrete_nonzero_probability(aux, math=math)
 
     def numpy_eval_weights(self, theta, aux, gamma=common.GAMMA,
                            zeta=common.ZETA):

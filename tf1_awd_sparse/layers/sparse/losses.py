@@ -65,6 +65,42 @@ def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
     return float(weight) * fraction
 
 
+def controlled_weight_scale(scale, measured, scheduled, factor,
+                            max_scale=1e6):
+    """One step of the sparsity controller: the regularization weight's
+    next scale.
+
+    The rule: while the measured fraction of zeros lags the schedule
+    (``measured < scheduled``) the scale is multiplied by ``factor``
+    (capped at ``max_scale``); once it has caught up the scale is kept
+    (never lowered: the weights already zero stay cheap to keep zero).
+    The language model applies it after each epoch's validation, with the
+    schedule of magnitude pruning (`magnitude_pruning.gradual_sparsity`
+    over the epochs of the ramp).
+
+    Args:
+      scale: the current scale, a float > 0.
+      measured: the fraction of zeros measured, in [0, 1].
+      scheduled: the fraction the schedule asks for now, in [0, 1].
+      factor: float >= 1, the multiplier while behind (1: no control).
+      max_scale: float >= 1, the cap.
+
+    Returns:
+      float, the new scale.
+
+    Raises:
+      ValueError: an argument out of range (named).
+    """
+    scale = check_real(scale, "scale", low=0, low_open=True)
+    measured = check_real(measured, "measured", low=0, high=1)
+    scheduled = check_real(scheduled, "scheduled", low=0, high=1)
+    factor = check_real(factor, "factor", low=1)
+    max_scale = check_real(max_scale, "max_scale", low=1)
+    if measured < scheduled:
+        return min(scale * factor, max_scale)
+    return scale
+
+
 _LOSS_DOC = """
     Other arguments:
       begin_step, end_step, global_step: linear ramp, see `ramp_weight`.
