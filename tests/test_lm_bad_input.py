@@ -175,6 +175,23 @@ def test_truncated_checkpoint_then_resume(capsys, tmp_path, two_epochs,
     assert os.path.exists(os.path.join(run_dir, "best", "checkpoint"))
 
 
+def test_resume_with_other_parameters_names_them_and_the_way_out(
+        capsys, tmp_path, two_epochs):
+    """A run made by other parameters (or an older version's pipeline):
+    one line naming the parameters and how to start over; nothing lost."""
+    data_dir, finished = two_epochs
+    out = str(tmp_path / "out")
+    shutil.copytree(finished, out)
+    before = tree_bytes(out)
+    capsys.readouterr()
+    line = _one_error_line(capsys, lambda: script.main(
+        TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
+                "--max-epochs", "2", "--resume", "--lr", "3.5"]))
+    assert "made with different parameters (lr)" in line, line
+    assert "--overwrite" in line, line
+    assert tree_bytes(out) == before
+
+
 def test_corrupt_state_then_resume(capsys, tmp_path):
     run_dir = tmp_path / "out" / "plain"
     run_dir.mkdir(parents=True)

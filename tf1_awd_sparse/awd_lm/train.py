@@ -455,7 +455,9 @@ class Trainer(object):
                          and k not in ("max_epochs", "quant_epochs"))
         if changed:
             raise ValueError("resume: %s was made with different parameters "
-                             "(%s)" % (self.run_dir, ", ".join(changed)))
+                             "(%s): start it over (--overwrite; resume=False) "
+                             "or use another directory" % (self.run_dir,
+                                                ", ".join(changed)))
         if old["max_epochs"] != self.params["max_epochs"]:
             old["max_epochs"] = self.params["max_epochs"]
             if state["done"] and stop_reason(state, self.params) is None:
