@@ -100,6 +100,21 @@ def losses(run_dir):
             state["averaging_epoch"])
 
 
+def test_last_keeps_the_two_latest_epochs(tmpdir):
+    """last/ holds the epoch's checkpoint and the one before, not every
+    epoch's (a 60-epoch run kept 60)."""
+    out = str(tmpdir.join("out"))
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir)
+    assert script.main(TINY + ["--model", "plain", "--data-dir", data_dir,
+                               "--out", out, "--max-epochs", "4",
+                               "--patience", "9"]) == 0
+    last = os.path.join(out, "plain", "last")
+    kept = sorted(name for name in os.listdir(last)
+                  if name.endswith(".index"))
+    assert kept == ["model.ckpt-3.index", "model.ckpt-4.index"], kept
+
+
 def test_kill_and_resume_equals_uninterrupted(tmpdir):
     data_dir = str(tmpdir.mkdir("ptb"))
     write_ptb(data_dir, shuffled_valid=True)

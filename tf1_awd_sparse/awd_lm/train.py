@@ -632,9 +632,13 @@ class Trainer(object):
         Returns:
           the checkpoint prefix written.
         """
-        # A Saver per epoch: tell it the kept one so max_to_keep holds.
-        last_saver.recover_last_checkpoints(
-            ["%s-%d" % (self.last_prefix, e) for e in (epoch - 1,) if e > 0])
+        # A Saver per epoch: tell it the checkpoints on disk (only those:
+        # the Saver pairs paths with their files' times) so that
+        # max_to_keep deletes the one before the previous.
+        last_saver.recover_last_checkpoints([
+            prefix for prefix in ("%s-%d" % (self.last_prefix, e)
+                                  for e in (epoch - 2, epoch - 1) if e > 0)
+            if tf.gfile.Exists(prefix + ".index")])
         return last_saver.save(sess, self.last_prefix, global_step=epoch)
 
     def _write_summaries(self, record, ranges):
