@@ -38,10 +38,14 @@ def test_get_config_stores_the_ordered_record_and_rebuilds_from_it():
         kernel.SparseWeights, kernel.PruningMask, kernel.DropConnect]
 
 
-def test_the_record_wins_over_flags_beside_it():
+def test_a_flag_edited_against_the_record_is_refused_by_name():
     config = WeightDropLSTMCell(8, weight_drop_kr=0.5).get_config()
-    config["weight_drop_kr"] = 0.9   # edited by hand: the record decides
-    assert WeightDropLSTMCell.from_config(config).weight_drop_kr == 0.5
+    config["weight_drop_kr"] = 0.9   # edited by hand, record unchanged
+    with pytest.raises(ValueError, match="'weight_drop_kr'.*makes "
+                       "weight_drop_kr=0.5"):
+        WeightDropLSTMCell.from_config(config)
+    del config["kernel_transforms"]   # the flags alone: they build it
+    assert WeightDropLSTMCell.from_config(config).weight_drop_kr == 0.9
 
 
 def test_a_config_of_flags_only_still_rebuilds():

@@ -838,15 +838,27 @@ def _check_scope(scope, arg_name):
 
 def _decoded_config(config):
     """A copy of a ``get_config`` dict with its kernel transforms rebuilt
-    from their serialized form."""
+    from their serialized form (the flags beside them dropped).
+
+    Raises:
+      ValueError: a flag that contradicts the record.
+    """
     config = dict(config)
     if config.get("kernel_transforms") is not None:
         config["kernel_transforms"] = [
             kernel_transforms_module.from_config(c)
             for c in config["kernel_transforms"]]
-        # The record wins: the flags beside it only describe it.
+        # The flags beside the record only describe it: one edited by hand
+        # would be ignored, so it is refused.
+        described = kernel_transforms_module.flags_of(
+            config["kernel_transforms"])
         for flag in kernel_transforms_module.FLAG_DEFAULTS:
-            config.pop(flag, None)
+            if flag in config and config.pop(flag) != described[flag]:
+                raise ValueError(
+                    "config[%r] contradicts config['kernel_transforms'], "
+                    "which makes %s=%r: edit the record, or drop "
+                    "'kernel_transforms' to build from the flags"
+                    % (flag, flag, described[flag]))
     return config
 
 
