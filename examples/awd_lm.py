@@ -90,6 +90,9 @@ HELP = {
     "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
     "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
     "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
+    "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "
+    "weight after each epoch whose sparsity lags the schedule (default: no "
+    "controller; the pipeline sets it from --compress-controller)",
     "cut_scope": "--compress: the exact cut to the target at the ramp's end "
     "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "

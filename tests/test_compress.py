@@ -369,10 +369,18 @@ def test_every_stage_opens_as_a_language_model(reference):
             else os.path.join(path, "config.json"))
         assert config["produced_by"]["stage"] == key[0], name
         assert config["produced_by"]["technique"] == key[1], name
+        if name == "qat":   # the pipeline's QAT, not --quant's awd+q
+            assert config["produced_by"]["model"] == "awd+pruned+q"
         lm = LanguageModel.load(path)
         assert lm.evaluate(test)["perplexity"] == pytest.approx(
             rows[(key[0], key[1] or "-")]["test_ppl"], rel=1e-4), name
         lm.close()
+    # The ramps' directories too (a VD / L0 ramp's config holds its
+    # controller factor, a parameter a config may hold).
+    for name in ("vd", "l0", "mag"):
+        config = modeldir.read_config(os.path.join(root, name, "config.json"))
+        LanguageModel.load(os.path.join(root, name)).close()
+    assert config["params"]["pruning"] == "magnitude"
     pruned = modeldir.read_config(os.path.join(root, "pruned",
                                                "config.json"))
     assert pruned["produced_by"]["stage"] == "pruned"

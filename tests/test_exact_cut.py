@@ -72,8 +72,8 @@ def test_keep_scores_match_the_papers_formulas_in_tf_and_numpy():
     theta = rng.randn(6, 7).astype(np.float32)
     aux = rng.randn(6, 7).astype(np.float32) * 3
     want = {"variational_dropout": -(aux - np.log(theta ** 2 + 1e-8)),
-            "l0": 1.0 / (1.0 + np.exp(-(aux - 2.0 / 3.0
-                                        * np.log(0.1 / 1.1))))}
+            # the logit of P(z != 0) = sigmoid(log alpha - beta log(-g/z))
+            "l0": aux - 2.0 / 3.0 * np.log(0.1 / 1.1)}
     for name, expected in want.items():
         tech = techniques.get(name)
         got = tech.keep_score(theta, aux, common.NUMPY_MATH)
@@ -82,6 +82,16 @@ def test_keep_scores_match_the_papers_formulas_in_tf_and_numpy():
             graph = sess.run(tech.keep_score(tf.constant(theta),
                                              tf.constant(aux)))
         np.testing.assert_allclose(graph, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_l0_scores_do_not_saturate_into_ties():
+    """Gates wide open (log alpha 40-60) stay ordered, so the cut is exact:
+    their probabilities are all 1.0 in float64, which kept every one."""
+    aux = np.array([40., 45., 50., 60., -5., -6.])
+    score = techniques.get("l0").keep_score(np.ones(6), aux,
+                                            common.NUMPY_MATH)
+    mask = magnitude_pruning.exact_keep_masks(score, 0.5)
+    assert mask.tolist() == [0, 1, 1, 1, 0, 0]
 
 
 # -- cut_checkpoint on hand-made checkpoints ---------------------------------
@@ -211,11 +221,31 @@ def test_choose_prefers_the_rows_that_reached_the_target():
 
 
 def test_choose_says_so_when_no_row_reached_the_target():
+    """Then the sparsest is carried on, not the densest's better
+    perplexity (which would reward missing the target)."""
     lines = []
-    rows = _rows(("l0", 100.0, 150), ("magnitude", 99.0, 120))
+    rows = _rows(("l0", 95.0, 150), ("magnitude", 99.0, 120))
     row, reached = compress.choose(rows, 0.9, lines.append)
     assert (row["technique"], reached) == ("magnitude", False)
     assert len(lines) == 1 and "no technique reached" in lines[0]
+    with pytest.raises(ValueError, match="no sparse rows"):
+        compress.choose([], 0.9)
+
+
+def test_reached_counts_the_zeros_the_per_matrix_cut_makes():
+    """Three 12-weight matrices at 0.95: the per-matrix cut zeroes
+    3 x round(11.4) = 33, one short of round(0.95 * 36) = 34, and has
+    reached its target; a global cut must make 34."""
+    masks = {n: magnitude_pruning.exact_keep_masks(
+        np.arange(12.) + i, 0.95) for i, n in enumerate("abc")}
+    zeros = sum(int((m == 0).sum()) for m in masks.values())
+    row = {"total_weights": 36, "nonzero_weights": 36 - zeros,
+           "matrix_sizes": [12, 12, 12]}
+    assert zeros == 33
+    assert compress.target_zeros(row, 0.95) == 33
+    assert compress.reached(row, 0.95)
+    assert compress.target_zeros(row, 0.95, "global") == 34
+    assert not compress.reached(row, 0.95, "global")
 
 
 def test_labels_tell_the_pipelines_qat_from_quant():

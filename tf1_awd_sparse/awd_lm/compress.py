@@ -328,6 +328,8 @@ def _row(stage, technique, summary, float_ppl, weights, extra=None):
            "valid_ppl": summary["best_valid_ppl"],
            "ratio_to_float": summary["test_ppl"] / float_ppl,
            "nonzero_weights": nonzero, "total_weights": total,
+           "matrix_sizes": [int(np.size(w)) for _, w in
+                            sorted(weights.items())],
            "sparsity": 1.0 - nonzero / float(total),
            "bytes": size, "gzip_bytes": gz,
            "seconds": summary.get("train_seconds"),
@@ -336,46 +338,62 @@ def _row(stage, technique, summary, float_ppl, weights, extra=None):
     return row
 
 
-def _mark(rows, target, reference_ppl):
-    """Adds ``target_sparsity``, ``reached_target`` (the zeros of the
-    compressed stages are at least ``round(target * total)``; None for the
-    float and reference rows) and ``ratio_to_reference`` to each row."""
+def target_zeros(row, target, scope="matrix"):
+    """The zeros the exact cut makes for ``target`` in a row's weights:
+    ``sum(round(target * n_i))`` over its matrices (``scope='matrix'``, one
+    cut per matrix) or ``round(target * total)`` (``'global'``, or a row
+    without ``matrix_sizes``). The one rule behind ``reached_target``."""
+    sizes = row.get("matrix_sizes")
+    if scope == "matrix" and sizes:
+        return sum(int(round(target * n)) for n in sizes)
+    return int(round(target * row["total_weights"]))
+
+
+def reached(row, target, scope="matrix"):
+    """Whether a row's weights hold at least `target_zeros` zeros."""
+    return (row["total_weights"] - row["nonzero_weights"]
+            >= target_zeros(row, target, scope))
+
+
+def _mark(rows, target, reference_ppl, scope="matrix"):
+    """Adds ``target_sparsity``, ``reached_target`` (`reached`; None for
+    the float and reference rows) and ``ratio_to_reference`` to each row."""
     for row in rows:
         compressed = row["stage"] not in ("float", "reference")
         row["target_sparsity"] = target
-        row["reached_target"] = (
-            row["total_weights"] - row["nonzero_weights"]
-            >= int(round(target * row["total_weights"]))) if compressed \
+        row["reached_target"] = reached(row, target, scope) if compressed \
             else None
         row["ratio_to_reference"] = row["test_ppl"] / reference_ppl
     return rows
 
 
-def choose(rows, target, log=print):
+def choose(rows, target, log=print, scope="matrix"):
     """The sparse row to carry on: the lowest validation perplexity among
-    the rows that reached ``target`` (``round(target * total)`` zeros or
-    more); when none did, the lowest validation perplexity of all, with
-    one line through ``log`` saying so.
+    the rows that reached ``target`` (`reached`); when none did, the
+    sparsest (ties: the lowest validation perplexity), with one line
+    through ``log`` saying so.
 
     Args:
       rows: the sparse stage's rows (technique, valid_ppl, sparsity,
-        nonzero_weights, total_weights).
+        nonzero_weights, total_weights, matrix_sizes).
       target: the target fraction of zeros.
       log: callable printing one line.
+      scope: the cut's scope (`target_zeros`).
 
     Returns:
       (row, reached): the row chosen and whether it reached the target.
-    """
-    def reached(row):
-        return (row["total_weights"] - row["nonzero_weights"]
-                >= int(round(target * row["total_weights"])))
 
-    hits = [r for r in rows if reached(r)]
+    Raises:
+      ValueError: no rows.
+    """
+    if not rows:
+        raise ValueError("choose: no sparse rows to choose from")
+    hits = [r for r in rows if reached(r, target, scope)]
     if hits:
         return min(hits, key=lambda r: r["valid_ppl"]), True
-    row = min(rows, key=lambda r: r["valid_ppl"])
+    row = min(rows, key=lambda r: (-r["sparsity"], r["valid_ppl"]))
     log("no technique reached the target sparsity %.4f (%s); carrying on "
-        "with %s (%.4f, the lowest validation perplexity)"
+        "with %s (%.4f, the sparsest)"
         % (target, ", ".join("%s %.4f" % (r["technique"], r["sparsity"])
                              for r in rows),
            row["technique"], row["sparsity"]))
@@ -468,8 +486,9 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     runs = _sparsify(pipeline, ["reference"] + list(techniques), parallel)
     reference, sparse_runs = runs[0], runs[1:]
     rows += [run["row"] for run in runs]
-    chosen_row, reached = choose([run["row"] for run in sparse_runs], target,
-                                 log)
+    scope = pipeline.params.get("cut_scope", "matrix")
+    chosen_row, chosen_reached = choose(
+        [run["row"] for run in sparse_runs], target, log, scope)
     chosen = chosen_row["technique"]
     pruned = _prune(pipeline, chosen)
     quant, quant_best = _quantize(pipeline, pruned)
@@ -481,10 +500,10 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     rows += _tflite_rows(pipeline, chosen,
                          (pipeline.model_params(pruning="fixed"), pruned),
                          (quant["params"], quant_best), progress)
-    _mark(rows, target, reference["row"]["test_ppl"])
+    _mark(rows, target, reference["row"]["test_ppl"], scope)
     result = {"stages": rows, "table": format_table(rows), "chosen": chosen,
-              "chosen_reached_target": reached, "target_sparsity": target,
-              "cut_scope": pipeline.params.get("cut_scope", "matrix")}
+              "chosen_reached_target": chosen_reached,
+              "target_sparsity": target, "cut_scope": scope}
     with open(os.path.join(out_dir, SUMMARY_FILE), "w") as handle:
         json.dump(result, handle, indent=1)
     _plot(pipeline, [reference] + sparse_runs, chosen, quant)
@@ -508,8 +527,10 @@ def _sparsify(pipeline, techniques, parallel):
                                 effective_weights(
                                     train.best_checkpoint(run_dir),
                                     summary["params"]))}
-        cut = _ramp_and_cut(pipeline, technique)
+        cut, remade = _ramp_and_cut(pipeline, technique)
         run_dir = os.path.join(pipeline.out_dir, _SHORT[technique] + "_ft")
+        if remade:   # survivors of an older cut: not to be resumed
+            train._clear_run(run_dir)  # pylint: disable=protected-access
         summary = pipeline.train(survivors_params(pipeline.params), run_dir,
                                  cut)
         # Its config.json names the technique its survivors came from.
@@ -527,7 +548,8 @@ def _sparsify(pipeline, techniques, parallel):
 
 def _ramp_and_cut(pipeline, technique):
     """A technique's first phase and its exact cut (redone when the phase's
-    last checkpoint changed). Returns the cut checkpoint's prefix."""
+    last checkpoint or the cut's scope changed). Returns ``(prefix, remade)``:
+    the cut checkpoint's prefix and whether it was (re)written now."""
     params = finetune_params(pipeline.params, technique,
                              pipeline.steps_per_epoch)
     run_dir = os.path.join(pipeline.out_dir, _SHORT[technique])
@@ -538,11 +560,12 @@ def _ramp_and_cut(pipeline, technique):
     scope = pipeline.params.get("cut_scope", "matrix")
     made_from = _made_from("%s:%s" % (technique, scope), last)
     key = "cut_" + _SHORT[technique]
-    if pipeline.done.get(key) != made_from:
+    remade = pipeline.done.get(key) != made_from
+    if remade:
         cut_checkpoint(last, params, pipeline.params["target_sparsity"], cut,
                        scope)
         pipeline.record(key, made_from)
-    return cut
+    return cut, remade
 
 
 def _made_from(technique, checkpoint):

@@ -87,7 +87,7 @@ def produced_by(params, summary=None, stage=None, **extra):
         stage = ("qat" if params.get("quant") else "sparse" if technique
                  else "pruned" if params.get("pruning") == "fixed"
                  else "float")
-    label = params["model"] + ("+q" if params.get("quant") else "")
+    label = presets.label(params)
     result = {"stage": stage, "technique": technique, "model": label,
               "sparsity": None, "valid_ppl": None, "test_ppl": None}
     if summary:

@@ -49,6 +49,9 @@ DEFAULTS = {
     # at the ramp's end per weight matrix ('matrix') or across all of them
     # ('global', one threshold)
     "compress_controller": 2.0, "cut_scope": "matrix",
+    # a run's own controller factor (set by the pipeline for a VD / L0
+    # ramp from compress_controller; None: no controller)
+    "sparsity_controller": None,
     # quantization-aware fine-tuning of the trained float model (--quant):
     # quant_epochs epochs from its best checkpoint at learning rate quant_lr
     # (None: lr / 4, a fine-tuning rate), fake quantization from global step quant_delay of the
@@ -236,7 +239,8 @@ CHECKS = {
     "compress_sparsity_weight": _POSITIVE_OR_NONE,
     "compress_controller": functools.partial(check_real, low=1.0),
     "cut_scope": _choice(("matrix", "global")),
-    "sparsity_controller": functools.partial(check_real, low=1.0),
+    "sparsity_controller": functools.partial(check_real, low=1.0,
+                                             allow_none=True),
     "quant": check_bool, "quant_epochs": check_positive_int,
     "quant_delay": check_nonnegative_int, "quant_lr": _POSITIVE_OR_NONE,
     "weight_bits": check_num_bits, "activation_bits": check_num_bits,
@@ -249,7 +253,8 @@ CHECKS = {
 # How a parameter whose default is None is written as text.
 _TEXT_TYPES = {"sparsity": str, "sparsity_weight": float, "quant_lr": float,
                "pruning": str, "finetune_lr": float,
-               "compress_sparsity_weight": float}
+               "compress_sparsity_weight": float,
+               "sparsity_controller": float}
 
 
 def check_params(params, name="params[%r]"):
@@ -356,3 +361,21 @@ def parse_value(key, text, name):
                 name, {int: "an int", float: "a number"}.get(kind, kind),
                 text))
     return CHECKS[key](value, name)
+
+
+def label(params):
+    """A model's name in logs and tables: 'awd'; 'awd+q' quantized;
+    'awd+vd' / 'awd+l0' sparse; 'awd+mag' magnitude-pruned; 'awd+pruned'
+    with fixed masks (a compression stage: 'awd+pruned+q' is the
+    pipeline's quantization-aware stage, 'awd+q' the float model's)."""
+    suffix = ""
+    if params.get("sparsity"):
+        suffix += {"variational_dropout": "+vd"}.get(params["sparsity"],
+                                                     "+" + params["sparsity"])
+    if params.get("pruning") == "magnitude":
+        suffix += "+mag"
+    elif params.get("pruning") == "fixed":
+        suffix += "+pruned"
+    if params.get("quant"):
+        suffix += "+q"
+    return params["model"] + suffix

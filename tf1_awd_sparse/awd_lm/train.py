@@ -325,22 +325,8 @@ def stop_reason(state, params):
     return None
 
 
-def label(params):
-    """A model's name in logs and tables: 'awd'; 'awd+q' quantized;
-    'awd+vd' / 'awd+l0' sparse; 'awd+mag' magnitude-pruned; 'awd+pruned'
-    with fixed masks (a compression stage: 'awd+pruned+q' is the
-    pipeline's quantization-aware stage, 'awd+q' the float model's)."""
-    suffix = ""
-    if params.get("sparsity"):
-        suffix += {"variational_dropout": "+vd"}.get(params["sparsity"],
-                                                     "+" + params["sparsity"])
-    if params.get("pruning") == "magnitude":
-        suffix += "+mag"
-    elif params.get("pruning") == "fixed":
-        suffix += "+pruned"
-    if params.get("quant"):
-        suffix += "+q"
-    return params["model"] + suffix
+#: A model's name in logs and tables (`presets.label`, kept here by name).
+label = presets.label
 
 
 def best_checkpoint(run_dir):

@@ -79,9 +79,9 @@ class Technique(object):
     def keep_score(self, theta, aux, math=common.TF_MATH):
         """How strongly each weight is kept: the quantity a final cut at an
         exact fraction of zeros thresholds (higher: kept longer).
-        Variational dropout: ``-log alpha`` (unclipped); L0: the gate's
-        probability of being non-zero (`common.hard_concrete_nonzero_
-        probability`, default beta / gamma / zeta).
+        Variational dropout: ``-log alpha`` (unclipped); L0: the logit of
+        the gate's probability of being non-zero
+        (`common.hard_concrete_nonzero_logit`, default beta / gamma / zeta).
 
         Args:
           theta, aux: tensors (or numpy arrays with `math=NUMPY_MATH`) of
@@ -218,7 +218,10 @@ class _L0(Technique):
                                                     math=math), 0.)
 
     def keep_score(self, theta, aux, math=common.TF_MATH):
-        return common.hard_concrete_nonzero_probability(aux, math=math)
+        # The logit, not the probability: the same order, and no ties at a
+        # saturated 1.0 (log alpha above ~35) to leave a cut short.
+        del math   # the logit is the same expression in TF and numpy
+        return common.hard_concrete_nonzero_logit(aux)
 
     def numpy_eval_weights(self, theta, aux, gamma=common.GAMMA,
                            zeta=common.ZETA):

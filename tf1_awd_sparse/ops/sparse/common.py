@@ -271,6 +271,28 @@ def standard_normal(shape, dtype=tf.float32):
     return tf.reshape(normals[:size], shape)
 
 
+def hard_concrete_nonzero_logit(log_alpha, beta=BETA, gamma=GAMMA,
+                                zeta=ZETA):
+    """The logit of P(z != 0) of each hard-concrete gate,
+    ``log_alpha - beta * log(-gamma / zeta)``: ordered as the probability
+    but never saturating (a final cut ranks gates by it without ties at
+    1.0).
+
+    Args:
+      log_alpha: float tensor or numpy array.
+      beta, gamma, zeta: temperature and stretch interval (gamma < 0).
+
+    Returns:
+      logits, the shape of `log_alpha`.
+
+    Raises:
+      ValueError: options out of range (see
+        `hard_concrete_nonzero_probability`).
+    """
+    check_sparse_options(beta=beta, gamma=gamma, zeta=zeta)
+    return log_alpha - beta * np.log(-gamma / zeta)
+
+
 def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,
                                       zeta=ZETA, math=TF_MATH):
     """P(z != 0) of each hard-concrete gate.
@@ -290,5 +312,5 @@ def hard_concrete_nonzero_probability(log_alpha, beta=BETA, gamma=GAMMA,
       ValueError: `beta <= 0`, `gamma >= 0`, `zeta <= 1` or any of them not
         a finite number (the log of `-gamma / zeta` would be NaN).
     """
-    check_sparse_options(beta=beta, gamma=gamma, zeta=zeta)
-    return math.sigmoid(log_alpha - beta * np.log(-gamma / zeta))
+    return math.sigmoid(hard_concrete_nonzero_logit(log_alpha, beta, gamma,
+                                                    zeta))
