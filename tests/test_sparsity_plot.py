@@ -13,11 +13,15 @@ from tf1_awd_sparse.awd_lm import records  # noqa: E402
 FLOAT, REF = 100.0, 101.0
 
 
+TOTAL = 1000
+
+
 def _row(stage, technique, ppl, sparsity=0.0, target=0.5, reached=None):
     return {"stage": stage, "technique": technique, "test_ppl": ppl,
             "sparsity": sparsity, "target_sparsity": target,
             "reached_target": reached, "ratio_to_float": ppl / FLOAT,
-            "ratio_to_reference": ppl / REF}
+            "ratio_to_reference": ppl / REF, "total_weights": TOTAL,
+            "nonzero_weights": int(round((1 - sparsity) * TOTAL))}
 
 
 def _summary(target, points):
@@ -74,7 +78,7 @@ def test_plot_draws_the_rows(tmp_path, monkeypatch):
     assert mag_090 == pytest.approx({
         "target": 0.9, "sparsity": 0.9, "test_ppl": 120.0,
         "ratio_to_float": 1.2, "ratio_to_reference": 120.0 / 101.0,
-        "reached": True})
+        "reached": True, "nonzero": 100, "total": TOTAL})
     assert series["techniques"]["variational_dropout"][1]["reached"] is False
 
 
@@ -89,10 +93,11 @@ def test_command_prints_the_table(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split(" | ") == [
         "l0                 ", "  0.50", "  103.00", "  1.030", "1.020",
-        "   50.00", "yes"]
+        "  50.00", "     500", "yes"]
     vd = [l for l in lines if l.startswith("variational_dropout")]
+    # 150 non-zero where the target 0.9 of 1000 leaves 100.
     assert vd[1].split(" | ")[2:] == ["  130.00", "  1.300", "1.287",
-                                      "   85.00", "no"]
+                                      "  85.00", "     150", "no (50 short)"]
     assert lines[-2] == ("float test ppl 100.00; fine-tuned reference "
                          "101.00 101.00")
     assert lines[-1] == "wrote " + out

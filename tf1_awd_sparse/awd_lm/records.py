@@ -187,13 +187,15 @@ def sparsity_series(summaries):
       summaries: list of dicts with a "stages" list of rows; the rows used
         are stage 'sparse' (technique, sparsity = fraction of zeros,
         test_ppl, target_sparsity, reached_target, ratio_to_float,
-        ratio_to_reference), 'float' and 'reference' (test_ppl).
+        ratio_to_reference, nonzero_weights, total_weights), 'float' and
+        'reference' (test_ppl).
 
     Returns:
       ``{"techniques": {technique: [row, ...] sorted by sparsity},
       "float_ppl": float, "reference_ppl": [float, ...]}``, each row
       ``{"target", "sparsity", "test_ppl", "ratio_to_float",
-      "ratio_to_reference", "reached"}``; reference_ppl holds each
+      "ratio_to_reference", "reached", "nonzero", "total"}`` (nonzero and
+      total: weights of the compressed matrices); reference_ppl holds each
       summary's reference (fine-tuned anew by each pipeline run).
 
     Raises:
@@ -225,7 +227,8 @@ def sparsity_series(summaries):
                 "test_ppl": r["test_ppl"],
                 "ratio_to_float": r["ratio_to_float"],
                 "ratio_to_reference": r["ratio_to_reference"],
-                "reached": r["reached_target"]})
+                "reached": r["reached_target"],
+                "nonzero": r["nonzero_weights"], "total": r["total_weights"]})
     for points in techniques.values():
         points.sort(key=lambda p: (p["sparsity"], p["target"]))
     return {"techniques": techniques, "float_ppl": floats[0],
@@ -234,19 +237,24 @@ def sparsity_series(summaries):
 
 def sparsity_table(series):
     """The lines of a `sparsity_series` as a table: one row per technique
-    and target (test ppl, / float, / its run's reference, % zeros
-    reached, whether the target was reached), then the float and
-    reference perplexities."""
-    lines = ["%-19s | %6s | %8s | %7s | %5s | %8s | %s" % (
+    and target (test ppl, / float, / its run's reference, % zeros and
+    non-zero weights reached, whether the target's ``round(target *
+    total)`` zeros were reached and if not by how many weights it fell
+    short), then the float and reference perplexities."""
+    lines = ["%-19s | %6s | %8s | %7s | %5s | %7s | %8s | %s" % (
         "technique", "target", "test ppl", "/ float", "/ ref", "% zeros",
-        "reached")]
+        "nonzero", "reached")]
     for name in sorted(series["techniques"]):
         for p in series["techniques"][name]:
-            lines.append("%-19s | %6.2f | %8.2f | %7.3f | %5.3f | %8.2f | %s"
-                         % (name, p["target"], p["test_ppl"],
-                            p["ratio_to_float"], p["ratio_to_reference"],
-                            100 * p["sparsity"],
-                            "yes" if p["reached"] else "no"))
+            short = p["nonzero"] - (p["total"] - int(round(p["target"]
+                                                           * p["total"])))
+            lines.append("%-19s | %6.2f | %8.2f | %7.3f | %5.3f | %7.2f | "
+                         "%8d | %s" % (
+                             name, p["target"], p["test_ppl"],
+                             p["ratio_to_float"], p["ratio_to_reference"],
+                             100 * p["sparsity"], p["nonzero"],
+                             "yes" if p["reached"] else
+                             "no (%d short)" % short))
     refs = series["reference_ppl"]
     lines.append("float test ppl %.2f; fine-tuned reference %s" % (
         series["float_ppl"], " ".join("%.2f" % r for r in refs) or "-"))
