@@ -72,14 +72,33 @@ def test_plot_draws_the_rows(tmp_path, monkeypatch):
     # The float and reference lines are horizontal at their perplexities.
     assert {y for _, y in drawn["float %.1f" % FLOAT]} == {FLOAT}
     ref = [k for k in drawn if k.startswith("fine-tuned reference")]
-    assert ref == ["fine-tuned reference 101.0 (mean of 2)"]
+    assert ref == ["fine-tuned reference 101.0"]
     assert {y for _, y in drawn[ref[0]]} == {REF}
+    assert series["reference_ppl"] == [REF, REF]
     mag_090 = series["techniques"]["magnitude"][1]
     assert mag_090 == pytest.approx({
         "target": 0.9, "sparsity": 0.9, "test_ppl": 120.0,
         "ratio_to_float": 1.2, "ratio_to_reference": 120.0 / 101.0,
         "reached": True, "nonzero": 100, "total": TOTAL})
     assert series["techniques"]["variational_dropout"][1]["reached"] is False
+
+
+def test_references_that_differ_are_averaged(tmp_path, monkeypatch):
+    labels = {}
+    save = matplotlib.figure.Figure.savefig
+
+    def capture(fig, *args, **kwargs):
+        for line in fig.axes[0].get_lines():
+            labels[line.get_label()] = sorted(set(line.get_ydata()))
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", capture)
+    other = _summary(0.8, {"magnitude": (0.8, 110.0)})
+    other["stages"][1]["test_ppl"] = 103.0
+    records.plot_sparsity(SUMMARIES + [other], str(tmp_path / "r.png"))
+    # (101 + 101 + 103) / 3
+    assert labels["fine-tuned reference 101.7 (mean of 3)"] == \
+        pytest.approx([305.0 / 3])
 
 
 def test_command_prints_the_table(tmp_path, capsys):

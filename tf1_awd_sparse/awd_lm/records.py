@@ -264,7 +264,8 @@ def sparsity_table(series):
 def plot_sparsity(summaries, path):
     """PNG of test perplexity against the percentage of zero weights, one
     line per technique, the float model and the fine-tuned reference (the
-    mean of the summaries' references) as horizontal lines.
+    mean of the summaries' references, labelled so when they differ) as
+    horizontal lines.
 
     Args:
       summaries: compression summaries (see `sparsity_series`).
@@ -291,8 +292,9 @@ def plot_sparsity(summaries, path):
     if refs:
         mean = sum(refs) / len(refs)
         ax.axhline(mean, color="black", linestyle=":", label=(
-            "fine-tuned reference %.1f" % mean if len(refs) == 1 else
-            "fine-tuned reference %.1f (mean of %d)" % (mean, len(refs))))
+            "fine-tuned reference %.1f" % mean if max(refs) == min(refs)
+            else "fine-tuned reference %.1f (mean of %d)" % (mean,
+                                                            len(refs))))
     ax.set_xlabel("% zero weights (embedding and LSTM kernels)")
     ax.set_ylabel("test perplexity")
     ax.legend()
