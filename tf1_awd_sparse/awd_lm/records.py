@@ -23,11 +23,20 @@ Events:
 
 This module needs neither TensorFlow nor a session (the demo driver formats
 its child processes' JSON with it).
+
+Perplexity against sparsity, from several compression summary.json files
+(`awd_lm.compress`, one per target sparsity)::
+
+  python -m tf1_awd_sparse.awd_lm.records --sparsity-plot OUT.png \
+      S1.json S2.json ...
+
+prints their table (`sparsity_table`) and draws the PNG (`plot_sparsity`).
 """
 from __future__ import absolute_import, division, print_function
 
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
-           "results_table", "plot_curves"]
+           "results_table", "plot_curves", "sparsity_series",
+           "sparsity_table", "plot_sparsity"]
 
 _COLUMNS = "%-7s | %5s | %9s | %9s | %6s | %7s | %s"
 _ROW = "%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s"
@@ -160,3 +169,165 @@ def plot_curves(summaries, path, floor=None, offsets=None):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _stage_ppl(summaries, stage):
+    """The test perplexities of one stage ('float', 'reference') across
+    compression summaries, in order."""
+    return [row["test_ppl"] for s in summaries for row in s["stages"]
+            if row["stage"] == stage]
+
+
+def sparsity_series(summaries):
+    """The points of perplexity against sparsity, from compression
+    summaries of one float model (`compress.run_pipeline`'s summary.json,
+    e.g. one per target sparsity).
+
+    Args:
+      summaries: list of dicts with a "stages" list of rows; the rows used
+        are stage 'sparse' (technique, sparsity = fraction of zeros,
+        test_ppl, target_sparsity, reached_target, ratio_to_float,
+        ratio_to_reference, nonzero_weights, total_weights), 'float' and
+        'reference' (test_ppl).
+
+    Returns:
+      ``{"techniques": {technique: [row, ...] sorted by sparsity},
+      "float_ppl": float, "reference_ppl": [float, ...]}``, each row
+      ``{"target", "sparsity", "test_ppl", "ratio_to_float",
+      "ratio_to_reference", "reached", "nonzero", "total"}`` (nonzero and
+      total: weights of the compressed matrices); reference_ppl holds each
+      summary's reference (fine-tuned anew by each pipeline run).
+
+    Raises:
+      ValueError: no summaries, a summary without a float row or without
+        sparse rows, or summaries of different float models (their float
+        test perplexities differ).
+    """
+    if not summaries:
+        raise ValueError("summaries: expected at least one compression "
+                         "summary, got none")
+    floats = _stage_ppl(summaries, "float")
+    if len(floats) != len(summaries):
+        raise ValueError("summaries: expected one 'float' row in each "
+                         "summary, got %d in %d" % (len(floats),
+                                                    len(summaries)))
+    if max(floats) - min(floats) > 1e-9 * max(floats):
+        raise ValueError("summaries: expected one float model, got float "
+                         "test perplexities %s" % sorted(set(floats)))
+    techniques = {}
+    for i, summary in enumerate(summaries):
+        rows = [r for r in summary["stages"] if r["stage"] == "sparse"]
+        if not rows:
+            raise ValueError("summaries[%d]: expected 'sparse' rows, got "
+                             "stages %s" % (i, [r["stage"] for r in
+                                                summary["stages"]]))
+        for r in rows:
+            techniques.setdefault(r["technique"], []).append({
+                "target": r["target_sparsity"], "sparsity": r["sparsity"],
+                "test_ppl": r["test_ppl"],
+                "ratio_to_float": r["ratio_to_float"],
+                "ratio_to_reference": r["ratio_to_reference"],
+                "reached": r["reached_target"],
+                "nonzero": r["nonzero_weights"], "total": r["total_weights"]})
+    for points in techniques.values():
+        points.sort(key=lambda p: (p["sparsity"], p["target"]))
+    return {"techniques": techniques, "float_ppl": floats[0],
+            "reference_ppl": _stage_ppl(summaries, "reference")}
+
+
+def sparsity_table(series):
+    """The lines of a `sparsity_series` as a table: one row per technique
+    and target (test ppl, / float, / its run's reference, % zeros and
+    non-zero weights reached, whether the target's ``round(target *
+    total)`` zeros were reached and if not by how many weights it fell
+    short), then the float and reference perplexities."""
+    lines = ["%-19s | %6s | %8s | %7s | %5s | %7s | %8s | %s" % (
+        "technique", "target", "test ppl", "/ float", "/ ref", "% zeros",
+        "nonzero", "reached")]
+    for name in sorted(series["techniques"]):
+        for p in series["techniques"][name]:
+            short = p["nonzero"] - (p["total"] - int(round(p["target"]
+                                                           * p["total"])))
+            lines.append("%-19s | %6.2f | %8.2f | %7.3f | %5.3f | %7.2f | "
+                         "%8d | %s" % (
+                             name, p["target"], p["test_ppl"],
+                             p["ratio_to_float"], p["ratio_to_reference"],
+                             100 * p["sparsity"], p["nonzero"],
+                             "yes" if p["reached"] else
+                             "no (%d short)" % short))
+    refs = series["reference_ppl"]
+    lines.append("float test ppl %.2f; fine-tuned reference %s" % (
+        series["float_ppl"], " ".join("%.2f" % r for r in refs) or "-"))
+    return lines
+
+
+def plot_sparsity(summaries, path):
+    """PNG of test perplexity against the percentage of zero weights, one
+    line per technique, the float model and the fine-tuned reference (the
+    mean of the summaries' references, labelled so when they differ) as
+    horizontal lines.
+
+    Args:
+      summaries: compression summaries (see `sparsity_series`).
+      path: output .png path.
+
+    Returns:
+      the `sparsity_series` drawn.
+
+    Raises:
+      ValueError: see `sparsity_series`.
+    """
+    series = sparsity_series(summaries)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in sorted(series["techniques"]):
+        points = series["techniques"][name]
+        ax.plot([100 * p["sparsity"] for p in points],
+                [p["test_ppl"] for p in points], marker="o", label=name)
+    ax.axhline(series["float_ppl"], color="gray", linestyle="--",
+               label="float %.1f" % series["float_ppl"])
+    refs = series["reference_ppl"]
+    if refs:
+        mean = sum(refs) / len(refs)
+        ax.axhline(mean, color="black", linestyle=":", label=(
+            "fine-tuned reference %.1f" % mean if max(refs) == min(refs)
+            else "fine-tuned reference %.1f (mean of %d)" % (mean,
+                                                            len(refs))))
+    ax.set_xlabel("% zero weights (embedding and LSTM kernels)")
+    ax.set_ylabel("test perplexity")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return series
+
+
+def main(argv):
+    """``--sparsity-plot OUT.png S1.json ...``: prints the summaries'
+    `sparsity_table` and draws `plot_sparsity` to OUT.png. Returns 0."""
+    import argparse
+    import json
+    parser = argparse.ArgumentParser(
+        prog="python -m tf1_awd_sparse.awd_lm.records",
+        description="Perplexity against sparsity from compression "
+        "summary.json files.")
+    parser.add_argument("--sparsity-plot", required=True, metavar="OUT.png",
+                        help="the PNG to write")
+    parser.add_argument("summaries", nargs="+", metavar="SUMMARY.json",
+                        help="compression summary.json files")
+    args = parser.parse_args(argv)
+    summaries = []
+    for name in args.summaries:
+        with open(name) as handle:
+            summaries.append(json.load(handle))
+    series = plot_sparsity(summaries, args.sparsity_plot)
+    print("\n".join(sparsity_table(series)))
+    print("wrote %s" % args.sparsity_plot)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))
