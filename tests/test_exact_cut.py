@@ -10,7 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, losses, strip, techniques
 from tf1_awd_sparse import magnitude_pruning
-from tf1_awd_sparse.awd_lm import compress, presets, synthetic, train
+from tf1_awd_sparse.awd_lm import compress, presets, records, synthetic, train
 
 
 # -- exact_keep_masks ------------------------------------------------------
@@ -242,10 +242,10 @@ def test_reached_counts_the_zeros_the_per_matrix_cut_makes():
     row = {"total_weights": 36, "nonzero_weights": 36 - zeros,
            "matrix_sizes": [12, 12, 12]}
     assert zeros == 33
-    assert compress.target_zeros(row, 0.95) == 33
-    assert compress.reached(row, 0.95)
-    assert compress.target_zeros(row, 0.95, "global") == 34
-    assert not compress.reached(row, 0.95, "global")
+    assert records.target_zeros(row, 0.95) == 33
+    assert records.reached(row, 0.95)
+    assert records.target_zeros(row, 0.95, "global") == 34
+    assert not records.reached(row, 0.95, "global")
 
 
 def test_labels_tell_the_pipelines_qat_from_quant():

@@ -79,7 +79,8 @@ def test_plot_draws_the_rows(tmp_path, monkeypatch):
     assert mag_090 == pytest.approx({
         "target": 0.9, "sparsity": 0.9, "test_ppl": 120.0,
         "ratio_to_float": 1.2, "ratio_to_reference": 120.0 / 101.0,
-        "reached": True, "nonzero": 100, "total": TOTAL})
+        "reached": True, "nonzero": 100, "total": TOTAL,
+        "target_zeros": 900})
     assert series["techniques"]["variational_dropout"][1]["reached"] is False
 
 

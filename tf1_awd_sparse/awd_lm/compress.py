@@ -338,30 +338,13 @@ def _row(stage, technique, summary, float_ppl, weights, extra=None):
     return row
 
 
-def target_zeros(row, target, scope="matrix"):
-    """The zeros the exact cut makes for ``target`` in a row's weights:
-    ``sum(round(target * n_i))`` over its matrices (``scope='matrix'``, one
-    cut per matrix) or ``round(target * total)`` (``'global'``, or a row
-    without ``matrix_sizes``). The one rule behind ``reached_target``."""
-    sizes = row.get("matrix_sizes")
-    if scope == "matrix" and sizes:
-        return sum(int(round(target * n)) for n in sizes)
-    return int(round(target * row["total_weights"]))
-
-
-def reached(row, target, scope="matrix"):
-    """Whether a row's weights hold at least `target_zeros` zeros."""
-    return (row["total_weights"] - row["nonzero_weights"]
-            >= target_zeros(row, target, scope))
-
-
 def _mark(rows, target, reference_ppl, scope="matrix"):
-    """Adds ``target_sparsity``, ``reached_target`` (`reached`; None for
+    """Adds ``target_sparsity``, ``reached_target`` (`records.reached`; None for
     the float and reference rows) and ``ratio_to_reference`` to each row."""
     for row in rows:
         compressed = row["stage"] not in ("float", "reference")
         row["target_sparsity"] = target
-        row["reached_target"] = reached(row, target, scope) if compressed \
+        row["reached_target"] = records.reached(row, target, scope) if compressed \
             else None
         row["ratio_to_reference"] = row["test_ppl"] / reference_ppl
     return rows
@@ -369,7 +352,7 @@ def _mark(rows, target, reference_ppl, scope="matrix"):
 
 def choose(rows, target, log=print, scope="matrix"):
     """The sparse row to carry on: the lowest validation perplexity among
-    the rows that reached ``target`` (`reached`); when none did, the
+    the rows that reached ``target`` (`records.reached`); when none did, the
     sparsest (ties: the lowest validation perplexity), with one line
     through ``log`` saying so.
 
@@ -378,7 +361,7 @@ def choose(rows, target, log=print, scope="matrix"):
         nonzero_weights, total_weights, matrix_sizes).
       target: the target fraction of zeros.
       log: callable printing one line.
-      scope: the cut's scope (`target_zeros`).
+      scope: the cut's scope (`records.target_zeros`).
 
     Returns:
       (row, reached): the row chosen and whether it reached the target.
@@ -388,7 +371,7 @@ def choose(rows, target, log=print, scope="matrix"):
     """
     if not rows:
         raise ValueError("choose: no sparse rows to choose from")
-    hits = [r for r in rows if reached(r, target, scope)]
+    hits = [r for r in rows if records.reached(r, target, scope)]
     if hits:
         return min(hits, key=lambda r: r["valid_ppl"]), True
     row = min(rows, key=lambda r: (-r["sparsity"], r["valid_ppl"]))

@@ -228,26 +228,45 @@ def sparsity_series(summaries):
                 "ratio_to_float": r["ratio_to_float"],
                 "ratio_to_reference": r["ratio_to_reference"],
                 "reached": r["reached_target"],
-                "nonzero": r["nonzero_weights"], "total": r["total_weights"]})
+                "nonzero": r["nonzero_weights"], "total": r["total_weights"],
+                "target_zeros": target_zeros(
+                    r, r["target_sparsity"], summary.get("cut_scope",
+                                                         "matrix"))})
     for points in techniques.values():
         points.sort(key=lambda p: (p["sparsity"], p["target"]))
     return {"techniques": techniques, "float_ppl": floats[0],
             "reference_ppl": _stage_ppl(summaries, "reference")}
 
 
+def target_zeros(row, target, scope="matrix"):
+    """The zeros the exact cut makes for ``target`` in a row's weights:
+    ``sum(round(target * n_i))`` over its matrices (``scope='matrix'``, one
+    cut per matrix) or ``round(target * total)`` (``'global'``, or a row
+    without ``matrix_sizes``). The one rule behind ``reached_target``."""
+    sizes = row.get("matrix_sizes")
+    if scope == "matrix" and sizes:
+        return sum(int(round(target * n)) for n in sizes)
+    return int(round(target * row["total_weights"]))
+
+
+def reached(row, target, scope="matrix"):
+    """Whether a row's weights hold at least `target_zeros` zeros."""
+    return (row["total_weights"] - row["nonzero_weights"]
+            >= target_zeros(row, target, scope))
+
+
 def sparsity_table(series):
     """The lines of a `sparsity_series` as a table: one row per technique
     and target (test ppl, / float, / its run's reference, % zeros and
-    non-zero weights reached, whether the target's ``round(target *
-    total)`` zeros were reached and if not by how many weights it fell
+    non-zero weights reached, whether the target's zeros
+    (`target_zeros`) were reached and if not by how many weights it fell
     short), then the float and reference perplexities."""
     lines = ["%-19s | %6s | %8s | %7s | %5s | %7s | %8s | %s" % (
         "technique", "target", "test ppl", "/ float", "/ ref", "% zeros",
         "nonzero", "reached")]
     for name in sorted(series["techniques"]):
         for p in series["techniques"][name]:
-            short = p["nonzero"] - (p["total"] - int(round(p["target"]
-                                                           * p["total"])))
+            short = p["target_zeros"] - (p["total"] - p["nonzero"])
             lines.append("%-19s | %6.2f | %8.2f | %7.3f | %5.3f | %7.2f | "
                          "%8d | %s" % (
                              name, p["target"], p["test_ppl"],
