@@ -123,8 +123,8 @@ class TFBackend(object):
         self.graph.finalize()
         self.inputs = inputs
         self.state = [t for s in state for t in s]
-        self.fetches = [out.logits, out.hidden] + [
-            t for s in out.final_state for t in s]
+        self.logits, self.hidden = out.logits, out.hidden
+        self.finals = [t for s in out.final_state for t in s]
         self.session = tf.Session(graph=self.graph,
                                   config=runtime.session_config(threads))
         checkpoint = os.path.join(config["directory"], config["checkpoint"])
@@ -145,8 +145,10 @@ class TFBackend(object):
         layer's outputs) and the state after them."""
         feed = {self.inputs: ids}
         feed.update(zip(self.state, state.arrays))
-        result = self.session.run(self.fetches, feed)
-        state = _state(result[2:], ids.shape[0])
+        # The top layer's outputs are copied out only when asked for.
+        tops = [self.hidden] if hidden else []
+        result = self.session.run([self.logits] + tops + self.finals, feed)
+        state = _state(result[1 + len(tops):], ids.shape[0])
         return (result[0], result[1], state) if hidden else (result[0],
                                                               state)
 
