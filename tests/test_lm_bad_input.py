@@ -147,12 +147,19 @@ def two_epochs(tmp_path_factory):
     return data_dir, out
 
 
-@pytest.mark.parametrize("damage", ["data", "index"])
-def test_truncated_checkpoint_then_resume(capsys, tmp_path, two_epochs,
-                                          damage):
+@pytest.fixture
+def copied_run(tmp_path, two_epochs):
+    """(data dir, out dir): a copy of the finished two-epoch run to damage
+    or rerun."""
     data_dir, finished = two_epochs
     out = str(tmp_path / "out")
     shutil.copytree(finished, out)
+    return data_dir, out
+
+
+@pytest.mark.parametrize("damage", ["data", "index"])
+def test_truncated_checkpoint_then_resume(capsys, copied_run, damage):
+    data_dir, out = copied_run
     capsys.readouterr()
     run_dir = os.path.join(out, "plain")
     suffix = {"data": ".data-00000-of-00001", "index": ".index"}[damage]
@@ -176,12 +183,10 @@ def test_truncated_checkpoint_then_resume(capsys, tmp_path, two_epochs,
 
 
 def test_resume_with_other_parameters_names_them_and_the_way_out(
-        capsys, tmp_path, two_epochs):
+        capsys, copied_run):
     """A run made by other parameters (or an older version's pipeline):
     one line naming the parameters and how to start over; nothing lost."""
-    data_dir, finished = two_epochs
-    out = str(tmp_path / "out")
-    shutil.copytree(finished, out)
+    data_dir, out = copied_run
     before = tree_bytes(out)
     capsys.readouterr()
     line = _one_error_line(capsys, lambda: script.main(
@@ -456,11 +461,9 @@ def test_estimator_eval_line_is_strict_json():
 # ---------------------------------------------------------------------------
 
 
-def test_finished_out_is_not_overwritten(capsys, tmp_path, two_epochs):
+def test_finished_out_is_not_overwritten(capsys, tmp_path, copied_run):
     """Rerunning on a finished --out deleted it and trained anew."""
-    data_dir, finished = two_epochs
-    out = str(tmp_path / "out")
-    shutil.copytree(finished, out)
+    data_dir, out = copied_run
     before = tree_bytes(out)
     capsys.readouterr()
     line = _one_error_line(capsys, lambda: script.main(
@@ -498,10 +501,8 @@ def test_compress_out_with_a_pipeline_is_not_overwritten(capsys, tmp_path,
     assert not (tmp_path / "out").exists()
 
 
-def test_overwrite_replaces_the_run(capsys, tmp_path, two_epochs):
-    data_dir, finished = two_epochs
-    out = str(tmp_path / "out")
-    shutil.copytree(finished, out)
+def test_overwrite_replaces_the_run(capsys, copied_run):
+    data_dir, out = copied_run
     notes = os.path.join(out, "plain", "notes.txt")
     with open(notes, "w") as f:
         f.write("mine")
