@@ -64,17 +64,28 @@ $(VENV2L)/.installed: setup.py $(PINS2L)
 
 # TF1_AWD_CONSTRAINTS: tests/test_environment.py checks the installed
 # versions against the environment's pins.
+# $(call pytest,PYTHON,ENVIRONMENT): the suite; when the process dies of a
+# signal (a crash in native code), the test it was running and the
+# innermost frames of its traceback (tests/conftest.py, TF1_AWD_CRASH_LOG).
+define pytest
+@crash=$$(mktemp); echo "$(2) $(1) -m pytest -q -rs tests"; \
+TF1_AWD_CRASH_LOG=$$crash $(2) $(1) -m pytest -q -rs tests; rc=$$?; \
+if [ $$rc -gt 128 ] && [ -s $$crash ]; then \
+  echo "the test process died of signal $$((rc - 128)) in:"; head -n 30 $$crash; fi; \
+rm -f $$crash; exit $$rc
+endef
+
 test: env
-	TF1_AWD_CONSTRAINTS=$(PINS) $(PY) -m pytest -q -rs tests
+	$(call pytest,$(PY),TF1_AWD_CONSTRAINTS=$(PINS))
 
 test-tf115: env-tf115
-	TF1_AWD_CONSTRAINTS=$(PINS115) $(PY115) -m pytest -q -rs tests
+	$(call pytest,$(PY115),TF1_AWD_CONSTRAINTS=$(PINS115))
 
 test-tf2: env-tf2
-	TF1_AWD_CONSTRAINTS=$(PINS2) $(PY2) -m pytest -q -rs tests
+	$(call pytest,$(PY2),TF1_AWD_CONSTRAINTS=$(PINS2))
 
 test-tf2-latest: env-tf2-latest
-	$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L) $(PY2L) -m pytest -q -rs tests
+	$(call pytest,$(PY2L),$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L))
 
 test-all: test test-tf115 test-tf2 test-tf2-latest
 

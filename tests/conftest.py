@@ -1,4 +1,5 @@
 """Shared test setup: a quiet TensorFlow and a fresh graph per test."""
+import faulthandler
 import os
 import sys
 
@@ -66,6 +67,39 @@ def long_runs(config):
 def long_run(request):
     """Whether this run is a long one (see :func:`long_runs`)."""
     return long_runs(request.config)
+
+
+# A crash of the test process (a signal in native code) prints its
+# traceback innermost frame first, so a log that keeps only its tail loses
+# the test. With TF1_AWD_CRASH_LOG set (the Makefile's test targets set
+# it), the running test's id is kept in that file and the traceback of a
+# crash is written under it; the Makefile prints the file's head when the
+# process dies of a signal.
+_CRASH_LOG = {}
+
+
+def pytest_sessionstart(session):
+    path = os.environ.get("TF1_AWD_CRASH_LOG")
+    if path:
+        _CRASH_LOG["file"] = open(path, "w")
+        faulthandler.enable(file=_CRASH_LOG["file"])
+
+
+def pytest_runtest_logstart(nodeid, location):
+    handle = _CRASH_LOG.get("file")
+    if handle is not None:
+        handle.seek(0)
+        handle.truncate()
+        handle.write("test: %s\n" % nodeid)
+        handle.flush()
+
+
+def pytest_sessionfinish(session):
+    handle = _CRASH_LOG.pop("file", None)
+    if handle is not None:
+        handle.seek(0)
+        handle.truncate()
+        handle.close()
 
 
 def pytest_terminal_summary(terminalreporter):
