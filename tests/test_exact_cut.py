@@ -266,4 +266,6 @@ def test_phases_share_the_budget():
     one = dict(params, finetune_epochs=1)
     assert compress.ramp_epochs(one) == 1
     assert compress.survivors_params(one)["max_epochs"] == 1
+    # The reference trains as long as a technique's two phases.
+    assert compress.reference_params(one)["max_epochs"] == 2
     json.dumps(first)

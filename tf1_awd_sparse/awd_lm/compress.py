@@ -59,8 +59,9 @@ from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, presets,
                                    records, train)
 
 __all__ = ["run_pipeline", "finetune_params", "survivors_params",
-           "reference_params", "ramp_epochs", "prune_checkpoint",
-           "cut_checkpoint", "choose", "weight_names", "STAGES"]
+           "reference_params", "ramp_epochs", "survivors_epochs",
+           "prune_checkpoint", "cut_checkpoint", "choose", "weight_names",
+           "STAGES"]
 
 SUMMARY_FILE = "summary.json"
 STATE_FILE = "pipeline.json"
@@ -163,23 +164,30 @@ def finetune_params(float_params, technique, steps_per_epoch):
     return params
 
 
+def survivors_epochs(float_params):
+    """Epochs of a technique's second phase: the rest of the budget,
+    ``finetune_epochs - ramp_epochs``, at least 1."""
+    return max(1, int(float_params["finetune_epochs"])
+               - ramp_epochs(float_params))
+
+
 def survivors_params(float_params):
     """The parameters of a technique's second phase: the cut model's
-    survivors fine-tuned (masks fixed, ``pruning='fixed'``) for the rest
-    of the budget, ``finetune_epochs - ramp_epochs`` (at least 1), at
-    ``finetune_lr`` with plain SGD."""
-    params = _finetune_base(float_params, max(
-        1, int(float_params["finetune_epochs"]) - ramp_epochs(float_params)))
+    survivors fine-tuned (masks fixed, ``pruning='fixed'``) for
+    `survivors_epochs` at ``finetune_lr`` with plain SGD."""
+    params = _finetune_base(float_params, survivors_epochs(float_params))
     params.update(pruning="fixed",
                   select_min_sparsity=float_params["target_sparsity"])
     return params
 
 
 def reference_params(float_params):
-    """The honest reference: the float model fine-tuned for the whole
-    budget (``finetune_epochs`` at ``finetune_lr``, plain SGD), with no
-    compression."""
-    return _finetune_base(float_params, int(float_params["finetune_epochs"]))
+    """The honest reference: the float model fine-tuned for as many epochs
+    as a technique's two phases take together (``finetune_epochs``; 2 for
+    a budget of 1, which runs one epoch of each phase) at ``finetune_lr``,
+    plain SGD, with no compression."""
+    return _finetune_base(float_params, ramp_epochs(float_params)
+                          + survivors_epochs(float_params))
 
 
 def _read(checkpoint):
