@@ -39,7 +39,8 @@ SUMMARY_FILE = "summary.json"
 
 
 class Graph(object):
-    """The training/evaluation graph of one model, built once.
+    """The training/evaluation graph of one model, built once (with
+    ``params['distill_weight'] > 0`` also its teacher, see `_distil`).
 
     Each epoch runs in `instance(seed)`: a copy of this graph (through its
     MetaGraphDef) whose random ops are reseeded from `seed`, so an epoch's
@@ -56,13 +57,6 @@ class Graph(object):
           warm_names: names of the variables a warm-start checkpoint holds
             (`Trainer`'s ``init_from``); the warm-start Saver restores the
             model's variables among them. None: no warm start.
-
-        With ``params['distill_weight'] > 0`` the graph also holds the
-        teacher (`awd_lm.distill`): its logits on the same windows, its own
-        state placeholders (``teacher_state``, carried by `train_epoch`)
-        and a Saver restoring it from ``params['distill_from']``; the
-        training loss adds the distillation term. Evaluation fetches
-        (``xent``, ``final_state``) never compute it.
         """
         graph = tf.Graph()
         with graph.as_default():
@@ -87,13 +81,7 @@ class Graph(object):
             step = (tf.train.get_or_create_global_step()
                     if model.needs_global_step(params) else None)
             out = model.build_lm(features, training, params)
-            loss, teacher, terms = out.loss, None, (None, None)
-            if distill.enabled(params):
-                teacher = distill.build_teacher(inputs, targets, params)
-                terms = distill.distill_terms(
-                    out.logits, teacher.logits,
-                    params.get("distill_temperature", 1.0))
-                loss = out.loss + params["distill_weight"] * terms[0]
+            loss = self._distil(out, features, params)
             # A warm start restores the model's own variables that the
             # checkpoint holds (never optimizer state, ranges or the step).
             quant_vars = set(mask_placement.quant_variables())
@@ -113,11 +101,6 @@ class Graph(object):
             if warm_names is not None:
                 self.saver_defs.append(tf.train.Saver(warm_vars)
                                        .as_saver_def())
-            # The teacher's own Saver (checkpoint names lm/...), restored
-            # from distill_from at the start of every epoch.
-            self.teacher_saver_def = (
-                tf.train.Saver(teacher.variables).as_saver_def()
-                if teacher is not None else None)
             self.range_tags = ["%s/%s" % (tag, end) for tag, _, _ in ranges
                                for end in ("min", "max")]
             self.range_values = tf.stack(
@@ -140,16 +123,36 @@ class Graph(object):
         self.state_sizes = [dimension_value(t.shape[1])
                             for s in state for t in s]
         self.loss, self.logits = loss.name, out.logits.name
-        self.teacher_state, self.teacher_final_state = [], []
-        self.teacher_logits = self.distill_term = self.distill_kl = None
-        if teacher is not None:
-            self.teacher_state = [t.name for s in teacher.state for t in s]
-            self.teacher_final_state = [t.name for s in teacher.final_state
-                                        for t in s]
-            self.teacher_logits = teacher.logits.name
-            self.distill_term, self.distill_kl = (t.name for t in terms)
         self.averaging = (self.optimizer.averaging.name if self.ntasgd
                           else None)
+
+    def _distil(self, out, features, params):
+        """The training loss: ``out.loss`` and, with ``params[
+        'distill_weight'] > 0``, the weighted distillation term of a
+        teacher built here (`awd_lm.distill`) on the same windows. Sets the
+        names of the teacher's state placeholders (``teacher_state``,
+        carried by `train_epoch`), final state, logits, the term and the KL
+        (empty / None without a teacher) and the def of the Saver that
+        restores it from ``params['distill_from']`` every epoch (it is not
+        in the model's checkpoints). Evaluation fetches (``xent``,
+        ``final_state``) never compute the teacher."""
+        self.teacher_state, self.teacher_final_state = [], []
+        self.teacher_logits = self.distill_term = self.distill_kl = None
+        self.teacher_saver_def = None
+        if not distill.enabled(params):
+            return out.loss
+        teacher = distill.build_teacher(features["inputs"],
+                                        features["targets"], params)
+        term, kl = distill.distill_terms(
+            out.logits, teacher.logits, params.get("distill_temperature", 1.0))
+        self.teacher_saver_def = tf.train.Saver(
+            teacher.variables, name="teacher_saver").as_saver_def()
+        self.teacher_state = [t.name for s in teacher.state for t in s]
+        self.teacher_final_state = [t.name for s in teacher.final_state
+                                    for t in s]
+        self.teacher_logits = teacher.logits.name
+        self.distill_term, self.distill_kl = term.name, kl.name
+        return out.loss + params["distill_weight"] * term
 
     def instance(self, seed):
         """(tf.Graph, last-epoch Saver, best Saver, warm-start Saver or None,
