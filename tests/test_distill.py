@@ -17,6 +17,12 @@ from test_lm_bad_input import _one_error_line
 from test_lm_script import script
 
 
+#: The float model's variables (2 layers), the teacher's.
+FLOAT_NAMES = ["lm/embedding", "lm/softmax_bias"] + [
+    "lm/layer_%d/lstm_%d/%s" % (i, i, k) for i in range(2)
+    for k in ("kernel", "bias")]
+
+
 def _corpus():
     corpus, _ = synthetic.hmm_corpus(seed=1, n_train=1600, n_valid=400,
                                      n_test=400, n_states=4, vocab_size=40)
@@ -138,10 +144,8 @@ def test_teacher_keeps_the_checkpoint_values_and_is_not_trainable(
             tf.GraphKeys.GLOBAL_VARIABLES) if "teacher" in v.op.name]
         teacher = {v.op.name: v for v in graph.get_collection(
             tf.GraphKeys.LOCAL_VARIABLES)}
-        assert sorted(teacher) == sorted(
-            "teacher/lm/" + n for n in ["embedding", "softmax_bias"] + [
-                "layer_%d/lstm_%d/%s" % (i, i, k) for i in range(2)
-                for k in ("kernel", "bias")])
+        assert sorted(teacher) == sorted("teacher/" + n
+                                         for n in FLOAT_NAMES)
         stream = data.batchify(corpus.train, params["batch_size"])
         train.train_epoch(sess, g, stream, params, 1)
         for name, variable in teacher.items():
@@ -150,6 +154,27 @@ def test_teacher_keeps_the_checkpoint_values_and_is_not_trainable(
         # The student did train (the test could fail).
         student = sess.run(graph.get_tensor_by_name("lm/embedding:0"))
         assert np.abs(student - reader.get_tensor("lm/embedding")).max() > 0
+
+
+@pytest.mark.parametrize("student", [
+    {"sparsity": "variational_dropout", "sparsity_weight": 1e-3,
+     "sparsity_ramp_steps": 10},
+    {"pruning": "magnitude", "pruning_end_step": 10,
+     "target_sparsity": 0.5},
+    {"pruning": "fixed"},
+    {"quant": True, "quant_delay": 0}], ids=["vd", "magnitude", "fixed",
+                                              "quant"])
+def test_teacher_is_the_float_model_whatever_the_student(teacher_run,
+                                                         student):
+    """The teacher holds the float model's variables only (no sparse
+    auxiliary variable, mask or range); none is trainable or global."""
+    g = train.Graph(_student(teacher_run, **student))
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(g.meta_graph)
+        local = sorted(v.op.name for v in tf.local_variables())
+        assert not [v for v in tf.global_variables() + tf.trainable_variables()
+                    if v.op.name.startswith("teacher/")]
+    assert local == sorted("teacher/" + n for n in FLOAT_NAMES)
 
 
 def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
