@@ -93,6 +93,11 @@ HELP = {
     "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "
     "weight after each epoch whose sparsity lags the schedule (default: no "
     "controller; the pipeline sets it from --compress-controller)",
+    "distill_weight": "--compress: weight of the distillation from the "
+    "float model in each technique's fine-tuning (ramp and survivors; "
+    "0: off): loss + W * T^2 * CE(teacher softmax, student softmax at T)",
+    "distill_temperature": "--compress: the distillation's softmax "
+    "temperature T (> 0)",
     "cut_scope": "--compress: the exact cut to the target at the ramp's end "
     "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "

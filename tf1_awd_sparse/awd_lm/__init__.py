@@ -13,6 +13,8 @@ Modules:
                 training paths.
   train      -- the single-process loop: ``Trainer`` (epoch, validation and
                 checkpoint steps that return records), ``run``.
+  distill    -- knowledge distillation from the float model: the teacher
+                (``build_teacher``) and the loss term (``distill_terms``).
   records    -- the loop's records as text (``TableLog``), the results table
                 and the validation plot.
   input_fn   -- the distributed input pipeline (fixed-length BPTT windows).

@@ -19,6 +19,9 @@ From the float model's best checkpoint:
    (`cut_checkpoint`: by magnitude, log alpha or the gates' probability of
    being non-zero; per matrix or global, ``cut_scope``), then the
    survivors fine-tuned with the masks fixed for the rest of the budget;
+   with ``distill_weight > 0`` both phases also learn from the float
+   model's logits (knowledge distillation at ``distill_temperature``,
+   `awd_lm.distill`; the reference does not);
 3. **prune** the chosen technique's model (`choose`: the lowest validation
    perplexity among those that reached the target; when none did, the
    lowest of all and one line saying so) as plain dense weights with a
@@ -118,26 +121,51 @@ def _finetune_base(float_params, epochs):
     return params
 
 
-def finetune_params(float_params, technique, steps_per_epoch):
+def _with_teacher(params, float_params, teacher):
+    """``params`` with the pipeline's distillation settings: the float
+    model's ``distill_weight`` and ``distill_temperature``, and with a
+    weight > 0 the teacher checkpoint ``distill_from = teacher``.
+
+    Raises:
+      ValueError: a weight > 0 and no teacher."""
+    weight = float(float_params.get("distill_weight") or 0.0)
+    params.update(distill_weight=weight, distill_temperature=float(
+        float_params.get("distill_temperature", 1.0)))
+    if weight > 0:
+        if not teacher:
+            raise ValueError("teacher: distill_weight %r needs the float "
+                             "model's checkpoint prefix, got %r"
+                             % (weight, teacher))
+        params["distill_from"] = teacher
+    return params
+
+
+def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
     """The parameters of a technique's first phase from the float model:
     the ramp to the target, ended by the exact cut (`cut_checkpoint`).
 
     Args:
       float_params: the model's parameters with the compression settings
         (``finetune_epochs``, ``finetune_lr``, ``target_sparsity``,
-        ``compress_controller``).
+        ``compress_controller``, ``distill_weight``,
+        ``distill_temperature``).
       technique: one of ``presets.COMPRESS_TECHNIQUES``.
       steps_per_epoch: training windows per epoch (for the schedules).
+      teacher: the float model's checkpoint prefix, the teacher of the
+        distillation (``distill_from``; needed when ``distill_weight > 0``).
 
     Returns:
       dict: ``max_epochs = ramp_epochs(...)`` at ``finetune_lr``, plain
       SGD; magnitude: the gradual schedule over all of it; VD / L0: the KL
       / L0 weight ramped over all of it, the controller's factor
       ``sparsity_controller`` and the auxiliary learning-rate scale; only
-      the last epoch selectable (the cut reads the last checkpoint).
+      the last epoch selectable (the cut reads the last checkpoint); the
+      distillation settings (``distill_weight``, ``distill_temperature``,
+      ``distill_from`` with a weight > 0).
 
     Raises:
-      ValueError: an unknown technique.
+      ValueError: an unknown technique; ``distill_weight > 0`` without a
+        teacher.
     """
     epochs = ramp_epochs(float_params)
     params = _finetune_base(float_params, epochs)
@@ -161,7 +189,7 @@ def finetune_params(float_params, technique, steps_per_epoch):
                             technique))
     params["target_sparsity"] = float_params["target_sparsity"]
     params["select_from_epoch"] = epochs
-    return params
+    return _with_teacher(params, float_params, teacher)
 
 
 def survivors_epochs(float_params):
@@ -171,23 +199,30 @@ def survivors_epochs(float_params):
                - ramp_epochs(float_params))
 
 
-def survivors_params(float_params):
+def survivors_params(float_params, teacher=None):
     """The parameters of a technique's second phase: the cut model's
     survivors fine-tuned (masks fixed, ``pruning='fixed'``) for
-    `survivors_epochs` at ``finetune_lr`` with plain SGD."""
+    `survivors_epochs` at ``finetune_lr`` with plain SGD, distilled from
+    ``teacher`` as the first phase (see `finetune_params`).
+
+    Raises:
+      ValueError: ``distill_weight > 0`` without a teacher."""
     params = _finetune_base(float_params, survivors_epochs(float_params))
     params.update(pruning="fixed",
                   select_min_sparsity=float_params["target_sparsity"])
-    return params
+    return _with_teacher(params, float_params, teacher)
 
 
 def reference_params(float_params):
     """The honest reference: the float model fine-tuned for as many epochs
     as a technique's two phases take together (``finetune_epochs``; 2 for
     a budget of 1, which runs one epoch of each phase) at ``finetune_lr``,
-    plain SGD, with no compression."""
-    return _finetune_base(float_params, ramp_epochs(float_params)
-                          + survivors_epochs(float_params))
+    plain SGD, with no compression and no distillation (``distill_weight``
+    0)."""
+    params = _finetune_base(float_params, ramp_epochs(float_params)
+                            + survivors_epochs(float_params))
+    params["distill_weight"] = 0.0
+    return params
 
 
 def _read(checkpoint):
@@ -531,8 +566,9 @@ def _sparsify(pipeline, techniques, parallel):
         run_dir = os.path.join(pipeline.out_dir, _SHORT[technique] + "_ft")
         if remade:   # survivors of an older cut: not to be resumed
             train._clear_run(run_dir)  # pylint: disable=protected-access
-        summary = pipeline.train(survivors_params(pipeline.params), run_dir,
-                                 cut)
+        summary = pipeline.train(
+            survivors_params(pipeline.params, pipeline.float_best), run_dir,
+            cut)
         # Its config.json names the technique its survivors came from.
         modeldir.write_run_dir(run_dir, summary["params"],
                                pipeline.corpus.vocab, summary,
@@ -551,7 +587,7 @@ def _ramp_and_cut(pipeline, technique):
     last checkpoint or the cut's scope changed). Returns ``(prefix, remade)``:
     the cut checkpoint's prefix and whether it was (re)written now."""
     params = finetune_params(pipeline.params, technique,
-                             pipeline.steps_per_epoch)
+                             pipeline.steps_per_epoch, pipeline.float_best)
     run_dir = os.path.join(pipeline.out_dir, _SHORT[technique])
     pipeline.train(params, run_dir, pipeline.float_best)
     last = tf.train.latest_checkpoint(os.path.join(run_dir, "last"))
@@ -585,7 +621,8 @@ def _prune(pipeline, technique):
         pipeline.out_dir, _SHORT[technique] + "_ft"))
     made_from = _made_from(technique, source)
     if pipeline.done.get("pruned") != made_from:
-        prune_checkpoint(source, survivors_params(pipeline.params), pruned)
+        prune_checkpoint(source, survivors_params(
+            pipeline.params, pipeline.float_best), pruned)
         pipeline.record("pruned", made_from)
     _describe_pruned(pipeline, technique, pruned)
     return pruned

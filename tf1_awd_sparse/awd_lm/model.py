@@ -70,7 +70,8 @@ def check_params(params):
 
     Raises:
       ValueError: the first missing or invalid parameter, named (e.g.
-        ``params['vocab_size'] must be a positive int, got 10.7``).
+        ``params['vocab_size'] must be a positive int, got 10.7``);
+        ``distill_weight > 0`` without ``distill_from``.
     """
     for key in REQUIRED_PARAMS:
         if key not in params:
@@ -80,6 +81,13 @@ def check_params(params):
         raise ValueError("params['sparsity_weight']: required with sparsity "
                          "%r (e.g. 1 / training tokens), got None"
                          % params["sparsity"])
+    if float(params.get("distill_weight") or 0.0) > 0 \
+            and not params.get("distill_from"):
+        raise ValueError("params['distill_from']: distill_weight %r needs "
+                         "the teacher's checkpoint prefix (the float "
+                         "model's best checkpoint), got %r"
+                         % (params["distill_weight"],
+                            params.get("distill_from")))
     if params.get("sparsity") and params.get("pruning"):
         raise ValueError("params['pruning']: a sparse (%r) model has no "
                          "pruning mask; strip it first, got pruning=%r"

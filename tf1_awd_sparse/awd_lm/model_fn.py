@@ -44,8 +44,16 @@ def train_step(features, labels, params):
       scalar) and the step's op.
 
     Raises:
-      ValueError: bad params (named, see `model.build_lm`).
+      ValueError: bad params (named, see `model.build_lm`);
+        ``distill_weight > 0`` (distillation runs in `awd_lm.train` only:
+        its teacher's state is carried by the training loop).
     """
+    if float(params.get("distill_weight") or 0.0) > 0:
+        raise ValueError(
+            "params['distill_weight'] must be 0 under Estimator / monitored "
+            "training (knowledge distillation runs in the training loop, "
+            "awd_lm.train, and the compression pipeline only), got %r"
+            % (params["distill_weight"],))
     out = model.build_lm({"inputs": features["inputs"], "targets": labels},
                          TRAIN, params)
     sgd = dict(params, optimizer="sgd")

@@ -51,9 +51,11 @@ _PRODUCED_KEYS = ("stage", "technique", "model", "sparsity", "valid_ppl",
 _TFLITE_KEYS = ("file", "batch", "window", "dtype", "inputs", "outputs",
                 "log_softmax")
 _TENSOR_KEYS = ("name", "shape", "dtype", "quantization")
-#: Parameters a config may hold: the presets' and the model's own.
+#: Parameters a config may hold: the presets', the model's own and a
+#: distilled run's teacher checkpoint.
 PARAM_KEYS = tuple(sorted(set(presets.DEFAULTS) | {"model", "preset",
-                                                   "vocab_size"}))
+                                                   "vocab_size",
+                                                   "distill_from"}))
 
 
 class ConfigError(ValueError):

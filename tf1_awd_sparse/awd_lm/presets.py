@@ -49,6 +49,11 @@ DEFAULTS = {
     # at the ramp's end per weight matrix ('matrix') or across all of them
     # ('global', one threshold)
     "compress_controller": 2.0, "cut_scope": "matrix",
+    # knowledge distillation from the float model in the technique phases
+    # (ramp and survivors; `awd_lm.distill`): the loss adds distill_weight
+    # * T^2 * the cross-entropy of the student's softmax at temperature T
+    # (distill_temperature) against the float model's (0: off)
+    "distill_weight": 0.0, "distill_temperature": 1.0,
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
@@ -94,7 +99,8 @@ QUANT_KEYS = ("quant", "quant_epochs", "quant_delay", "quant_lr",
 #: float phase).
 COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "target_sparsity", "compress_sparsity_weight",
-                 "compress_controller", "cut_scope")
+                 "compress_controller", "cut_scope", "distill_weight",
+                 "distill_temperature")
 
 
 def split_quant(params):
@@ -188,6 +194,14 @@ def _compress_techniques(value, name):
     return ",".join(items)
 
 
+def _checkpoint_prefix(value, name):
+    """None or a non-empty string (a checkpoint prefix)."""
+    if value is not None and not (isinstance(value, str) and value):
+        raise ValueError("%s must be a checkpoint prefix (a non-empty "
+                         "string) or None, got %r" % (name, value))
+    return value
+
+
 def _at_least_two(value, name):
     value = check_positive_int(value, name)
     if value < 2:
@@ -239,6 +253,10 @@ CHECKS = {
     "compress_sparsity_weight": _POSITIVE_OR_NONE,
     "compress_controller": functools.partial(check_real, low=1.0),
     "cut_scope": _choice(("matrix", "global")),
+    "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
+    # A run's teacher checkpoint prefix (set by the pipeline, not a preset
+    # value nor a flag): None or a non-empty string.
+    "distill_from": _checkpoint_prefix,
     "sparsity_controller": functools.partial(check_real, low=1.0,
                                              allow_none=True),
     "quant": check_bool, "quant_epochs": check_positive_int,

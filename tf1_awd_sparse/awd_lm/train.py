@@ -31,15 +31,16 @@ from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm import (data, model, modeldir, presets, records,
-                                   runtime)
+from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, presets,
+                                   records, runtime)
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
 
 
 class Graph(object):
-    """The training/evaluation graph of one model, built once.
+    """The training/evaluation graph of one model, built once (with
+    ``params['distill_weight'] > 0`` also its teacher, see `_distil`).
 
     Each epoch runs in `instance(seed)`: a copy of this graph (through its
     MetaGraphDef) whose random ops are reseeded from `seed`, so an epoch's
@@ -80,6 +81,7 @@ class Graph(object):
             step = (tf.train.get_or_create_global_step()
                     if model.needs_global_step(params) else None)
             out = model.build_lm(features, training, params)
+            loss = self._distil(out, features, params)
             # A warm start restores the model's own variables that the
             # checkpoint holds (never optimizer state, ranges or the step).
             quant_vars = set(mask_placement.quant_variables())
@@ -88,7 +90,7 @@ class Graph(object):
                          and v not in quant_vars
                          and v.op.name in set(warm_names or ())]
             ranges = model.quant_range_variables()
-            train_op, self.optimizer = model.build_train_step(out.loss, lr,
+            train_op, self.optimizer = model.build_train_step(loss, lr,
                                                               params, step)
             self.ntasgd = hasattr(self.optimizer, "averaging")
             self.controller = _controller_ops(params)
@@ -120,13 +122,43 @@ class Graph(object):
         self.final_state = [t.name for s in out.final_state for t in s]
         self.state_sizes = [dimension_value(t.shape[1])
                             for s in state for t in s]
+        self.loss, self.logits = loss.name, out.logits.name
         self.averaging = (self.optimizer.averaging.name if self.ntasgd
                           else None)
 
+    def _distil(self, out, features, params):
+        """The training loss: ``out.loss`` and, with ``params[
+        'distill_weight'] > 0``, the weighted distillation term of a
+        teacher built here (`awd_lm.distill`) on the same windows. Sets the
+        names of the teacher's state placeholders (``teacher_state``,
+        carried by `train_epoch`), final state, logits, the term and the KL
+        (empty / None without a teacher) and the def of the Saver that
+        restores it from ``params['distill_from']`` every epoch (it is not
+        in the model's checkpoints). Evaluation fetches (``xent``,
+        ``final_state``) never compute the teacher."""
+        self.teacher_state, self.teacher_final_state = [], []
+        self.teacher_logits = self.distill_term = self.distill_kl = None
+        self.teacher_saver_def = None
+        if not distill.enabled(params):
+            return out.loss
+        teacher = distill.build_teacher(features["inputs"],
+                                        features["targets"], params)
+        term, kl = distill.distill_terms(
+            out.logits, teacher.logits, params.get("distill_temperature", 1.0))
+        self.teacher_saver_def = tf.train.Saver(
+            teacher.variables, name="teacher_saver").as_saver_def()
+        self.teacher_state = [t.name for s in teacher.state for t in s]
+        self.teacher_final_state = [t.name for s in teacher.final_state
+                                    for t in s]
+        self.teacher_logits = teacher.logits.name
+        self.distill_term, self.distill_kl = term.name, kl.name
+        return out.loss + params["distill_weight"] * term
+
     def instance(self, seed):
-        """(tf.Graph, last-epoch Saver, best Saver, warm-start Saver or None)
-        with reseeded random ops; the warm-start Saver (quantized models)
-        restores a float checkpoint's model variables."""
+        """(tf.Graph, last-epoch Saver, best Saver, warm-start Saver or None,
+        teacher Saver or None) with reseeded random ops; the warm-start
+        Saver (quantized models) restores a float checkpoint's model
+        variables, the teacher Saver the teacher's (``distill_from``)."""
         meta = tf.MetaGraphDef()
         meta.CopyFrom(self.meta_graph)
         for node in meta.graph_def.node:
@@ -136,9 +168,11 @@ class Graph(object):
         with graph.as_default():
             tf.train.import_meta_graph(meta)
             savers = [tf.train.Saver(saver_def=d) for d in self.saver_defs]
+            teacher = (tf.train.Saver(saver_def=self.teacher_saver_def)
+                       if self.teacher_saver_def is not None else None)
         graph.finalize()
         return graph, savers[0], savers[1], (savers[2] if len(savers) > 2
-                                             else None)
+                                             else None), teacher
 
     def quant_ranges(self, sess):
         """{'<layer>/<cell>/<tensor>/min|max': value} of a quantized model's
@@ -147,8 +181,11 @@ class Graph(object):
             return {}
         return dict(zip(self.range_tags, sess.run(self.range_values).tolist()))
 
-    def zero_state(self, batch):
-        """Numpy zeros for every state placeholder."""
+    def zero_state(self, batch, teacher=False):
+        """Numpy zeros for every state placeholder (``teacher``: the
+        teacher's, [] without one)."""
+        if teacher and not self.teacher_state:
+            return []
         return [np.zeros((batch, n), np.float32) for n in self.state_sizes]
 
     def feed(self, x, y, state, extra=None):
@@ -242,9 +279,14 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     The window lengths come from a generator seeded by (seed, epoch), and
     the learning rate of a window is ``lr * length / bptt``.
 
+    With a teacher (`Graph`), its state is carried across the windows
+    like the student's and reset with it at the epoch's start.
+
     Returns:
-      (mean training cross-entropy, tokens per second): Python floats, the
-      loss summed in float64 (see `evaluate`).
+      (mean training cross-entropy, tokens per second, extra): Python
+      floats, the loss summed in float64 (see `evaluate`); ``extra`` is {}
+      or, with a teacher, ``{"distill_kl": mean KL(teacher || student) at
+      the temperature, nats per token}``.
 
     Raises:
       TrainingDiverged: a step's loss is NaN, infinite or above
@@ -254,21 +296,29 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     windows = data.bptt_windows(stream.shape[1] - 1, params["bptt"], rng,
                                 variable=params["variable_bptt"])
     state = g.zero_state(stream.shape[0])
-    fetches = [g.train_op, g.xent] + g.final_state
-    total, count, start_time = 0.0, 0, time.time()
+    teacher = g.zero_state(stream.shape[0], teacher=True)
+    fetches = [g.train_op, g.xent] + g.final_state + g.teacher_final_state
+    if g.distill_kl is not None:
+        fetches.append(g.distill_kl)
+    split = 2 + len(state)
+    total, count, start_time, kl = 0.0, 0, time.time(), 0.0
     bar = progress(total=stream.size, desc="epoch %d" % epoch) \
         if progress else None
     for step, (start, n) in enumerate(windows, 1):
         lr = params["lr"] * n / float(params["bptt"])
+        extra = {g.lr: lr, g.training: True}
+        extra.update(zip(g.teacher_state, teacher))
         res = sess.run(fetches, g.feed(*window(stream, start, n),
-                                       state=state,
-                                       extra={g.lr: lr, g.training: True}))
+                                       state=state, extra=extra))
         if diverged(res[1]):
             raise TrainingDiverged("training loss", res[1], epoch, step,
                                    len(windows))
         total += float(res[1]) * n  # a Python float, as in evaluate
         count += n
-        state = res[2:]
+        state = res[2:split]
+        teacher = res[split:split + len(teacher)]
+        if g.distill_kl is not None:
+            kl += float(res[-1]) * n
         if bar is not None:
             rate = count * stream.shape[0] / max(time.time() - start_time,
                                                  1e-9)
@@ -278,7 +328,8 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
     if bar is not None:
         bar.close()
     elapsed = max(time.time() - start_time, 1e-9)
-    return total / count, count * stream.shape[0] / elapsed
+    extra = {} if g.distill_kl is None else {"distill_kl": kl / count}
+    return total / count, count * stream.shape[0] / elapsed, extra
 
 
 def _write_json(path, obj):
@@ -352,6 +403,18 @@ def _restore(saver, sess, prefix):
                                   prefix, type(e).__name__, detail))
 
 
+def _readable(prefix, what):
+    """The variable names of the checkpoint ``prefix``.
+
+    Raises:
+      CheckpointError: it cannot be read (named with ``what``)."""
+    try:
+        return [n for n, _ in tf.train.list_variables(prefix)]
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError("%s: cannot read this checkpoint (%s): %s"
+                              % (prefix, what, e))
+
+
 class Trainer(object):
     """One model's training run in ``run_dir``, one step at a time.
 
@@ -376,7 +439,8 @@ class Trainer(object):
 
     Raises:
       ValueError: invalid params (named), resume with changed parameters.
-      CheckpointError: an unreadable state.json or init_from checkpoint.
+      CheckpointError: an unreadable state.json, init_from or
+        distill_from checkpoint.
       data.DataError: a split too short for its batch size.
     """
 
@@ -386,16 +450,16 @@ class Trainer(object):
                                            vocab_size=len(corpus.vocab)))
         warm_names = None
         if init_from is not None:
-            try:
-                warm_names = [n for n, _ in
-                              tf.train.list_variables(init_from)]
-            except (tf.errors.OpError, ValueError) as e:
-                raise CheckpointError("%s: cannot read this checkpoint "
-                                      "(init_from): %s" % (init_from, e))
+            warm_names = _readable(init_from, "init_from")
         if params.get("sparsity") and params.get("sparsity_weight") is None:
             # The KL / L0 term is a sum over weights; the data term a mean
             # over tokens: weigh by 1 / tokens (the ELBO per token).
             params["sparsity_weight"] = 1.0 / len(corpus.train)
+        # The model's own rules (e.g. distill_weight needs distill_from)
+        # before anything is deleted.
+        params = model.check_params(params)
+        if distill.enabled(params):
+            _readable(params["distill_from"], "distill_from")
         self.params, self.run_dir = params, run_dir
         self.corpus, self.init_from, self.progress = corpus, init_from, \
             progress
@@ -486,8 +550,8 @@ class Trainer(object):
         g, state, params = self.graph, self.state, self.params
         epoch = state["epoch"] + 1
         start = time.time()
-        graph, last_saver, best_saver, warm_saver = g.instance(
-            params["seed"] * 1009 + epoch)
+        graph, last_saver, best_saver, warm_saver, teacher_saver = \
+            g.instance(params["seed"] * 1009 + epoch)
         with tf.Session(graph=graph, config=self.config) as sess:
             if epoch == 1:
                 sess.run(g.init)
@@ -498,10 +562,13 @@ class Trainer(object):
                 # during a later save may have moved "latest" already.
                 _restore(last_saver, sess,
                          "%s-%d" % (self.last_prefix, epoch - 1))
+            if teacher_saver is not None:
+                # Not in the model's checkpoints: restored every epoch.
+                _restore(teacher_saver, sess, params["distill_from"])
             if g.averaging is not None:
                 g.optimizer.set_history(state["val_history"])
             try:
-                train_loss, tok_s = train_epoch(
+                train_loss, tok_s, distilled = train_epoch(
                     sess, g, self.streams["train"], params, epoch,
                     self.progress)
                 record = self.validate(sess, best_saver, epoch)
@@ -519,7 +586,7 @@ class Trainer(object):
             record.update(model=self.model, epoch=epoch,
                           train_loss=train_loss, train_ppl=ppl(train_loss),
                           tokens_per_s=tok_s, seconds=seconds,
-                          lr=params["lr"])
+                          lr=params["lr"], **distilled)
             if g.controller is not None and "sparsity" in record:
                 record.update(self._control(sess, epoch, record["sparsity"]))
             state["epochs"].append(record)
@@ -637,8 +704,8 @@ class Trainer(object):
                  learning_rate=record["lr"],
                  averaging=float(record["averaged"]),
                  tokens_per_s=record["tokens_per_s"],
-                 **({"sparsity": record["sparsity"]} if "sparsity" in record
-                    else {}))
+                 **{k: record[k] for k in ("sparsity", "distill_kl")
+                    if k in record})
         if ranges:
             _scalars(self._writer, record["epoch"],
                      **{"quant_range/" + k: v for k, v in ranges.items()})
@@ -659,7 +726,8 @@ class Trainer(object):
         g, state = self.graph, self.state
         if not state["done"]:
             state["stop_reason"] = stop_reason(state, self.params)
-            graph, _, best_saver, _ = g.instance(self.params["seed"] * 1009)
+            graph, _, best_saver, _, _ = g.instance(
+                self.params["seed"] * 1009)
             with tf.Session(graph=graph, config=self.config) as sess:
                 _restore(best_saver, sess, self.best_prefix)
                 state["quant_ranges"] = g.quant_ranges(sess) or None
