@@ -98,6 +98,9 @@ HELP = {
     "0: off): loss + W * T^2 * CE(teacher softmax, student softmax at T)",
     "distill_temperature": "--compress: the distillation's softmax "
     "temperature T (> 0)",
+    "distill_teacher": "--compress: the distillation's teacher: the float "
+    "model (float) or the reference, the float model fine-tuned for the "
+    "same budget (reference: trained before the techniques)",
     "cut_scope": "--compress: the exact cut to the target at the ramp's end "
     "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "

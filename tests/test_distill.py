@@ -381,3 +381,36 @@ def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
     again = run(True)
     assert [r["row"] for r in again] == [r["row"] for r in first]
     assert compress.survivors_params(params, best)["distill_from"] == best
+
+
+def test_pipeline_distils_from_the_reference_when_asked(teacher_run,
+                                                         tmp_path):
+    """distill_teacher='reference': the reference trains first and both
+    phases of each technique distil from its best checkpoint; the
+    reference itself does not distil."""
+    corpus, _, float_dir, best = teacher_run
+    params = presets.params_for("demo", "awd", {
+        "emb_size": 12, "hidden_size": 16, "batch_size": 4,
+        "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 2,
+        "target_sparsity": 0.7, "patience": 9, "distill_weight": 0.5,
+        "distill_teacher": "reference"})
+    with open(os.path.join(float_dir, "summary.json")) as handle:
+        float_summary = json.load(handle)
+    out = str(tmp_path / "compress")
+    pipeline = compress._Pipeline(  # pylint: disable=protected-access
+        corpus, params, float_summary, float_dir, out,
+        {"resume": False, "log": lambda *a: None, "progress": None,
+         "threads": 1})
+    assert pipeline.teacher_is_reference()
+    runs = compress._sparsify(  # pylint: disable=protected-access
+        pipeline, ["reference", "magnitude"], 2)
+    assert [r["technique"] for r in runs] == ["-", "magnitude"]
+    reference_best = train.best_checkpoint(os.path.join(out, "reference"))
+    assert reference_best != best
+    for stage, teacher in (("reference", None), ("mag", reference_best),
+                           ("mag_ft", reference_best)):
+        with open(os.path.join(out, stage, "config.json")) as handle:
+            recorded = json.load(handle)["params"]
+        assert recorded.get("distill_from") == teacher, stage
+    with pytest.raises(ValueError, match="distill_teacher"):
+        presets.params_for("demo", "awd", {"distill_teacher": "teacher"})

@@ -21,7 +21,8 @@ From the float model's best checkpoint:
    survivors fine-tuned with the masks fixed for the rest of the budget;
    with ``distill_weight > 0`` both phases also learn from the float
    model's logits (knowledge distillation at ``distill_temperature``,
-   `awd_lm.distill`; the reference does not);
+   `awd_lm.distill`; the reference does not), or from the reference's
+   with ``distill_teacher='reference'`` (the reference then trains first);
 3. **prune** the chosen technique's model (`choose`: the lowest validation
    perplexity among those that reached the target; when none did, the
    lowest of all and one line saying so) as plain dense weights with a
@@ -445,6 +446,9 @@ class _Pipeline(object):
         self.params = dict(params, vocab_size=len(corpus.vocab))
         self.float_summary = float_summary
         self.float_best = train.best_checkpoint(float_dir)
+        # The distillation's teacher (`teacher_is_reference`: the
+        # reference's best checkpoint once it has trained).
+        self.teacher = self.float_best
         self.float_ppl = float_summary["test_ppl"]
         self.run_options = run_options  # resume, log, progress, threads
         self.extra = {"floor_ppl": float_summary.get("floor_ppl")}
@@ -458,6 +462,13 @@ class _Pipeline(object):
             with open(self.path) as handle:
                 self.done = json.load(handle)
         os.makedirs(out_dir, exist_ok=True)
+
+    def teacher_is_reference(self):
+        """Whether the techniques distil from the reference (which then
+        trains before them): ``distill_weight > 0`` and ``distill_teacher
+        = 'reference'``."""
+        return (float(self.params.get("distill_weight") or 0.0) > 0.0
+                and self.params.get("distill_teacher") == "reference")
 
     def record(self, key, value):
         """Notes a finished stage (written atomically)."""
@@ -567,7 +578,7 @@ def _sparsify(pipeline, techniques, parallel):
         if remade:   # survivors of an older cut: not to be resumed
             train._clear_run(run_dir)  # pylint: disable=protected-access
         summary = pipeline.train(
-            survivors_params(pipeline.params, pipeline.float_best), run_dir,
+            survivors_params(pipeline.params, pipeline.teacher), run_dir,
             cut)
         # Its config.json names the technique its survivors came from.
         modeldir.write_run_dir(run_dir, summary["params"],
@@ -579,6 +590,12 @@ def _sparsify(pipeline, techniques, parallel):
                                               summary["params"]))}
 
     with concurrent.futures.ThreadPoolExecutor(max(1, parallel)) as pool:
+        if pipeline.teacher_is_reference():
+            # The techniques' teacher is the reference: it trains first.
+            first = finetune(techniques[0])
+            pipeline.teacher = train.best_checkpoint(
+                os.path.join(pipeline.out_dir, "reference"))
+            return [first] + list(pool.map(finetune, techniques[1:]))
         return list(pool.map(finetune, techniques))
 
 
@@ -587,7 +604,7 @@ def _ramp_and_cut(pipeline, technique):
     last checkpoint or the cut's scope changed). Returns ``(prefix, remade)``:
     the cut checkpoint's prefix and whether it was (re)written now."""
     params = finetune_params(pipeline.params, technique,
-                             pipeline.steps_per_epoch, pipeline.float_best)
+                             pipeline.steps_per_epoch, pipeline.teacher)
     run_dir = os.path.join(pipeline.out_dir, _SHORT[technique])
     pipeline.train(params, run_dir, pipeline.float_best)
     last = tf.train.latest_checkpoint(os.path.join(run_dir, "last"))

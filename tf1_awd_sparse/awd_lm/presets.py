@@ -52,8 +52,11 @@ DEFAULTS = {
     # knowledge distillation from the float model in the technique phases
     # (ramp and survivors; `awd_lm.distill`): the loss adds distill_weight
     # * T^2 * the cross-entropy of the student's softmax at temperature T
-    # (distill_temperature) against the float model's (0: off)
+    # (distill_temperature) against the teacher's (0: off); the teacher is
+    # the float model ('float') or the reference, the float model
+    # fine-tuned for the same budget ('reference': trained first)
     "distill_weight": 0.0, "distill_temperature": 1.0,
+    "distill_teacher": "float",
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
@@ -100,7 +103,7 @@ QUANT_KEYS = ("quant", "quant_epochs", "quant_delay", "quant_lr",
 COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "target_sparsity", "compress_sparsity_weight",
                  "compress_controller", "cut_scope", "distill_weight",
-                 "distill_temperature")
+                 "distill_temperature", "distill_teacher")
 
 
 def split_quant(params):
@@ -254,6 +257,7 @@ CHECKS = {
     "compress_controller": functools.partial(check_real, low=1.0),
     "cut_scope": _choice(("matrix", "global")),
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
+    "distill_teacher": _choice(("float", "reference")),
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,
