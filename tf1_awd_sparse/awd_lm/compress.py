@@ -277,10 +277,8 @@ def prune_checkpoint(checkpoint, params, output_prefix):
 
 
 def _dense_survivors(values, params, target, scope):
-    """The weight matrices after the exact cut (see `cut_checkpoint`) from
-    a checkpoint's raw ``values``: ``({name: weights}, {name: masks})``,
-    the masks holding exactly the target's zeros, the weights the model's
-    evaluation weights under them."""
+    """{name: array} of the weight matrices after the exact cut (see
+    `cut_checkpoint`) from a checkpoint's raw ``values``."""
     names = weight_names(params)
     if params.get("sparsity"):
         tech = sparse_techniques.get(params["sparsity"])
@@ -288,8 +286,11 @@ def _dense_survivors(values, params, target, scope):
                  for n in names}
         scores = {n: tech.keep_score(theta, aux, sparse_common.NUMPY_MATH)
                   for n, (theta, aux) in pairs.items()}
-        kept = {n: tech.numpy_eval_weights(theta, aux)
-                for n, (theta, aux) in pairs.items()}
+        # Survivors keep their evaluation weights (theta where those are 0).
+        kept = {}
+        for n, (theta, aux) in pairs.items():
+            evaluation = tech.numpy_eval_weights(theta, aux)
+            kept[n] = np.where(evaluation != 0, evaluation, theta)
     else:
         kept = _effective(values, params)
         scores = {n: np.abs(w) for n, w in kept.items()}
@@ -298,13 +299,7 @@ def _dense_survivors(values, params, target, scope):
     else:
         masks = {n: magnitude_pruning.exact_keep_masks(scores[n], target)
                  for n in names}
-    if not params.get("sparsity"):
-        # Pruned weights score 0 and tie at a zero threshold: they stay
-        # pruned (more zeros than the target, never a pruned weight back).
-        masks = {n: masks[n] & (kept[n] != 0) for n in names}
-    masks = {n: masks[n].astype(np.float32) for n in names}
-    return ({n: (kept[n] * masks[n]).astype(np.float32) for n in names},
-            masks)
+    return {n: (kept[n] * masks[n]).astype(np.float32) for n in names}
 
 
 def cut_checkpoint(checkpoint, params, target, output_prefix,
@@ -318,12 +313,8 @@ def cut_checkpoint(checkpoint, params, target, output_prefix,
     What is cut: magnitude pruning, the smallest ``|w * mask|``; variational
     dropout, the largest log alpha; L0, the gates of lowest probability
     of being non-zero (`sparse_layers.techniques` ``keep_score``). The
-    cut model computes what the technique's model computes in evaluation
-    wherever the mask keeps a weight: the survivors keep their evaluation
-    weights, which are zero where the technique had already closed a
-    weight the cut keeps (a ramp that overshot the target); those start
-    the survivors' fine-tuning from zero inside the mask, so the mask,
-    not the technique's own zero rule, sets the count.
+    survivors keep their evaluation weights (theta where those are zero,
+    so that the cut, not the technique's own zero rule, sets the count).
 
     Args:
       checkpoint: a first-phase checkpoint (`finetune_params`).
@@ -345,10 +336,10 @@ def cut_checkpoint(checkpoint, params, target, output_prefix,
     out = {name: value for name, value in
            _model_values(checkpoint, params).items()
            if name.startswith("lm/")}
-    weights, masks = _dense_survivors(values, params, target, scope)
-    for name, weight in weights.items():
+    for name, weight in _dense_survivors(values, params, target,
+                                         scope).items():
         out[name] = weight
-        out[_mask_name(name)] = masks[name]
+        out[_mask_name(name)] = (weight != 0).astype(np.float32)
         out[_threshold_name(name)] = np.zeros([], np.float32)
     return sparse_strip.write_checkpoint(out, output_prefix)
 
