@@ -134,8 +134,8 @@ def _with_teacher(params, float_params, teacher):
         float_params.get("distill_temperature", 1.0)))
     if weight > 0:
         if not teacher:
-            raise ValueError("teacher: distill_weight %r needs the float "
-                             "model's checkpoint prefix, got %r"
+            raise ValueError("teacher: distill_weight %r needs the "
+                             "teacher's checkpoint prefix, got %r"
                              % (weight, teacher))
         params["distill_from"] = teacher
     return params
@@ -152,8 +152,10 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
         ``distill_temperature``).
       technique: one of ``presets.COMPRESS_TECHNIQUES``.
       steps_per_epoch: training windows per epoch (for the schedules).
-      teacher: the float model's checkpoint prefix, the teacher of the
-        distillation (``distill_from``; needed when ``distill_weight > 0``).
+      teacher: the checkpoint prefix of the distillation's teacher (the
+        float model's, or the reference's with ``distill_teacher=
+        'reference'``; ``distill_from``, needed when ``distill_weight >
+        0``).
 
     Returns:
       dict: ``max_epochs = ramp_epochs(...)`` at ``finetune_lr``, plain
@@ -630,7 +632,7 @@ def _prune(pipeline, technique):
     made_from = _made_from(technique, source)
     if pipeline.done.get("pruned") != made_from:
         prune_checkpoint(source, survivors_params(
-            pipeline.params, pipeline.float_best), pruned)
+            pipeline.params, pipeline.teacher), pruned)
         pipeline.record("pruned", made_from)
     _describe_pruned(pipeline, technique, pruned)
     return pruned
