@@ -473,6 +473,10 @@ class Trainer(object):
         threads = check_nonnegative_int(threads, "threads")
         self.config = runtime.session_config(
             threads, inter_op_threads=min(threads, 2))
+        # Its own inter-op pool: runs side by side in one process (the
+        # compression pipeline's) otherwise queue on the first session's
+        # global pool (one thread with threads=1: one core for all).
+        self.config.use_per_session_threads = True
         self.state, self.resumed = self._load_state(resume)
         os.makedirs(run_dir, exist_ok=True)
         self.last_prefix = os.path.join(run_dir, "last", "model.ckpt")
