@@ -88,6 +88,8 @@ HELP = {
                        "zeros (reached exactly by the cut at the ramp's end)",
     "finetune_epochs": "--compress: epochs of each technique's fine-tuning",
     "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
+    "finetune_optimizer": "--compress: optimizer of the survivors' and the "
+    "reference's fine-tuning (sgd or ntasgd; a ramp runs sgd)",
     "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
     "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
     "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "

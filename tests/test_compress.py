@@ -386,3 +386,44 @@ def test_every_stage_opens_as_a_language_model(reference):
     assert pruned["produced_by"]["stage"] == "pruned"
     assert pruned["produced_by"]["sparsity"] == pytest.approx(
         rows[("tflite_float", chosen)]["sparsity"], abs=0.01)
+
+
+def test_survivors_and_reference_average_under_fixed_masks(tmp_path):
+    """``finetune_optimizer='ntasgd'``: the survivors and the reference
+    fine-tune with NT-ASGD (the ramp stays plain SGD: its masks move),
+    side by side in one process (parallel=2). Once the survivors average,
+    the checkpoint they validate holds the cut's masks unchanged and the
+    pruned weights at zero: the average of weights under a fixed mask."""
+    corpus = _corpus()
+    params = dict(_params(), finetune_optimizer="ntasgd", nonmono=1,
+                  finetune_epochs=8, patience=20)
+    float_params, _ = presets.split_quant(params)
+    float_dir = str(tmp_path / "float")
+    summary = train.run(corpus, float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    out = str(tmp_path / "compress")
+    compress.run_pipeline(corpus, params, summary, float_dir, out,
+                          ["magnitude"], log=lambda *a: None, threads=1,
+                          parallel=2)
+    assert compress.finetune_params(params, "magnitude", 10)[
+        "optimizer"] == "sgd"
+    for run in ("reference", "mag_ft"):
+        with open(os.path.join(out, run, "summary.json")) as handle:
+            run_summary = json.load(handle)
+        assert run_summary["params"]["optimizer"] == "ntasgd"
+        # nonmono=1 over 5+ epochs at rate 5 on this corpus: it triggers.
+        assert any(r["averaged"] for r in run_summary["epochs"]), run
+    cut = tf.train.load_checkpoint(os.path.join(out, "mag_cut",
+                                                "model.ckpt"))
+    best = tf.train.load_checkpoint(train.best_checkpoint(
+        os.path.join(out, "mag_ft")))
+    zeros = 0
+    for name in compress.weight_names(params):
+        mask = cut.get_tensor(_mask(name))
+        np.testing.assert_array_equal(best.get_tensor(_mask(name)), mask)
+        effective = best.get_tensor(name) * mask
+        zeros += int((effective == 0).sum())
+        assert not np.array_equal(effective, cut.get_tensor(name) * mask)
+    sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
+        params, vocab_size=len(corpus.vocab)))]
+    assert zeros == sum(int(round(0.7 * n)) for n in sizes)

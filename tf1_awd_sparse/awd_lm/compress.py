@@ -111,15 +111,24 @@ def ramp_epochs(float_params):
     return max(1, min(epochs - 1, int(round(RAMP_FRACTION * epochs))))
 
 
-def _finetune_base(float_params, epochs):
+def _finetune_base(float_params, epochs, optimizer="sgd"):
     """The float model's parameters for a fine-tuning of ``epochs`` epochs
-    at ``finetune_lr`` (default lr / 4) with plain SGD (NT-ASGD would
-    validate, and keep, averages of masks and gates that lag the ones
-    being pruned)."""
+    at ``finetune_lr`` (default lr / 4) with ``optimizer``: plain SGD for
+    a ramp (NT-ASGD would validate, and keep, averages of masks and gates
+    that lag the ones being pruned), ``finetune_optimizer`` where nothing
+    is pruned any more (the survivors, the reference)."""
     lr = float_params.get("finetune_lr") or float_params["lr"] / 4.0
     params, _ = presets.split_quant(dict(float_params, quant=False))
-    params.update(max_epochs=epochs, lr=lr, optimizer="sgd")
+    params.update(max_epochs=epochs, lr=lr, optimizer=optimizer)
     return params
+
+
+def _settled_optimizer(float_params):
+    """The optimizer of the fine-tunings whose masks no longer move (the
+    survivors, the reference): ``finetune_optimizer``, 'sgd' or 'ntasgd'
+    (NT-ASGD with the float model's ``nonmono``; its averages are of
+    weights under fixed masks)."""
+    return float_params.get("finetune_optimizer") or "sgd"
 
 
 def _with_teacher(params, float_params, teacher):
@@ -210,7 +219,8 @@ def survivors_params(float_params, teacher=None):
 
     Raises:
       ValueError: ``distill_weight > 0`` without a teacher."""
-    params = _finetune_base(float_params, survivors_epochs(float_params))
+    params = _finetune_base(float_params, survivors_epochs(float_params),
+                            _settled_optimizer(float_params))
     params.update(pruning="fixed",
                   select_min_sparsity=float_params["target_sparsity"])
     return _with_teacher(params, float_params, teacher)
@@ -223,7 +233,8 @@ def reference_params(float_params):
     plain SGD, with no compression and no distillation (``distill_weight``
     0)."""
     params = _finetune_base(float_params, ramp_epochs(float_params)
-                            + survivors_epochs(float_params))
+                            + survivors_epochs(float_params),
+                            _settled_optimizer(float_params))
     params["distill_weight"] = 0.0
     return params
 

@@ -57,6 +57,10 @@ DEFAULTS = {
     # fine-tuned for the same budget ('reference': trained first)
     "distill_weight": 0.0, "distill_temperature": 1.0,
     "distill_teacher": "float",
+    # the optimizer of the fine-tunings whose masks are fixed (the
+    # survivors after the cut, the reference): 'sgd' or 'ntasgd' (NT-ASGD,
+    # the float model's trigger window); a ramp always runs plain SGD
+    "finetune_optimizer": "sgd",
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
@@ -103,7 +107,8 @@ QUANT_KEYS = ("quant", "quant_epochs", "quant_delay", "quant_lr",
 COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "target_sparsity", "compress_sparsity_weight",
                  "compress_controller", "cut_scope", "distill_weight",
-                 "distill_temperature", "distill_teacher")
+                 "distill_temperature", "distill_teacher",
+                 "finetune_optimizer")
 
 
 def split_quant(params):
@@ -258,6 +263,7 @@ CHECKS = {
     "cut_scope": _choice(("matrix", "global")),
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
     "distill_teacher": _choice(("float", "reference")),
+    "finetune_optimizer": _choice(("sgd", "ntasgd")),
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,
