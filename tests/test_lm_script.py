@@ -239,3 +239,27 @@ def test_diverged_threshold():
                        (5e10, True), (float("nan"), True),
                        (float("inf"), True)):
         assert train.diverged(loss) is want, loss
+
+
+def test_patience_restarts_when_averaging_starts(tmpdir):
+    """NT-ASGD's trigger fires on a stalled validation loss, when patience
+    is nearly spent; the averaged weights get `patience` epochs of their
+    own: the run stops `patience` epochs after the later of the best epoch
+    and the epoch averaging started."""
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir, shuffled_valid=True)
+    out = str(tmpdir.join("out"))
+    assert script.main(TINY + ["--model", "awd", "--max-epochs", "12",
+                               "--nonmono", "1", "--patience", "2",
+                               "--data-dir", data_dir, "--out", out]) == 0
+    with open(os.path.join(out, "awd", "state.json")) as f:
+        state = json.load(f)
+    records = state["epochs"]
+    started = state["averaging_epoch"]
+    assert started is not None
+    best = min(records, key=lambda r: r["valid_loss"])["epoch"]
+    last = records[-1]["epoch"]
+    assert last < 12, "the run should stop on patience, not max_epochs"
+    assert last == max(best, started) + 2
+    # Without the restart it would have stopped 2 epochs after the best.
+    assert started > best

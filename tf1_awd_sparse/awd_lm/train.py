@@ -367,7 +367,9 @@ def stop_reason(state, params):
     """Why training stops after the last finished epoch, or None.
 
     The rule, the same for every model: stop when validation has not
-    improved for `patience` epochs, or after `max_epochs`.
+    improved for `patience` epochs (counted from the best epoch, or from
+    the epoch NT-ASGD started averaging if that is later), or after
+    `max_epochs`.
     """
     if state["since_best"] >= params["patience"]:
         return "no improvement for %d epochs" % params["patience"]
@@ -585,7 +587,9 @@ class Trainer(object):
                 # Patience counts from the first selectable epoch.
                 state["since_best"] += 1
             if record["averaging_started"]:
-                state["averaging_epoch"] = epoch
+                # The trigger fires on a stalled loss, when patience is
+                # nearly spent: the averaged weights get their own.
+                state.update(averaging_epoch=epoch, since_best=0)
             seconds = time.time() - start
             record.update(model=self.model, epoch=epoch,
                           train_loss=train_loss, train_ppl=ppl(train_loss),
