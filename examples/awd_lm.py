@@ -90,6 +90,9 @@ HELP = {
     "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
     "finetune_optimizer": "--compress: optimizer of the survivors' and the "
     "reference's fine-tuning (sgd or ntasgd; a ramp runs sgd)",
+    "finetune_dropout_scale": "--compress: factor in [0, 1] on every "
+    "dropout rate in the compressed model's fine-tunings (not the "
+    "reference's)",
     "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
     "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
     "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "

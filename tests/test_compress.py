@@ -393,10 +393,12 @@ def test_survivors_and_reference_average_under_fixed_masks(tmp_path):
     fine-tune with NT-ASGD (the ramp stays plain SGD: its masks move),
     side by side in one process (parallel=2). Once the survivors average,
     the checkpoint they validate holds the cut's masks unchanged and the
-    pruned weights at zero: the average of weights under a fixed mask."""
+    pruned weights at zero: the average of weights under a fixed mask.
+    ``finetune_dropout_scale`` scales every dropout rate of the ramp, the
+    survivors and QAT, not the reference's."""
     corpus = _corpus()
     params = dict(_params(), finetune_optimizer="ntasgd", nonmono=1,
-                  finetune_epochs=8, patience=20)
+                  finetune_epochs=8, patience=20, finetune_dropout_scale=0.5)
     float_params, _ = presets.split_quant(params)
     float_dir = str(tmp_path / "float")
     summary = train.run(corpus, float_params, float_dir, resume=True,
@@ -413,6 +415,13 @@ def test_survivors_and_reference_average_under_fixed_masks(tmp_path):
         assert run_summary["params"]["optimizer"] == "ntasgd"
         # nonmono=1 over 5+ epochs at rate 5 on this corpus: it triggers.
         assert any(r["averaged"] for r in run_summary["epochs"]), run
+    for run, scale in (("reference", 1.0), ("mag", 0.5), ("mag_ft", 0.5),
+                       ("qat", 0.5)):
+        with open(os.path.join(out, run, "summary.json")) as handle:
+            run_params = json.load(handle)["params"]
+        for key in compress.DROPOUT_KEYS:
+            assert run_params[key] == pytest.approx(params[key] * scale), (
+                run, key)
     cut = tf.train.load_checkpoint(os.path.join(out, "mag_cut",
                                                 "model.ckpt"))
     best = tf.train.load_checkpoint(train.best_checkpoint(

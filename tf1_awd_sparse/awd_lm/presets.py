@@ -61,6 +61,11 @@ DEFAULTS = {
     # survivors after the cut, the reference): 'sgd' or 'ntasgd' (NT-ASGD,
     # the float model's trigger window); a ramp always runs plain SGD
     "finetune_optimizer": "sgd",
+    # the factor on every dropout rate (dropout, dropouth, dropouti,
+    # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
+    # survivors, QAT; not the reference's): fewer weights, less to
+    # regularize
+    "finetune_dropout_scale": 1.0,
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
@@ -108,7 +113,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "target_sparsity", "compress_sparsity_weight",
                  "compress_controller", "cut_scope", "distill_weight",
                  "distill_temperature", "distill_teacher",
-                 "finetune_optimizer")
+                 "finetune_optimizer", "finetune_dropout_scale")
 
 
 def split_quant(params):
@@ -264,6 +269,8 @@ CHECKS = {
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
     "distill_teacher": _choice(("float", "reference")),
     "finetune_optimizer": _choice(("sgd", "ntasgd")),
+    "finetune_dropout_scale": functools.partial(check_real, low=0.0,
+                                                high=1.0),
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,
