@@ -436,3 +436,10 @@ def test_survivors_and_reference_average_under_fixed_masks(tmp_path):
     sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
         params, vocab_size=len(corpus.vocab)))]
     assert zeros == sum(int(round(0.7 * n)) for n in sizes)
+    # The pruned checkpoint is the model, without the averaged run's slots.
+    survivors = set(best.get_variable_to_shape_map())
+    pruned = set(tf.train.load_checkpoint(os.path.join(
+        out, "pruned", "model.ckpt")).get_variable_to_shape_map())
+    slots = {n for n in survivors if n.split("/")[-1].startswith("NTASGD")}
+    assert slots and not slots & pruned
+    assert {n for n in survivors - slots if n.startswith("lm/")} <= pruned

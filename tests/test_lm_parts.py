@@ -147,6 +147,22 @@ def test_swap_before_trigger_is_identity(sess):
         opt.minimize(tf.reduce_sum(w))
 
 
+def test_slot_names_are_the_optimizers_variables_only():
+    """`is_slot_name` is true of exactly the variables the optimizer adds
+    (slots and its switch), never of a model variable, however named."""
+    with tf.Graph().as_default():
+        with tf.variable_scope("lm"):
+            w = tf.get_variable("kernel", [2])
+            b = tf.get_variable("NTASGD_bias", [2])  # a model's odd name
+        opt = ntasgd.NTASGDOptimizer(0.1)
+        opt.minimize(tf.reduce_sum(w ** 2) + tf.reduce_sum(b))
+        names = {v.op.name for v in tf.global_variables()}
+    model = {"lm/kernel", "lm/NTASGD_bias"}
+    assert model <= names
+    for name in names:
+        assert ntasgd.is_slot_name(name) == (name not in model), name
+
+
 class _StubGraph(object):
     """What `train.evaluate` uses of a `train.Graph`: fetches and feeds."""
     xent, final_state = "xent", ["c", "h"]

@@ -3,7 +3,8 @@
 From the float model's best checkpoint:
 
 1. **reference**: the float model fine-tuned for the same budget
-   (``finetune_epochs`` at ``finetune_lr``, plain SGD) without any
+   (``finetune_epochs`` at ``finetune_lr``, ``finetune_optimizer``, the
+   float model's dropout) without any
    compression, so that a ratio below 1 cannot pass for free compression
    when the float model was merely cut short;
 2. **sparsify**, by each technique asked for, in two phases that share the
@@ -18,7 +19,10 @@ From the float model's best checkpoint:
    phase's last checkpoint to exactly ``round(target * n)`` zeros
    (`cut_checkpoint`: by magnitude, log alpha or the gates' probability of
    being non-zero; per matrix or global, ``cut_scope``), then the
-   survivors fine-tuned with the masks fixed for the rest of the budget;
+   survivors fine-tuned with the masks fixed for the rest of the budget
+   (with ``finetune_optimizer``: plain SGD or NT-ASGD; the ramp runs
+   SGD); every dropout rate of both phases (and of QAT) is scaled by
+   ``finetune_dropout_scale``;
    with ``distill_weight > 0`` both phases also learn from the float
    model's logits (knowledge distillation at ``distill_temperature``,
    `awd_lm.distill`; the reference does not), or from the reference's
@@ -59,8 +63,8 @@ from tf1_awd_sparse.export import strip as sparse_strip
 from tf1_awd_sparse.transforms import techniques as sparse_techniques
 from tf1_awd_sparse.transforms import kernel as transforms
 from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, presets,
-                                   records, train)
+from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, ntasgd,
+                                   presets, records, train)
 
 __all__ = ["run_pipeline", "finetune_params", "survivors_params",
            "reference_params", "ramp_epochs", "survivors_epochs",
@@ -231,8 +235,9 @@ def survivors_epochs(float_params):
 def survivors_params(float_params, teacher=None):
     """The parameters of a technique's second phase: the cut model's
     survivors fine-tuned (masks fixed, ``pruning='fixed'``) for
-    `survivors_epochs` at ``finetune_lr`` with plain SGD, distilled from
-    ``teacher`` as the first phase (see `finetune_params`).
+    `survivors_epochs` at ``finetune_lr`` with ``finetune_optimizer``
+    (`_settled_optimizer`), dropout scaled as the first phase's and
+    distilled from ``teacher`` as it is (see `finetune_params`).
 
     Raises:
       ValueError: ``distill_weight > 0`` without a teacher."""
@@ -247,9 +252,9 @@ def survivors_params(float_params, teacher=None):
 def reference_params(float_params):
     """The honest reference: the float model fine-tuned for as many epochs
     as a technique's two phases take together (``finetune_epochs``; 2 for
-    a budget of 1, which runs one epoch of each phase) at ``finetune_lr``,
-    plain SGD, with no compression and no distillation (``distill_weight``
-    0)."""
+    a budget of 1, which runs one epoch of each phase) at ``finetune_lr``
+    with ``finetune_optimizer``, the float model's dropout, with no
+    compression and no distillation (``distill_weight`` 0)."""
     params = _finetune_base(float_params, ramp_epochs(float_params)
                             + survivors_epochs(float_params),
                             _settled_optimizer(float_params))
@@ -288,18 +293,18 @@ def effective_weights(checkpoint, params):
 
 
 def prune_checkpoint(checkpoint, params, output_prefix):
-    """Writes the model of ``checkpoint`` (a fine-tuning run: plain SGD,
-    no slots) as plain dense weights with fixed pruning masks: each weight
-    matrix's evaluation weights (see `effective_weights`) and a mask
-    ``weights != 0`` (with a zero threshold), the other model variables
-    unchanged.
+    """Writes the model of ``checkpoint`` (a fine-tuning run) as plain
+    dense weights with fixed pruning masks: each weight matrix's evaluation
+    weights (see `effective_weights`) and a mask ``weights != 0`` (with a
+    zero threshold), the other model variables unchanged, no optimizer
+    state (NT-ASGD's slots of an averaged run are not the model).
 
     Returns:
       the prefix written.
     """
     values = _model_values(checkpoint, params)
     out = {name: value for name, value in values.items()
-           if name.startswith("lm/")}
+           if name.startswith("lm/") and not ntasgd.is_slot_name(name)}
     for name, weight in _effective(values, params).items():
         out[name] = weight.astype(np.float32)
         out[_mask_name(name)] = (weight != 0).astype(np.float32)

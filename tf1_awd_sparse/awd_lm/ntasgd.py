@@ -8,8 +8,18 @@ after each step from the switch on), and evaluation and checkpoints for
 the best model use the averaged weights.
 """
 import contextlib
+import re
 
 from tf1_awd_sparse.base.compat import tf
+
+
+def is_slot_name(name, optimizer_name="NTASGD"):
+    """Whether a checkpoint's variable name is one of an `NTASGDOptimizer`
+    named ``optimizer_name``'s state: its slots (``<var>/NTASGD``, the
+    average; ``<var>/NTASGD_1``, the swap backup) or its ``averaging`` /
+    ``num_averaged`` switch."""
+    return bool(re.search(r"/%s(_\d+)?$" % re.escape(optimizer_name), name)
+                or name in ("averaging", "num_averaged"))
 
 
 def nonmonotone_trigger(history, loss, nonmono=5):
