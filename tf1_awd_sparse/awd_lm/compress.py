@@ -134,11 +134,12 @@ DROPOUT_KEYS = ("dropout", "dropouth", "dropouti", "dropoute", "wdrop")
 
 def _compressed_dropout(params, float_params):
     """``params`` with every rate of `DROPOUT_KEYS` times the float
-    model's ``finetune_dropout_scale`` (default 1): a model with a
+    model's ``finetune_dropout_scale`` (default 0.5): a model with a
     twentieth of its weights underfits under the float model's rates
     (ptb-small at 95 %: training perplexity with dropout above
     validation's)."""
-    scale = float(float_params.get("finetune_dropout_scale", 1.0))
+    scale = float(float_params.get("finetune_dropout_scale",
+                                   presets.DEFAULTS["finetune_dropout_scale"]))
     params.update({key: params[key] * scale for key in DROPOUT_KEYS})
     return params
 
@@ -148,7 +149,8 @@ def _settled_optimizer(float_params):
     survivors, the reference): ``finetune_optimizer``, 'sgd' or 'ntasgd'
     (NT-ASGD with the float model's ``nonmono``; its averages are of
     weights under fixed masks)."""
-    return float_params.get("finetune_optimizer") or "sgd"
+    return (float_params.get("finetune_optimizer")
+            or presets.DEFAULTS["finetune_optimizer"])
 
 
 def _with_teacher(params, float_params, teacher):

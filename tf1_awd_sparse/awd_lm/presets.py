@@ -60,12 +60,12 @@ DEFAULTS = {
     # the optimizer of the fine-tunings whose masks are fixed (the
     # survivors after the cut, the reference): 'sgd' or 'ntasgd' (NT-ASGD,
     # the float model's trigger window); a ramp always runs plain SGD
-    "finetune_optimizer": "sgd",
+    "finetune_optimizer": "ntasgd",
     # the factor on every dropout rate (dropout, dropouth, dropouti,
     # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
     # survivors, QAT; not the reference's): fewer weights, less to
     # regularize
-    "finetune_dropout_scale": 1.0,
+    "finetune_dropout_scale": 0.5,
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
