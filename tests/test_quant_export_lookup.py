@@ -38,6 +38,8 @@ def _ids():
 # [-1, 1.5]: narrow zero point 103, the activation grid's 102 (one step
 # off); [-1, 1]: both 128 (only the scale differed); [-0.3, 2.2]: 32 / 31.
 RANGES = [(-1.0, 1.5), (-1.0, 1.0), (-0.3, 2.2)]
+RANGES_BITS = [r + (8,) for r in RANGES] + [(-2.7, 0.4, 8), (0.0, 3.0, 8),
+                                            (-1.0, 1.5, 4), (-0.3, 2.2, 2)]
 
 
 @pytest.mark.parametrize("low,high", RANGES)
@@ -45,17 +47,18 @@ def test_uint8_lookup_of_a_fake_quant_table_reads_its_values(tmp_path, low,
                                                              high):
     """A graph ids -> Gather(fake-quant table) converted to uint8: the
     dequantized rows equal the TF graph's fake-quant rows (float32
-    rounding), and the file's lookup output has the table's (scale, zero
-    point) (so its bytes mean the same numbers)."""
+    rounding), the file stores the table's trained codes, and its lookup
+    output has the table's (scale, zero point) (so its bytes mean the same
+    numbers)."""
     graph = tf.Graph()
     with graph.as_default():
         ids = tf.placeholder(tf.int32, [B, T], name=qexport.INPUT_NAME)
         table = tf.Variable(_table(low, high))
-        rows = tf.identity(tf.gather(fq.quantize_weight(table, 8), ids),
-                           name="rows")
+        quantized = fq.quantize_weight(table, 8)
+        rows = tf.identity(tf.gather(quantized, ids), name="rows")
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
-            want = session.run(rows, {ids: _ids()})
+            want, grid = session.run([rows, quantized], {ids: _ids()})
             model = qexport.convert(session, [ids], [rows],
                                     {qexport.INPUT_NAME: (0.0, 1.0)})
     path = str(tmp_path / "lookup.tflite")
@@ -71,8 +74,37 @@ def test_uint8_lookup_of_a_fake_quant_table_reads_its_values(tmp_path, low,
     stored = [d for d in runner.interpreter.get_tensor_details()
               if tuple(d["shape"]) == (VOCAB, EMB)]
     assert len(stored) == 1
+    scale, zero_point = stored[0]["quantization"]
+    codes = runner.interpreter.get_tensor(stored[0]["index"])
+    np.testing.assert_array_equal(codes, np.round(grid / scale) + zero_point)
     assert runner.outputs["rows"]["quantization"] == pytest.approx(
         stored[0]["quantization"], rel=1e-6)
+
+
+@pytest.mark.parametrize("low,high,bits", RANGES_BITS)
+def test_full_range_bounds_give_the_narrow_grid(low, high, bits):
+    """tf.fake_quant_with_min_max_vars on the bounds of
+    `_narrow_as_full_range` (full range) of values clipped to its nudged
+    narrow bounds (as the export rewrites a gathered table) gives what the
+    narrow-range op gives on [low, high], for values across and beyond the
+    range; those bounds are the narrow op's smallest and largest
+    outputs."""
+    full, narrow = qexport._narrow_as_full_range(low, high, bits)
+    step = (narrow[1] - narrow[0]) / (2 ** bits - 2)
+    x = np.linspace(low - 0.5, high + 0.5, 2001).astype(np.float32)
+    # Not at a tie between two codes, where the scales' float32 rounding
+    # may pick either.
+    codes = (x - narrow[0]) / step
+    x = x[np.abs(codes - np.floor(codes) - 0.5) > 1e-3]
+    with tf.Graph().as_default(), tf.Session() as session:
+        want, got = session.run([
+            tf.fake_quant_with_min_max_vars(x, low, high, num_bits=bits,
+                                            narrow_range=True),
+            tf.fake_quant_with_min_max_vars(np.clip(x, *narrow),
+                                            float(full[0]), float(full[1]),
+                                            num_bits=bits)])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-3 * step)
+    assert (want.min(), want.max()) == pytest.approx(narrow, abs=1e-6)
 
 
 def _lm_checkpoint(folder, params, table):

@@ -259,7 +259,7 @@ def _folded_graph_def(session, input_tensors, output_tensors):
         node.input.extend("^" + c.name for c in op.control_inputs
                           if c in needed)
     keep = set(t.op.name for t in list(input_tensors) + list(output_tensors))
-    _gathered_weights_on_full_range(graph_def)
+    _gathered_weights_on_full_range(graph_def, session)
     return _shorten_names(_one_weight_quant_per_use(graph_def), keep)
 
 
@@ -267,7 +267,7 @@ def _folded_graph_def(session, input_tensors, output_tensors):
 _GATHER_OPS = ("Gather", "GatherV2")
 
 
-def narrow_as_full_range(range_min, range_max, num_bits=8):
+def _narrow_as_full_range(range_min, range_max, num_bits=8):
     """The full-range bounds (codes ``0 .. 2**bits - 1``) of the grid that
     ``tf.fake_quant_with_min_max_vars(..., narrow_range=True)`` uses on
     ``[range_min, range_max]`` (codes ``1 .. 2**bits - 1``): the same scale
@@ -295,11 +295,12 @@ def narrow_as_full_range(range_min, range_max, num_bits=8):
             ((one - zero_point) * scale, (quant_max - zero_point) * scale))
 
 
-def _gathered_weights_on_full_range(graph_def):
+def _gathered_weights_on_full_range(graph_def, session):
     """Rewrites (in place) each narrow-range FakeQuant of a constant that
     a Gather reads rows of (an embedding table) into the full-range
-    FakeQuant of the same grid (`narrow_as_full_range`), its input clipped
-    to the grid as the op clips it.
+    FakeQuant of the same grid (`_narrow_as_full_range`) of the table's
+    trained values (the FakeQuant's output in ``session``, where the
+    GraphDef's nodes have their names).
 
     TFLite's uint8 Gather copies the table's codes, read with its output's
     (scale, zero point). TOCO (TF 1.x) gives that output the table's range
@@ -307,9 +308,10 @@ def _gathered_weights_on_full_range(graph_def):
     and, for about half of all ranges, a zero point one lower, so every row
     was read 0.4 % small and one step high, exact zeros included (1.4 %
     in perplexity on a 95 % sparse PTB model). On the full-range grid both
-    tensors get the table's scale and zero point, and the stored codes are
-    the trained ones; TF 2.x's converter already gave the output the
-    table's, and gets the same numbers from the rewritten node.
+    tensors get the table's scale and zero point; values already on it
+    are stored as their trained codes (the weights' own values at half a
+    step would round either way under the two scales' float32 rounding).
+    TF 2.x's converter gave the output the table's parameters already.
     """
     nodes = {node.name: node for node in graph_def.node}
 
@@ -324,14 +326,15 @@ def _gathered_weights_on_full_range(graph_def):
                 and all(source(ref).op == "Const"
                         for ref in quant.input[:3])):
             tables[quant.name] = quant
+    trained = session.run({name: session.graph.get_tensor_by_name(
+        name + ":0") for name in tables})
     for name in sorted(tables):
         quant = tables[name]
-        value, low, high = [tf.make_ndarray(source(ref).attr["value"].tensor)
-                            for ref in quant.input[:3]]
+        low, high = [tf.make_ndarray(source(ref).attr["value"].tensor)
+                     for ref in quant.input[1:3]]
         bits = quant.attr["num_bits"].i if "num_bits" in quant.attr else 8
-        full, narrow = narrow_as_full_range(float(low), float(high), bits)
-        inputs = [np.clip(value, *narrow).astype(value.dtype)] + list(full)
-        for k, array in enumerate(inputs):
+        full, _ = _narrow_as_full_range(float(low), float(high), bits)
+        for k, array in enumerate([trained[name]] + list(full)):
             const = graph_def.node.add()
             const.name = "%s_full_range_%d" % (name, k)
             const.op = "Const"
