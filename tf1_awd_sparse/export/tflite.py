@@ -323,7 +323,7 @@ def _gathered_weights_on_full_range(graph_def, session):
         quant = source(node.input[0]) if node.op in _GATHER_OPS else None
         if (quant is not None and quant.op in _KEPT_OPS
                 and quant.attr["narrow_range"].b
-                and all(source(ref).op == "Const"
+                and all(getattr(source(ref), "op", None) == "Const"
                         for ref in quant.input[:3])):
             tables[quant.name] = quant
     trained = session.run({name: session.graph.get_tensor_by_name(
