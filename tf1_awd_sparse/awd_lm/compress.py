@@ -140,7 +140,8 @@ def _compressed_dropout(params, float_params):
     validation's)."""
     scale = float(float_params.get("finetune_dropout_scale",
                                    presets.DEFAULTS["finetune_dropout_scale"]))
-    params.update({key: params[key] * scale for key in DROPOUT_KEYS})
+    params.update({key: params[key] * scale for key in DROPOUT_KEYS
+                   if key in params})
     return params
 
 

@@ -31,8 +31,8 @@ from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, presets,
-                                   records, runtime)
+from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, ntasgd,
+                                   presets, records, runtime)
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -87,6 +87,7 @@ class Graph(object):
             quant_vars = set(mask_placement.quant_variables())
             warm_vars = [v for v in tf.global_variables()
                          if v.op.name.startswith("lm/")
+                         and not ntasgd.is_slot_name(v.op.name)
                          and v not in quant_vars
                          and v.op.name in set(warm_names or ())]
             ranges = model.quant_range_variables()
