@@ -191,7 +191,7 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
 
     Returns:
       dict: ``max_epochs = ramp_epochs(...)`` at ``finetune_lr``, plain
-      SGD; magnitude: the gradual schedule over all of it; VD / L0: the KL
+      SGD, the dropout rates scaled (`_compressed_dropout`); magnitude: the gradual schedule over all of it; VD / L0: the KL
       / L0 weight ramped over all of it, the controller's factor
       ``sparsity_controller`` and the auxiliary learning-rate scale; only
       the last epoch selectable (the cut reads the last checkpoint); the
