@@ -62,17 +62,28 @@ $(VENV2)/.installed: setup.py $(PINS2)
 $(VENV2L)/.installed: setup.py $(PINS2L)
 	$(call install,$(VENV2L),$(PINS2L),3.11,PYTHON311,$(EXTRAS2))
 
+# Test processes per suite (pytest-xdist, one per core; docs/testing.md):
+# `make test WORKERS=0` runs the suite in one process. --dist loadfile
+# keeps a test file on one worker, so its module-scoped fixtures are built
+# once; tests/conftest.py hands out the costliest files first.
+WORKERS    ?= 2
+XDIST       = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
+# Extra pytest arguments, e.g. PYTEST_ARGS='--durations=40' or '-m "not slow"'.
+PYTEST_ARGS ?=
+
 # TF1_AWD_CONSTRAINTS: tests/test_environment.py checks the installed
 # versions against the environment's pins.
-# $(call pytest,PYTHON,ENVIRONMENT): the suite; when the process dies of a
-# signal (a crash in native code), the test it was running and the
-# innermost frames of its traceback (tests/conftest.py, TF1_AWD_CRASH_LOG).
+# $(call pytest,PYTHON,ENVIRONMENT): the suite; when a test process dies of
+# a signal (a crash in native code), the test it was running and the
+# innermost frames of its traceback (tests/conftest.py, TF1_AWD_CRASH_LOG:
+# one file per xdist worker, suffixed with its name).
 define pytest
-@crash=$$(mktemp); echo "$(2) $(1) -m pytest -q -rs tests"; \
-TF1_AWD_CRASH_LOG=$$crash $(2) $(1) -m pytest -q -rs tests; rc=$$?; \
-if [ $$rc -gt 128 ] && [ -s $$crash ]; then \
-  echo "the test process died of signal $$((rc - 128)) in:"; head -n 30 $$crash; fi; \
-rm -f $$crash; exit $$rc
+@crash=$$(mktemp); echo "$(2) $(1) -m pytest -q -rs $(XDIST) $(PYTEST_ARGS) tests"; \
+TF1_AWD_CRASH_LOG=$$crash $(2) $(1) -m pytest -q -rs $(XDIST) $(PYTEST_ARGS) tests; rc=$$?; \
+if [ $$rc -ne 0 ]; then for f in $$crash $$crash.gw*; do \
+  if [ -s $$f ]; then echo "a test process died (pytest exit $$rc) in:"; head -n 30 $$f; fi; \
+done; fi; \
+rm -f $$crash $$crash.gw*; exit $$rc
 endef
 
 test: env

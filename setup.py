@@ -58,8 +58,11 @@ setup(
         # 3.9+); the tests use it where it is installed.
         "litert": ["ai-edge-litert>=2.0; " + PY3X],
         # hypothesis: the property-based tests (tests/test_properties_*);
-        # 6.79.4 is the last release for CPython 3.7.
-        "test": ["pytest==7.4.4", "hypothesis==6.79.4"],
+        # 6.79.4 is the last release for CPython 3.7. pytest-xdist runs a
+        # suite on both cores (Makefile, WORKERS); 3.5.0 and execnet 2.0.2
+        # are the last releases for CPython 3.7.
+        "test": ["pytest==7.4.4", "hypothesis==6.79.4",
+                 "pytest-xdist==3.5.0", "execnet==2.0.2"],
         "examples": ["tqdm==4.66.5",
                      "matplotlib==3.1.3; " + PY37,
                      "matplotlib==3.8.4; " + PY3X],

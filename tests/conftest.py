@@ -1,4 +1,5 @@
 """Shared test setup: a quiet TensorFlow and a fresh graph per test."""
+import collections
 import faulthandler
 import os
 import sys
@@ -74,12 +75,22 @@ def long_run(request):
 # the test. With TF1_AWD_CRASH_LOG set (the Makefile's test targets set
 # it), the running test's id is kept in that file and the traceback of a
 # crash is written under it; the Makefile prints the file's head when the
-# process dies of a signal.
+# process dies of a signal. Under pytest-xdist each worker keeps its own
+# file (the path with ".gw0", ".gw1", ... appended), so a worker's crash
+# names its own test.
 _CRASH_LOG = {}
 
 
-def pytest_sessionstart(session):
+def _crash_log_path():
     path = os.environ.get("TF1_AWD_CRASH_LOG")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if path and worker:
+        return "%s.%s" % (path, worker)
+    return path
+
+
+def pytest_sessionstart(session):
+    path = _crash_log_path()
     if path:
         _CRASH_LOG["file"] = open(path, "w")
         faulthandler.enable(file=_CRASH_LOG["file"])
@@ -100,27 +111,69 @@ def pytest_sessionfinish(session):
         handle.seek(0)
         handle.truncate()
         handle.close()
+    # An xdist worker hands its counts to the controller, which prints the
+    # summary (tests/conftest.py's XdistSummary).
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["tf1_awd_summary"] = _summary_of_this_process()
+
+
+def _summary_of_this_process():
+    """The property cases and numerics results this process recorded, as
+    plain lists (xdist's workeroutput carries only builtin types)."""
+    numerics = sys.modules.get("test_numerics")
+    support = sys.modules.get("property_support")
+    return {
+        "numerics": [list(row) for row in numerics.RESULTS]
+        if numerics is not None else [],
+        "cases": [[family, outcome, count] for (family, outcome), count
+                  in support.CASES.items()] if support is not None else [],
+    }
+
+
+# What the xdist workers recorded, merged by the controller.
+_WORKER_SUMMARIES = []
+
+
+class XdistSummary(object):
+    """Collects each worker's summary when it finishes (an xdist hook, so
+    registered only where pytest-xdist is installed)."""
+
+    @staticmethod
+    def pytest_testnodedown(node, error):
+        summary = getattr(node, "workeroutput", {}).get("tf1_awd_summary")
+        if summary:
+            _WORKER_SUMMARIES.append(summary)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistSummary(), "tf1_awd_xdist_summary")
 
 
 def pytest_terminal_summary(terminalreporter):
     """The property tests' count of cases tried, per function family, and
-    the numerics runs' results (tests/test_numerics.py)."""
-    numerics = sys.modules.get("test_numerics")
-    if numerics is not None and numerics.RESULTS:
+    the numerics runs' results (tests/test_numerics.py), of this process or,
+    under xdist, of all workers."""
+    summaries = _WORKER_SUMMARIES or [_summary_of_this_process()]
+    results = sorted(tuple(row) for s in summaries for row in s["numerics"])
+    if results:
         terminalreporter.write_sep("-", "numerics runs")
-        for model, steps, loss, largest in numerics.RESULTS:
+        for model, steps, loss, largest in results:
             terminalreporter.write_line(
                 "%-20s %6d steps  final loss %.4f  max |weight| %.3f"
                 % (model, steps, loss, largest))
-    support = sys.modules.get("property_support")
-    if support is None or not support.CASES:
+    cases = collections.Counter()
+    for summary in summaries:
+        for family, outcome, count in summary["cases"]:
+            cases[family, outcome] += count
+    if not cases:
         return
-    families = sorted({family for family, _ in support.CASES})
-    outcomes = sorted({outcome for _, outcome in support.CASES})
+    families = sorted({family for family, _ in cases})
+    outcomes = sorted({outcome for _, outcome in cases})
     terminalreporter.write_sep("-", "property cases tried")
     for family in families:
-        counts = ", ".join("%d %s" % (support.CASES[family, o], o)
-                           for o in outcomes if support.CASES[family, o])
+        counts = ", ".join("%d %s" % (cases[family, o], o)
+                           for o in outcomes if cases[family, o])
         terminalreporter.write_line("%-28s %s" % (family, counts))
-    terminalreporter.write_line("%-28s %d" % (
-        "total", sum(support.CASES.values())))
+    terminalreporter.write_line("%-28s %d" % ("total", sum(cases.values())))
