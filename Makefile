@@ -68,18 +68,23 @@ $(VENV2L)/.installed: setup.py $(PINS2L)
 # once; tests/conftest.py hands out the costliest files first.
 WORKERS    ?= 2
 XDIST       = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
-# Extra pytest arguments, e.g. PYTEST_ARGS='--durations=40' or '-m "not slow"'.
+# Extra pytest arguments, e.g. PYTEST_ARGS='--durations=40'.
 PYTEST_ARGS ?=
+# The tests marked slow run in `make test` (the default version) and, with
+# SLOW=1, on the other versions (docs/testing.md names each and says why
+# the other versions can do without it).
+NOT_SLOW    = $(if $(SLOW),,-m 'not slow')
 
 # TF1_AWD_CONSTRAINTS: tests/test_environment.py checks the installed
 # versions against the environment's pins.
-# $(call pytest,PYTHON,ENVIRONMENT): the suite; when a test process dies of
+# $(call pytest,PYTHON,ENVIRONMENT[,SELECTION]): the suite (SELECTION: more
+# pytest arguments, e.g. $(NOT_SLOW)); when a test process dies of
 # a signal (a crash in native code), the test it was running and the
 # innermost frames of its traceback (tests/conftest.py, TF1_AWD_CRASH_LOG:
 # one file per xdist worker, suffixed with its name).
 define pytest
-@crash=$$(mktemp); echo "$(2) $(1) -m pytest -q -rs $(XDIST) $(PYTEST_ARGS) tests"; \
-TF1_AWD_CRASH_LOG=$$crash $(2) $(1) -m pytest -q -rs $(XDIST) $(PYTEST_ARGS) tests; rc=$$?; \
+@crash=$$(mktemp); echo "$(2) $(1) -m pytest -q -rs $(XDIST) $(3) $(PYTEST_ARGS) tests"; \
+TF1_AWD_CRASH_LOG=$$crash $(2) $(1) -m pytest -q -rs $(XDIST) $(3) $(PYTEST_ARGS) tests; rc=$$?; \
 if [ $$rc -ne 0 ]; then for f in $$crash $$crash.gw*; do \
   if [ -s $$f ]; then echo "a test process died (pytest exit $$rc) in:"; head -n 30 $$f; fi; \
 done; fi; \
@@ -90,13 +95,13 @@ test: env
 	$(call pytest,$(PY),TF1_AWD_CONSTRAINTS=$(PINS))
 
 test-tf115: env-tf115
-	$(call pytest,$(PY115),TF1_AWD_CONSTRAINTS=$(PINS115))
+	$(call pytest,$(PY115),TF1_AWD_CONSTRAINTS=$(PINS115),$(NOT_SLOW))
 
 test-tf2: env-tf2
-	$(call pytest,$(PY2),TF1_AWD_CONSTRAINTS=$(PINS2))
+	$(call pytest,$(PY2),TF1_AWD_CONSTRAINTS=$(PINS2),$(NOT_SLOW))
 
 test-tf2-latest: env-tf2-latest
-	$(call pytest,$(PY2L),$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L))
+	$(call pytest,$(PY2L),$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L),$(NOT_SLOW))
 
 test-all: test test-tf115 test-tf2 test-tf2-latest
 

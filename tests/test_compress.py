@@ -272,6 +272,10 @@ def _killing_at(boundary, originals):
     return killing_run, killing_prune, killing_export
 
 
+# Slow (about 40 s): runs on the default version (docs/testing.md); the
+# resume bookkeeping it checks is the pipeline's own Python, and training's
+# kill-and-resume runs on every version (test_lm_script.py).
+@pytest.mark.slow
 def test_resume_at_every_stage_boundary_equals_uninterrupted(
         reference, tmp_path, monkeypatch):
     """One run killed at each boundary in turn and resumed each time (so
@@ -388,7 +392,12 @@ def test_every_stage_opens_as_a_language_model(reference):
         rows[("tflite_float", chosen)]["sparsity"], abs=0.01)
 
 
-def test_survivors_and_reference_average_under_fixed_masks(tmp_path):
+# Slow (about 40 s: eight epochs of NT-ASGD fine-tuning): runs on the
+# default version (docs/testing.md); NT-ASGD's averaging and swap run on
+# every version (test_lm_parts.py, test_train_step.py).
+@pytest.mark.slow
+def test_survivors_and_reference_average_under_fixed_masks(reference,
+                                                           tmp_path):
     """``finetune_optimizer='ntasgd'``: the survivors and the reference
     fine-tune with NT-ASGD (the ramp stays plain SGD: its masks move),
     side by side in one process (parallel=2). Once the survivors average,
@@ -399,8 +408,10 @@ def test_survivors_and_reference_average_under_fixed_masks(tmp_path):
     corpus = _corpus()
     params = dict(_params(), finetune_optimizer="ntasgd", nonmono=1,
                   finetune_epochs=8, patience=20, finetune_dropout_scale=0.5)
-    float_params, _ = presets.split_quant(params)
-    float_dir = str(tmp_path / "float")
+    # The float model is the reference run's (its patience and nonmono
+    # differ from the fine-tunings' here, which inherit these).
+    float_params, _ = presets.split_quant(_params())
+    float_dir = os.path.join(reference[0], "float")
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
     out = str(tmp_path / "compress")

@@ -56,7 +56,6 @@ def _check_saved_variables(model_dir, global_step):
     assert tf.train.load_variable(model_dir, "global_step") == global_step
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_ps_chief_worker_cluster(tmp_path, entry):
     model_dir = str(tmp_path / "model")
@@ -103,7 +102,6 @@ def test_ps_chief_worker_cluster(tmp_path, entry):
     assert min(losses) < math.log(VOCAB) - 0.15
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_mirrored_strategy_on_two_cpu_devices(tmp_path, entry):
     model_dir = str(tmp_path / "model")

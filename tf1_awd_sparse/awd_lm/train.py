@@ -484,8 +484,21 @@ class Trainer(object):
         os.makedirs(run_dir, exist_ok=True)
         self.last_prefix = os.path.join(run_dir, "last", "model.ckpt")
         self.best_prefix = best_checkpoint(run_dir)
-        self.graph = Graph(params, warm_names)
+        # A resumed run that has finished trains and scores nothing: its
+        # graph is built only if asked for (`graph`), so resuming a
+        # pipeline of finished stages costs no graph construction.
+        self._warm_names = warm_names
+        self._graph = (None if self.resumed and self.state["done"]
+                       else Graph(params, warm_names))
         self._writer = tf.summary.FileWriter(run_dir)
+
+    @property
+    def graph(self):
+        """The run's `Graph` (built here on first use when the run was
+        resumed finished)."""
+        if self._graph is None:
+            self._graph = Graph(self.params, self._warm_names)
+        return self._graph
 
     def _load_state(self, resume):
         """(state, resumed): run_dir's state.json, or a fresh state after
@@ -732,8 +745,9 @@ class Trainer(object):
         Raises:
           CheckpointError: the best checkpoint is unreadable.
         """
-        g, state = self.graph, self.state
+        state = self.state
         if not state["done"]:
+            g = self.graph
             state["stop_reason"] = stop_reason(state, self.params)
             graph, _, best_saver, _, _ = g.instance(
                 self.params["seed"] * 1009)
