@@ -164,9 +164,41 @@ class XdistSummary(object):
             _WORKER_SUMMARIES.append(summary)
 
 
+class XdistOrder(object):
+    """xdist's file scheduler in the collection's order (an xdist hook).
+
+    ``--dist loadfile`` hands out files largest first by their number of
+    tests, which leaves a long file of one test (the demo's) to the end;
+    this one keeps the order `pytest_collection_modifyitems` made."""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getoption("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadFileScheduling
+
+        class InCollectionOrder(LoadFileScheduling):
+            _ordered = False
+
+            def _assign_work_unit(self, node):
+                if not self._ordered:
+                    self._ordered = True
+                    rank = {}
+                    for nodeid in self.collection:
+                        rank.setdefault(self._split_scope(nodeid), len(rank))
+                    units = sorted(self.workqueue.items(),
+                                   key=lambda unit: rank[unit[0]])
+                    self.workqueue.clear()
+                    self.workqueue.update(units)
+                super(InCollectionOrder, self)._assign_work_unit(node)
+
+        return InCollectionOrder(config, log)
+
+
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistSummary(), "tf1_awd_xdist_summary")
+        config.pluginmanager.register(XdistOrder(), "tf1_awd_xdist_order")
 
 
 def pytest_terminal_summary(terminalreporter):
