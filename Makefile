@@ -67,7 +67,10 @@ $(VENV2L)/.installed: setup.py $(PINS2L)
 # keeps a test file on one worker, so its module-scoped fixtures are built
 # once; tests/conftest.py hands out the costliest files first.
 WORKERS    ?= 2
-XDIST       = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
+# A worker that dies is replaced at most twice: a crash that repeats (the
+# same test, handed to the new worker) ends the run instead of retrying.
+XDIST       = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile \
+              --max-worker-restart 2)
 # Extra pytest arguments, e.g. PYTEST_ARGS='--durations=40'.
 PYTEST_ARGS ?=
 # The tests marked slow run in `make test` (the default version) and, with
