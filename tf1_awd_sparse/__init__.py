@@ -9,4 +9,11 @@ that installing the library adds no generic top-level names:
 * :mod:`tf1_awd_sparse.ops.mask_placement` - where dropout-mask variables live
   (per process, never on a ps, never in a checkpoint).
 * :mod:`tf1_awd_sparse.awd_lm` - the AWD-LSTM language model.
+
+Every error the library raises under a name of its own derives from
+:class:`tf1_awd_sparse.Error` (``base/errors.py``), and from the built-in
+error of its case as well.
 """
+from tf1_awd_sparse.base.errors import Error  # noqa: F401  (no TensorFlow)
+
+__all__ = ["Error"]

@@ -10,13 +10,14 @@ import os
 import numpy as np
 
 from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.errors import Error
 
 EOS = "<eos>"
 UNK = "<unk>"
 SPLITS = ("train", "valid", "test")
 
 
-class DataError(ValueError):
+class DataError(ValueError, Error):
     """Bad input data; the message is one line saying what and where."""
 
 

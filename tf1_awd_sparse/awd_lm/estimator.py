@@ -67,6 +67,7 @@ from tf1_awd_sparse.awd_lm.input_fn import (  # noqa: F401
 from tf1_awd_sparse.awd_lm.model_fn import (  # noqa: F401
     MASK_UPDATE_OPS, MaskUpdateHook, model_fn)
 from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: F401
+from tf1_awd_sparse.base.errors import Error
 
 DISTRIBUTE_CHOICES = ("none", "mirrored")
 
@@ -74,7 +75,7 @@ DISTRIBUTE_CHOICES = ("none", "mirrored")
 ALTERNATIVE = "python -m tf1_awd_sparse.awd_lm.monitored"
 
 
-class EstimatorUnavailableError(RuntimeError):
+class EstimatorUnavailableError(RuntimeError, Error):
     """``tf.estimator`` is missing (TensorFlow 2.16+); the message is one
     line naming the command line to use instead."""
 

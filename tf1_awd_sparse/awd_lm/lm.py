@@ -39,6 +39,7 @@ from tf1_awd_sparse.awd_lm import data, lm_backends, modeldir
 from tf1_awd_sparse.awd_lm.cache import CacheConfig  # noqa: F401 (public)
 from tf1_awd_sparse.awd_lm.export import log_softmax
 from tf1_awd_sparse.awd_lm.lm_backends import LMState  # noqa: F401 (public)
+from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["LanguageModel", "LMState", "Scores", "OOVError", "CacheConfig",
            "export_model"]
@@ -90,7 +91,7 @@ def _resolve(path):
                                ".tflite file" % (path,))
 
 
-class OOVError(ValueError):
+class OOVError(ValueError, Error):
     """A word outside a vocabulary that has no ``<unk>``."""
 
 

@@ -33,6 +33,7 @@ import json
 import os
 
 from tf1_awd_sparse.awd_lm import data, presets
+from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
            "write_config", "write_vocab", "read_vocab", "read_config",
@@ -58,7 +59,7 @@ PARAM_KEYS = tuple(sorted(set(presets.DEFAULTS) | {"model", "preset",
                                                    "distill_from"}))
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, Error):
     """A config.json / sidecar that cannot be used; one line naming the
     file and the key."""
 

@@ -33,6 +33,7 @@ from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, ntasgd,
                                    presets, records, runtime)
+from tf1_awd_sparse.base.errors import Error
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -214,7 +215,7 @@ def diverged(loss):
     return not (math.isfinite(loss) and loss <= DIVERGED_LOSS)
 
 
-class TrainingDiverged(FloatingPointError):
+class TrainingDiverged(FloatingPointError, Error):
     """Training that diverged (see `diverged`): the loss of a training step
     or the validation loss after an epoch. Nothing of that epoch is saved:
     the checkpoints of the previous epochs and state.json are kept.
@@ -388,7 +389,7 @@ def best_checkpoint(run_dir):
     return os.path.join(run_dir, "best", "model.ckpt")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ValueError, Error):
     """A run's checkpoint or state file that cannot be read (missing,
     truncated, corrupt); the message is one line naming the file."""
 

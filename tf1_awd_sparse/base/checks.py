@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
+from tf1_awd_sparse.base.errors import Error
 from tensorflow.python.framework import smart_cond as _smart_cond
 from tensorflow.python.ops import control_flow_util
 
@@ -34,21 +35,21 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "derived_seed", "outer_control_inputs", "once_per_run"]
 
 
-class TrainingFlagError(TypeError, ValueError):
+class TrainingFlagError(TypeError, ValueError, Error):
     """A training flag that is neither a Python bool nor a scalar bool
     tensor. Both a TypeError (``tf.layers``' convention for call arguments)
     and a ValueError (``tf.nn.rnn_cell``'s for constructor arguments), so
     code written against either convention catches it."""
 
 
-class DtypeError(TypeError, ValueError):
+class DtypeError(TypeError, ValueError, Error):
     """A tensor argument of the wrong dtype (or not a tensor at all). A
     TypeError (TensorFlow's convention for dtypes) and a ValueError (what
     some functions of the library raised for it before), so code written
     against either catches it."""
 
 
-class ParamsError(ValueError, RuntimeError):
+class ParamsError(ValueError, RuntimeError, Error):
     """A malformed parameter pair ``(theta, aux)`` of the sparse ops, cells
     and layers (not a 2-tuple, shapes or dtypes that differ, a wrong rank).
     A ValueError like every other bad argument of the library, and a

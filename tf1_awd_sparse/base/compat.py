@@ -20,6 +20,7 @@ import inspect
 import os
 
 import tensorflow as _tf
+from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "PartitionedVariable", "Variable", "TENSOR_TYPES",
@@ -173,7 +174,7 @@ def has_distribution_strategy():
     return tf.distribute.has_strategy()
 
 
-class GraphModeError(RuntimeError):
+class GraphModeError(RuntimeError, Error):
     """The library builds TF1 graphs; it was called while eager execution
     is on (TensorFlow 2.x without ``tf.compat.v1.disable_v2_behavior()``)."""
 
