@@ -193,6 +193,32 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
     assert row["nonzero_weights"] <= qat["nonzero_weights"]
 
 
+class _GraphBuilt(Exception):
+    """Stands for the training graph's construction."""
+
+
+def test_resuming_a_finished_run_builds_no_graph(reference, monkeypatch):
+    """A finished run resumed (as every finished stage of a resumed
+    pipeline is) returns its summary without building its training graph;
+    one resumed with more epochs builds it."""
+    out, result = reference
+    float_params, _ = presets.split_quant(_params())
+    float_dir = os.path.join(out, "float")
+
+    def no_graph(*args, **kwargs):
+        raise _GraphBuilt()
+
+    monkeypatch.setattr(train, "Graph", no_graph)
+    summary = train.run(_corpus(), float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    assert summary["test_ppl"] == result["stages"][0]["test_ppl"]
+    assert summary["epochs_run"] == float_params["max_epochs"]
+    with pytest.raises(_GraphBuilt):
+        train.run(_corpus(), dict(float_params,
+                                  max_epochs=float_params["max_epochs"] + 1),
+                  float_dir, resume=True, log=lambda *a: None, threads=1)
+
+
 def test_tflite_perplexity_equals_the_tf_graphs(reference):
     out, result = reference
     rows = {r["stage"]: r for r in result["stages"]}
@@ -392,7 +418,7 @@ def test_every_stage_opens_as_a_language_model(reference):
         rows[("tflite_float", chosen)]["sparsity"], abs=0.01)
 
 
-# Slow (about 40 s: eight epochs of NT-ASGD fine-tuning): runs on the
+# Slow (about 30 s: eight epochs of NT-ASGD fine-tuning): runs on the
 # default version (docs/testing.md); NT-ASGD's averaging and swap run on
 # every version (test_lm_parts.py, test_lm_model.py).
 @pytest.mark.slow
