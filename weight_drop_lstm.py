@@ -1,9 +1,9 @@
 """``WeightDropLSTMCell`` and ``WeightDropLSTM``: AWD-LSTM's LSTM with DropConnect on the recurrent weights.
 
-The same module as :mod:`tf1_awd_sparse.layers.weight_drop_lstm` (this name stays importable; the code lives
-on its floor, see docs/architecture.md)."""
-import sys
+The public name of
+:mod:`tf1_awd_sparse.layers.weight_drop_lstm`
+(the same module object; the table of names is
+:mod:`tf1_awd_sparse.base.names`)."""
+from tf1_awd_sparse.base import names as _names
 
-from tf1_awd_sparse.layers import weight_drop_lstm as _module
-
-sys.modules[__name__] = _module
+_names.public_module(__name__)

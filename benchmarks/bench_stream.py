@@ -49,7 +49,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tf1_awd_sparse.base import compat as _compat  # noqa: E402
 from tf1_awd_sparse.awd_lm import (  # noqa: E402
     data, lm, modeldir, presets, train)
-from tf1_awd_sparse.quantization import export as qexport  # noqa: E402
+from tf1_awd_sparse.export import tflite as qexport  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 
 FULL = dict(vocab=7000, units=200, layers=2)

@@ -1,9 +1,9 @@
 """The sparse techniques' shared math and constants, for TF and numpy.
 
-The same module as :mod:`tf1_awd_sparse.ops.sparse.common` (this name stays importable; the code lives
-on its floor, see docs/architecture.md)."""
-import sys
+The public name of
+:mod:`tf1_awd_sparse.ops.sparse.common`
+(the same module object; the table of names is
+:mod:`tf1_awd_sparse.base.names`)."""
+from tf1_awd_sparse.base import names as _names
 
-from tf1_awd_sparse.ops.sparse import common as _module
-
-sys.modules[__name__] = _module
+_names.public_module(__name__)

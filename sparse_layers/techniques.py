@@ -1,9 +1,9 @@
 """The technique registry and the sparse pairs of a graph.
 
-The same module as :mod:`tf1_awd_sparse.transforms.techniques` (this name stays importable; the code lives
-on its floor, see docs/architecture.md)."""
-import sys
+The public name of
+:mod:`tf1_awd_sparse.transforms.techniques`
+(the same module object; the table of names is
+:mod:`tf1_awd_sparse.base.names`)."""
+from tf1_awd_sparse.base import names as _names
 
-from tf1_awd_sparse.transforms import techniques as _module
-
-sys.modules[__name__] = _module
+_names.public_module(__name__)

@@ -9,7 +9,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, losses, strip, techniques
-from tf1_awd_sparse import magnitude_pruning
+from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm import compress, presets, records, synthetic, train
 
 

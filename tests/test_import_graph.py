@@ -146,36 +146,6 @@ def test_the_floor_check_finds_a_climb_and_a_facade():
         ("tf1_awd_sparse.ops.a", "tf1_awd_sparse.layers.b")]
 
 
-def test_the_old_names_are_the_moved_modules():
-    """The facades users import are the floor modules themselves (an alias
-    in ``sys.modules``), so a patch or an isinstance check through either
-    name sees one object."""
-    import importlib
-    pairs = [("weight_drop_lstm", "tf1_awd_sparse.layers.weight_drop_lstm"),
-             ("sparse_layers.common", "tf1_awd_sparse.ops.sparse.common"),
-             ("sparse_layers.techniques",
-              "tf1_awd_sparse.transforms.techniques"),
-             ("sparse_layers.variational_dropout.nn",
-              "tf1_awd_sparse.ops.sparse.variational_dropout"),
-             ("sparse_layers.l0_regularization.rnn",
-              "tf1_awd_sparse.layers.sparse.l0_regularization.rnn"),
-             ("sparse_layers.strip", "tf1_awd_sparse.export.strip"),
-             ("tf1_awd_sparse.quantization.export",
-              "tf1_awd_sparse.export.tflite"),
-             ("tf1_awd_sparse._checks", "tf1_awd_sparse.base.checks"),
-             ("tf1_awd_sparse.mask_placement",
-              "tf1_awd_sparse.ops.mask_placement"),
-             ("tf1_awd_sparse.magnitude_pruning",
-              "tf1_awd_sparse.transforms.magnitude_pruning")]
-    for old, new in pairs:
-        assert importlib.import_module(old) is importlib.import_module(new)
-    import variational_dropout
-    from tf1_awd_sparse.layers import dropout
-    from tf1_awd_sparse.transforms import held_mask
-    assert variational_dropout.HeldMask is held_mask.HeldMask
-    assert variational_dropout.locked_dropout is dropout.locked_dropout
-
-
 def test_no_import_circle():
     edges = import_edges()
     assert len(edges) > 40   # the walk found the library

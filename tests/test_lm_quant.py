@@ -10,7 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import train
-from tf1_awd_sparse.quantization.lstm import range_names
+from tf1_awd_sparse.ops.quantized_lstm import range_names
 from test_lm_script import TINY, script, write_ptb
 
 # The plain model learns the patterned corpus within 5 epochs at lr 10

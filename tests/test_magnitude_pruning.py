@@ -1,4 +1,5 @@
-"""The library's gradual magnitude pruning (tf1_awd_sparse.magnitude_pruning):
+"""The library's gradual magnitude pruning
+(tf1_awd_sparse.transforms.magnitude_pruning):
 its schedule against the closed form, its masks against the weights'
 magnitudes, its update steps, its argument errors on every version, and,
 on TF 1.x, step by step beside tf.contrib.model_pruning.Pruning, the
@@ -10,9 +11,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base.checks import DtypeError
-from tf1_awd_sparse.magnitude_pruning import (DEFAULT_NBINS,
-                                              MagnitudePruning,
-                                              gradual_sparsity)
+from tf1_awd_sparse.transforms.magnitude_pruning import (
+    DEFAULT_NBINS, MagnitudePruning, gradual_sparsity)
 from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 from tf_versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell

@@ -19,11 +19,11 @@ from property_support import (DTYPES, FLAGS, Tensor, build, close, examples,
                               random_array, shapes)
 from test_quant_reference import fake_quant as np_fake_quant
 from test_quant_reference import lstm_float_step, nudge
-from tf1_awd_sparse.transforms import kernel as transforms
+from tf1_awd_sparse import transforms
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
-from tf1_awd_sparse.quantization import fake_quant as fq
-from tf1_awd_sparse.quantization.export import (nudged_quantization,
-                                                relative_variable_names)
+from tf1_awd_sparse.ops import fake_quant as fq
+from tf1_awd_sparse.export.tflite import (nudged_quantization,
+                                         relative_variable_names)
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 
 BITS = mostly(st.integers(2, 8), st.sampled_from([0, 1, 9, 16, 8.0, True,

@@ -107,8 +107,9 @@ def lstm_float_step(x, c, h, kernel, bias, forget_bias=1.0, hard=False):
 import pytest  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse.quantization import fake_quant as fq  # noqa: E402
-from tf1_awd_sparse.quantization.export import nudged_quantization  # noqa: E402
+from tf1_awd_sparse.base import checks  # noqa: E402
+from tf1_awd_sparse.ops import fake_quant as fq  # noqa: E402
+from tf1_awd_sparse.export.tflite import nudged_quantization  # noqa: E402
 
 
 @pytest.mark.parametrize("bits", [8, 4])
@@ -170,9 +171,9 @@ def test_sanitize_range_never_empty_and_clipped(sess):
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="weight_bits"):
-        fq.check_num_bits("weight_bits", 9)
+        checks.check_num_bits(9, "weight_bits")
     with pytest.raises(ValueError, match="activation_bits"):
-        fq.check_num_bits("activation_bits", 8.0)
+        checks.check_num_bits(8.0, "activation_bits")
     with pytest.raises(ValueError, match="unique"):
         fq.RangeSet(["a", "a"])
     with pytest.raises(ValueError, match="ema_decay"):

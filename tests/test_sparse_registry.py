@@ -174,7 +174,6 @@ def test_tensor_pairs_and_legacy_tuples_are_read(sess):
     legacy = (tf.get_variable("old", [2]), tf.get_variable("old_log_alpha",
                                                            [2]))
     tf.add_to_collection(common.L0_COLLECTION, legacy)
-    techniques.add_to_collection(common.L0_COLLECTION, legacy)  # deprecated
     assert techniques.registered_pairs("variational_dropout") == [(theta,
                                                                    aux)]
     assert techniques.registered_pairs("l0") == [legacy]

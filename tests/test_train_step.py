@@ -19,7 +19,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import (estimator, model, model_fn, modeldir,
                                    monitored, presets, train)
-from tf1_awd_sparse.magnitude_pruning import PRUNING_COLLECTIONS
+from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.transforms import PRUNING_MASKS
 from test_compose import _ancestors as ancestors
 from tf_versions import needs_estimator

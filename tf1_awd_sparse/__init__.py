@@ -14,6 +14,10 @@ Every error the library raises under a name of its own derives from
 :class:`tf1_awd_sparse.Error` (``base/errors.py``), and from the built-in
 error of its case as well.
 """
+from tf1_awd_sparse.base import names as _names  # (no TensorFlow)
 from tf1_awd_sparse.base.errors import Error  # noqa: F401  (no TensorFlow)
+
+# The old module names import, with a warning (base/names.py has the table).
+_names.install_old_module_names()
 
 __all__ = ["Error"]

@@ -1,9 +1,9 @@
 """RNN cells.
 
-The same module as :mod:`tf1_awd_sparse.layers.sparse.variational_dropout.rnn` (this name stays importable; the code lives
-on its floor, see docs/architecture.md)."""
-import sys
+The public name of
+:mod:`tf1_awd_sparse.layers.sparse.variational_dropout.rnn`
+(the same module object; the table of names is
+:mod:`tf1_awd_sparse.base.names`)."""
+from tf1_awd_sparse.base import names as _names
 
-from tf1_awd_sparse.layers.sparse.variational_dropout import rnn as _module
-
-sys.modules[__name__] = _module
+_names.public_module(__name__)

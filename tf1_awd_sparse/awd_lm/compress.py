@@ -14,7 +14,7 @@ From the float model's best checkpoint:
    weight ramped up over the phase and raised by the controller while the
    sparsity lags the schedule, `sparse_layers.losses.
    controlled_weight_scale`) or ``magnitude``
-   (``tf1_awd_sparse.magnitude_pruning``'s gradual schedule to
+   (``tf1_awd_sparse.transforms.magnitude_pruning``'s gradual schedule to
    ``target_sparsity`` over the phase); (b) the **exact cut** of the
    phase's last checkpoint to exactly ``round(target * n)`` zeros
    (`cut_checkpoint`: by magnitude, log alpha or the gates' probability of
@@ -61,7 +61,7 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.ops.sparse import common as sparse_common
 from tf1_awd_sparse.export import strip as sparse_strip
 from tf1_awd_sparse.transforms import techniques as sparse_techniques
-from tf1_awd_sparse.transforms import kernel as transforms
+from tf1_awd_sparse import transforms
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, ntasgd,
                                    presets, records, train)

@@ -20,7 +20,7 @@ from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.layers.sparse import report as sparse_report
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.transforms import kernel as transforms
+from tf1_awd_sparse import transforms
 from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training, in_xla_context, smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
@@ -502,9 +502,9 @@ def needs_global_step(params):
 def magnitude_pruning_op(params, global_step, train_op):
     """With ``params['pruning'] == 'magnitude'``: ``train_op`` followed by
     the library's gradual magnitude pruning
-    (:class:`tf1_awd_sparse.magnitude_pruning.MagnitudePruning`, which
-    matches ``tf.contrib.model_pruning``'s on TF 1.x) of the embedding and
-    the cells' kernels (their ``pruning_mask`` variables), from
+    (:class:`tf1_awd_sparse.transforms.magnitude_pruning.MagnitudePruning`,
+    which matches ``tf.contrib.model_pruning``'s on TF 1.x) of the
+    embedding and the cells' kernels (their ``pruning_mask`` variables), from
     ``pruning_begin_step`` to ``pruning_end_step`` every
     ``pruning_frequency`` steps to ``target_sparsity`` (Zhu & Gupta's cubic
     schedule); else None. Its step counter is the variable

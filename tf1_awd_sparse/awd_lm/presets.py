@@ -31,8 +31,9 @@ DEFAULTS = {
     # learning rate of log_sigma2 / log_alpha as a multiple of lr
     "aux_lr_scale": 1.0,
     # pruning masks on the embedding and the cells' kernels: None,
-    # 'magnitude' (tf1_awd_sparse.magnitude_pruning's gradual schedule,
-    # contrib's on TF 1.x, to target_sparsity between the two steps) or 'fixed' (masks as restored)
+    # 'magnitude' (tf1_awd_sparse.transforms.magnitude_pruning's gradual
+    # schedule, contrib's on TF 1.x, to target_sparsity between the two
+    # steps) or 'fixed' (masks as restored)
     "pruning": None, "target_sparsity": 0.9, "pruning_begin_step": 0,
     "pruning_end_step": 100, "pruning_frequency": 10,
     # the first epoch whose validation may be the best (and count against
@@ -190,7 +191,8 @@ def _sparsity(value, name):
 
 
 #: Compression techniques (--compress): sparse variational dropout, L0
-#: gates, and gradual magnitude pruning (tf1_awd_sparse.magnitude_pruning).
+#: gates, and gradual magnitude pruning
+#: (tf1_awd_sparse.transforms.magnitude_pruning).
 COMPRESS_TECHNIQUES = ("variational_dropout", "l0", "magnitude")
 
 

@@ -3,5 +3,4 @@
 the whole-sequence LSTM recurrence and its gradient (:mod:`.lstm_sequence`),
 where a graph's per-run ops are placed (:mod:`.mask_placement`) and the
 sparse techniques' formulas and op pairs (:mod:`.sparse`). Imports floor 0
-only. The old names ``tf1_awd_sparse.quantization.fake_quant`` / ``.lstm``
-are the same modules as ``fake_quant`` / ``quantized_lstm``."""
+only. (Their old names are in :mod:`tf1_awd_sparse.base.names`.)"""

@@ -24,31 +24,12 @@ time steps.
 from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 
 from tf1_awd_sparse.base import checks as _checks
+from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.checks import smart_cond
 
 # Width given to a range that collapsed to a point: a [0, 0] range has a zero
 # quantization scale, which TOCO rejects ("quantization scale ... is 0").
 MIN_RANGE_WIDTH = 1e-3
-
-
-def check_num_bits(name, num_bits):
-    """Validates a bit width for ``tf.fake_quant_with_min_max_vars`` (this
-    module's earlier signature, kept for callers of it; the library calls
-    ``_checks.check_num_bits(num_bits, arg_name)``).
-
-    Args:
-      name: argument name, for the error message.
-      num_bits: the value given.
-
-    Returns:
-      ``num_bits`` as an int.
-
-    Raises:
-      ValueError: unless ``num_bits`` is an integer in [2, 8] (the op's
-        limits).
-    """
-    return _checks.check_num_bits(num_bits, name)
-
 
 def quantization_active(quant_delay, training):
     """Whether fake quantization is on this run: True, or a scalar bool
@@ -440,3 +421,8 @@ class RangeSet(object):
             stats = stats * weight
         with tf.control_dependencies([tf.identity(self._token)]):
             return self.observed.assign_add(stats).op
+
+
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)

@@ -37,13 +37,14 @@ from __future__ import absolute_import, division, print_function
 import contextlib
 
 from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.compat import tf
 from tensorflow.python.ops import gen_resource_variable_ops
 
 from tf1_awd_sparse.base.checks import check_graph
 
 __all__ = ["MASK_VARIABLES", "QUANT_VARIABLES", "mask_variable_scope",
-           "mask_variables", "restorable_variables", "quant_variables",
+           "mask_variables", "quant_variables",
            "is_replicated_here"]
 
 #: Graph collection holding every dropout-mask variable of the library.
@@ -120,30 +121,10 @@ def mask_variables(graph=None):
 
     Raises:
       ValueError: ``graph`` neither None nor a ``tf.Graph`` (also for
-        :func:`restorable_variables` and :func:`quant_variables`).
+        :func:`quant_variables`).
     """
     graph = check_graph(graph)
     return graph.get_collection(MASK_VARIABLES)
-
-
-def restorable_variables(graph=None):
-    """``GLOBAL_VARIABLES`` without the dropout masks.
-
-    Masks are never global variables any more, so this equals
-    ``tf.global_variables()``; kept as the explicit ``Saver`` ``var_list``
-    for code written against earlier versions.
-
-    Args:
-      graph: a ``tf.Graph``; the default graph if None.
-
-    Returns:
-      List of variables.
-    """
-    graph = check_graph(graph)
-    masks = set(id(v) for v in mask_variables(graph))
-    return [v for v in graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
-            if id(v) not in masks]
-
 
 def quant_variables(graph=None):
     """The learned quantization-range variables of ``graph`` (the
@@ -160,3 +141,8 @@ def quant_variables(graph=None):
     """
     graph = check_graph(graph)
     return graph.get_collection(QUANT_VARIABLES)
+
+
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)

@@ -236,7 +236,7 @@ class PruningMask(KernelTransform):
     (mask, threshold, masked weight, weight; the names
     ``tf.contrib.model_pruning`` uses), so the library's gradual
     magnitude-pruning schedule
-    (``tf1_awd_sparse.magnitude_pruning.MagnitudePruning(...)
+    (``tf1_awd_sparse.transforms.magnitude_pruning.MagnitudePruning(...)
     .conditional_mask_update_op(step)``, on every version) or, on TF 1.x,
     contrib's ``Pruning(...).conditional_mask_update_op()`` prunes the
     kernel; or assign it yourself (e.g. from a stripped sparse checkpoint:

@@ -19,6 +19,7 @@ nothing it cannot serialize.
 import json
 
 from tf1_awd_sparse.base.compat import tf
+from tf1_awd_sparse.base import names as _names
 
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.ops.sparse import l0_regularization as l0_nn
@@ -27,7 +28,7 @@ from tf1_awd_sparse.base.checks import (
     ParamsError, check_choice, check_graph, check_sparse_options)
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
-           "registered_pairs", "eval_options", "add_to_collection"]
+           "registered_pairs", "eval_options"]
 
 # Checkpoint naming of a pair: `<scope>/kernel` goes with `<scope>/<aux>`
 # (layers and cells), any other `<name>` with `<name>_<aux>` (embeddings,
@@ -422,21 +423,6 @@ def _collection_pair(item, graph, variables, technique):
     return tuple(_resolve(graph, variables, name, key) for name in names)
 
 
-def add_to_collection(name, pair):
-    """Deprecated: use :func:`register_pair` (was ``common.add_to_collection``,
-    moved here so that the math module imports nothing of the registry's).
-
-    Registers a (theta, aux) pair under the technique whose collection key
-    is `name` (`VD_COLLECTION` or `L0_COLLECTION`); kept for code written
-    against the tuple collections (e.g. `weight_drop_lstm` until it calls
-    the registry).
-
-    Args:
-      name: `VD_COLLECTION` or `L0_COLLECTION`.
-      pair: (theta, aux), as for `register_pair`.
-
-    Raises:
-      ValueError: `name` is no technique's collection key, or a bad pair
-        (see `register_pair`).
-    """
-    register_pair(for_collection(name), pair)
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)
