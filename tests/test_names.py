@@ -224,6 +224,8 @@ def test_the_public_names_raise_no_deprecation_warning():
             "for public in sorted(names.PUBLIC):\n"
             "    importlib.import_module(public)\n"
             "from tf1_awd_sparse.base.compat import tf\n"
+            "if hasattr(tf, 'disable_v2_behavior'):\n"
+            "    tf.disable_v2_behavior()\n"
             "with tf.Graph().as_default():\n"
             "    cell = weight_drop_lstm.WeightDropLSTMCell(\n"
             "        4, weight_drop_kr=0.5)\n"
