@@ -237,3 +237,72 @@ def test_the_public_names_raise_no_deprecation_warning():
         stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "ok"
+
+
+def _public_library_modules():
+    """(dotted name, path) of every public module of the library (no part
+    of its name starts with an underscore; facades excluded)."""
+    out = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "tf1_awd_sparse")):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            dotted = os.path.relpath(os.path.join(folder, f), ROOT)[:-3]
+            dotted = dotted.replace(os.sep, ".").replace(".__init__", "")
+            if not any(p.startswith("_") for p in dotted.split(".")):
+                out.append((dotted, os.path.join(folder, f)))
+    return sorted(out)
+
+
+def declared_and_defined(source):
+    """``(__all__ or None, top-level public defs and classes, every
+    top-level name, whether the module has a __getattr__)``."""
+    tree = ast.parse(source)
+    declared, public, defined = None, set(), set()
+    body = list(tree.body)
+    for node in body:   # names bound under a top-level if / try count too
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            if isinstance(node, (ast.If, ast.Try, ast.ExceptHandler)):
+                body.extend(getattr(node, field, []))
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+            if not node.name.startswith("_"):
+                public.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    defined.add(t.id)
+                    if t.id == "__all__":
+                        declared = ast.literal_eval(node.value)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return declared, public, defined, "__getattr__" in defined
+
+
+def test_every_public_module_declares_its_names():
+    """Each public module has ``__all__``; it names only what the module
+    has, and every public function or class the module defines."""
+    missing, wrong = [], {}
+    for dotted, path in _public_library_modules():
+        with open(path) as f:
+            source = f.read()
+        declared, public, defined, lazy = declared_and_defined(source)
+        if declared is None:
+            if len(source) > 1000 or public:
+                missing.append(dotted)
+            continue
+        unknown = [n for n in declared if n not in defined and not lazy]
+        undeclared = sorted(public - set(declared))
+        if unknown or undeclared:
+            wrong[dotted] = {"not in the module": unknown,
+                             "not in __all__": undeclared}
+    assert missing == [] and wrong == {}
+
+
+def test_the_declaration_check_sees_both_faults():
+    declared, public, defined, lazy = declared_and_defined(
+        "import os\n__all__ = ['a', 'os', 'gone']\ndef a(): pass\n"
+        "def b(): pass\ndef _c(): pass\n")
+    assert declared == ["a", "os", "gone"] and public == {"a", "b"}
+    assert "gone" not in defined and not lazy

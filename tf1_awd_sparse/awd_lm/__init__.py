@@ -42,6 +42,8 @@ Every module imports on every supported version, also without
 ``tf.estimator``.
 """
 
+__all__ = ["LanguageModel"]
+
 
 def __getattr__(name):
     # ``LanguageModel`` on first use (PEP 562), so importing the package

@@ -69,7 +69,7 @@ from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, ntasgd,
 __all__ = ["run_pipeline", "finetune_params", "survivors_params",
            "reference_params", "ramp_epochs", "survivors_epochs",
            "prune_checkpoint", "cut_checkpoint", "choose", "weight_names",
-           "STAGES"]
+           "STAGES", "effective_weights", "format_table"]
 
 SUMMARY_FILE = "summary.json"
 STATE_FILE = "pipeline.json"

@@ -12,6 +12,10 @@ import numpy as np
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.errors import Error
 
+__all__ = ["EOS", "UNK", "SPLITS", "DataError", "find_split_files",
+           "read_words", "build_vocab", "encode", "read_ptb", "batchify",
+           "bptt_windows", "write_ptb"]
+
 EOS = "<eos>"
 UNK = "<unk>"
 SPLITS = ("train", "valid", "test")

@@ -69,6 +69,12 @@ from tf1_awd_sparse.awd_lm.model_fn import (  # noqa: F401
 from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: F401
 from tf1_awd_sparse.base.errors import Error
 
+__all__ = ["DISTRIBUTE_CHOICES", "ALTERNATIVE", "EstimatorUnavailableError",
+           "require_estimator", "parse_hparams", "FLAGS", "FLAG_CHECKS",
+           "parse_args", "hparam_flag", "prepare", "command_params",
+           "write_model_dir", "execute", "start_lifetime", "run", "main",
+           "command_line", "eval_line"]
+
 DISTRIBUTE_CHOICES = ("none", "mirrored")
 
 #: The command line that replaces this one where tf.estimator is missing.

@@ -15,6 +15,8 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 
+__all__ = ["parse_args", "main"]
+
 
 
 def parse_args(argv):

@@ -13,6 +13,9 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.base.checks import (
     check_tensor, in_xla_context, with_assertions)
 
+__all__ = ["masked_mean_square", "activation_regularization",
+           "temporal_activation_regularization"]
+
 
 def _step_mask(lengths, max_time, dtype):
     """[batch, time, 1] mask, 1 where step < length."""

@@ -38,7 +38,7 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
            "write_config", "write_vocab", "read_vocab", "read_config",
            "sidecar_path", "write_tflite_sidecar", "produced_by",
-           "write_run_dir"]
+           "write_run_dir", "vocab_has_specials"]
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"

@@ -12,6 +12,8 @@ import re
 
 from tf1_awd_sparse.base.compat import tf
 
+__all__ = ["is_slot_name", "nonmonotone_trigger", "NTASGDOptimizer"]
+
 
 def is_slot_name(name, optimizer_name="NTASGD"):
     """Whether a checkpoint's variable name is one of an `NTASGDOptimizer`

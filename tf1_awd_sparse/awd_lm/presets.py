@@ -12,6 +12,11 @@ import functools
 from tf1_awd_sparse.base.checks import (
     check_bool, check_choice, check_nonnegative_int, check_num_bits,
     check_positive_int, check_real)
+
+__all__ = ["DEFAULTS", "PRESETS", "MODEL_OVERRIDES", "QUANT_KEYS",
+           "COMPRESS_KEYS", "split_quant", "params_for", "COMPRESS_TECHNIQUES",
+           "CHECKS", "check_params", "check_used", "unknown_key", "text_type",
+           "parse_bool", "parse_value", "label"]
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,

@@ -36,7 +36,8 @@ from __future__ import absolute_import, division, print_function
 
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
            "results_table", "plot_curves", "sparsity_series",
-           "sparsity_table", "plot_sparsity"]
+           "sparsity_table", "plot_sparsity", "reached", "target_zeros",
+           "main"]
 
 _COLUMNS = "%-7s | %5s | %9s | %9s | %6s | %7s | %s"
 _ROW = "%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s"

@@ -42,7 +42,8 @@ from tf1_awd_sparse.base.compat import tf  # noqa: E402
 from tf1_awd_sparse.awd_lm import lm_backends, modeldir  # noqa: E402
 from tf1_awd_sparse.awd_lm import runtime  # noqa: E402
 
-__all__ = ["export_saved_model", "SIGNATURES", "TAG", "VARIABLES"]
+__all__ = ["export_saved_model", "SIGNATURES", "TAG", "VARIABLES",
+           "parse_args", "main"]
 
 #: The signature keys (``serving_default`` is ``next_token``).
 SIGNATURES = ("next_token", "score", "serving_default")

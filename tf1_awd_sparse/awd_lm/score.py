@@ -30,6 +30,8 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 
+__all__ = ["PROGRESS_LINES", "parse_args", "main"]
+
 
 #: Lines from which the progress bar shows.
 PROGRESS_LINES = 2000

@@ -14,6 +14,9 @@ import numpy as np
 
 from tf1_awd_sparse.awd_lm import data
 
+__all__ = ["HMM", "check_hmm", "zipf_weights", "make_hmm", "sample",
+           "log_likelihood", "perplexity_floor", "hmm_corpus"]
+
 HMM = collections.namedtuple("HMM", ["initial", "transition", "emission"])
 HMM.__doc__ = """A discrete hidden Markov model.
 

@@ -35,6 +35,11 @@ from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, ntasgd,
                                    presets, records, runtime)
 from tf1_awd_sparse.base.errors import Error
 
+__all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
+           "perplexity", "diverged", "TrainingDiverged", "window", "evaluate",
+           "train_epoch", "ppl", "fresh_state", "stop_reason",
+           "best_checkpoint", "CheckpointError", "Trainer", "run"]
+
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
 

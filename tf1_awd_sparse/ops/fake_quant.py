@@ -27,6 +27,11 @@ from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.checks import smart_cond
 
+__all__ = ["MIN_RANGE_WIDTH", "quantization_active", "observe_weight",
+           "range_variable_creator", "variable_sync", "fixed_output_range",
+           "fake_quant", "quantize_weight", "sanitize_range", "ema_fold",
+           "ema_frozen", "RangeSet"]
+
 # Width given to a range that collapsed to a point: a [0, 0] range has a zero
 # quantization scale, which TOCO rejects ("quantization scale ... is 0").
 MIN_RANGE_WIDTH = 1e-3

@@ -36,6 +36,9 @@ from tf1_awd_sparse.base.checks import (
     smart_cond)
 from tf1_awd_sparse.ops import fake_quant as fq
 
+__all__ = ["QUANT_ACTIVATIONS", "HARD_SIGMOID_SLOPE", "HARD_SIGMOID_OFFSET",
+           "range_names", "fold_forget_bias", "LSTMQuantizer"]
+
 QUANT_ACTIVATIONS = ("standard", "hard")
 
 # Hard sigmoid clip(slope * x + offset, 0, 1), as in the Keras / TF1 port.

@@ -18,6 +18,8 @@ from tf1_awd_sparse.ops.sparse.common import BETA, EPSILON, GAMMA, ZETA
 from tf1_awd_sparse.base.checks import (
     check_bool, check_int, check_real, check_sparse_options, check_tensor)
 
+__all__ = ["ramp_weight", "controlled_weight_scale", "kl_loss", "l0_loss"]
+
 
 def ramp_weight(weight, begin_step=0, end_step=0, global_step=None):
     """`weight * clip((step - begin_step) / (end_step - begin_step), 0, 1)`.

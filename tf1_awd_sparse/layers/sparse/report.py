@@ -27,6 +27,9 @@ from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, GAMMA, THRESHOLD, ZETA
 from tf1_awd_sparse.base.checks import check_bool
 
+__all__ = ["collection_pair_names", "sparsity_report",
+           "checkpoint_sparsity_report", "format_report"]
+
 
 def _layer_name(theta_name):
     """Report name of a pair: theta's name without ':0' and '/kernel'."""

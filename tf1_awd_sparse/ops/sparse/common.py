@@ -13,6 +13,13 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import check_sparse_options
 
+__all__ = ["EPSILON", "BETA", "GAMMA", "ZETA", "THRESHOLD", "VD_COLLECTION",
+           "L0_COLLECTION", "TF_MATH", "NUMPY_MATH", "dtype_eps",
+           "compute_log_alpha", "compute_log_sigma2", "clip_log_sigma2",
+           "vd_keep_mask", "vd_eval_weights", "hard_concrete_sample",
+           "hard_concrete_mean", "l0_eval_weights", "standard_normal",
+           "hard_concrete_nonzero_logit", "hard_concrete_nonzero_probability"]
+
 # Numerical floor inside logs and square roots. In a dtype whose smallest
 # normal number is larger (float16: 6.1e-5) that number is used instead
 # (`dtype_eps`): 1e-8 rounds to 0 in float16, and the gradients of

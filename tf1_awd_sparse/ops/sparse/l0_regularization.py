@@ -18,6 +18,11 @@ from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.ops.sparse.common import BETA, EPSILON, GAMMA, ZETA
 from tf1_awd_sparse.base.checks import check_sparse_options, check_tensor
 
+__all__ = ["train_weights", "eval_weights", "matmul_train", "matmul_eval",
+           "broadcast_matmul_train", "broadcast_matmul_eval", "conv2d_train",
+           "conv2d_eval", "embedding_lookup_train", "embedding_lookup_eval",
+           "l0_norm"]
+
 _PARAMS = "weight_parameters"
 
 

@@ -6,6 +6,10 @@ from tf1_awd_sparse.base.checks import (  # noqa: F401
     check_positive_int, check_tensor, check_training, in_xla_context,
     smart_cond)
 
+__all__ = ["check_params", "check_input", "check_matmul_input",
+           "check_conv_input", "gather", "gather_pair", "conv2d",
+           "broadcast_matmul", "broadcast_noise_shape"]
+
 
 def _shape_str(value):
     shape = getattr(value, "shape", None)

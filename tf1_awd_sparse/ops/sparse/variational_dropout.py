@@ -25,6 +25,11 @@ from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.ops.sparse.common import EPSILON, THRESHOLD
 from tf1_awd_sparse.base.checks import check_sparse_options, check_tensor
 
+__all__ = ["eval_weights", "train_weights", "matmul_train", "matmul_eval",
+           "broadcast_matmul_train", "broadcast_matmul_eval", "conv2d_train",
+           "conv2d_eval", "embedding_lookup_train", "embedding_lookup_eval",
+           "negative_dkl"]
+
 _PARAMS = "variational_params"
 
 # Coefficients of Molchanov et al.'s approximation of -KL(q || log-uniform).

@@ -14,6 +14,8 @@ from tf1_awd_sparse.layers.sparse import _layers
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import BETA, EPSILON, GAMMA, ZETA
 
+__all__ = ["FullyConnected", "Conv2D"]
+
 _L0 = techniques.get("l0")
 
 

@@ -10,6 +10,8 @@ from tf1_awd_sparse.layers.sparse import _rnn
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import BETA, EPSILON, GAMMA, ZETA
 
+__all__ = ["RNNCell", "LSTMCell"]
+
 
 def _l0_held_weights(kernel_weights, training, beta, gamma, zeta, eps):
     return _rnn.HeldWeights(techniques.get("l0"), kernel_weights, training,

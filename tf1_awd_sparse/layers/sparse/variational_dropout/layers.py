@@ -14,6 +14,8 @@ from tf1_awd_sparse.layers.sparse import _layers
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, THRESHOLD
 
+__all__ = ["FullyConnected", "Conv2D"]
+
 _VD = techniques.get("variational_dropout")
 
 

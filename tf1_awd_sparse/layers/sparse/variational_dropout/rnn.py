@@ -23,6 +23,8 @@ from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, THRESHOLD
 from tf1_awd_sparse.ops.sparse import variational_dropout as nn
 
+__all__ = ["RNNCell", "LSTMCell"]
+
 
 class _VDHeldWeights(_rnn.HeldWeights):
     """Input part by local reparameterization with per-example noise held
