@@ -78,7 +78,7 @@ PYTEST_ARGS ?=
 # the other versions can do without it).
 NOT_SLOW    = $(if $(SLOW),,-m 'not slow')
 
-# TF1_AWD_CONSTRAINTS: tests/test_environment.py checks the installed
+# TF1_AWD_CONSTRAINTS: tests/base/test_environment.py checks the installed
 # versions against the environment's pins.
 # $(call pytest,PYTHON,ENVIRONMENT[,SELECTION]): the suite (SELECTION: more
 # pytest arguments, e.g. $(NOT_SLOW)); when a test process dies of

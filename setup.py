@@ -57,7 +57,7 @@ setup(
         # LiteRT, the runtime deployments use for .tflite files (CPython
         # 3.9+); the tests use it where it is installed.
         "litert": ["ai-edge-litert>=2.0; " + PY3X],
-        # hypothesis: the property-based tests (tests/test_properties_*);
+        # hypothesis: the property-based tests (tests/*/test_properties_*);
         # 6.79.4 is the last release for CPython 3.7. pytest-xdist runs a
         # suite on both cores (Makefile, WORKERS); 3.5.0 and execnet 2.0.2
         # are the last releases for CPython 3.7.

@@ -6,24 +6,19 @@ import sys
 
 import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow is imported)
 
-# Harnesses the tests share with the examples (LocalCluster) live there,
-# outside the library's import path.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "examples"))
-
 import pytest  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 # What every TF1-style program does on TensorFlow 2.x (harmless on 1.x):
-# graph mode, v1 control flow and variables. tests/test_compat.py checks,
+# graph mode, v1 control flow and variables. tests/base/test_compat.py checks,
 # in subprocesses, what the library does when this is left out.
 tf.disable_v2_behavior()
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-# Property-based tests (tests/test_properties_*.py). Default: a fixed
+# Property-based tests (tests/*/test_properties_*.py). Default: a fixed
 # example budget and seed (derandomize), so `make test` tries the same cases
 # in about a minute; `pytest --hypothesis-profile long` tries ten times as
-# many, drawn afresh, and runs the long numerics (tests/test_numerics.py).
+# many, drawn afresh, and runs the long numerics (tests/layers/test_numerics.py).
 # No deadline: building a TensorFlow graph per example is slow; no
 # database: nothing is written into the tree.
 _PROPERTY_SETTINGS = dict(
@@ -140,7 +135,7 @@ def _summary_of_this_process():
     """The property cases and numerics results this process recorded, as
     plain lists (xdist's workeroutput carries only builtin types)."""
     numerics = sys.modules.get("test_numerics")
-    support = sys.modules.get("property_support")
+    support = sys.modules.get("support.properties")
     return {
         "numerics": [list(row) for row in numerics.RESULTS]
         if numerics is not None else [],
@@ -203,7 +198,7 @@ def pytest_configure(config):
 
 def pytest_terminal_summary(terminalreporter):
     """The property tests' count of cases tried, per function family, and
-    the numerics runs' results (tests/test_numerics.py), of this process or,
+    the numerics runs' results (tests/layers/test_numerics.py), of this process or,
     under xdist, of all workers."""
     summaries = _WORKER_SUMMARIES or [_summary_of_this_process()]
     results = sorted(tuple(row) for s in summaries for row in s["numerics"])

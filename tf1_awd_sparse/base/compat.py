@@ -12,7 +12,7 @@ reaches ``tf.contrib`` on import or on a path that 2.x lacks.
 Importing this module raises :class:`ImportError` at once, with one line
 saying what to install and set, when TensorFlow is too old, or when it is
 2.16+ with Keras 3 (whose ``tf.compat.v1.nn.rnn_cell`` has no cells).
-``tests/test_compat.py`` runs on every supported version.
+``tests/base/test_compat.py`` runs on every supported version.
 """
 from __future__ import absolute_import, division, print_function
 

@@ -11,7 +11,7 @@ are where things used to live. They import, and the first use of each emits
 one ``DeprecationWarning`` that names the new name and the release that
 drops the old one. Names that went (:data:`REMOVED_ATTRIBUTES`) raise an
 ``AttributeError`` that says what replaces them. The project's own code uses
-no old name (``tests/test_names.py``).
+no old name (``tests/project/test_names.py``).
 
 This module imports nothing but the standard library, so that
 ``import tf1_awd_sparse`` can install the old module names without

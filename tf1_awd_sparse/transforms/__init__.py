@@ -14,3 +14,8 @@ from tf1_awd_sparse.transforms.kernel import (  # noqa: F401
     PruningMask, SparseWeights, WeightFakeQuant, from_config,
     pruned_weight_name, pruning_variable_names, serialize,
     sparsity_technique)
+
+__all__ = ["SPARSITY_CHOICES", "PRUNING_MASKS", "DropConnect", "KernelTransform",
+           "PruningMask", "SparseWeights", "WeightFakeQuant", "from_config",
+           "pruned_weight_name", "pruning_variable_names", "serialize",
+           "sparsity_technique"]

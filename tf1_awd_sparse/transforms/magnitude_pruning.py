@@ -5,7 +5,7 @@ registers, on every supported TensorFlow version (``tf.contrib`` is gone in
 2.x). It behaves as ``tf.contrib.model_pruning.Pruning`` of TF 1.13 with
 the hyperparameters the library uses (``initial_sparsity=0``,
 ``threshold_decay=0``, element-wise masks, no per-weight sparsity map);
-``tests/test_magnitude_pruning.py`` runs the two side by side on TF 1.x.
+``tests/transforms/test_magnitude_pruning.py`` runs the two side by side on TF 1.x.
 
 The schedule. The target fraction of zeros at global step ``t`` is ::
 

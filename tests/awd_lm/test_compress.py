@@ -1,0 +1,482 @@
+"""The compression pipeline on a tiny language model (issue 12): every
+stage's figures against an independent reference, zeros that stay zero
+from the pruned checkpoint through quantization-aware training into the
+.tflite file, the TFLite models' perplexity against the TF graph's, and
+resume at every stage boundary."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.awd_lm import (compress, data, export, presets, synthetic,
+                                   train)
+from support.versions import needs_litert
+
+TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
+
+
+def _corpus():
+    corpus, _ = synthetic.hmm_corpus(seed=1, n_train=2400, n_valid=600,
+                                     n_test=600, n_states=4, vocab_size=40)
+    return corpus
+
+
+def _params():
+    return presets.params_for("demo", "awd", {
+        "emb_size": 12, "hidden_size": 16, "max_epochs": 2, "batch_size": 4,
+        "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 3,
+        "quant_epochs": 1, "quant_delay": 0, "target_sparsity": 0.7,
+        "compress_sparsity_weight": 0.002, "patience": 9})
+
+
+def _run(out, resume=False, float_dir=None):
+    corpus, params = _corpus(), _params()
+    float_params, _ = presets.split_quant(params)
+    float_dir = float_dir or os.path.join(out, "float")
+    summary = train.run(corpus, float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    return compress.run_pipeline(
+        corpus, params, summary, float_dir, os.path.join(out, "compress"),
+        TECHNIQUES, resume=resume, log=lambda *a: None, threads=1,
+        parallel=1)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted pipeline run (module-wide: the tests read it)."""
+    out = str(tmp_path_factory.mktemp("reference"))
+    return out, _run(out)
+
+
+def test_rows_and_summary_json(reference):
+    out, result = reference
+    stages = [r["stage"] for r in result["stages"]]
+    assert stages == ["float", "reference", "sparse", "sparse", "sparse",
+                      "qat", "tflite_float", "tflite_uint8"]
+    with open(os.path.join(out, "compress", "summary.json")) as handle:
+        written = json.load(handle)
+    assert written["stages"] == result["stages"]
+    reference_ppl = result["stages"][1]["test_ppl"]
+    for row in result["stages"]:
+        for key in ("stage", "technique", "test_ppl", "nonzero_weights",
+                    "total_weights", "bytes", "gzip_bytes"):
+            assert key in row
+        assert row["ratio_to_float"] == pytest.approx(
+            row["test_ppl"] / result["stages"][0]["test_ppl"])
+        assert row["ratio_to_reference"] == pytest.approx(
+            row["test_ppl"] / reference_ppl)
+        assert row["target_sparsity"] == 0.7
+        zeros = row["total_weights"] - row["nonzero_weights"]
+        if row["stage"] in ("float", "reference"):
+            assert row["reached_target"] is None
+        else:
+            assert row["reached_target"] == (
+                zeros >= round(0.7 * row["total_weights"]))
+    # The reference: the float model fine-tuned, nothing compressed.
+    assert result["stages"][1]["nonzero_weights"] == result["stages"][1][
+        "total_weights"]
+    assert result["chosen_reached_target"] is True
+    # Every technique ends with exactly round(0.7 * size) zeros per matrix
+    # (the exact cut; a tie at the threshold would keep a few more).
+    sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
+        _params(), vocab_size=len(_corpus().vocab)))]
+    exact = sum(int(round(0.7 * n)) for n in sizes)
+    for row in result["stages"]:
+        if row["stage"] == "sparse":
+            zeros = row["total_weights"] - row["nonzero_weights"]
+            assert zeros == exact, row["technique"]
+    assert any(line.split("|")[6].strip() == "yes"
+               for line in result["table"][2:])
+
+
+def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
+    """The chosen technique's survivors (dense weights, fixed masks) are
+    what the pruned checkpoint holds; the cut checkpoint holds the first
+    phase's evaluation weights at exactly the target's zeros."""
+    out, result = reference
+    chosen = result["chosen"]
+    short = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
+    best = train.best_checkpoint(os.path.join(out, "compress",
+                                              short[chosen] + "_ft"))
+    reader = tf.train.load_checkpoint(best)
+    pruned = tf.train.load_checkpoint(
+        os.path.join(out, "compress", "pruned", "model.ckpt"))
+    for name in compress.weight_names(_params()):
+        expected = reader.get_tensor(name) * reader.get_tensor(_mask(name))
+        got = pruned.get_tensor(name)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(pruned.get_tensor(_mask(name)),
+                                      (got != 0).astype(np.float32))
+    for technique in TECHNIQUES:
+        phase = os.path.join(out, "compress", short[technique])
+        last = tf.train.load_checkpoint(
+            tf.train.latest_checkpoint(os.path.join(phase, "last")))
+        cut = tf.train.load_checkpoint(
+            os.path.join(phase + "_cut", "model.ckpt"))
+        for name in compress.weight_names(_params()):
+            theta = last.get_tensor(name)
+            # The reference, independent of the library: the technique's
+            # score and evaluation weights written out in numpy.
+            if technique == "magnitude":
+                survivor = theta * last.get_tensor(_mask(name))
+                score = np.abs(survivor)
+            elif technique == "l0":
+                aux = last.get_tensor(_aux(name, "log_alpha"))
+                gate = np.clip(1.0 / (1.0 + np.exp(-aux)) * 1.2 - 0.1, 0, 1)
+                survivor = np.where(gate > 0, theta * gate, theta)
+                score = 1.0 / (1.0 + np.exp(-(aux - 2.0 / 3.0
+                                              * np.log(0.1 / 1.1))))
+            else:
+                log_alpha = last.get_tensor(_aux(name, "log_sigma2")) - \
+                    np.log(theta ** 2 + 1e-8)
+                survivor = theta
+                score = -log_alpha
+            zeros = int(round(0.7 * theta.size))
+            keep = score >= np.sort(score, axis=None)[zeros]
+            np.testing.assert_allclose(cut.get_tensor(name), survivor * keep,
+                                       rtol=1e-6, atol=1e-7)
+
+
+def _mask(name):
+    return (name[:-len("kernel")] + "pruning_mask" if name.endswith("kernel")
+            else name + "_pruning_mask")
+
+
+def _aux(theta_name, aux):
+    if theta_name.endswith("/kernel"):
+        return theta_name[:-len("kernel")] + aux
+    return theta_name + "_" + aux
+
+
+def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
+    out, result = reference
+    params = _params()
+    pruned = tf.train.load_checkpoint(
+        os.path.join(out, "compress", "pruned", "model.ckpt"))
+    quant_best = tf.train.load_checkpoint(
+        train.best_checkpoint(os.path.join(out, "compress", "qat")))
+    for name in compress.weight_names(params):
+        zero = pruned.get_tensor(name) == 0
+        mask_name = (name[:-len("kernel")] + "pruning_mask"
+                     if name.endswith("kernel") else name + "_pruning_mask")
+        # The mask held through QAT; the weights it zeroes are zero in use.
+        np.testing.assert_array_equal(quant_best.get_tensor(mask_name),
+                                      (~zero).astype(np.float32))
+    # Read the weights back from the uint8 file: every pruned entry is
+    # the zero point (TFLite stores FullyConnected weights transposed), in
+    # every tensor of the weight's shape (a converter may store a copy per
+    # unrolled step; the shapes here differ from weight to weight).
+    path = os.path.join(out, "compress", "tflite_uint8.tflite")
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    details = interpreter.get_tensor_details()
+    shapes = export.weight_shapes(dict(params, vocab_size=len(
+        _corpus().vocab)))
+    names = compress.weight_names(params)
+    assert len(set(shapes)) == len(shapes)
+    for name, shape in zip(names, shapes):
+        copies = [d for d in details if tuple(d["shape"]) == shape]
+        assert copies
+        zero = pruned.get_tensor(name) == 0
+        if name.endswith("kernel"):
+            zero = zero.T
+        assert zero.any()
+        for detail in copies:
+            assert detail["dtype"] == np.uint8
+            stored = interpreter.get_tensor(detail["index"])
+            assert np.all(stored[zero] == detail["quantization"][1])
+    row = [r for r in result["stages"] if r["stage"] == "tflite_uint8"][0]
+    qat = [r for r in result["stages"] if r["stage"] == "qat"][0]
+    assert row["nonzero_weights"] <= qat["nonzero_weights"]
+
+
+class _GraphBuilt(Exception):
+    """Stands for the training graph's construction."""
+
+
+def test_resuming_a_finished_run_builds_no_graph(reference, monkeypatch):
+    """A finished run resumed (as every finished stage of a resumed
+    pipeline is) returns its summary without building its training graph;
+    one resumed with more epochs builds it."""
+    out, result = reference
+    float_params, _ = presets.split_quant(_params())
+    float_dir = os.path.join(out, "float")
+
+    def no_graph(*args, **kwargs):
+        raise _GraphBuilt()
+
+    monkeypatch.setattr(train, "Graph", no_graph)
+    summary = train.run(_corpus(), float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    assert summary["test_ppl"] == result["stages"][0]["test_ppl"]
+    assert summary["epochs_run"] == float_params["max_epochs"]
+    with pytest.raises(_GraphBuilt):
+        train.run(_corpus(), dict(float_params,
+                                  max_epochs=float_params["max_epochs"] + 1),
+                  float_dir, resume=True, log=lambda *a: None, threads=1)
+
+
+def test_tflite_perplexity_equals_the_tf_graphs(reference):
+    out, result = reference
+    rows = {r["stage"]: r for r in result["stages"]}
+    chosen = [r for r in result["stages"] if r["stage"] == "sparse"
+              and r["technique"] == result["chosen"]][0]
+    # The float file computes the pruned float model (the chosen sparse
+    # model's evaluation function); the uint8 file the fake-quant graph.
+    assert rows["tflite_float"]["test_ppl"] == pytest.approx(
+        chosen["test_ppl"], rel=1e-4)
+    assert rows["tflite_uint8"]["test_ppl"] == pytest.approx(
+        rows["qat"]["test_ppl"], rel=2e-3)
+    # Whole test stream, window by window.
+    stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
+    assert rows["tflite_uint8"]["tokens_scored"] == stream.shape[0] * (
+        stream.shape[1] - 1)
+
+
+@needs_litert
+def test_litert_scores_the_files_as_tf_lite_does(reference):
+    """Both exported language models in LiteRT's interpreter: the uint8
+    model's log-probabilities exactly tf.lite's, the float model's to
+    float32 rounding, window by window over the whole test stream."""
+    out, result = reference
+    stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
+    for stage in ("tflite_uint8", "tflite_float"):
+        path = os.path.join(out, "compress", stage + ".tflite")
+        windows = [list(export.LMRunner(path, name).windows(stream))
+                   for name in ("tf", "litert")]
+        assert len(windows[0]) == len(windows[1]) > 1
+        for (want, n), (got, m) in zip(*windows):
+            assert n == m
+            if stage == "tflite_uint8":
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        row = [r for r in result["stages"] if r["stage"] == stage][0]
+        assert export.tflite_perplexity(path, stream, interpreter="litert")[
+            0] == pytest.approx(row["test_ppl"], rel=1e-6)
+
+
+class _Killed(Exception):
+    """Stands for a kill between two stages."""
+
+
+# Every boundary between two stages, in pipeline order: after the float
+# model, between two fine-tunings, before the strip, before QAT, before
+# each export.
+BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
+              "before_prune",
+              "before_qat", "before_float_export", "before_uint8_export"]
+
+
+def _killing_at(boundary, originals):
+    """Stand-ins for the stage functions that raise `_Killed` at one
+    boundary and otherwise call the originals."""
+    run, prune, export_lm = originals
+    sparse_dirs = {"before_sparse": "vd", "before_survivors": "vd_ft",
+                   "between_sparse": "l0"}
+
+    def killing_run(corpus, params, run_dir, *args, **kwargs):
+        if (boundary == "before_qat" and run_dir.endswith("qat")) or (
+                run_dir.endswith(os.sep + sparse_dirs.get(boundary, "-"))):
+            raise _Killed()
+        return run(corpus, params, run_dir, *args, **kwargs)
+
+    def killing_prune(*args, **kwargs):
+        if boundary == "before_prune":
+            raise _Killed()
+        return prune(*args, **kwargs)
+
+    def killing_export(params, checkpoint, path, *args, **kwargs):
+        if (boundary, "uint8" in path) in (("before_float_export", False),
+                                            ("before_uint8_export", True)):
+            raise _Killed()
+        return export_lm(params, checkpoint, path, *args, **kwargs)
+
+    return killing_run, killing_prune, killing_export
+
+
+# Slow (about 40 s): runs on the default version (docs/testing.md); the
+# resume bookkeeping it checks is the pipeline's own Python, and training's
+# kill-and-resume runs on every version (test_lm_script.py).
+@pytest.mark.slow
+def test_resume_at_every_stage_boundary_equals_uninterrupted(
+        reference, tmp_path, monkeypatch):
+    """One run killed at each boundary in turn and resumed each time (so
+    every boundary is a resume point) ends with the uninterrupted run's
+    figures."""
+    ref_out, ref = reference
+    out = str(tmp_path)
+    float_dir = os.path.join(ref_out, "float")
+    originals = (train.run, compress.prune_checkpoint, export.export_lm)
+    targets = ((train, "run"), (compress, "prune_checkpoint"),
+               (export, "export_lm"))
+    for i, boundary in enumerate(BOUNDARIES):
+        for (module, name), stand_in in zip(
+                targets, _killing_at(boundary, originals)):
+            monkeypatch.setattr(module, name, stand_in)
+        with pytest.raises(_Killed):
+            _run(out, resume=i > 0, float_dir=float_dir)
+    # The last resume redoes nothing that finished: no strip, and only the
+    # uint8 export (the kill came before it).
+    calls = []
+    monkeypatch.setattr(train, "run", originals[0])
+    monkeypatch.setattr(compress, "prune_checkpoint",
+                        lambda *a, **k: calls.append("prune"))
+    monkeypatch.setattr(compress, "cut_checkpoint",
+                        lambda *a, **k: calls.append("cut"))
+    monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
+                        *a, **k: (calls.append(os.path.basename(path)),
+                                  originals[2](params, checkpoint, path, *a,
+                                               **k)))
+    resumed = _run(out, resume=True, float_dir=float_dir)
+    assert calls == ["tflite_uint8.tflite"]
+    assert len(resumed["stages"]) == len(ref["stages"])
+    for got, want in zip(resumed["stages"], ref["stages"]):
+        for key in ("stage", "technique", "nonzero_weights", "bytes"):
+            assert got[key] == want[key]
+        assert got["test_ppl"] == pytest.approx(want["test_ppl"], rel=1e-9)
+
+
+def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
+                                                      monkeypatch):
+    """A finished pipeline whose QAT checkpoint changed since (e.g. resumed
+    with more --quant-epochs) exports the uint8 model again; nothing else."""
+    ref_out, _ = reference
+    out = str(tmp_path)
+    shutil.copytree(os.path.join(ref_out, "compress"),
+                    os.path.join(out, "compress"))
+    qat_best = train.best_checkpoint(os.path.join(out, "compress", "qat"))
+    # Other weights under the same names: half of one kernel.
+    reader = tf.train.NewCheckpointReader(qat_best)
+    values = {name: reader.get_tensor(name)
+              for name in reader.get_variable_to_shape_map()}
+    name = max((n for n in values if n.endswith("kernel")),
+               key=lambda n: np.abs(values[n]).sum())
+    assert np.abs(values[name]).sum() > 0
+    values[name] = values[name] * 0.5
+    with tf.Graph().as_default():
+        variables = [tf.Variable(v, name=n) for n, v in values.items()]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver(variables).save(sess, qat_best,
+                                           write_meta_graph=False)
+    calls = []
+    original = export.export_lm
+    monkeypatch.setattr(compress, "prune_checkpoint",
+                        lambda *a, **k: calls.append("prune"))
+    monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
+                        *a, **k: (calls.append(os.path.basename(path)),
+                                  original(params, checkpoint, path, *a,
+                                           **k)))
+    _run(out, resume=True, float_dir=os.path.join(ref_out, "float"))
+    assert calls == ["tflite_uint8.tflite"]
+
+
+def test_every_stage_opens_as_a_language_model(reference):
+    """config.json / vocab.txt in every stage directory and a sidecar
+    beside each .tflite file; each opens with LanguageModel and its
+    evaluation reproduces the stage's test perplexity."""
+    from tf1_awd_sparse.awd_lm import LanguageModel, modeldir
+    out, result = reference
+    root = os.path.join(out, "compress")
+    test = os.path.join(out, "test.txt")
+    data.write_ptb(_corpus(), out)
+    chosen = result["chosen"]
+    rows = {(r["stage"], r["technique"]): r for r in result["stages"]}
+    stages = {"vd_ft": ("sparse", "variational_dropout"),
+              "l0_ft": ("sparse", "l0"), "mag_ft": ("sparse", "magnitude"),
+              "reference": ("reference", None),
+              "qat": ("qat", chosen),
+              "tflite_float.tflite": ("tflite_float", chosen),
+              "tflite_uint8.tflite": ("tflite_uint8", chosen)}
+    for name, key in stages.items():
+        path = os.path.join(root, name)
+        config = modeldir.read_config(
+            modeldir.sidecar_path(path) if name.endswith(".tflite")
+            else os.path.join(path, "config.json"))
+        assert config["produced_by"]["stage"] == key[0], name
+        assert config["produced_by"]["technique"] == key[1], name
+        if name == "qat":   # the pipeline's QAT, not --quant's awd+q
+            assert config["produced_by"]["model"] == "awd+pruned+q"
+        lm = LanguageModel.load(path)
+        assert lm.evaluate(test)["perplexity"] == pytest.approx(
+            rows[(key[0], key[1] or "-")]["test_ppl"], rel=1e-4), name
+        lm.close()
+    # The ramps' directories too (a VD / L0 ramp's config holds its
+    # controller factor, a parameter a config may hold).
+    for name in ("vd", "l0", "mag"):
+        config = modeldir.read_config(os.path.join(root, name, "config.json"))
+        LanguageModel.load(os.path.join(root, name)).close()
+    assert config["params"]["pruning"] == "magnitude"
+    pruned = modeldir.read_config(os.path.join(root, "pruned",
+                                               "config.json"))
+    assert pruned["produced_by"]["stage"] == "pruned"
+    assert pruned["produced_by"]["sparsity"] == pytest.approx(
+        rows[("tflite_float", chosen)]["sparsity"], abs=0.01)
+
+
+# Slow (about 30 s: eight epochs of NT-ASGD fine-tuning): runs on the
+# default version (docs/testing.md); NT-ASGD's averaging and swap run on
+# every version (test_lm_parts.py, test_lm_model.py).
+@pytest.mark.slow
+def test_survivors_and_reference_average_under_fixed_masks(reference,
+                                                           tmp_path):
+    """``finetune_optimizer='ntasgd'``: the survivors and the reference
+    fine-tune with NT-ASGD (the ramp stays plain SGD: its masks move),
+    side by side in one process (parallel=2). Once the survivors average,
+    the checkpoint they validate holds the cut's masks unchanged and the
+    pruned weights at zero: the average of weights under a fixed mask.
+    ``finetune_dropout_scale`` scales every dropout rate of the ramp, the
+    survivors and QAT, not the reference's."""
+    corpus = _corpus()
+    params = dict(_params(), finetune_optimizer="ntasgd", nonmono=1,
+                  finetune_epochs=8, patience=20, finetune_dropout_scale=0.5)
+    # The float model is the reference run's (its patience and nonmono
+    # differ from the fine-tunings' here, which inherit these).
+    float_params, _ = presets.split_quant(_params())
+    float_dir = os.path.join(reference[0], "float")
+    summary = train.run(corpus, float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    out = str(tmp_path / "compress")
+    compress.run_pipeline(corpus, params, summary, float_dir, out,
+                          ["magnitude"], log=lambda *a: None, threads=1,
+                          parallel=2)
+    assert compress.finetune_params(params, "magnitude", 10)[
+        "optimizer"] == "sgd"
+    for run in ("reference", "mag_ft"):
+        with open(os.path.join(out, run, "summary.json")) as handle:
+            run_summary = json.load(handle)
+        assert run_summary["params"]["optimizer"] == "ntasgd"
+        # nonmono=1 over 5+ epochs at rate 5 on this corpus: it triggers.
+        assert any(r["averaged"] for r in run_summary["epochs"]), run
+    for run, scale in (("reference", 1.0), ("mag", 0.5), ("mag_ft", 0.5),
+                       ("qat", 0.5)):
+        with open(os.path.join(out, run, "summary.json")) as handle:
+            run_params = json.load(handle)["params"]
+        for key in compress.DROPOUT_KEYS:
+            assert run_params[key] == pytest.approx(params[key] * scale), (
+                run, key)
+    cut = tf.train.load_checkpoint(os.path.join(out, "mag_cut",
+                                                "model.ckpt"))
+    best = tf.train.load_checkpoint(train.best_checkpoint(
+        os.path.join(out, "mag_ft")))
+    zeros = 0
+    for name in compress.weight_names(params):
+        mask = cut.get_tensor(_mask(name))
+        np.testing.assert_array_equal(best.get_tensor(_mask(name)), mask)
+        effective = best.get_tensor(name) * mask
+        zeros += int((effective == 0).sum())
+        assert not np.array_equal(effective, cut.get_tensor(name) * mask)
+    sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
+        params, vocab_size=len(corpus.vocab)))]
+    assert zeros == sum(int(round(0.7 * n)) for n in sizes)
+    # The pruned checkpoint is the model, without the averaged run's slots.
+    survivors = set(best.get_variable_to_shape_map())
+    pruned = set(tf.train.load_checkpoint(os.path.join(
+        out, "pruned", "model.ckpt")).get_variable_to_shape_map())
+    slots = {n for n in survivors if n.split("/")[-1].startswith("NTASGD")}
+    assert slots and not slots & pruned
+    assert {n for n in survivors - slots if n.startswith("lm/")} <= pruned

@@ -1,0 +1,415 @@
+"""Issue 21: knowledge distillation from the float model in the compression
+fine-tuning (`awd_lm.distill`): the loss term against numpy from the
+fetched logits, a teacher that is restored, never trained nor saved, whose
+state the training loop carries (against one long window of the float
+model), no teacher at weight 0, bad values named, and the pipeline's
+parameters and config.json."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.awd_lm import (compress, data, distill, lm, model,
+                                   model_fn, presets, synthetic, train)
+from support.lm import one_error_line, script
+
+
+#: The float model's variables (2 layers), the teacher's.
+FLOAT_NAMES = ["lm/embedding", "lm/softmax_bias"] + [
+    "lm/layer_%d/lstm_%d/%s" % (i, i, k) for i in range(2)
+    for k in ("kernel", "bias")]
+
+
+def _corpus():
+    corpus, _ = synthetic.hmm_corpus(seed=1, n_train=1600, n_valid=400,
+                                     n_test=400, n_states=4, vocab_size=40)
+    return corpus
+
+
+def _params(**changes):
+    params = presets.params_for("demo", "awd", dict({
+        "emb_size": 12, "hidden_size": 16, "max_epochs": 1, "batch_size": 4,
+        "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 2,
+        "quant_epochs": 1, "quant_delay": 0, "target_sparsity": 0.7,
+        "patience": 9}, **changes))
+    return presets.split_quant(params)[0]
+
+
+@pytest.fixture(scope="module")
+def teacher_run(tmp_path_factory):
+    """A finished one-epoch float run: (corpus, params, run_dir, best)."""
+    corpus = _corpus()
+    run_dir = str(tmp_path_factory.mktemp("float"))
+    summary = train.run(corpus, _params(), run_dir, log=lambda *a: None,
+                        threads=1)
+    return corpus, summary["params"], run_dir, train.best_checkpoint(run_dir)
+
+
+def _student(teacher_run, weight=0.5, temperature=1.0, **changes):
+    """A fine-tuning's parameters (plain SGD) distilled from the float
+    run."""
+    corpus, params, _, best = teacher_run
+    return dict(dict(params, optimizer="sgd", lr=1.0, distill_weight=weight,
+                     distill_temperature=temperature, distill_from=best,
+                     vocab_size=len(corpus.vocab)), **changes)
+
+
+def _session(params, checkpoint):
+    """A session of `train.Graph(params)`'s instance, the model warm-started
+    from and the teacher restored from ``checkpoint``."""
+    g = train.Graph(params, [n for n, _ in tf.train.list_variables(
+        checkpoint)])
+    graph, _, _, warm, teacher = g.instance(params["seed"])
+    sess = tf.Session(graph=graph)
+    sess.run(g.init)
+    warm.restore(sess, checkpoint)
+    if teacher is not None:
+        teacher.restore(sess, checkpoint)
+    return g, sess
+
+
+def _log_softmax(z):
+    z = z - z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _numpy_terms(student, teacher, temperature):
+    """T^2 * mean CE(softmax(t / T), softmax(s / T)) and the mean KL."""
+    log_p = _log_softmax(teacher.astype(np.float64) / temperature)
+    log_q = _log_softmax(student.astype(np.float64) / temperature)
+    p = np.exp(log_p)
+    xent = -(p * log_q).sum(-1)
+    kl = (p * (log_p - log_q)).sum(-1)
+    return temperature ** 2 * xent.mean(), kl.mean()
+
+
+def _first_window(g, corpus, params, training=True):
+    stream = data.batchify(corpus.train, params["batch_size"])
+    x, y = train.window(stream, 0, params["bptt"])
+    state = g.zero_state(x.shape[0])
+    extra = {g.training: training}
+    extra.update(zip(g.teacher_state, g.zero_state(x.shape[0], True)))
+    return g.feed(x, y, state, extra)
+
+
+# -- (a) the loss term against numpy ---------------------------------------
+
+@pytest.mark.parametrize("temperature", [1.0, 2.0])
+def test_distillation_term_equals_numpy_from_the_fetched_logits(
+        teacher_run, temperature):
+    corpus = teacher_run[0]
+    params = _student(teacher_run, temperature=temperature)
+    g, sess = _session(params, teacher_run[3])
+    with sess:
+        student, teacher, term, kl = sess.run(
+            [g.logits, g.teacher_logits, g.distill_term, g.distill_kl],
+            _first_window(g, corpus, params))
+    # Dropout in training: the student's logits differ from the teacher's.
+    assert np.abs(student - teacher).max() > 1e-2
+    want_term, want_kl = _numpy_terms(student, teacher, temperature)
+    np.testing.assert_allclose(term, want_term, rtol=1e-5)
+    np.testing.assert_allclose(kl, want_kl, rtol=1e-4, atol=1e-7)
+    assert kl > 0
+
+
+def test_loss_is_the_cross_entropy_plus_the_weighted_term(teacher_run):
+    """Model 'plain' (no AR / TAR / weight decay): loss = xent + w * term."""
+    corpus = teacher_run[0]
+    params = _student(teacher_run, weight=0.7, temperature=2.0,
+                      model="plain")
+    g, sess = _session(params, teacher_run[3])
+    with sess:
+        loss, xent, term = sess.run([g.loss, g.xent, g.distill_term],
+                                    _first_window(g, corpus, params))
+    assert term > 0
+    np.testing.assert_allclose(loss, xent + 0.7 * term, rtol=1e-6)
+
+
+# -- (b) the teacher: restored, never trained, never saved -----------------
+
+def test_teacher_keeps_the_checkpoint_values_and_is_not_trainable(
+        teacher_run):
+    corpus, _, _, best = teacher_run
+    params = _student(teacher_run)
+    g, sess = _session(params, best)
+    reader = tf.train.load_checkpoint(best)
+    with sess:
+        graph = sess.graph
+        assert not [v for v in graph.get_collection(
+            tf.GraphKeys.TRAINABLE_VARIABLES) if "teacher" in v.op.name]
+        assert not [v for v in graph.get_collection(
+            tf.GraphKeys.GLOBAL_VARIABLES) if "teacher" in v.op.name]
+        teacher = {v.op.name: v for v in graph.get_collection(
+            tf.GraphKeys.LOCAL_VARIABLES)}
+        assert sorted(teacher) == sorted("teacher/" + n
+                                         for n in FLOAT_NAMES)
+        stream = data.batchify(corpus.train, params["batch_size"])
+        train.train_epoch(sess, g, stream, params, 1)
+        for name, variable in teacher.items():
+            np.testing.assert_array_equal(
+                sess.run(variable), reader.get_tensor(name[len("teacher/"):]))
+        # The student did train (the test could fail).
+        student = sess.run(graph.get_tensor_by_name("lm/embedding:0"))
+        assert np.abs(student - reader.get_tensor("lm/embedding")).max() > 0
+
+
+@pytest.mark.parametrize("student", [
+    {"sparsity": "variational_dropout", "sparsity_weight": 1e-3,
+     "sparsity_ramp_steps": 10},
+    {"pruning": "magnitude", "pruning_end_step": 10,
+     "target_sparsity": 0.5},
+    {"pruning": "fixed"},
+    {"quant": True, "quant_delay": 0}], ids=["vd", "magnitude", "fixed",
+                                              "quant"])
+def test_teacher_is_the_float_model_whatever_the_student(teacher_run,
+                                                         student):
+    """The teacher holds the float model's variables only (no sparse
+    auxiliary variable, mask or range); none is trainable or global."""
+    g = train.Graph(_student(teacher_run, **student))
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(g.meta_graph)
+        local = sorted(v.op.name for v in tf.local_variables())
+        assert not [v for v in tf.global_variables() + tf.trainable_variables()
+                    if v.op.name.startswith("teacher/")]
+    assert local == sorted("teacher/" + n for n in FLOAT_NAMES)
+
+
+def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
+                                                      tmp_path):
+    corpus, _, _, best = teacher_run
+    params = _student(teacher_run, max_epochs=2)
+    run_dir = str(tmp_path / "student")
+    summary = train.run(corpus, params, run_dir, log=lambda *a: None,
+                        threads=1, init_from=best)
+    # Epoch 2 restored the teacher again (it is not in last/).
+    assert summary["epochs_run"] == 2
+    for epoch in summary["epochs"]:
+        assert np.isfinite(epoch["distill_kl"]) and epoch["distill_kl"] > 0
+    plain = dict(params, distill_weight=0.0, distill_from=None)
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(train.Graph(plain).meta_graph)
+        want = sorted(v.op.name for v in tf.global_variables())
+    for prefix in (train.best_checkpoint(run_dir),
+                   tf.train.latest_checkpoint(os.path.join(run_dir, "last"))):
+        names = sorted(n for n, _ in tf.train.list_variables(prefix))
+        assert names == want
+    with open(os.path.join(run_dir, "config.json")) as handle:
+        recorded = json.load(handle)["params"]
+    assert (recorded["distill_weight"], recorded["distill_from"]) == (0.5,
+                                                                      best)
+    model_ = lm.LanguageModel.load(run_dir)
+    try:
+        ppl = model_.perplexity(" ".join(corpus.vocab[i]
+                                         for i in corpus.test[:200]))
+    finally:
+        model_.close()
+    assert np.isfinite(ppl) and ppl > 1
+
+
+# -- (c) weight 0: nothing changes ------------------------------------------
+
+def test_weight_zero_builds_the_graph_without_distillation(teacher_run):
+    params = _student(teacher_run, weight=0.0)
+    without = {k: v for k, v in params.items() if not k.startswith("distill")}
+    zero, none = train.Graph(params), train.Graph(without)
+    nodes = [[n.name for n in g.meta_graph.graph_def.node]
+             for g in (zero, none)]
+    assert nodes[0] == nodes[1]
+    assert not [n for n in nodes[0] if n.startswith("teacher")]
+    assert zero.teacher_state == [] and zero.distill_kl is None
+    assert zero.teacher_saver_def is None
+    with_teacher = train.Graph(_student(teacher_run))
+    assert [n.name for n in with_teacher.meta_graph.graph_def.node
+            if n.name.startswith("teacher/")]
+
+
+# -- (d) the teacher's state is carried across windows ----------------------
+
+class _Recorder(object):
+    """A session that also fetches ``extra`` and records each call's feed
+    and those values."""
+
+    def __init__(self, sess, extra):
+        self.sess, self.extra, self.calls = sess, list(extra), []
+
+    def run(self, fetches, feed):
+        res = self.sess.run(list(fetches) + self.extra, feed)
+        self.calls.append((dict(feed), res[len(fetches):]))
+        return res[:len(fetches)]
+
+
+def _float_logits(params, checkpoint, inputs):
+    """The float model's logits in evaluation mode over ``inputs`` from a
+    zero state, in one window (an independent graph)."""
+    with tf.Graph().as_default():
+        x = tf.constant(inputs)
+        out = model.build_lm({"inputs": x, "targets": x}, False, params)
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, checkpoint)
+            return sess.run(out.logits)
+
+
+def test_training_loop_carries_the_teachers_state(teacher_run):
+    corpus, float_params, _, best = teacher_run
+    params = _student(teacher_run)
+    g, sess = _session(params, best)
+    stream = data.batchify(corpus.train, params["batch_size"])[:, :40]
+    with sess:
+        recorder = _Recorder(sess, [g.teacher_logits])
+        train.train_epoch(recorder, g, stream, params, 1)
+    (feed1, _), (feed2, (logits2,)) = recorder.calls[:2]
+    for name in g.teacher_state:   # reset at the epoch's start
+        assert not feed1[name].any()
+    x1, x2 = feed1[g.inputs], feed2[g.inputs]
+    np.testing.assert_array_equal(x2[:, 0], stream[:, x1.shape[1]])
+    both = _float_logits(dict(float_params, vocab_size=len(corpus.vocab)),
+                         best, np.concatenate([x1, x2], 1))
+    want = both[:, x1.shape[1]:]
+    np.testing.assert_allclose(logits2, want, rtol=1e-4, atol=1e-4)
+    # From a zero state the second window's logits differ: the state
+    # matters, so the comparison above checks that it was carried.
+    alone = _float_logits(dict(float_params, vocab_size=len(corpus.vocab)),
+                          best, x2)
+    assert np.abs(alone - want).max() > 1e-3
+
+
+# -- (e) bad values, named -------------------------------------------------
+
+@pytest.mark.parametrize("key, value", [
+    ("distill_weight", -1.0), ("distill_weight", float("nan")),
+    ("distill_temperature", 0.0), ("distill_temperature", -2.0)])
+def test_bad_values_are_named(key, value):
+    with pytest.raises(ValueError, match=key):
+        presets.params_for("demo", "awd", {key: value})
+
+
+@pytest.mark.parametrize("flag, value", [("--distill-weight", "-1"),
+                                         ("--distill-temperature", "0")])
+def test_bad_flags_are_named(capsys, tmp_path, flag, value):
+    line = one_error_line(capsys, lambda: script.main(
+        ["--out", str(tmp_path / "out"), "%s=%s" % (flag, value)]))
+    assert flag in line and value in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_weight_without_a_teacher_is_refused_before_anything_runs(
+        teacher_run, tmp_path):
+    corpus = teacher_run[0]
+    params = _student(teacher_run, distill_from=None)
+    with pytest.raises(ValueError, match=r"distill_from.*distill_weight"):
+        model.check_params(params)
+    run_dir = tmp_path / "run"
+    with pytest.raises(ValueError, match="distill_from"):
+        train.run(corpus, params, str(run_dir), log=lambda *a: None)
+    assert not run_dir.exists()
+    with pytest.raises(train.CheckpointError, match="distill_from"):
+        train.run(corpus, dict(params, distill_from=str(tmp_path / "none")),
+                  str(run_dir), log=lambda *a: None)
+    with pytest.raises(ValueError, match="distill_from"):
+        presets.check_params({"distill_from": ""})
+    with pytest.raises(ValueError, match="temperature"):
+        distill.distill_terms(tf.zeros([2, 3]), tf.zeros([2, 3]), 0.0)
+
+
+def test_estimator_training_refuses_distillation(teacher_run):
+    params = _student(teacher_run)
+    x = tf.placeholder(tf.int32, [2, 3])
+    with pytest.raises(ValueError, match="distill_weight"):
+        model_fn.train_step({"inputs": x}, x, params)
+
+
+# -- (f) the pipeline --------------------------------------------------------
+
+def test_pipeline_parameters_distil_the_techniques_not_the_reference():
+    params = presets.params_for("demo", "awd", {
+        "distill_weight": 0.5, "distill_temperature": 2.0,
+        "compress": "magnitude"})
+    teacher = "float/best/model.ckpt"
+    assert presets.split_quant(params)[0].get("distill_weight") is None
+    for run in (compress.finetune_params(params, "magnitude", 10, teacher),
+                compress.finetune_params(params, "l0", 10, teacher),
+                compress.survivors_params(params, teacher)):
+        assert (run["distill_weight"], run["distill_temperature"],
+                run["distill_from"]) == (0.5, 2.0, teacher)
+    reference = compress.reference_params(params)
+    assert reference["distill_weight"] == 0.0
+    assert reference.get("distill_from") is None
+    with pytest.raises(ValueError, match="teacher"):
+        compress.finetune_params(params, "magnitude", 10)
+    off = presets.params_for("demo", "awd")
+    for run in (compress.finetune_params(off, "magnitude", 10, teacher),
+                compress.survivors_params(off, teacher)):
+        assert run["distill_weight"] == 0.0 and "distill_from" not in run
+
+
+def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
+    corpus, _, float_dir, best = teacher_run
+    params = presets.params_for("demo", "awd", {
+        "emb_size": 12, "hidden_size": 16, "batch_size": 4,
+        "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 2,
+        "quant_epochs": 1, "quant_delay": 0, "target_sparsity": 0.7,
+        "patience": 9, "distill_weight": 0.5, "distill_temperature": 2.0})
+    with open(os.path.join(float_dir, "summary.json")) as handle:
+        float_summary = json.load(handle)
+    out = str(tmp_path / "compress")
+
+    def run(resume):
+        # The stage that distils (ramp, cut, survivors); the reference
+        # (test above) and the later stages (prune, QAT, export) never
+        # see the settings.
+        pipeline = compress._Pipeline(  # pylint: disable=protected-access
+            corpus, params, float_summary, float_dir, out,
+            {"resume": resume, "log": lambda *a: None, "progress": None,
+             "threads": 1})
+        return compress._sparsify(  # pylint: disable=protected-access
+            pipeline, ["magnitude"], 1)
+
+    first = run(False)
+    for stage in ("mag", "mag_ft"):
+        with open(os.path.join(out, stage, "config.json")) as handle:
+            recorded = json.load(handle)["params"]
+        assert (recorded["distill_weight"], recorded["distill_temperature"],
+                recorded["distill_from"]) == (0.5, 2.0, best), stage
+        with open(os.path.join(out, stage, "summary.json")) as handle:
+            assert all(e["distill_kl"] > 0
+                       for e in json.load(handle)["epochs"])
+    # Resumed: every stage finished, nothing retrained (the same rows,
+    # their training seconds included).
+    again = run(True)
+    assert [r["row"] for r in again] == [r["row"] for r in first]
+    assert compress.survivors_params(params, best)["distill_from"] == best
+
+
+def test_pipeline_distils_from_the_reference_when_asked(teacher_run,
+                                                         tmp_path):
+    """distill_teacher='reference': the reference trains first and both
+    phases of each technique distil from its best checkpoint; the
+    reference itself does not distil."""
+    corpus, _, float_dir, best = teacher_run
+    params = presets.params_for("demo", "awd", {
+        "emb_size": 12, "hidden_size": 16, "batch_size": 4,
+        "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 2,
+        "target_sparsity": 0.7, "patience": 9, "distill_weight": 0.5,
+        "distill_teacher": "reference"})
+    with open(os.path.join(float_dir, "summary.json")) as handle:
+        float_summary = json.load(handle)
+    out = str(tmp_path / "compress")
+    pipeline = compress._Pipeline(  # pylint: disable=protected-access
+        corpus, params, float_summary, float_dir, out,
+        {"resume": False, "log": lambda *a: None, "progress": None,
+         "threads": 1})
+    assert pipeline.teacher_is_reference()
+    runs = compress._sparsify(  # pylint: disable=protected-access
+        pipeline, ["reference", "magnitude"], 2)
+    assert [r["technique"] for r in runs] == ["-", "magnitude"]
+    reference_best = train.best_checkpoint(os.path.join(out, "reference"))
+    assert reference_best != best
+    for stage, teacher in (("reference", None), ("mag", reference_best),
+                           ("mag_ft", reference_best)):
+        with open(os.path.join(out, stage, "config.json")) as handle:
+            recorded = json.load(handle)["params"]
+        assert recorded.get("distill_from") == teacher, stage
+    with pytest.raises(ValueError, match="distill_teacher"):
+        presets.params_for("demo", "awd", {"distill_teacher": "teacher"})

@@ -1,0 +1,295 @@
+"""LanguageModel, the self-describing model directory and the score /
+generate command lines, on a tiny model trained for two epochs
+(tests/lm_api.py): TF checkpoint vs float and uint8 TFLite, the
+training loop's evaluation, numpy references."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from support import lm_api
+from support.lm import UINT8_PPL_RTOL, UINT8_TOKEN_ATOL, UINT8_TOKEN_MEAN
+from tf1_awd_sparse.awd_lm import LanguageModel, data, model, modeldir
+
+from support import ROOT
+
+
+models = pytest.fixture(scope="module", name="models")(
+    lm_api.loaded_models)
+
+
+def _test_text(models):
+    with open(os.path.join(models["data"], "test.txt")) as handle:
+        return handle.read()
+
+
+def test_run_directory_describes_itself(models):
+    config = modeldir.read_config(os.path.join(models["float_dir"],
+                                               "config.json"))
+    assert config["produced_by"]["stage"] == "float"
+    assert config["produced_by"]["test_ppl"] == pytest.approx(
+        models["summary"]["test_ppl"])
+    assert config["params"]["hidden_size"] == 12
+    corpus = data.read_ptb(models["data"])
+    assert config["words"] == corpus.vocab
+    quant = modeldir.read_config(os.path.join(models["quant_dir"],
+                                              "config.json"))
+    assert quant["produced_by"]["stage"] == "qat"
+    assert quant["params"]["quant"] is True
+
+
+def test_tflite_sidecar_names_tensors(models):
+    with open(models["uint8_tflite"] + ".json") as handle:
+        sidecar = json.load(handle)
+    entry = sidecar["tflite"]
+    assert (entry["batch"], entry["window"], entry["dtype"]) == (2, 4,
+                                                                  "uint8")
+    names = {t["name"] for t in entry["inputs"]}
+    assert {"inputs", "state_0_c", "state_1_h"} <= names
+    logits = [t for t in entry["outputs"] if t["name"] == "logits"][0]
+    assert logits["shape"] == [2, 4, len(data.read_ptb(
+        models["data"]).vocab)]
+    assert logits["quantization"][0] > 0
+    assert sidecar["produced_by"]["stage"] == "tflite_uint8"
+    assert os.path.isfile(os.path.join(os.path.dirname(
+        models["uint8_tflite"]), "vocab.txt"))
+
+
+def test_misspelt_key_is_refused_naming_the_closest(models, tmp_path):
+    with open(os.path.join(models["float_dir"], "config.json")) as handle:
+        config = json.load(handle)
+    config["params"]["hiden_size"] = config["params"].pop("hidden_size")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(modeldir.ConfigError,
+                       match="'hiden_size'.*did you mean 'hidden_size'"):
+        modeldir.read_config(str(path))
+
+
+def test_bad_paths_are_named(tmp_path):
+    with pytest.raises(modeldir.ConfigError, match="neither"):
+        LanguageModel.load(str(tmp_path / "missing"))
+    with pytest.raises(modeldir.ConfigError, match="no config.json"):
+        LanguageModel.load(str(tmp_path))
+
+
+def _reference_log_probs(models, ids):
+    """numpy log-softmax of build_lm's logits over [<eos>] + ids, the
+    whole sequence in one run from the zero state."""
+    config = modeldir.read_config(os.path.join(models["float_dir"],
+                                               "config.json"))
+    inputs = np.asarray([[config["words"].index(data.EOS)] + ids[:-1]])
+    out = model.build_lm({"inputs": tf.constant(inputs, tf.int32),
+                          "targets": tf.constant(inputs, tf.int32)},
+                         False, dict(config["params"]))
+    with tf.Session() as session:
+        tf.train.Saver().restore(session, os.path.join(
+            models["float_dir"], "best", "model.ckpt"))
+        logits = session.run(out.logits)[0].astype(np.float64)
+    top = logits.max(axis=1, keepdims=True)
+    log_probs = logits - top - np.log(np.exp(logits - top).sum(
+        axis=1, keepdims=True))
+    return log_probs[np.arange(len(ids)), ids]
+
+
+def test_scores_match_numpy_log_softmax_of_the_graph(models):
+    lm = models["load"]("float_dir")
+    text = "\n".join(_test_text(models).splitlines()[:6])
+    scores = lm.score(text)
+    ids = lm.encode([w for line in scores.tokens for w in line])
+    np.testing.assert_allclose(np.concatenate(scores.log_probs),
+                               _reference_log_probs(models, ids), rtol=1e-5)
+    assert scores.totals[0] == pytest.approx(scores.log_probs[0].sum())
+    assert scores.perplexity == pytest.approx(np.exp(
+        -sum(scores.totals) / scores.num_tokens))
+
+
+def test_whole_file_evaluation_equals_the_training_loop(models):
+    test = os.path.join(models["data"], "test.txt")
+    for key in ("float_dir", "float_tflite"):
+        result = models["load"](key).evaluate(test)
+        assert result["perplexity"] == pytest.approx(
+            models["summary"]["test_ppl"], rel=1e-5), key
+    with open(os.path.join(models["quant_dir"], "summary.json")) as handle:
+        quant_ppl = json.load(handle)["test_ppl"]
+    assert models["load"]("quant_dir").evaluate(test)["perplexity"] == \
+        pytest.approx(quant_ppl, rel=1e-5)
+
+
+def test_tf_and_float_tflite_give_the_same_scores(models):
+    text = _test_text(models)
+    for per_line in (False, True):
+        tf_scores = models["load"]("float_dir").score(text, per_line)
+        lite = models["load"]("float_tflite").score(text, per_line)
+        np.testing.assert_allclose(np.concatenate(lite.log_probs),
+                                   np.concatenate(tf_scores.log_probs),
+                                   rtol=1e-4)
+        assert lite.oov == tf_scores.oov == text.count("zebra") > 0
+
+
+def test_uint8_tflite_within_the_measured_tolerance(models):
+    text = _test_text(models)
+    tf_scores = models["load"]("quant_dir").score(text)
+    lite = models["load"]("uint8_tflite").score(text)
+    diff = np.abs(np.concatenate(lite.log_probs)
+                  - np.concatenate(tf_scores.log_probs))
+    assert diff.max() < UINT8_TOKEN_ATOL
+    assert diff.mean() < UINT8_TOKEN_MEAN
+    assert lite.perplexity == pytest.approx(tf_scores.perplexity,
+                                            rel=UINT8_PPL_RTOL)
+
+
+def test_per_line_scores_each_line_alone(models):
+    lm = models["load"]("float_tflite")
+    lines = _test_text(models).splitlines()[:5]
+    together = lm.score(lines, per_line=True)
+    for i, line in enumerate(lines):
+        alone = lm.score(line)
+        np.testing.assert_allclose(together.log_probs[i], alone.log_probs[0],
+                                   rtol=1e-6)
+    full = lm.full_scores(lines[0])
+    assert [w for _, w, _ in full] == lines[0].split() + [data.EOS]
+    assert sum(lp for lp, _, _ in full) == pytest.approx(together.totals[0])
+
+
+@pytest.mark.parametrize("key", ["float_dir", "float_tflite"])
+def test_batch_one_equals_batch_k_and_token_by_token(models, key):
+    lm = models["load"](key)
+    ids = np.random.RandomState(0).randint(0, len(lm.words), [3, 7])
+    batched, state = lm.step(ids)
+    for row in range(3):
+        alone, _ = lm.step(ids[row:row + 1])
+        np.testing.assert_allclose(batched[row], alone[0], rtol=1e-5,
+                                   atol=1e-6)
+    one, state1 = lm.step(ids[:, :3])
+    rest = [lm.step(ids[:, 3], state1)]
+    for t in range(4, 7):
+        rest.append(lm.step(ids[:, t], rest[-1][1]))
+    streamed = np.concatenate([one] + [r[0] for r in rest], axis=1)
+    np.testing.assert_allclose(streamed, batched, rtol=1e-5, atol=1e-6)
+
+
+def test_greedy_text_is_the_same_from_tf_and_tflite(models):
+    for tf_key, lite_key in (("float_dir", "float_tflite"),
+                             ("quant_dir", "uint8_tflite")):
+        texts = [models["load"](k).generate("the", 15, temperature=0)
+                 for k in (tf_key, lite_key)]
+        assert texts[0] == texts[1]
+        assert models["load"](lite_key).generate(
+            "the", 15, top_k=1, seed=5) == texts[1]
+
+
+def test_same_seed_same_text(models):
+    lm = models["load"]("uint8_tflite")
+    first = lm.generate("the big", 20, temperature=0.8, top_k=5, seed=3)
+    assert lm.generate("the big", 20, temperature=0.8, top_k=5,
+                       seed=3) == first
+    assert {lm.generate("", 20, seed=s) for s in range(4)} != {first}
+    with pytest.raises(ValueError, match="num_words"):
+        lm.generate("the", 0)
+    with pytest.raises(ValueError, match="temperature"):
+        lm.generate("the", 3, temperature=-1)
+
+
+# TensorFlow's own C++ log lines (TF 2.x prints CUDA plugin registration
+# errors at import, before any Python code can silence them).
+_TF_LOG = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [EWIF] ")
+
+
+def _error_lines(result):
+    """The program's own stderr lines."""
+    return [line for line in result.stderr.splitlines()
+            if not _TF_LOG.match(line)]
+
+
+def _cli(module, *args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m",
+                           "tf1_awd_sparse.awd_lm." + module] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=env, cwd=ROOT)
+
+
+def test_score_command_line(models):
+    test = os.path.join(models["data"], "test.txt")
+    result = _cli("score", "--model", models["float_tflite"], test)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    scores = models["load"]("float_dir").score(_test_text(models))
+    assert lines[-1] == "perplexity %.4f" % scores.perplexity
+    assert lines[-2] == "tokens %d oov %d" % (scores.num_tokens,
+                                              scores.oov)
+    assert len(lines) == len(scores.totals) + 2
+    first = lines[0].split("\t")
+    assert float(first[0]) == pytest.approx(scores.perplexities[0],
+                                            abs=1e-3)
+    as_training = _cli("score", "--model", models["float_dir"],
+                       "--as-training", test)
+    assert as_training.returncode == 0, as_training.stderr
+    last = as_training.stdout.splitlines()[-1].split()
+    assert last[0] == "perplexity"
+    assert float(last[1]) == pytest.approx(models["summary"]["test_ppl"],
+                                           abs=1e-4)
+    bad = _cli("score", "--model", models["root"], test)
+    assert bad.returncode == 2 and len(_error_lines(bad)) == 1
+    assert "no config.json" in _error_lines(bad)[0]
+
+
+def test_generate_command_line(models):
+    args = ["--model", models["quant_dir"], "--prompt", "the",
+            "--num-words", "12", "--seed", "4", "--top-k", "3"]
+    result = _cli("generate", *args)
+    assert result.returncode == 0, result.stderr
+    expected = models["load"]("quant_dir").generate("the", 12, top_k=3,
+                                                    seed=4)
+    assert result.stdout == "the" + ("" if expected.startswith("\n")
+                                     else " ") + expected + "\n"
+    bad = _cli("generate", "--model", models["quant_dir"], "--num-words",
+               "x")
+    assert bad.returncode == 2
+    assert _error_lines(bad) == ["error: argument --num-words: invalid int "
+                                 "value: 'x'"]
+
+
+def test_write_ptb_round_trips_the_embedded_corpus(tmp_path):
+    from tf1_awd_sparse.awd_lm import synthetic
+    corpus, _ = synthetic.hmm_corpus(seed=3, n_train=400, n_valid=100,
+                                     n_test=100, n_states=4, vocab_size=30)
+    data.write_ptb(corpus, str(tmp_path))
+    for split in data.SPLITS:
+        words = data.read_words(str(tmp_path / (split + ".txt")))
+        ids = getattr(corpus, split)
+        expected = [corpus.vocab[i] for i in ids]
+        if expected[-1] != data.EOS:
+            expected.append(data.EOS)  # the last line's line break
+        assert words == expected
+
+
+def test_unknown_words_without_unk_and_bad_checkpoints_are_named(models,
+                                                                   tmp_path):
+    import shutil
+    from tf1_awd_sparse.awd_lm import lm as lm_module, train
+    copy = str(tmp_path / "run")
+    shutil.copytree(models["float_dir"], copy)
+    vocab = os.path.join(copy, "vocab.txt")
+    with open(vocab) as handle:
+        words = handle.read().replace("<unk>\n", "zzz\n")
+    with open(vocab, "w") as handle:
+        handle.write(words)
+    lm = LanguageModel.load(copy)
+    with pytest.raises(lm_module.OOVError, match="'zebra'.*no <unk>"):
+        lm.score("the zebra sat")
+    lm.close()
+    config_path = os.path.join(copy, "config.json")
+    with open(config_path) as handle:
+        config = json.load(handle)
+    config["checkpoint"] = "best/missing.ckpt"
+    with open(config_path, "w") as handle:
+        json.dump(config, handle)
+    with pytest.raises(train.CheckpointError, match="missing.ckpt"):
+        LanguageModel.load(copy)

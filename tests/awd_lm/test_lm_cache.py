@@ -1,0 +1,212 @@
+"""The continuous cache pointer of LanguageModel (awd_lm.cache) on the tiny
+model of tests/lm_api.py: a numpy reference written from the
+formula (the top layer's outputs read back from the LSTM state token by
+token), lambda 0, TF against float and uint8 TFLite, the tuning on
+validation text only, files exported before the cache, the command line."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from support import lm_api
+from tf1_awd_sparse.awd_lm import LanguageModel, cache, export, lm as lm_module
+# test_lm_api's measured uint8-vs-QAT-checkpoint tolerances, with the cache.
+from support.lm import UINT8_PPL_RTOL, UINT8_TOKEN_ATOL
+
+from support import ROOT
+CONFIG = cache.CacheConfig(window=7, theta=0.8, lambda_=0.3)
+
+
+models = pytest.fixture(scope="module", name="models")(
+    lm_api.loaded_models)
+
+
+def _split(models, split, lines=None):
+    with open(os.path.join(models["data"], split + ".txt")) as handle:
+        return "\n".join(handle.read().splitlines()[:lines])
+
+
+def _reference(model, lines, config):
+    """log p of every token of ``lines`` (one document, from <eos> and the
+    zero state): the model's full distribution and the top layer's h taken
+    from the state after each token, the cache mixed in as the formula
+    says, over the whole vocabulary."""
+    ids = [model.eos]
+    for line in lines:
+        ids += model.encode(line.split()) + [model.eos]
+    state, keys, out = None, [], []
+    for t in range(len(ids) - 1):
+        log_probs, state = model.step(np.asarray([[ids[t]]]), state)
+        p = np.exp(log_probs[0, -1])
+        h = state.arrays[-1][0].astype(np.float64)   # top layer's h
+        history = list(range(max(0, t - config.window), t))
+        if history:
+            weights = np.exp([config.theta * h.dot(keys[i])
+                              for i in history])
+            p_cache = np.zeros_like(p)
+            for i, weight in zip(history, weights / weights.sum()):
+                p_cache[ids[i + 1]] += weight
+            p = (1 - config.lambda_) * p + config.lambda_ * p_cache
+        keys.append(h)
+        out.append(np.log(p[ids[t + 1]]))
+    return np.asarray(out)
+
+
+def test_cache_scores_equal_the_formula(models):
+    model = models["load"]("float_dir")
+    lines = _split(models, "test", 12).splitlines()
+    got = model.score(lines, cache=CONFIG)
+    np.testing.assert_allclose(np.concatenate(got.log_probs),
+                               _reference(model, lines, CONFIG),
+                               rtol=1e-5, atol=1e-6)
+    plain = np.concatenate(model.score(lines).log_probs)
+    assert not np.allclose(np.concatenate(got.log_probs), plain)
+    # The history carries from one block of lines to the next.
+    blocks = [s for _, s in model.iter_scores(lines, block=5, cache=CONFIG)]
+    np.testing.assert_allclose(np.concatenate(blocks),
+                               np.concatenate(got.log_probs), rtol=1e-12)
+    # Per line: each line from the zero state and an empty cache.
+    per_line = model.score(lines[:4], per_line=True, cache=CONFIG)
+    for line, scored in zip(lines[:4], per_line.log_probs):
+        np.testing.assert_allclose(scored, _reference(model, [line], CONFIG),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_uniform_attention_is_the_word_frequency_of_the_window():
+    # h = 0: every entry weighs the same, p_cache(w) = count(w) / filled.
+    targets = np.asarray([3, 1, 3, 3, 2])
+    log_cache, filled = cache.pointer_log_probs(np.zeros([5, 4]), targets,
+                                                3, [1.0])
+    np.testing.assert_array_equal(filled, [0, 1, 2, 3, 3])
+    with np.errstate(divide="ignore"):
+        expected = np.log([np.nan, 0.0, 1 / 2., 2 / 3., 0.0])
+    np.testing.assert_allclose(log_cache[0, 1:], expected[1:])
+    assert log_cache[0, 0] == -np.inf
+
+
+def test_lambda_zero_gives_exactly_the_plain_scores(models):
+    text = _split(models, "test")
+    for key in ("float_dir", "float_tflite"):
+        model = models["load"](key)
+        for per_line in (False, True):
+            np.testing.assert_array_equal(
+                np.concatenate(model.score(text, per_line, cache=(
+                    5, 1.0, 0.0)).log_probs),
+                np.concatenate(model.score(text, per_line).log_probs))
+    test = os.path.join(models["data"], "test.txt")
+    model = models["load"]("float_dir")
+    assert model.evaluate(test, cache=(5, 1.0, 0.0)) == model.evaluate(test)
+
+
+def test_tf_and_tflite_agree_with_the_cache(models):
+    text = _split(models, "test")
+    for per_line in (False, True):
+        tf_scores = models["load"]("float_dir").score(text, per_line,
+                                                      cache=CONFIG)
+        lite = models["load"]("float_tflite").score(text, per_line,
+                                                    cache=CONFIG)
+        np.testing.assert_allclose(np.concatenate(lite.log_probs),
+                                   np.concatenate(tf_scores.log_probs),
+                                   rtol=1e-4)
+    test = os.path.join(models["data"], "test.txt")
+    assert models["load"]("float_tflite").evaluate(test, cache=CONFIG)[
+        "perplexity"] == pytest.approx(models["load"]("float_dir").evaluate(
+            test, cache=CONFIG)["perplexity"], rel=1e-5)
+    quant = models["load"]("quant_dir").score(text, cache=CONFIG)
+    uint8 = models["load"]("uint8_tflite").score(text, cache=CONFIG)
+    diff = np.abs(np.concatenate(uint8.log_probs)
+                  - np.concatenate(quant.log_probs))
+    assert diff.max() < UINT8_TOKEN_ATOL
+    assert uint8.perplexity == pytest.approx(quant.perplexity,
+                                             rel=UINT8_PPL_RTOL)
+
+
+def test_tuning_is_the_best_grid_point_on_validation(models):
+    model = models["load"]("float_dir")
+    valid = _split(models, "valid")
+    grid = dict(windows=(3, 20), thetas=(0.1, 1.0), lambdas=(0.1, 0.4))
+    config, found = model.tune_cache(valid, details=True, **grid)
+    ppl = {(w, t, l): model.perplexity(valid, cache=(w, t, l))
+           for w in grid["windows"] for t in grid["thetas"]
+           for l in grid["lambdas"]}
+    assert tuple(config) == min(ppl, key=ppl.get)
+    assert found["perplexity"] == pytest.approx(min(ppl.values()),
+                                                rel=1e-9)
+    assert found["base_perplexity"] == pytest.approx(
+        model.perplexity(valid), rel=1e-9)
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m",
+                           "tf1_awd_sparse.awd_lm.score"] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=env, cwd=ROOT)
+
+
+def test_command_line_tunes_on_validation_only(models, tmp_path):
+    valid = os.path.join(models["data"], "valid.txt")
+    other = tmp_path / "other.txt"
+    other.write_text(_split(models, "train", 40))
+    test = os.path.join(models["data"], "test.txt")
+    printed = []
+    for scored in (test, str(other)):
+        result = _cli("--model", models["float_tflite"], "--tune-cache",
+                      valid, scored)
+        assert result.returncode == 0, result.stderr
+        printed.append(result.stdout.splitlines())
+    assert printed[0][0] == printed[1][0]      # the same cache line
+    assert printed[0][0].startswith("cache window ")
+    window, theta, lambda_ = printed[0][0].split()[2::2]
+    expected = models["load"]("float_dir").score(
+        _split(models, "test"), cache=(int(window), float(theta),
+                                       float(lambda_)))
+    assert printed[0][-1].startswith("perplexity ")
+    assert float(printed[0][-1].split()[1]) == pytest.approx(
+        expected.perplexity, rel=1e-5)
+    fixed = _cli("--model", models["float_dir"], "--cache-window", "7",
+                 "--cache-theta", "0.8", "--cache-lambda", "0.3", test)
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout.splitlines()[-1] == "perplexity %.4f" % models[
+        "load"]("float_dir").score(_split(models, "test"),
+                                   cache=CONFIG).perplexity
+    half = _cli("--model", models["float_dir"], "--cache-window", "7", test)
+    assert half.returncode == 2 and "go together" in half.stderr
+
+
+def test_bad_configs_are_named(models):
+    model = models["load"]("float_dir")
+    for config, named in (((0, 1.0, 0.1), "cache.window"),
+                          ((5, -1.0, 0.1), "cache.theta"),
+                          ((5, 1.0, 1.0), "cache.lambda_"),
+                          ((5, 1.0), "CacheConfig")):
+        with pytest.raises(ValueError, match=named):
+            model.score("the cat", cache=config)
+    with pytest.raises(ValueError, match="lambdas must be a non-empty"):
+        model.tune_cache("the cat", lambdas=())
+
+
+def test_a_file_exported_before_the_cache_refuses_it(models, tmp_path,
+                                                      monkeypatch):
+    unrolled = export._unrolled_model
+
+    def without_hidden(*args):
+        inputs, outputs, cells = unrolled(*args)
+        return inputs, [t for t in outputs
+                        if not t.name.startswith("hidden")], cells
+
+    monkeypatch.setattr(export, "_unrolled_model", without_hidden)
+    path = str(tmp_path / "old.tflite")
+    lm_module.export_model(models["float_dir"], path, batch_size=2,
+                           num_steps=4)
+    old = LanguageModel.load(path)
+    text = _split(models, "test", 5)
+    np.testing.assert_allclose(
+        np.concatenate(old.score(text).log_probs),
+        np.concatenate(models["load"]("float_dir").score(text).log_probs),
+        rtol=1e-4)
+    with pytest.raises(ValueError, match="no 'hidden' output.*export the "
+                       "model again"):
+        old.score(text, cache=CONFIG)

@@ -1,0 +1,361 @@
+"""export_tflite: float and fully 8-bit TFLite models of a trained
+quantization-aware cell stack, run with tf.lite.Interpreter and compared with
+the TF fake-quant eval graph and a numpy float LSTM."""
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
+from tf1_awd_sparse.export.tflite import (interpreter_class,
+                                         read_cell_values,
+                                         relative_variable_names)
+from support.references import lstm_float_step
+from support.versions import needs_litert
+from weight_drop_lstm import WeightDropLSTMCell
+
+B, T, D, N = 4, 6, 5, 12
+CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1,
+                        inter_op_parallelism_threads=1)
+
+
+# The fixture's stack: a plain layer (concatenated state) under one with
+# peepholes, projection and both clips.
+STACK = [dict(state_is_tuple=False),
+         dict(use_peepholes=True, num_proj=7, cell_clip=0.6, proj_clip=0.4)]
+
+
+def _train_stack(layers=STACK, steps=20, seed=0):
+    """Trains a small QAT stack on a running-mean task; builds beside it
+    ``tf.nn.rnn_cell.LSTMCell`` copies (the float reference) in eval.
+
+    Returns:
+      dict with the session, cells, eval functions and data.
+    """
+    rng = np.random.RandomState(seed)
+    data = rng.randn(64, 2 * T, D).astype(np.float32)
+    target = np.cumsum(data[:, :, :1], axis=1) / np.arange(1, 2 * T + 1)[
+        None, :, None]
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(seed)
+        x = tf.placeholder(tf.float32, [None, None, D])
+        y = tf.placeholder(tf.float32, [None, None, 1])
+        is_train = tf.placeholder_with_default(True, [])
+        cells = [WeightDropLSTMCell(N, weight_drop_kr=0.7, is_quant=True,
+                                    is_train=is_train, **kwargs)
+                 for kwargs in layers]
+        out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x,
+                                   dtype=tf.float32)
+        loss = tf.reduce_mean((tf.layers.dense(out, 1) - y) ** 2)
+        train = tf.train.AdamOptimizer(0.02).minimize(loss)
+        sess = tf.Session(graph=graph, config=CONFIG)
+        sess.run(tf.global_variables_initializer())
+        for i in range(steps):
+            idx = rng.randint(0, 64, B)
+            sess.run(train, {x: data[idx], y: target[idx]})
+        saver = tf.train.Saver()
+        with tf.variable_scope("reference"):
+            references = [tf.nn.rnn_cell.LSTMCell(
+                N, **{k: v for k, v in kwargs.items()
+                      if k != "quant_activation"}) for kwargs in layers]
+            ref_out, _ = tf.nn.dynamic_rnn(
+                tf.nn.rnn_cell.MultiRNNCell(references), x, dtype=tf.float32)
+        for cell, reference in zip(cells, references):
+            values = dict(zip(relative_variable_names(cell.weights),
+                              sess.run(cell.weights)))
+            for name, variable in zip(
+                    relative_variable_names(reference.weights),
+                    reference.weights):
+                variable.load(values[name], sess)
+    return dict(sess=sess, cells=cells, saver=saver, data=data[:B],
+                eval=lambda inputs: sess.run(out, {x: inputs,
+                                                   is_train: False}),
+                float_eval=lambda inputs: sess.run(ref_out, {x: inputs}))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A trained 2-layer stack exported to float and uint8 (session)."""
+    folder = tmp_path_factory.mktemp("export")
+    model = _train_stack()
+    model["float"] = str(folder / "float.tflite")
+    model["quant"] = str(folder / "quant.tflite")
+    model["sizes"] = export_tflite(model["cells"], B, T, model["float"],
+                                   model["quant"], session=model["sess"])
+    model["ckpt"] = model["saver"].save(model["sess"], str(folder / "m"))
+    model["folder"] = folder
+    yield model
+    model["sess"].close()
+
+
+def _steps(runner, got, want):
+    """Mean and max |difference| in output quantization steps."""
+    scale = runner.output_quantization()[0]
+    diff = np.abs(got - want) / scale
+    return diff.mean(), diff.max()
+
+
+def test_uint8_model_agrees_with_fake_quant_graph(trained):
+    runner = TFLiteRunner(trained["quant"])
+    assert runner.inputs["inputs"]["dtype"] == np.uint8
+    got = runner.run(trained["data"][:, :T])["outputs"]
+    mean, worst = _steps(runner, got, trained["eval"](trained["data"][:, :T]))
+    print("uint8 vs fake-quant TF: %.3f steps mean, %.1f max" % (mean, worst))
+    assert mean <= 3.0
+
+
+def test_float_model_matches_lstmcell(trained):
+    got = TFLiteRunner(trained["float"]).run(
+        trained["data"][:, :T])["outputs"]
+    want = trained["float_eval"](trained["data"][:, :T])
+    np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+def test_state_in_state_out_runs_window_by_window(trained):
+    data = trained["data"]
+    for path, want in ((trained["quant"], trained["eval"](data)),
+                       (trained["float"], trained["float_eval"](data))):
+        runner = TFLiteRunner(path)
+        first = runner.run(data[:, :T])
+        state = {name.replace("final", "state"): value
+                 for name, value in first.items() if name != "outputs"}
+        second = runner.run(data[:, T:], state)
+        got = np.concatenate([first["outputs"], second["outputs"]], 1)
+        if path == trained["quant"]:
+            assert _steps(runner, got, want)[0] <= 3.0
+        else:
+            np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+def test_checkpoint_values_equal_session_values(trained):
+    from_ckpt = read_cell_values(trained["cells"],
+                                 checkpoint=trained["ckpt"])
+    from_sess = read_cell_values(trained["cells"], session=trained["sess"])
+    assert [sorted(v) for v in from_ckpt] == [sorted(v) for v in from_sess]
+    assert "quant/gates/max" in from_ckpt[1]
+    for ckpt, live in zip(from_ckpt, from_sess):
+        for name in live:
+            np.testing.assert_array_equal(ckpt[name], live[name])
+
+
+def test_hard_activation_models(tmp_path):
+    model = _train_stack(layers=[dict(quant_activation="hard")], steps=10,
+                         seed=1)
+    paths = str(tmp_path / "f.tflite"), str(tmp_path / "q.tflite")
+    inputs = model["data"][:, :T]
+    with model["sess"]:
+        export_tflite(model["cells"], B, T, *paths, session=model["sess"])
+        want = model["eval"](inputs)
+        cell = model["cells"][0]
+        values = dict(zip(relative_variable_names(cell.weights),
+                          model["sess"].run(cell.weights)))
+    runner = TFLiteRunner(paths[1])
+    assert _steps(runner, runner.run(inputs)["outputs"], want)[0] <= 3.0
+    # The float model computes the trained function: hard sigmoid and ReLU.
+    c = h = np.zeros((B, N), np.float32)
+    outputs = []
+    for t in range(T):
+        h, c = lstm_float_step(inputs[:, t], c, h, values["kernel"],
+                               values["bias"], hard=True)
+        outputs.append(h)
+    got = TFLiteRunner(paths[0]).run(inputs)["outputs"]
+    np.testing.assert_allclose(got, np.stack(outputs, 1), atol=2e-5)
+
+
+def test_uint8_file_is_at_most_30_percent_of_float(sess, tmp_path):
+    # Weights dominate the file once the layer is not tiny.
+    cell = WeightDropLSTMCell(96, is_quant=True)
+    tf.nn.dynamic_rnn(cell, tf.zeros([1, 2, 32]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    sizes = export_tflite(cell, 1, 2, str(tmp_path / "f"),
+                          str(tmp_path / "q"), session=sess)
+    assert sizes["quant_bytes"] == os.path.getsize(str(tmp_path / "q"))
+    assert sizes["quant_bytes"] <= 0.3 * sizes["float_bytes"]
+
+
+def test_export_bad_arguments(sess, tmp_path):
+    float_cell = WeightDropLSTMCell(4)
+    with pytest.raises(ValueError, match="built"):
+        export_tflite(float_cell, 1, 2, quant_path="x", session=sess)
+    tf.nn.dynamic_rnn(float_cell, tf.zeros([1, 2, 3]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    with pytest.raises(ValueError, match="is_quant=True"):
+        export_tflite(float_cell, 1, 2, quant_path=str(tmp_path / "q"),
+                      session=sess)
+    with pytest.raises(ValueError, match="batch_size"):
+        export_tflite(float_cell, 0, 2, session=sess)
+    with pytest.raises(ValueError, match="exactly one"):
+        export_tflite(float_cell, 1, 2, str(tmp_path / "f"), session=sess,
+                      checkpoint="x")
+
+
+def _two_layers(sess, sizes=(7, 9), depth=5):
+    """Built quantization-aware cells of ``sizes``, bottom first."""
+    cells = [WeightDropLSTMCell(n, is_quant=True) for n in sizes]
+    tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells),
+                      tf.zeros([1, 2, depth]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    return cells
+
+
+def test_export_from_a_missing_checkpoint_names_it(sess, tmp_path):
+    cells = _two_layers(sess)
+    missing = str(tmp_path / "no" / "model.ckpt-5")
+    with pytest.raises(ValueError) as error:
+        export_tflite(cells, 1, 2, str(tmp_path / "f"), checkpoint=missing)
+    message = str(error.value)
+    print(message)
+    assert message.startswith("checkpoint %r" % missing)
+    assert "checkpoint prefix" in message and "directory" in message
+    assert not (tmp_path / "f").exists()
+
+
+def test_export_from_a_directory_without_checkpoint_names_it(sess,
+                                                             tmp_path):
+    cells = _two_layers(sess)
+    with pytest.raises(ValueError) as error:
+        export_tflite(cells, 1, 2, str(tmp_path / "f"),
+                      checkpoint=str(tmp_path))
+    message = str(error.value)
+    print(message)
+    assert str(tmp_path) in message and "without a checkpoint" in message
+
+
+def test_export_from_another_models_checkpoint_names_the_variable(
+        sess, tmp_path):
+    cells = _two_layers(sess)
+    with tf.Graph().as_default() as other:
+        tf.get_variable("something_else", [2])
+        with tf.Session(graph=other) as other_sess:
+            other_sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(other_sess, str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="has no variable") as error:
+        export_tflite(cells, 1, 2, str(tmp_path / "f"), checkpoint=path)
+    assert cells[0].weights[0].op.name in str(error.value)
+
+
+def test_export_refuses_a_stack_given_top_first(sess, tmp_path):
+    """The order is not guessed (layers of equal sizes fit either way)."""
+    cells = _two_layers(sess)
+    with pytest.raises(ValueError, match="bottom first") as error:
+        export_tflite(cells[::-1], 1, 2, str(tmp_path / "f"), session=sess)
+    message = str(error.value)
+    print(message)
+    # cells[1] of the reversed list is the bottom layer: input depth 5,
+    # while the layer before it (the 9-unit top) outputs 9.
+    assert "cells[1] takes inputs of depth 5 but cells[0] outputs 9" in \
+        message and "reversed" in message
+    assert not (tmp_path / "f").exists()
+
+
+def test_export_without_an_output_path_is_refused(sess, tmp_path):
+    cells = _two_layers(sess)
+    with pytest.raises(ValueError, match="float_path.*quant_path") as error:
+        export_tflite(cells, 1, 2, session=sess)
+    print(error.value)
+    same = str(tmp_path / "m.tflite")
+    with pytest.raises(ValueError, match="two files"):
+        export_tflite(cells, 1, 2, same, same, session=sess)
+    assert os.listdir(str(tmp_path)) == []
+
+
+def _weight_grid(weight):
+    """The uint8 (scale, zero point, stored values) of a kernel on its own
+    narrow-range 8-bit grid, in numpy: the range [min, max] widened to
+    contain 0 and to at least 1e-3 (an all-zero matrix), 254 steps from
+    code 1, values stored transposed (TFLite's FullyConnected weights)."""
+    lo, hi = min(float(weight.min()), 0.0), max(float(weight.max()), 0.0)
+    hi = max(hi, lo + 1e-3)
+    scale = (hi - lo) / 254.0
+    zero_point = int(np.floor(1.0 - lo / scale + 0.5))
+    stored = np.clip(np.floor(weight.T / scale + 0.5) + zero_point, 1, 255)
+    return scale, zero_point, stored
+
+
+def test_uint8_weights_keep_their_grid_in_every_unrolled_step(sess,
+                                                              tmp_path):
+    """Each step of the unrolled model multiplies by the kernel; every
+    copy the file holds is the kernel on its fake-quant grid, so zeros are
+    the zero point, also for a fully pruned (all-zero) kernel."""
+    cells = [WeightDropLSTMCell(n, is_quant=True, is_train=False)
+             for n in (N, 7)]
+    tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells),
+                      tf.zeros([B, T, D]), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    rng = np.random.RandomState(3)
+    kernels = []
+    for i, cell in enumerate(cells):
+        variable = [v for name, v in zip(relative_variable_names(
+            cell.weights), cell.weights) if name == "kernel"][0]
+        value = rng.uniform(-0.8, 0.5, variable.shape.as_list()).astype(
+            np.float32)
+        value[rng.rand(*value.shape) < 0.5] = 0.0
+        if i == 0:
+            value[:] = 0.0  # fully pruned
+        variable.load(value, sess)
+        kernels.append(value)
+    path = str(tmp_path / "q.tflite")
+    export_tflite(cells, B, T, quant_path=path, session=sess)
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    for kernel in kernels:
+        scale, zero_point, want = _weight_grid(kernel)
+        copies = [d for d in interpreter.get_tensor_details()
+                  if tuple(d["shape"]) == want.shape]
+        assert copies
+        for detail in copies:
+            assert detail["dtype"] == np.uint8
+            assert detail["quantization"][0] == pytest.approx(scale,
+                                                              rel=1e-5)
+            assert detail["quantization"][1] == zero_point
+            np.testing.assert_array_equal(
+                interpreter.get_tensor(detail["index"]), want)
+
+
+@needs_litert
+def test_litert_runs_both_files_as_tf_lite_does(trained):
+    """LiteRT's interpreter (the same API) computes what tf.lite's does: the
+    uint8 model's codes exactly, the float model to float32 rounding; also
+    window by window with the state carried."""
+    from ai_edge_litert.interpreter import Interpreter
+    assert interpreter_class("litert") is Interpreter
+    data = trained["data"]
+    for path in (trained["quant"], trained["float"]):
+        runners = [TFLiteRunner(path, name) for name in ("tf", "litert")]
+        assert isinstance(runners[1].interpreter, Interpreter)
+        results = []
+        for runner in runners:
+            first = runner.run(data[:, :T])
+            state = {name.replace("final", "state"): value
+                     for name, value in first.items() if name != "outputs"}
+            results.append((first, runner.run(data[:, T:], state)))
+        for want, got in zip(*results):
+            assert sorted(got) == sorted(want)
+            for name in want:
+                if path == trained["quant"]:
+                    np.testing.assert_array_equal(got[name], want[name])
+                else:
+                    np.testing.assert_allclose(got[name], want[name],
+                                               rtol=1e-5, atol=1e-6)
+
+
+def test_interpreter_choice(monkeypatch):
+    try:
+        from ai_edge_litert.interpreter import Interpreter as preferred
+    except ImportError:
+        preferred = tf.lite.Interpreter
+    assert interpreter_class() is interpreter_class("auto") is preferred
+    assert interpreter_class("tf") is tf.lite.Interpreter
+    assert interpreter_class(tf.lite.Interpreter) is tf.lite.Interpreter
+    with pytest.raises(ValueError, match="interpreter must be one of auto, "
+                       "tf, litert or an interpreter class, got 'tflite'"):
+        interpreter_class("tflite")
+    # LiteRT absent (as in the TF 1.x environments): what to install, and
+    # "auto" falls back to tf.lite's.
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
+    with pytest.raises(ValueError, match="pip install ai-edge-litert"):
+        interpreter_class("litert")
+    assert interpreter_class("auto") is tf.lite.Interpreter

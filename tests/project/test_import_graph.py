@@ -1,0 +1,167 @@
+"""The library's import graph goes only down its floors and has no circle,
+counting imports inside functions too (a lazy import that closes a circle
+still ties two modules together), and building a float cell does not load
+the TFLite exporter."""
+import ast
+import os
+import subprocess
+import sys
+
+from support import ROOT
+PACKAGES = ("sparse_layers", "tf1_awd_sparse")
+TOP_MODULES = ("weight_drop_lstm", "variational_dropout")
+
+
+def _modules():
+    """{dotted name: path} of the library's modules."""
+    found = {name: os.path.join(ROOT, name + ".py") for name in TOP_MODULES}
+    for package in PACKAGES:
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    dotted = os.path.relpath(path, ROOT)[:-3].replace(
+                        os.sep, ".")
+                    if dotted.endswith(".__init__"):
+                        dotted = dotted[:-len(".__init__")]
+                    found[dotted] = path
+    return found
+
+
+def _imported(names, modules):
+    """The library modules that importing each of ``names`` runs (the
+    longest known prefix, and its packages' ``__init__``)."""
+    out = set()
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        while name:
+            if name in modules:
+                out.add(name)
+            name = name.rpartition(".")[0]
+    return out
+
+
+def import_edges():
+    """{module: set of library modules it imports}, without a module's own
+    parent packages (``from package import sibling`` runs them anyway)."""
+    modules = _modules()
+    edges = {}
+    for name, path in modules.items():
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets |= _imported([a.name for a in node.names], modules)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.level, "%s: relative import" % path
+                targets |= _imported([node.module + "." + a.name
+                                      for a in node.names] + [node.module],
+                                     modules)
+        edges[name] = {t for t in targets
+                       if t != name and not name.startswith(t + ".")}
+    return edges
+
+
+def _circles(edges):
+    """Strongly connected components of more than one module."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+#: The floors, bottom up: each is one folder of tf1_awd_sparse
+#: (docs/architecture.md). A module may import its own floor and those below.
+FLOORS = ("base", "ops", "transforms", "layers", "export", "awd_lm")
+
+
+def floor_of(module):
+    """The floor index of a library module, or None for the names above the
+    floors (the facades users import: ``weight_drop_lstm``,
+    ``variational_dropout``, ``sparse_layers.*``, the packages' roots and the
+    old names of moved modules)."""
+    parts = module.split(".")
+    if parts[0] == "tf1_awd_sparse" and len(parts) > 1 and parts[1] in FLOORS:
+        return FLOORS.index(parts[1])
+    return None
+
+
+def upward_edges(edges):
+    """[(module, imported)] where a floor module imports a higher floor or a
+    facade (which would tie it to everything the facade loads)."""
+    out = []
+    for module, targets in sorted(edges.items()):
+        here = floor_of(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = floor_of(target)
+            if target == "tf1_awd_sparse":
+                continue   # the empty root package every import runs
+            if there is None or there > here:
+                out.append((module, target))
+    return out
+
+
+def test_imports_only_go_down_the_floors():
+    edges = import_edges()
+    floors = {floor_of(m) for m in edges}
+    assert floors >= set(range(len(FLOORS)))   # every floor has modules
+    assert upward_edges(edges) == []
+
+
+def test_the_floor_check_finds_a_climb_and_a_facade():
+    edges = {"tf1_awd_sparse.ops.a": {"tf1_awd_sparse.layers.b"},
+             "tf1_awd_sparse.layers.b": {"tf1_awd_sparse.ops.a",
+                                         "tf1_awd_sparse.layers.c"},
+             "tf1_awd_sparse.layers.c": {"weight_drop_lstm"},
+             "weight_drop_lstm": {"tf1_awd_sparse.layers.b"}}
+    assert upward_edges(edges) == [
+        ("tf1_awd_sparse.layers.c", "weight_drop_lstm"),
+        ("tf1_awd_sparse.ops.a", "tf1_awd_sparse.layers.b")]
+
+
+def test_no_import_circle():
+    edges = import_edges()
+    assert len(edges) > 40   # the walk found the library
+    assert _circles(edges) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_a_float_cell_does_not_load_the_exporter():
+    code = ("import sys, tf1_awd_sparse.base._quiet, weight_drop_lstm\n"
+            "print('tf1_awd_sparse.export.tflite' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=300).stdout
+    assert out.strip().splitlines()[-1] == "False"

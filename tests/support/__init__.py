@@ -1,0 +1,55 @@
+"""What the tests share: the project's root, the example programs loaded
+by path, and modules of helpers -
+
+- :mod:`support.versions` - what this TensorFlow has (contrib, LiteRT, XLA,
+  Estimator) and the skip marks for what it lacks;
+- :mod:`support.references` - numpy references: fake quantization, the
+  LSTM step (float and fake-quantized), a whole-sequence LSTM;
+- :mod:`support.graphs` - walking a graph's ops;
+- :mod:`support.properties` - strategies and checks of the property tests;
+- :mod:`support.lm` - the language model's harness: tiny corpora, the
+  training script, tiny parameters;
+- :mod:`support.lm_api` - a tiny trained language model for the
+  ``LanguageModel`` tests;
+- ``support/v2_behaviour_cases.py`` - a program run in subprocesses by
+  ``tests/base/test_compat.py``.
+
+The tests live in folders that mirror the library's floors (``base/``,
+``ops/``, ``transforms/``, ``layers/``, ``export/``, ``awd_lm/``), with
+``programs/`` (the examples, benchmarks and docs' programs) and
+``project/`` (the import graph, the names, the errors).
+"""
+import importlib.util
+import os
+import sys
+
+#: The project's root (the folder of setup.py).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "examples")
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+
+
+def load_program(path, name=None):
+    """Imports a program (an example or a benchmark) by its path, once.
+
+    Args:
+      path: the ``.py`` file.
+      name: the module name to give it (default: the file's name); a
+        program whose name is a package's (``awd_lm``) needs another.
+
+    Returns:
+      The module (also in ``sys.modules[name]``).
+    """
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def example(name):
+    """``examples/<name>.py``, imported by path (see :func:`load_program`)."""
+    return load_program(os.path.join(EXAMPLES, name + ".py"))

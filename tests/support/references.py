@@ -1,0 +1,127 @@
+"""Numpy references the tests compare the library with: TensorFlow's
+fake-quant nudging and fake quantization, a fake-quantized LSTM step
+(written from the spec of issue 5), LSTMCell's float step, and a
+whole-sequence float LSTM over batch-major inputs."""
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+def nudge(lo, hi, bits=8, narrow=False):
+    """(nudged_min, nudged_max, scale) as tf.fake_quant_with_min_max_vars."""
+    qmin, qmax = (1 if narrow else 0), 2 ** bits - 1
+    scale = (np.float32(hi) - np.float32(lo)) / np.float32(qmax - qmin)
+    zp_from_min = qmin - np.float32(lo) / scale
+    if zp_from_min < qmin:
+        zp = qmin
+    elif zp_from_min > qmax:
+        zp = qmax
+    else:
+        zp = np.floor(zp_from_min + 0.5)
+    return (np.float32((qmin - zp) * scale), np.float32((qmax - zp) * scale),
+            np.float32(scale))
+
+
+def fake_quant(x, lo, hi, bits=8, narrow=False):
+    """Numpy fake quantization (clamp to the nudged range, round)."""
+    nmin, nmax, scale = nudge(lo, hi, bits, narrow)
+    x = np.clip(np.asarray(x, np.float32), nmin, nmax)
+    return (np.floor((x - nmin) / scale + np.float32(0.5)) * scale
+            + nmin).astype(np.float32)
+
+
+def grid_offset(x, lo, hi, bits=8):
+    """Distance of each value from the nearest grid point, in steps."""
+    nmin, _, scale = nudge(lo, hi, bits)
+    steps = (np.asarray(x, np.float64) - nmin) / scale
+    return np.abs(steps - np.round(steps))
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def lstm_quant_step(x, c, h, w, r, bits=8, hard=False, forget_bias=1.0,
+                    cell_clip=None):
+    """One fake-quantized LSTM step (no peepholes / projection).
+
+    Args:
+      x, c, h: [batch, ...] float arrays.
+      w: dict 'kernel', 'bias' (float arrays).
+      r: dict range name -> (lo, hi), with 'input', 'gates',
+        'forget_state', 'input_state', 'state', 'output'.
+
+    Returns:
+      (h_new, c_new).
+    """
+    n = c.shape[1]
+    sig_r = (0.0, 255.0 / 256.0)
+    tanh_r = (-1.0, 127.0 / 128.0)
+    kernel = fake_quant(w["kernel"], w["kernel"].min(), w["kernel"].max(),
+                        bits, narrow=True)
+    bias = w["bias"].copy()
+    bias[2 * n:3 * n] += forget_bias
+    concat_r = (min(r["input"][0], r["output"][0]),
+                max(r["input"][1], r["output"][1]))
+    c = fake_quant(c, *r["state"])
+    h = fake_quant(h, *r["output"])
+    joined = fake_quant(np.concatenate([x, h], 1), *concat_r)
+    z = fake_quant(joined.dot(kernel) + bias, *r["gates"])
+    i, j, f, o = np.split(z, 4, axis=1)
+
+    def gate(t):
+        if hard:
+            scaled = fake_quant(0.2 * t, 0.2 * r["gates"][0],
+                                0.2 * r["gates"][1])
+            return fake_quant(scaled + 0.5, *sig_r)
+        return fake_quant(sigmoid(t), *sig_r)
+
+    def squash(t, t_range):
+        if hard:
+            return fake_quant(np.maximum(t, 0.0), *t_range)
+        return fake_quant(np.tanh(t), *tanh_r)
+
+    kept = fake_quant(gate(f) * c, *r["forget_state"])
+    added = fake_quant(gate(i) * squash(j, r["gates"]), *r["input_state"])
+    state_r = r["state"]
+    if cell_clip is not None:
+        state_r = (max(state_r[0], -cell_clip), min(state_r[1], cell_clip))
+    c_new = fake_quant(kept + added, *state_r)
+    h_new = fake_quant(gate(o) * squash(c_new, state_r), *r["output"])
+    return h_new, c_new
+
+
+def lstm_float_step(x, c, h, kernel, bias, forget_bias=1.0, hard=False):
+    """Plain float LSTM step (LSTMCell's math; with ``hard``, hard sigmoid
+    clip(0.2 x + 0.5, 0, 1) and ReLU instead of sigmoid and tanh)."""
+    gate = (lambda t: np.clip(0.2 * t + 0.5, 0.0, 1.0)) if hard else sigmoid
+    squash = (lambda t: np.maximum(t, 0.0)) if hard else np.tanh
+    z = np.concatenate([x, h], 1).dot(kernel) + bias
+    i, j, f, o = np.split(z, 4, axis=1)
+    c = gate(f + forget_bias) * c + gate(i) * squash(j)
+    return gate(o) * squash(c), c
+
+
+# A whole sequence: the shapes the cell tests use.
+BATCH, TIME, DEPTH, UNITS = 3, 4, 5, 6
+
+
+def lstm_inputs(dtype=tf.float32, seed=0):
+    """A [BATCH, TIME, DEPTH] constant of standard normal values."""
+    rng = np.random.RandomState(seed)
+    return tf.constant(rng.randn(BATCH, TIME, DEPTH), dtype=dtype)
+
+
+def np_lstm(x, kernel, bias, forget_bias=1.0):
+    """Plain numpy LSTM (no peepholes/projection), batch-major input."""
+    def sigmoid(v):
+        return 1.0 / (1.0 + np.exp(-v))
+    units = bias.shape[0] // 4
+    c = np.zeros((x.shape[0], units))
+    h = np.zeros((x.shape[0], units))
+    outputs = []
+    for t in range(x.shape[1]):
+        z = np.concatenate([x[:, t], h], 1).dot(kernel) + bias
+        i, j, f, o = np.split(z, 4, axis=1)
+        c = sigmoid(f + forget_bias) * c + sigmoid(i) * np.tanh(j)
+        h = sigmoid(o) * np.tanh(c)
+        outputs.append(h)
+    return np.stack(outputs, 1)

@@ -1,0 +1,571 @@
+"""The library's gradual magnitude pruning
+(tf1_awd_sparse.transforms.magnitude_pruning):
+its schedule against the closed form, its masks against the weights'
+magnitudes, its update steps, its argument errors on every version, and,
+on TF 1.x, step by step beside tf.contrib.model_pruning.Pruning, the
+reference it matches."""
+import inspect
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.base.checks import DtypeError
+from tf1_awd_sparse.transforms.magnitude_pruning import (
+    DEFAULT_NBINS, MagnitudePruning, gradual_sparsity)
+from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
+from support.versions import contrib, needs_contrib
+from weight_drop_lstm import WeightDropLSTMCell
+
+B, T, D, N = 3, 4, 5, 6
+
+
+def _closed_form(step, begin, end, target, exponent=3.0):
+    """Zhu & Gupta's schedule in float64, written independently."""
+    progress = np.clip((np.asarray(step, np.float64) - begin)
+                       / float(end - begin), 0.0, 1.0)
+    return target * (1.0 - (1.0 - progress) ** exponent)
+
+
+def _update_steps(last_step, begin, end, frequency):
+    """The steps at which masks change when steps 1..last_step all run:
+    the first step >= begin that is `frequency` past the previous update
+    (0 at first), up to end."""
+    steps, previous = [], 0
+    for step in range(1, last_step + 1):
+        if begin <= step <= end and previous + frequency <= step:
+            steps.append(step)
+            previous = step
+    return steps
+
+
+def _inputs():
+    return tf.constant(np.random.RandomState(0).randn(B, T, D), tf.float32)
+
+
+def _pruned_model(weight_init):
+    """A WeightDropLSTMCell(pruning_mask=True) kernel and a masked matrix
+    (``w``, registered as the embedding is), trained by SGD on a fixed
+    loss; returns (global step, train op, [(weight, mask, threshold)])."""
+    step = tf.train.get_or_create_global_step()
+    cell = WeightDropLSTMCell(N, pruning_mask=True)
+    out, _ = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
+    weight = tf.get_variable("w", initializer=weight_init)
+    mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(
+        weight_init), trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False,
+                                initializer=tf.zeros_initializer())
+    masked = weight * mask
+    _register_for_model_pruning(weight, mask, threshold, masked)
+    target = np.random.RandomState(5).randn(*weight_init.shape)
+    loss = (tf.reduce_mean(tf.square(out - 0.3))
+            + tf.reduce_mean(tf.square(masked - target)))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, step)
+    kernel = [v for v in cell.weights if v.op.name.endswith("/kernel")][0]
+    return step, train, [(kernel, cell.pruning_mask_variable,
+                          _threshold_of(kernel)), (weight, mask, threshold)]
+
+
+def _threshold_of(kernel):
+    name = kernel.op.name[:-len("kernel")] + "pruning_threshold"
+    return [v for v in tf.global_variables() if v.op.name == name][0]
+
+
+def _session():
+    return tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=1,
+                                            inter_op_parallelism_threads=1))
+
+
+# -- the reference: tf.contrib.model_pruning on TF 1.x ----------------------
+
+def _contrib_threshold_is_exact():
+    """TF 1.15's contrib takes the exact k-th largest |w| (top_k, nbins
+    unused); TF 1.13's reads it from a histogram of nbins bins."""
+    # pylint: disable=protected-access
+    return "top_k" in inspect.getsource(
+        contrib.model_pruning.Pruning._update_mask)
+
+
+SCHEDULE = dict(begin=3, end=27, frequency=4, target=0.8)
+
+
+def _run(make_op, steps):
+    """Trains a fresh copy of the model ``steps`` steps, the pruning op
+    after each; returns per step (step, [mask], [threshold], last update
+    step, [weight])."""
+    weight_init = np.random.RandomState(3).randn(20, 30).astype(np.float32)
+    history = []
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        step, train, triples = _pruned_model(weight_init)
+        op = make_op(step, train)
+        last = [v for v in tf.global_variables()
+                if v.op.name == "lm_pruning/last_mask_update_step"]
+        assert len(last) == 1  # one counter, the name checkpoints hold
+        with _session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(steps):
+                sess.run(op)
+                values = sess.run([step, [m for _, m, _ in triples],
+                                   [t for _, _, t in triples], last[0],
+                                   [w for w, _, _ in triples]])
+                history.append(values)
+    return history
+
+
+@needs_contrib
+def test_masks_and_thresholds_match_contrib_step_by_step():
+    """Exact equality: on 1.13 both read the threshold from a 4096-bin
+    histogram, on 1.15 both take the exact quantile (the library's
+    nbins=None); same float32 ops, so the same bits."""
+    exact = _contrib_threshold_is_exact()
+    s = SCHEDULE
+
+    def with_contrib(step, train):
+        hparams = contrib.model_pruning.get_pruning_hparams().parse(
+            "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
+            "pruning_frequency=%d,target_sparsity=%r,nbins=%d,"
+            "sparsity_function_begin_step=%d,sparsity_function_end_step=%d"
+            % (s["begin"], s["end"], s["frequency"], s["target"],
+               DEFAULT_NBINS, s["begin"], s["end"]))
+        with tf.control_dependencies([train]):
+            pruning = contrib.model_pruning.Pruning(hparams, global_step=step)
+            return pruning.conditional_mask_update_op()
+
+    def with_library(step, train):
+        pruning = MagnitudePruning(s["begin"], s["end"], s["frequency"],
+                                   s["target"],
+                                   nbins=None if exact else DEFAULT_NBINS,
+                                   name="lm_pruning")
+        with tf.control_dependencies([train]):
+            return pruning.conditional_mask_update_op(step)
+
+    reference, ours = _run(with_contrib, 32), _run(with_library, 32)
+    updates = []
+    for ref, got in zip(reference, ours):
+        assert ref[0] == got[0]
+        assert ref[3] == got[3], "last_mask_update_step at step %d" % ref[0]
+        for ref_mask, mask in zip(ref[1], got[1]):
+            np.testing.assert_array_equal(mask, ref_mask)
+        assert got[2] == ref[2]  # thresholds, bit for bit
+        for ref_weight, weight in zip(ref[4], got[4]):
+            np.testing.assert_array_equal(weight, ref_weight)
+        if ref[3] == ref[0]:
+            updates.append(ref[0])
+    assert updates == _update_steps(32, s["begin"], s["end"], s["frequency"])
+    assert updates == [4, 8, 12, 16, 20, 24]
+    # The masks really changed: the last update's sparsity of each matrix.
+    for mask in ours[-1][1]:
+        expected = _closed_form(24, s["begin"], s["end"], s["target"])
+        assert abs((mask == 0).mean() - expected) < 0.02
+
+
+@needs_contrib
+def test_contrib_reference_and_library_share_checkpoints(tmp_path):
+    """A checkpoint written with contrib's Pruning restores into the
+    library's op (same variables, same names) and the schedule continues
+    from its last update step."""
+    path = str(tmp_path / "contrib.ckpt")
+    weight_init = np.random.RandomState(3).randn(20, 30).astype(np.float32)
+    with tf.Graph().as_default():
+        step, train, _ = _pruned_model(weight_init)
+        hparams = contrib.model_pruning.get_pruning_hparams().parse(
+            "name=lm_pruning,begin_pruning_step=0,end_pruning_step=20,"
+            "pruning_frequency=5,target_sparsity=0.5,nbins=4096,"
+            "sparsity_function_begin_step=0,sparsity_function_end_step=20")
+        with tf.control_dependencies([train]):
+            op = contrib.model_pruning.Pruning(
+                hparams, global_step=step).conditional_mask_update_op()
+        with _session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(7):
+                sess.run(op)
+            tf.train.Saver().save(sess, path)
+            names = sorted(v.op.name for v in tf.global_variables())
+    with tf.Graph().as_default():
+        step, train, _ = _pruned_model(weight_init)
+        pruning = MagnitudePruning(0, 20, 5, 0.5, name="lm_pruning")
+        with tf.control_dependencies([train]):
+            op = pruning.conditional_mask_update_op(step)
+        assert sorted(v.op.name for v in tf.global_variables()) == names
+        with _session() as sess:
+            tf.train.Saver().restore(sess, path)
+            assert sess.run(pruning.last_update_step) == 5
+            sess.run(op)
+            sess.run(op)  # step 9: not due (5 + 5 > 9)
+            assert sess.run(pruning.last_update_step) == 5
+            sess.run(op)  # step 10
+            assert sess.run(pruning.last_update_step) == 10
+
+
+# -- every version ------------------------------------------------------------
+
+@pytest.mark.parametrize("begin,end,target,exponent", [
+    (0, 100, 0.9, 3), (7, 31, 0.5, 3), (10, 11, 0.25, 3), (0, 50, 0.75, 1)])
+def test_schedule_matches_the_closed_form(sess, begin, end, target,
+                                          exponent):
+    steps = np.arange(0, end + 20)
+    expected = _closed_form(steps, begin, end, target, exponent)
+    as_numpy = gradual_sparsity(steps, begin, end, target, exponent)
+    assert as_numpy.dtype == np.float32 and as_numpy.shape == steps.shape
+    np.testing.assert_allclose(as_numpy, expected, atol=1e-6)
+    placeholder = tf.placeholder(tf.int64, [None])
+    tensor = gradual_sparsity(placeholder, begin, end, target, exponent)
+    assert tensor.dtype == tf.float32
+    as_tensor = sess.run(tensor, {placeholder: steps})
+    np.testing.assert_allclose(as_tensor, expected, atol=1e-6)
+    np.testing.assert_allclose(as_tensor, as_numpy, rtol=1e-6, atol=1e-7)
+    assert as_numpy[steps <= begin].max() == 0.0
+    np.testing.assert_allclose(as_numpy[steps >= end], target, rtol=1e-6)
+    # Scalars too, and the method is the same schedule.
+    pruning = MagnitudePruning(begin, end, 1, target, exponent=exponent)
+    assert pruning.sparsity_at(end // 2).shape == ()
+    assert pruning.sparsity_at(end // 2) == as_numpy[end // 2]
+
+
+def _cell_kernel_pruning(**kwargs):
+    """A WeightDropLSTMCell(pruning_mask=True) trained by SGD with the
+    library's op after each step."""
+    step = tf.train.get_or_create_global_step()
+    cell = WeightDropLSTMCell(N, pruning_mask=True, weight_drop_kr=0.8,
+                              seed=4)
+    out, _ = tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
+    loss = tf.reduce_mean(tf.square(out - 0.3))
+    pruning = MagnitudePruning(**kwargs)
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, step)
+    with tf.control_dependencies([train]):
+        update = pruning.conditional_mask_update_op(step)
+    kernel = [v for v in cell.weights if v.op.name.endswith("/kernel")][0]
+    return step, update, cell, kernel, pruning, _threshold_of(kernel)
+
+
+@pytest.mark.parametrize("nbins", [DEFAULT_NBINS, 256, None])
+def test_schedule_prunes_the_cell_kernel_by_magnitude(sess, nbins):
+    begin, end, frequency, target = 2, 20, 3, 0.75
+    step, update, cell, kernel, pruning, threshold = _cell_kernel_pruning(
+        begin_step=begin, end_step=end, frequency=frequency,
+        target_sparsity=target, nbins=nbins)
+    sess.run(tf.global_variables_initializer())
+    expected_updates = _update_steps(25, begin, end, frequency)
+    assert expected_updates == [3, 6, 9, 12, 15, 18]
+    previous_mask = sess.run(cell.pruning_mask_variable)
+    for _ in range(25):
+        sess.run(update)
+        now, mask, weights, thr, last = sess.run(
+            [step, cell.pruning_mask_variable, kernel, threshold,
+             pruning.last_update_step])
+        if now in expected_updates:
+            assert last == now
+            # The mask is |w| > threshold (>= for the exact quantile) on
+            # the weights after this step's update; it keeps the largest.
+            keep = (np.abs(weights) >= thr if nbins is None
+                    else np.abs(weights) > thr)
+            np.testing.assert_array_equal(mask, keep.astype(np.float32))
+            if 0 < mask.sum() < mask.size:
+                assert (np.abs(weights[mask == 1]).min()
+                        >= np.abs(weights[mask == 0]).max())
+            sparsity = float(pruning.sparsity_at(now))
+            # Within the histogram's resolution: the threshold is a bin
+            # edge, so the zeros are short of the schedule by less than the
+            # entries of one bin (for a kernel this small, a few entries).
+            zeros = (mask == 0).mean()
+            if nbins is None:
+                assert zeros == pytest.approx(
+                    np.round(mask.size * sparsity) / mask.size, abs=1e-9)
+            else:
+                width = np.abs(weights).max() / nbins
+                in_bin = np.mean(np.abs(np.abs(weights) - thr) <= width)
+                assert sparsity - in_bin - 1e-9 <= zeros <= sparsity + 1e-9
+        else:
+            # No update outside the schedule steps: nothing assigned.
+            assert last == (max([s for s in expected_updates if s < now],
+                                default=0))
+            np.testing.assert_array_equal(mask, previous_mask)
+        effective = sess.run(cell.effective_kernel)
+        assert np.all(effective[mask == 0] == 0.0)
+        previous_mask = mask
+    assert last == 18
+
+
+def test_sparsity_at_end_step_is_the_target(sess):
+    """With end_step an update step, every matrix ends at the target within
+    one histogram bin (the 4096 bins over this kernel's range hold at most
+    a few entries each)."""
+    rng = np.random.RandomState(0)
+    init = rng.randn(200, 300).astype(np.float32)
+    step = tf.train.get_or_create_global_step()
+    weight = tf.get_variable("w", initializer=init)
+    mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(init),
+                           trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False,
+                                initializer=tf.zeros_initializer())
+    _register_for_model_pruning(weight, mask, threshold, weight * mask)
+    pruning = MagnitudePruning(0, 40, 10, 0.9)
+    increment = tf.assign_add(step, 1)
+    with tf.control_dependencies([increment]):
+        update = pruning.conditional_mask_update_op(step)
+    sess.run(tf.global_variables_initializer())
+    for _ in range(45):
+        sess.run(update)
+    got_mask, thr = sess.run([mask, threshold])
+    zeros = (got_mask == 0).mean()
+    width = np.abs(init).max() / DEFAULT_NBINS
+    in_bin = np.mean(np.abs(np.abs(init) - thr) <= width)
+    assert 0.9 - in_bin <= zeros <= 0.9
+    assert zeros == pytest.approx(0.9, abs=1e-3)
+    # The threshold is a bin edge: k * max / nbins.
+    edges = thr / width
+    assert abs(edges - round(edges)) < 1e-3
+    np.testing.assert_array_equal(got_mask, np.abs(init) > thr)
+    assert sess.run(pruning.last_update_step) == 40
+
+
+def test_histogram_threshold_against_the_exact_quantile(sess):
+    """Same weights, same sparsity s: the 4096-bin threshold is the left
+    edge of the bin where the cumulative fraction reaches s, so it prunes
+    fewer entries than s * size, short by less than that bin's entries;
+    the exact quantile prunes round(s * size). The masks differ only on
+    the entries between the two thresholds. (In distance the thresholds may
+    be several bin widths apart: with empty bins after the crossing one,
+    the exact quantile's entry lies beyond them.)"""
+    init = np.random.RandomState(2).standard_t(3, (64, 96)).astype(
+        np.float32)
+    weight = tf.get_variable("w", initializer=init)
+    mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(init),
+                           trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False,
+                                initializer=tf.zeros_initializer())
+    _register_for_model_pruning(weight, mask, threshold, weight * mask)
+    step = tf.placeholder(tf.int32, [])
+    histogram = MagnitudePruning(0, 10, 1, 0.95, name="histogram")
+    exact = MagnitudePruning(0, 10, 1, 0.95, nbins=None, name="exact")
+    ops = histogram.mask_update_op(step), exact.mask_update_op(step)
+    sess.run(tf.global_variables_initializer())
+    magnitude = np.abs(init)
+    width = magnitude.max() / DEFAULT_NBINS
+    for at in range(1, 11):
+        results = []
+        for op in ops:
+            sess.run(op, {step: at})
+            results.append(sess.run([threshold, mask]))
+        (thr_h, mask_h), (thr_e, mask_e) = results
+        sparsity = float(histogram.sparsity_at(at))
+        assert thr_h <= thr_e
+        zeros_h, zeros_e = int((mask_h == 0).sum()), int((mask_e == 0).sum())
+        assert zeros_e == int(np.round(init.size * sparsity))
+        crossing_bin = int(((magnitude > thr_h)
+                            & (magnitude <= thr_h + width)).sum())
+        assert zeros_h <= init.size * sparsity
+        assert zeros_h > init.size * sparsity - crossing_bin - 1e-6
+        differ = mask_h != mask_e
+        assert np.all((magnitude[differ] > thr_h)
+                      & (magnitude[differ] < thr_e))
+        assert sess.run(histogram.last_update_step) == at
+
+
+def test_partitioned_weights_and_masks(sess):
+    """A partitioned kernel (num_unit_shards) is pruned as one matrix; a
+    partitioned mask is assigned piece by piece."""
+    cell = WeightDropLSTMCell(N, pruning_mask=True, num_unit_shards=2)
+    tf.nn.dynamic_rnn(cell, _inputs(), dtype=tf.float32)
+    partitioner = tf.fixed_size_partitioner(3)
+    weight = tf.get_variable("w", [9, 4], partitioner=partitioner)
+    mask = tf.get_variable("w_pruning_mask", [9, 4], partitioner=partitioner,
+                           initializer=tf.ones_initializer(),
+                           trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False,
+                                initializer=tf.zeros_initializer())
+    _register_for_model_pruning(weight, mask, threshold,
+                                weight.as_tensor() * mask.as_tensor())
+    pruning = MagnitudePruning(0, 10, 1, 0.5, nbins=None)
+    update = pruning.mask_update_op(tf.constant(10))
+    sess.run(tf.global_variables_initializer())
+    sess.run(update)
+    kernel = [v for v in tf.get_collection("kernel") if v is not weight][0]
+    for w, m, t in [(kernel, cell.pruning_mask_variable,
+                     _threshold_of_partitioned(kernel)),
+                    (weight, mask, threshold)]:
+        w_value, m_value, t_value = sess.run([w.as_tensor(), _full(m), t])
+        np.testing.assert_array_equal(m_value, np.abs(w_value) >= t_value)
+        assert (m_value == 0).mean() == pytest.approx(0.5, abs=0.5 / 36)
+
+
+def _full(variable):
+    return (variable.as_tensor() if hasattr(variable, "as_tensor")
+            else variable)
+
+
+def _threshold_of_partitioned(kernel):
+    name = kernel.name[:-len("kernel")] + "pruning_threshold"
+    return [v for v in tf.global_variables() if v.op.name == name][0]
+
+
+def test_no_weights_or_no_step_raise_named_errors():
+    pruning = MagnitudePruning(0, 10, 2, 0.5)
+    step = tf.train.get_or_create_global_step()
+    with pytest.raises(ValueError, match="no masked weights"):
+        pruning.conditional_mask_update_op(step)
+    with tf.Graph().as_default():
+        pruning = MagnitudePruning(0, 10, 2, 0.5)
+        with pytest.raises(ValueError, match="global_step must be given"):
+            pruning.mask_update_op()
+    with pytest.raises(DtypeError, match="global_step must be an int32 or "
+                                         "int64 tensor, got float32"):
+        pruning = MagnitudePruning(0, 10, 2, 0.5)
+        pruning.is_update_step(tf.constant(1.0))
+    with pytest.raises(ValueError, match="global_step must have rank 0"):
+        pruning.is_update_step(tf.constant([1, 2]))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(begin_step=-1), r"begin_step must be an int >= 0, got -1"),
+    (dict(begin_step=1.5), r"begin_step must be an int >= 0, got 1.5"),
+    (dict(end_step=5), r"end_step must be > begin_step \(5\), got 5"),
+    (dict(end_step="9"), r"end_step must be an int, got '9'"),
+    (dict(frequency=0), r"frequency must be a positive int, got 0"),
+    (dict(frequency=True), r"frequency must be a positive int, got True"),
+    (dict(target_sparsity=1.0),
+     r"target_sparsity must be a finite number in \[0, 1\), got 1.0"),
+    (dict(target_sparsity=-0.1),
+     r"target_sparsity must be a finite number in \[0, 1\), got -0.1"),
+    (dict(target_sparsity=float("nan")), r"target_sparsity must be a finite"),
+    (dict(nbins=0), r"nbins must be a positive int or None, got 0"),
+    (dict(sparsity_begin_step=-2),
+     r"sparsity_begin_step must be an int >= 0, got -2"),
+    (dict(sparsity_begin_step=9, sparsity_end_step=9),
+     r"sparsity_end_step must be > sparsity_begin_step \(9\), got 9"),
+    (dict(exponent=0), r"exponent must be a finite number in \(0, inf\), "
+                       r"got 0"),
+    (dict(name=""), r"name must be a non-empty str, got ''"),
+])
+def test_bad_arguments_raise_named_errors(kwargs, match):
+    args = dict(begin_step=5, end_step=10, frequency=2, target_sparsity=0.5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        MagnitudePruning(**args)
+
+
+def test_bad_schedule_arguments_raise_named_errors():
+    with pytest.raises(ValueError, match=r"end_step must be > begin_step"):
+        gradual_sparsity(3, 10, 10, 0.5)
+    with pytest.raises(ValueError, match=r"step must be an int"):
+        gradual_sparsity(2.5, 0, 10, 0.5)
+    with pytest.raises(DtypeError, match=r"step must be an int32 or int64"):
+        gradual_sparsity(tf.constant(2.5), 0, 10, 0.5)
+
+
+def test_mask_of_another_shape_is_refused():
+    weight = tf.get_variable("w", [4, 5])
+    mask = tf.get_variable("w_pruning_mask", [5, 4], trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False)
+    _register_for_model_pruning(weight, mask, threshold, weight)
+    pruning = MagnitudePruning(0, 10, 2, 0.5)
+    with pytest.raises(ValueError, match=r"mask w_pruning_mask must have its "
+                                         r"weight's shape \(4, 5\), got "
+                                         r"\(5, 4\)"):
+        pruning.mask_update_op(tf.train.get_or_create_global_step())
+
+
+
+# -- the language model's op --------------------------------------------------
+
+LM_PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6,
+             "num_layers": 2, "dropout": 0.4, "dropouth": 0.25,
+             "dropouti": 0.4, "dropoute": 0.1, "wdrop": 0.5, "alpha": 2.0,
+             "beta": 1.0, "wdecay": 1e-3, "model": "awd", "clip": 0.25,
+             "optimizer": "sgd", "nonmono": 5, "pruning": "magnitude",
+             "pruning_begin_step": 0, "pruning_end_step": 12,
+             "pruning_frequency": 3, "target_sparsity": 0.6}
+
+
+def _contrib_lm_pruning_op(params, global_step, train_op):
+    """What awd_lm.model.magnitude_pruning_op built before the library had
+    its own op (TF 1.x only): the reference the language model matches."""
+    hparams = contrib.model_pruning.get_pruning_hparams().parse(
+        "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
+        "pruning_frequency=%d,target_sparsity=%r,nbins=4096,"
+        "sparsity_function_begin_step=%d,sparsity_function_end_step=%d" % (
+            params["pruning_begin_step"], params["pruning_end_step"],
+            params["pruning_frequency"], float(params["target_sparsity"]),
+            params["pruning_begin_step"], params["pruning_end_step"]))
+    with tf.control_dependencies([train_op]):
+        pruning = contrib.model_pruning.Pruning(hparams,
+                                                global_step=global_step)
+        return pruning.conditional_mask_update_op()
+
+
+def _train_lm(make_op, steps=15):
+    """Trains the tiny AWD model ``steps`` steps with ``make_op``'s pruning;
+    returns the masks (and their weights) by name after every step."""
+    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.transforms.kernel import PRUNING_MASKS, pruned_weight_name
+    history = []
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        rng = np.random.RandomState(0)
+        ids = rng.randint(0, LM_PARAMS["vocab_size"], (3, 9))
+        features = {"inputs": tf.constant(ids[:, :-1], tf.int32),
+                    "targets": tf.constant(ids[:, 1:], tf.int32)}
+        step = tf.train.get_or_create_global_step()
+        out = model.build_lm(features, True, LM_PARAMS)
+        train_op, _ = model.build_train_op(out.loss, 1.0, LM_PARAMS, step)
+        op = make_op(LM_PARAMS, step, train_op)
+        names = {v.op.name for v in tf.global_variables()}
+        assert "lm_pruning/last_mask_update_step" in names
+        masks = tf.get_collection(PRUNING_MASKS)
+        by_name = {v.op.name: v for v in tf.global_variables()}
+        weights = [by_name[pruned_weight_name(m.op.name) + (
+            "" if m.op.name.endswith("_pruning_mask") else "/kernel")]
+            for m in masks]
+        assert len(masks) == 3  # the embedding and the two kernels
+        with _session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(steps):
+                sess.run(op)
+                history.append(sess.run([step, masks, weights]))
+    return history
+
+
+def test_language_model_prunes_by_the_schedule():
+    """awd_lm.model.magnitude_pruning_op on this version: every mask at its
+    schedule's sparsity after the last update (step 12), largest
+    magnitudes kept."""
+    from tf1_awd_sparse.awd_lm import model
+    history = _train_lm(model.magnitude_pruning_op)
+    updates = _update_steps(15, 0, 12, 3)
+    assert updates == [3, 6, 9, 12]
+    for now, masks, weights in history:
+        for mask, weight in zip(masks, weights):
+            if now < 3:
+                assert mask.min() == 1.0
+            if now in updates:
+                expected = _closed_form(now, 0, 12, 0.6)
+                # These matrices have 44 - 240 entries: within a few of
+                # the schedule (one histogram bin's entries, and rounding).
+                assert abs((mask == 0).mean() - expected) <= 3.0 / mask.size
+                assert (np.abs(weight[mask == 1]).min()
+                        > np.abs(weight[mask == 0]).max())
+    final = history[-1][1]
+    assert all(abs((m == 0).mean() - 0.6) <= 3.0 / m.size for m in final)
+
+
+@needs_contrib
+def test_language_model_prunes_as_contrib_did():
+    """On TF 1.x the language model's pruning is the op contrib built:
+    identical masks and weights after every step (on 1.15, contrib's exact
+    quantile against the library's 4096 bins: equal to the bin's
+    resolution, checked by the sparsity)."""
+    from tf1_awd_sparse.awd_lm import model
+    ours = _train_lm(model.magnitude_pruning_op)
+    reference = _train_lm(_contrib_lm_pruning_op)
+    exact = not _contrib_threshold_is_exact()
+    for (now, masks, weights), (ref_now, ref_masks, ref_weights) in zip(
+            ours, reference):
+        assert now == ref_now
+        for mask, ref_mask, weight, ref_weight in zip(
+                masks, ref_masks, weights, ref_weights):
+            if exact:
+                np.testing.assert_array_equal(mask, ref_mask)
+                np.testing.assert_array_equal(weight, ref_weight)
+            else:
+                assert abs((mask == 0).sum() - (ref_mask == 0).sum()) <= 3
