@@ -15,14 +15,23 @@ What is tested, per Python (docs/versions.md):
   imported. TF >= 2.16 needs ``tf-keras`` (Keras 2) with
   ``TF_USE_LEGACY_KERAS=1``; the extra installs it.
 """
+import os
+import re
+
 from setuptools import find_packages, setup
 
+# The one place of the version is the package (and CHANGELOG.md's newest
+# entry; tests/project/test_names.py checks that they agree).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "tf1_awd_sparse", "__init__.py")) as _init:
+    VERSION = re.search(r'^__version__ = "([^"]+)"', _init.read(),
+                        re.M).group(1)
 PY37 = 'python_version < "3.8"'
 PY3X = 'python_version >= "3.9"'
 
 setup(
     name="tf1-awd-sparse",
-    version="0.2.0",
+    version=VERSION,
     description=("AWD-LSTM regularization, weight sparsification and "
                  "quantization-aware LSTM training for TensorFlow graph-mode "
                  "code (TF 1.13 - 1.15, and 2.15 - 2.21 through "

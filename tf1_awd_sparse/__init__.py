@@ -20,4 +20,7 @@ from tf1_awd_sparse.base.errors import Error  # noqa: F401  (no TensorFlow)
 # The old module names import, with a warning (base/names.py has the table).
 _names.install_old_module_names()
 
-__all__ = ["Error"]
+__all__ = ["Error", "__version__"]
+
+#: The release (CHANGELOG.md; setup.py reads it from here).
+__version__ = "0.3.0"

@@ -306,3 +306,14 @@ def test_the_declaration_check_sees_both_faults():
         "def b(): pass\ndef _c(): pass\n")
     assert declared == ["a", "os", "gone"] and public == {"a", "b"}
     assert "gone" not in defined and not lazy
+
+
+def test_the_version_is_the_changelogs_and_the_tables():
+    """One version: the package's, the newest CHANGELOG entry's, and the
+    one the old names were deprecated in."""
+    import tf1_awd_sparse
+    with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
+        newest = re.search(r"^## \[(\d[^\]]*)\]", f.read(), re.M).group(1)
+    assert tf1_awd_sparse.__version__ == newest
+    assert names.DEPRECATED_SINCE.split()[0] == newest
+    assert names.REMOVED_IN > newest
