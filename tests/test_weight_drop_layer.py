@@ -390,3 +390,17 @@ def test_stacked_pair_checkpoint_restores_into_cells_under_dynamic_rnn(
             tf.train.Saver().restore(sess, path)
             np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5,
                                        atol=1e-6)
+
+
+def test_cell_bias_and_forget_bias_are_public_reads():
+    """What the layer's fast path reads of its cell: ``bias`` (the variable,
+    None before build) and ``forget_bias`` (a float)."""
+    cell = WeightDropLSTMCell(N, forget_bias=True)
+    assert cell.bias is None and cell.forget_bias == 1.0
+    assert isinstance(cell.forget_bias, float)
+    tf.nn.dynamic_rnn(cell, _x(tf.float32), dtype=tf.float32)
+    (bias,) = [v for v in tf.global_variables()
+               if v.op.name == "rnn/lstm_cell/bias"]
+    assert cell.bias is bias
+    assert cell.bias.get_shape().as_list() == [4 * N]
+    assert WeightDropLSTMCell(N, forget_bias=-np.inf).forget_bias == -np.inf

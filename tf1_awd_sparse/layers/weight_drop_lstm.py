@@ -274,6 +274,20 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         return self._built_depth
 
     @property
+    def bias(self):
+        """The ``bias`` variable, ``[4 * num_units]`` of the cell's dtype,
+        gates in ``LSTMCell``'s order (i, j, f, o) and without the forget
+        bias (added at each step); None before build."""
+        return getattr(self, "_bias", None)
+
+    @property
+    def forget_bias(self):
+        """The constant added to the forget gate's pre-activation at each
+        step: the constructor's ``forget_bias`` as a Python float (True is
+        1.0; +-inf allowed)."""
+        return self._forget_bias
+
+    @property
     def _h_depth(self):
         return self._num_units if self._num_proj is None else self._num_proj
 
@@ -811,12 +825,12 @@ class WeightDropLSTM(object):
         w_x, w_h = tf.split(tf.convert_to_tensor(kernel), [depth, units], 0)
         projected = tf.nn.bias_add(
             tf.matmul(tf.reshape(time_major, [-1, depth]), w_x),
-            self._cell._bias)  # pylint: disable=protected-access
+            self._cell.bias)
         projected = tf.reshape(
             projected, tf.concat([tf.shape(time_major)[:2], [4 * units]], 0))
         outputs, (c, h) = lstm_sequence(
             projected, w_h, c0, h0, sequence_length=sequence_length,
-            forget_bias=self._cell._forget_bias)  # pylint: disable=W0212
+            forget_bias=self._cell.forget_bias)
         if not self._time_major:
             outputs = tf.transpose(outputs, [1, 0, 2])
         return outputs, LSTMStateTuple(c, h)
