@@ -404,3 +404,24 @@ def test_cell_bias_and_forget_bias_are_public_reads():
     assert cell.bias is bias
     assert cell.bias.get_shape().as_list() == [4 * N]
     assert WeightDropLSTMCell(N, forget_bias=-np.inf).forget_bias == -np.inf
+
+
+def test_the_public_module_gathers_the_same_classes():
+    """``weight_drop_lstm`` (and ``tf1_awd_sparse.layers.weight_drop_lstm``,
+    the same module) exports the cell's and the layer's modules' class
+    objects, and the layer is built on the private layer base."""
+    import weight_drop_lstm
+    from tf1_awd_sparse.layers import _sequence_base
+    from tf1_awd_sparse.layers import weight_drop_lstm as public
+    from tf1_awd_sparse.layers import weight_drop_lstm_cell as cell_module
+    from tf1_awd_sparse.layers import weight_drop_lstm_layer as layer_module
+    assert weight_drop_lstm is public
+    assert public.WeightDropLSTMCell is cell_module.WeightDropLSTMCell
+    assert public.WeightDropLSTM is layer_module.WeightDropLSTM
+    assert (WeightDropLSTM, WeightDropLSTMCell) == (
+        public.WeightDropLSTM, public.WeightDropLSTMCell)
+    assert {"WeightDropLSTMCell", "WeightDropLSTM", "SPARSITY_CHOICES",
+            "sparsity_technique"} <= set(public.__all__)
+    for name in public.__all__:
+        assert getattr(public, name) is not None
+    assert issubclass(WeightDropLSTM, _sequence_base.SequenceLayerBase)
