@@ -21,6 +21,9 @@ LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 __all__ = ["WeightDropLSTM"]
 
 
+# On the library's own small base, not tf.compat.v1.layers.Layer: that one
+# nests its own scope and, on TF 1.15 / 2.x, leaves the cell's variables
+# out of `variables` (the tries are in _sequence_base's docstring).
 class WeightDropLSTM(SequenceLayerBase):
     """A weight-dropped LSTM over whole sequences, faster than a cell under
     ``dynamic_rnn``.
