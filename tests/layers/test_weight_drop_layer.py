@@ -294,3 +294,134 @@ def test_initial_state_of_another_width_is_a_named_error():
     with pytest.raises(ValueError, match=r"initial_state\.h\.shape\[1\] "
                        r"must be %d" % N):
         layer(_x(tf.float32), initial_state=state)
+
+
+# ----------------------------------------------------------------------
+# The layer's plumbing pinned (issue 28.4): what a stacked pair of layers
+# names its variables, what the old properties returned, and checkpoints
+# of the pair restoring into plain cells under dynamic_rnn.
+# ----------------------------------------------------------------------
+# The names main's WeightDropLSTM (a plain object, before the layer base)
+# gave, written down from a run of that code on TF 1.13.1, 1.15.5, 2.15.1
+# and 2.21 (identical on all four), in the order of `layer.variables`.
+FAST_KWARGS = dict(weight_drop_kr=0.5, use_vd=True, pruning_mask=True,
+                   sparsity="variational_dropout")
+FAST_NAMES = ["log_sigma2", "kernel", "bias", "pruning_mask",
+              "pruning_threshold", "weight_drop_mask"]
+FAST_NON_TRAINABLE = ["pruning_mask", "pruning_threshold", "weight_drop_mask"]
+_QUANT_TENSORS = ["input", "gates", "forget_state", "input_state", "state",
+                  "output"]
+QUANT_NON_TRAINABLE = (["quant/%s/min" % t for t in _QUANT_TENSORS]
+                       + ["quant/%s/max" % t for t in _QUANT_TENSORS]
+                       + ["quant/observed", "quant/initialized"])
+QUANT_NAMES = ["kernel", "bias"] + QUANT_NON_TRAINABLE
+PINNED = [("fast_path", FAST_KWARGS, True, FAST_NAMES, FAST_NON_TRAINABLE),
+          ("cell_path", dict(is_quant=True, weight_drop_kr=0.5), False,
+           QUANT_NAMES, QUANT_NON_TRAINABLE)]
+
+
+def _stacked_pair(**kwargs):
+    first = WeightDropLSTM(N, **kwargs)
+    second = WeightDropLSTM(N, **kwargs)
+    out, _ = second(first(_x(tf.float32))[0])
+    return first, second, out
+
+
+@pytest.mark.parametrize("name,kwargs,fast,names,non_trainable", PINNED,
+                         ids=[p[0] for p in PINNED])
+def test_stacked_pair_names_and_properties_are_mains(name, kwargs, fast,
+                                                     names, non_trainable):
+    del name
+    pair = [WeightDropLSTM(N, **kwargs) for _ in range(2)]
+    assert [l.built for l in pair] == [False, False]
+    assert [l.variables for l in pair] == [[], []]
+    assert [l.scope_name for l in pair] == [None, None]
+    assert [l.effective_kernel for l in pair] == [None, None]
+    reference = dict(WeightDropLSTMCell(N, **kwargs).get_config(),
+                     time_major=False, scope=None)
+    assert [l.get_config() for l in pair] == [reference, reference]
+    pair[1](pair[0](_x(tf.float32))[0])
+    graph = tf.global_variables() + tf.local_variables()
+    trainable = set(tf.trainable_variables())
+    for layer, scope in zip(pair, ("rnn", "rnn_1")):
+        prefix = scope + "/lstm_cell/"
+        assert layer.built and layer.scope_name == scope
+        assert layer.fast_path is fast
+        assert isinstance(layer.cell, WeightDropLSTMCell) and layer.cell.built
+        assert [v.op.name for v in layer.variables] == [
+            prefix + n for n in names]
+        # The reference: the graph's collections, not the layer.
+        ours = [v for v in graph if v.op.name.startswith(scope + "/")]
+        assert set(layer.variables) == set(ours)
+        assert layer.weights == layer.variables == layer.cell.weights
+        assert layer.trainable_variables == [
+            v for v in layer.variables if v in trainable]
+        assert [v.op.name for v in layer.non_trainable_variables] == [
+            prefix + n for n in non_trainable]
+        assert layer.effective_kernel is layer.cell.effective_kernel
+        # The config: a cell's made apart, plus the layer's two (and the
+        # dtype the build fixed).
+        assert layer.get_config() == dict(reference, dtype="float32")
+
+
+def test_stacked_pair_checkpoint_restores_into_cells_under_dynamic_rnn(
+        tmp_path):
+    path = str(tmp_path / "pair.ckpt")
+    kwargs = dict(FAST_KWARGS, is_train=False)
+    with tf.Graph().as_default():
+        out = _stacked_pair(**kwargs)[2]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            # Not the initial values: a restore that missed one would show.
+            sess.run([v.assign(v + 0.1 * (i + 1)) for i, v in enumerate(
+                tf.trainable_variables())])
+            expected = sess.run(out)
+            tf.train.Saver().save(sess, path)
+    saved = sorted(name for name, _ in tf.train.list_variables(path))
+    assert saved == sorted(
+        "%s/lstm_cell/%s" % (scope, n) for scope in ("rnn", "rnn_1")
+        for n in FAST_NAMES if n != "weight_drop_mask")  # a local variable
+    with tf.Graph().as_default():
+        h = _x(tf.float32)
+        for scope in ("rnn", "rnn_1"):
+            h, _ = tf.nn.dynamic_rnn(WeightDropLSTMCell(N, **kwargs), h,
+                                     dtype=tf.float32, scope=scope)
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, path)
+            np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5,
+                                       atol=1e-6)
+
+
+def test_cell_bias_and_forget_bias_are_public_reads():
+    """What the layer's fast path reads of its cell: ``bias`` (the variable,
+    None before build) and ``forget_bias`` (a float)."""
+    cell = WeightDropLSTMCell(N, forget_bias=True)
+    assert cell.bias is None and cell.forget_bias == 1.0
+    assert isinstance(cell.forget_bias, float)
+    tf.nn.dynamic_rnn(cell, _x(tf.float32), dtype=tf.float32)
+    (bias,) = [v for v in tf.global_variables()
+               if v.op.name == "rnn/lstm_cell/bias"]
+    assert cell.bias is bias
+    assert cell.bias.get_shape().as_list() == [4 * N]
+    assert WeightDropLSTMCell(N, forget_bias=-np.inf).forget_bias == -np.inf
+
+
+def test_the_public_module_gathers_the_same_classes():
+    """``weight_drop_lstm`` (and ``tf1_awd_sparse.layers.weight_drop_lstm``,
+    the same module) exports the cell's and the layer's modules' class
+    objects, and the layer is built on the private layer base."""
+    import weight_drop_lstm
+    from tf1_awd_sparse.layers import _sequence_base
+    from tf1_awd_sparse.layers import weight_drop_lstm as public
+    from tf1_awd_sparse.layers import weight_drop_lstm_cell as cell_module
+    from tf1_awd_sparse.layers import weight_drop_lstm_layer as layer_module
+    assert weight_drop_lstm is public
+    assert public.WeightDropLSTMCell is cell_module.WeightDropLSTMCell
+    assert public.WeightDropLSTM is layer_module.WeightDropLSTM
+    assert (WeightDropLSTM, WeightDropLSTMCell) == (
+        public.WeightDropLSTM, public.WeightDropLSTMCell)
+    assert {"WeightDropLSTMCell", "WeightDropLSTM", "SPARSITY_CHOICES",
+            "sparsity_technique"} <= set(public.__all__)
+    for name in public.__all__:
+        assert getattr(public, name) is not None
+    assert issubclass(WeightDropLSTM, _sequence_base.SequenceLayerBase)
