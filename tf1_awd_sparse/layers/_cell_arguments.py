@@ -8,8 +8,9 @@ from __future__ import absolute_import, division, print_function
 from tf1_awd_sparse.base.checks import (
     check_int, check_number, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
-from tf1_awd_sparse.transforms import kernel as kernel_transforms_module
-from tf1_awd_sparse.transforms.kernel import WeightFakeQuant
+from tf1_awd_sparse.transforms.kernel import (
+    FLAG_DEFAULTS, KernelTransform, WeightFakeQuant, clashing_flags, flags_of,
+    from_config, transforms_from_flags)
 
 
 def decoded_config(config):
@@ -22,13 +23,13 @@ def decoded_config(config):
     config = dict(config)
     if config.get("kernel_transforms") is not None:
         config["kernel_transforms"] = [
-            kernel_transforms_module.from_config(c)
+            from_config(c)
             for c in config["kernel_transforms"]]
         # The flags beside the record only describe it: one edited by hand
         # would be ignored, so it is refused.
-        described = kernel_transforms_module.flags_of(
+        described = flags_of(
             config["kernel_transforms"])
-        for flag in kernel_transforms_module.FLAG_DEFAULTS:
+        for flag in FLAG_DEFAULTS:
             if flag in config and config.pop(flag) != described[flag]:
                 raise ValueError(
                     "config[%r] contradicts config['kernel_transforms'], "
@@ -107,15 +108,15 @@ def kernel_record(given, seed, updates_collection, flags):
         with flags that make transforms.
     """
     if given is None:
-        return kernel_transforms_module.transforms_from_flags(
+        return transforms_from_flags(
             flags, seed=seed, updates_collection=updates_collection)
-    clashes = kernel_transforms_module.clashing_flags(flags)
+    clashes = clashing_flags(flags)
     if clashes:
         raise ValueError("kernel_transforms replaces the transforms that %s "
                          "build; give one or the other" % ", ".join(clashes))
     transforms = list(given)
     for transform in transforms:
-        if not isinstance(transform, kernel_transforms_module.KernelTransform):
+        if not isinstance(transform, KernelTransform):
             raise ValueError("kernel_transforms must be KernelTransform "
                              "objects, got %r" % (transform,))
         if isinstance(transform, WeightFakeQuant):

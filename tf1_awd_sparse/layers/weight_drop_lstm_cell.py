@@ -14,10 +14,9 @@ from tf1_awd_sparse.layers._cell_arguments import (
     check_lstm_arguments, check_quant_arguments, decoded_config,
     kernel_record)
 from tf1_awd_sparse.ops.quantized_lstm import LSTMQuantizer
-from tf1_awd_sparse.transforms import kernel as kernel_transforms_module
 from tf1_awd_sparse.transforms.kernel import (  # noqa: F401
     SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
-    WeightFakeQuant, sparsity_technique)
+    WeightFakeQuant, flags_of, serialize, sparsity_technique)
 
 LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
@@ -497,9 +496,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         config.update(self._own_config)
         # The record, and the flags that describe it (for reading only:
         # from_config rebuilds from the record).
-        config.update(kernel_transforms_module.flags_of(self._record))
+        config.update(flags_of(self._record))
         config["kernel_transforms"] = [
-            kernel_transforms_module.serialize(t) for t in self._record]
+            serialize(t) for t in self._record]
         return config
 
     @classmethod
