@@ -7,6 +7,7 @@ from sparse_layers import common, layer_utils
 from sparse_layers.l0_regularization import nn as l0
 from sparse_layers.variational_dropout import nn as vd
 from support.versions import needs_xla_compile, xla_compile
+from tf1_awd_sparse.base import control_flow
 
 EPS = common.EPSILON
 
@@ -477,13 +478,13 @@ def test_gather_one_hot_path_matches_tf_gather(sess):
     built = []
 
     def computation():
-        built.append(layer_utils.in_xla_context())
+        built.append(control_flow.in_xla_context())
         out = layer_utils.gather(params, ids.astype(np.int32))
         built.append(out)
         return out
 
     (compiled,) = xla_compile(computation)
-    assert not layer_utils.in_xla_context()
+    assert not control_flow.in_xla_context()
     in_xla, one_hot = built
     assert in_xla
     assert one_hot.op.type == "Reshape"

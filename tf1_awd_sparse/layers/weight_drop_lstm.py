@@ -20,7 +20,8 @@ from tf1_awd_sparse.transforms import kernel as kernel_transforms_module
 from tf1_awd_sparse.base.checks import (
     check_bool, check_dim, check_float_dtype, check_int,
     check_number, check_positive_int, check_real, check_tensor,
-    check_training, once_per_run, with_assertions)
+    check_training)
+from tf1_awd_sparse.base.control_flow import once_per_run, with_assertions
 from tf1_awd_sparse.ops.lstm_sequence import lstm_sequence
 from tf1_awd_sparse.ops.quantized_lstm import LSTMQuantizer
 from tf1_awd_sparse.transforms.kernel import (  # noqa: F401

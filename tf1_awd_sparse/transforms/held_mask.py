@@ -25,7 +25,8 @@ from tensorflow.python.ops import gen_random_ops
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import (
     check_float_dtype, check_ids, check_int, check_keep_prob, check_shape,
-    check_tensor, check_training, derived_seed, once_per_run)
+    check_tensor, check_training, derived_seed)
+from tf1_awd_sparse.base.control_flow import once_per_run
 
 __all__ = [
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_mask_broadcast",

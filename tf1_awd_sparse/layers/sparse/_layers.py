@@ -12,6 +12,7 @@ from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     check_dim, check_positive_int, check_sparse_options, check_tensor)
+from tf1_awd_sparse.base.control_flow import smart_cond
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}
@@ -164,7 +165,7 @@ class SparseLayer(tf.layers.Layer):
             return self._apply(mode, inputs, params, **self.TECHNIQUE.select(
                 self.technique_options, mode))
 
-        outputs = layer_utils.smart_cond(training, lambda: run("train"),
+        outputs = smart_cond(training, lambda: run("train"),
                                          lambda: run("eval"))
         if self.use_bias:
             outputs = self._add_bias(outputs)

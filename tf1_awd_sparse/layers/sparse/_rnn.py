@@ -14,7 +14,8 @@ from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     ParamsError, check_positive_int, check_real, check_sparse_options,
-    check_tensor, once_per_run)
+    check_tensor)
+from tf1_awd_sparse.base.control_flow import once_per_run, smart_cond
 
 
 RNN_CELL_DOC = """
@@ -96,7 +97,7 @@ class HeldWeights(object):
             are used; it may live inside a while loop).
           input_size: python int, the width of the inputs.
         """
-        weights = layer_utils.smart_cond(
+        weights = smart_cond(
             self.training,
             lambda: self.technique.nn.train_weights(
                 self.params, **self.technique.select(self.options, "train")),
