@@ -28,8 +28,7 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_interval", "check_graph", "check_bool", "check_choice",
            "check_tensor", "check_shape", "check_float_dtype", "check_dim",
            "check_ids", "check_id_array", "check_sparse_options",
-           "check_checkpoint", "CheckpointReader",
-           "derived_seed"]
+           "check_checkpoint", "CheckpointReader"]
 
 
 class TrainingFlagError(TypeError, ValueError, Error):
@@ -717,10 +716,3 @@ def check_checkpoint(path, arg_name="checkpoint"):
                          "expected %s" % (arg_name, path, _first_line(error),
                                           _CHECKPOINT_EXPECTED))
     return CheckpointReader(reader, path, arg_name)
-
-
-def derived_seed(seed, offset):
-    """An op seed for the ``offset``-th random op of one object: None stays
-    None (graph-level seeding); otherwise ``seed + offset``, so two ops of
-    one object never draw the same stream."""
-    return None if seed is None else int(seed) + offset

@@ -25,8 +25,9 @@ from tensorflow.python.ops import gen_random_ops
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import (
     check_float_dtype, check_ids, check_int, check_keep_prob, check_shape,
-    check_tensor, check_training, derived_seed)
+    check_tensor, check_training)
 from tf1_awd_sparse.base.control_flow import once_per_run
+from tf1_awd_sparse.base.seeds import derived_seed
 
 __all__ = [
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_mask_broadcast",
