@@ -56,6 +56,7 @@ from tensorflow.python.util import deprecation
 
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.awd_lm import model, modeldir, presets, runtime
@@ -388,8 +389,8 @@ def write_model_dir(args, params, corpus):
         os.makedirs(args.model_dir)
     kept = {k: v for k, v in params.items() if k in modeldir.PARAM_KEYS}
     latest = tf.train.latest_checkpoint(args.model_dir)
-    step = max(args.train_steps, int(tf.train.load_variable(
-        latest, "global_step")) if latest else 0)
+    step = max(args.train_steps, int(check_checkpoint(
+        latest, "--model-dir").get_tensor("global_step")) if latest else 0)
     return modeldir.write_config(
         args.model_dir, kept, list(corpus.vocab),
         modeldir.produced_by(kept, source="distributed command line"),

@@ -1,11 +1,11 @@
 """Opening a checkpoint given as an argument, with errors that name it.
 
 One job: every public function that reads a checkpoint by hand (the sparse
-report and strip, the TFLite exporter) opens it with `check_checkpoint`,
-so a bad path, a directory without a checkpoint, or a truncated data file
-is one ``ValueError`` naming the argument and the file, the same way
-everywhere. Restoring a graph's variables (``Saver.restore``) is not done
-here.
+report and strip, the TFLite exporter, the language model's compression,
+warm starts and step counts) opens it with `check_checkpoint`, so a bad
+path, a directory without a checkpoint, or a truncated data file is one
+``ValueError`` naming the argument and the file, the same way everywhere.
+Restoring a graph's variables (``Saver.restore``) is not done here.
 """
 from __future__ import absolute_import, division, print_function
 
