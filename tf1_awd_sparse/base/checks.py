@@ -28,7 +28,7 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_int", "check_real", "check_keep_prob", "check_num_bits",
            "check_interval", "check_graph", "check_bool", "check_choice",
            "check_tensor", "check_shape", "check_float_dtype", "check_dim",
-           "check_ids", "check_id_array", "check_sparse_options"]
+           "check_ids", "check_id_array"]
 
 
 class TrainingFlagError(TypeError, ValueError, Error):
@@ -489,45 +489,6 @@ def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
                          % (arg_name, vocab_size, vocab_size, len(bad),
                             shown, ", ..." if len(bad) > 5 else ""))
     return array
-
-
-# Default of check_sparse_options' arguments: not passed, not checked.
-_OMITTED = object()
-
-
-def check_sparse_options(clip_alpha=_OMITTED, eps=_OMITTED,
-                         threshold=_OMITTED, beta=_OMITTED, gamma=_OMITTED,
-                         zeta=_OMITTED):
-    """Validates the options of the sparse techniques given as Python
-    numbers (the ones not passed are not checked; ``clip_alpha=None`` means
-    no clipping, None is no value for the others).
-
-    Args:
-      clip_alpha: VD: None, or a finite number >= 0 (log(alpha) is clipped
-        to ``[-clip_alpha, clip_alpha]``).
-      eps: the numerical floor inside logs / square roots: finite, > 0.
-      threshold: VD: the log(alpha) at which a weight is dropped: finite.
-      beta: hard-concrete temperature: finite, > 0.
-      gamma, zeta: hard-concrete stretch interval: ``gamma < 0`` and
-        ``zeta > 1`` (so that the clipped gate can be exactly 0 and 1,
-        Louizos et al. 2018).
-
-    Raises:
-      ValueError: a value outside its range, NaN or not a number, naming
-        the option.
-    """
-    checks = {
-        "clip_alpha": dict(low=0, allow_none=True),
-        "eps": dict(low=0, low_open=True),
-        "threshold": {},
-        "beta": dict(low=0, low_open=True),
-        "gamma": dict(high=0, high_open=True),
-        "zeta": dict(low=1, low_open=True)}
-    given = {"clip_alpha": clip_alpha, "eps": eps, "threshold": threshold,
-             "beta": beta, "gamma": gamma, "zeta": zeta}
-    for name in sorted(given):
-        if given[name] is not _OMITTED:
-            check_real(given[name], name, **checks[name])
 
 
 def check_num_bits(num_bits, arg_name="num_bits"):

@@ -11,8 +11,9 @@ from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    check_dim, check_positive_int, check_sparse_options, check_tensor)
+    check_dim, check_positive_int, check_tensor)
 from tf1_awd_sparse.base.control_flow import smart_cond
+from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}

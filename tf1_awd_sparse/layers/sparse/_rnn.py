@@ -13,9 +13,9 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    ParamsError, check_positive_int, check_real, check_sparse_options,
-    check_tensor)
+    ParamsError, check_positive_int, check_real, check_tensor)
 from tf1_awd_sparse.base.control_flow import once_per_run, smart_cond
+from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 
 
 RNN_CELL_DOC = """
