@@ -467,6 +467,17 @@ def test_other_bad_inputs_name_the_problem():
 
 
 # ------------------------------------------------------------ layer_utils
+def test_a_patched_in_xla_context_reaches_its_callers(sess, monkeypatch):
+    """check_ids and gather look in_xla_context up on base.control_flow
+    when they run, so one patch there switches both to their XLA path."""
+    from tf1_awd_sparse.base import checks
+    monkeypatch.setattr(control_flow, "in_xla_context", lambda: True)
+    clamped = checks.check_ids(tf.constant([5, -1, 1]), 3)
+    one_hot = layer_utils.gather(np.eye(3, dtype=np.float32), [2, 0])
+    assert one_hot.op.type == "Reshape"
+    np.testing.assert_array_equal(sess.run(clamped), [2, 0, 1])
+
+
 @needs_xla_compile
 def test_gather_one_hot_path_matches_tf_gather(sess):
     # xla_compile (tests/support/versions.py) is the public way into an XLA
