@@ -25,10 +25,10 @@ from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_training", "check_positive_int", "check_nonnegative_int",
-           "check_int", "check_real", "check_keep_prob", "check_num_bits",
-           "check_interval", "check_graph", "check_bool", "check_choice",
-           "check_tensor", "check_shape", "check_float_dtype", "check_dim",
-           "check_ids", "check_id_array"]
+           "check_int", "check_real", "check_number", "check_keep_prob",
+           "check_num_bits", "check_interval", "check_graph", "check_bool",
+           "check_choice", "check_tensor", "check_shape",
+           "check_float_dtype", "check_dim", "check_ids", "check_id_array"]
 
 
 class TrainingFlagError(TypeError, ValueError, Error):
