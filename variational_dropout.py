@@ -17,7 +17,9 @@ dropout math and :class:`HeldMask` from
   :class:`HeldMask`, :class:`BernoulliInitializer`.
 """
 from tf1_awd_sparse.base.checks import (  # noqa: F401
-    check_keep_prob, check_training, derived_seed, smart_cond)
+    check_keep_prob, check_training)
+from tf1_awd_sparse.base.control_flow import smart_cond  # noqa: F401
+from tf1_awd_sparse.base.seeds import derived_seed  # noqa: F401
 from tf1_awd_sparse.layers.dropout import (  # noqa: F401
     VariationalDropout, embedding_dropout, locked_dropout)
 from tf1_awd_sparse.transforms.held_mask import (  # noqa: F401

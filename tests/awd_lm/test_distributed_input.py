@@ -12,8 +12,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.awd_lm import (estimator, model, model_fn, monitored,
-                                   presets, runtime)
+from tf1_awd_sparse.awd_lm import (estimator, input_fn, model, model_fn,
+                                   monitored, presets, runtime)
 from support.versions import needs_estimator
 
 from support import ROOT, example
@@ -27,7 +27,7 @@ tf_config = local_cluster.tf_config
 
 def test_bptt_batches_are_consecutive_windows_of_the_streams():
     ids = np.arange(103)
-    inputs, targets = estimator.bptt_batches(ids, batch_size=4, bptt=6)
+    inputs, targets = input_fn.bptt_batches(ids, batch_size=4, bptt=6)
     # 4 streams of 25 tokens: stream b is ids[25b : 25b + 25]; 24 input
     # positions make 4 full windows of 6.
     streams = ids[:100].reshape(4, 25)
@@ -41,9 +41,9 @@ def test_bptt_batches_are_consecutive_windows_of_the_streams():
 
 def test_bptt_batches_errors():
     with pytest.raises(ValueError, match="bptt"):
-        estimator.bptt_batches(np.arange(100), 2, 0)
+        input_fn.bptt_batches(np.arange(100), 2, 0)
     with pytest.raises(ValueError, match="too short"):
-        estimator.bptt_batches(np.arange(20), 2, 10)
+        input_fn.bptt_batches(np.arange(20), 2, 10)
 
 
 def _windows(input_fn, sess, n):
@@ -53,7 +53,7 @@ def _windows(input_fn, sess, n):
 
 def test_shards_are_disjoint_and_cover_every_window(sess):
     ids = np.arange(2 * 41)
-    inputs, _ = estimator.bptt_batches(ids, 2, 4)       # 10 windows
+    inputs, _ = input_fn.bptt_batches(ids, 2, 4)       # 10 windows
     seen = []
     for shard in range(3):
         fn = estimator.make_input_fn(ids, 2, 4, num_shards=3,
@@ -114,7 +114,7 @@ def test_session_config_filters_devices_per_task():
 
 def test_mask_update_hook_argument():
     with pytest.raises(ValueError, match="every_n_steps"):
-        estimator.MaskUpdateHook(every_n_steps=0)
+        model_fn.MaskUpdateHook(every_n_steps=0)
 
 
 PARAMS = dict(vocab_size=20, emb_size=4, hidden_size=6, num_layers=2,
@@ -152,7 +152,7 @@ def test_model_fn_train_spec_has_no_hooks_but_the_callers():
     spec = estimator.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.TRAIN,
                               PARAMS)
     assert not spec.training_hooks
-    hook = estimator.MaskUpdateHook()
+    hook = model_fn.MaskUpdateHook()
     with tf.Graph().as_default():
         spec = estimator.model_fn(
             {"inputs": tf.zeros([2, 5], tf.int32)},
@@ -280,7 +280,7 @@ def _reference_xent(model_dir):
                                 estimator.parse_hparams(TINY_HPARAMS))
     corpus, _, _ = runtime.load_corpus(None, params)
     params["vocab_size"] = len(corpus.vocab)
-    inputs, targets = estimator.bptt_batches(
+    inputs, targets = input_fn.bptt_batches(
         corpus.valid, params["eval_batch_size"], params["bptt"])
     with tf.Graph().as_default():
         x = tf.placeholder(tf.int32, inputs.shape[1:])

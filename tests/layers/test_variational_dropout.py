@@ -213,7 +213,7 @@ def test_embedding_dropout_with_sharded_params(sess):
 def test_smart_cond_needs_a_resolved_flag():
     """None is resolved by the public entry points (check_training), never
     silently taken as True down here."""
-    from tf1_awd_sparse.base.checks import smart_cond
+    from tf1_awd_sparse.base.control_flow import smart_cond
     with pytest.raises(TypeError, match="pred"):
         smart_cond(None, lambda: 1, lambda: 0)
     with pytest.raises(TypeError, match="pred"):

@@ -7,6 +7,7 @@ from sparse_layers import common, layer_utils
 from sparse_layers.l0_regularization import nn as l0
 from sparse_layers.variational_dropout import nn as vd
 from support.versions import needs_xla_compile, xla_compile
+from tf1_awd_sparse.base import control_flow
 
 EPS = common.EPSILON
 
@@ -466,6 +467,17 @@ def test_other_bad_inputs_name_the_problem():
 
 
 # ------------------------------------------------------------ layer_utils
+def test_a_patched_in_xla_context_reaches_its_callers(sess, monkeypatch):
+    """check_ids and gather look in_xla_context up on base.control_flow
+    when they run, so one patch there switches both to their XLA path."""
+    from tf1_awd_sparse.base import checks
+    monkeypatch.setattr(control_flow, "in_xla_context", lambda: True)
+    clamped = checks.check_ids(tf.constant([5, -1, 1]), 3)
+    one_hot = layer_utils.gather(np.eye(3, dtype=np.float32), [2, 0])
+    assert one_hot.op.type == "Reshape"
+    np.testing.assert_array_equal(sess.run(clamped), [2, 0, 1])
+
+
 @needs_xla_compile
 def test_gather_one_hot_path_matches_tf_gather(sess):
     # xla_compile (tests/support/versions.py) is the public way into an XLA
@@ -477,13 +489,13 @@ def test_gather_one_hot_path_matches_tf_gather(sess):
     built = []
 
     def computation():
-        built.append(layer_utils.in_xla_context())
+        built.append(control_flow.in_xla_context())
         out = layer_utils.gather(params, ids.astype(np.int32))
         built.append(out)
         return out
 
     (compiled,) = xla_compile(computation)
-    assert not layer_utils.in_xla_context()
+    assert not control_flow.in_xla_context()
     in_xla, one_hot = built
     assert in_xla
     assert one_hot.op.type == "Reshape"

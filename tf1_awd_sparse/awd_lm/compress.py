@@ -51,11 +51,11 @@ import gzip
 import hashlib
 import io
 import json
-import math
 import os
 import threading
 
 import numpy as np
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.ops.sparse import common as sparse_common
@@ -266,7 +266,7 @@ def reference_params(float_params):
 
 
 def _read(checkpoint):
-    reader = tf.train.load_checkpoint(checkpoint)
+    reader = check_checkpoint(checkpoint, "checkpoint")
     return {name: reader.get_tensor(name)
             for name in reader.get_variable_to_shape_map()}
 

@@ -56,16 +56,16 @@ from tensorflow.python.util import deprecation
 
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.awd_lm import model, modeldir, presets, runtime
 # The pieces, under the names this module has always exported.
 from tf1_awd_sparse.awd_lm.cluster import (  # noqa: F401
     ClusterBarrierHook, mirrored_strategy)
-from tf1_awd_sparse.awd_lm.input_fn import (  # noqa: F401
-    bptt_batches, make_input_fn)
-from tf1_awd_sparse.awd_lm.model_fn import (  # noqa: F401
-    MASK_UPDATE_OPS, MaskUpdateHook, model_fn)
+from tf1_awd_sparse.awd_lm.input_fn import make_input_fn  # noqa: F401
+from tf1_awd_sparse.awd_lm.model_fn import model_fn  # noqa: F401
+from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: F401
 from tf1_awd_sparse.base.errors import Error
 
@@ -388,8 +388,8 @@ def write_model_dir(args, params, corpus):
         os.makedirs(args.model_dir)
     kept = {k: v for k, v in params.items() if k in modeldir.PARAM_KEYS}
     latest = tf.train.latest_checkpoint(args.model_dir)
-    step = max(args.train_steps, int(tf.train.load_variable(
-        latest, "global_step")) if latest else 0)
+    step = max(args.train_steps, int(check_checkpoint(
+        latest, "--model-dir").get_tensor("global_step")) if latest else 0)
     return modeldir.write_config(
         args.model_dir, kept, list(corpus.vocab),
         modeldir.produced_by(kept, source="distributed command line"),
@@ -515,3 +515,8 @@ def eval_line(metrics):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)

@@ -10,8 +10,9 @@ NaN of an empty mean: there is no activation to penalize.
 """
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from tf1_awd_sparse.base.checks import (
-    check_tensor, in_xla_context, with_assertions)
+from tf1_awd_sparse.base import control_flow
+from tf1_awd_sparse.base.checks import check_tensor
+from tf1_awd_sparse.base.control_flow import with_assertions
 
 __all__ = ["masked_mean_square", "activation_regularization",
            "temporal_activation_regularization"]
@@ -40,7 +41,7 @@ def _check_lengths(lengths, outputs):
                          "shape %s), got shape %s"
                          % (batch, outputs.shape, lengths.shape))
     if (rows and rows[0] is not None and batch is not None) or \
-            in_xla_context():
+            control_flow.in_xla_context():
         return lengths
     return with_assertions(lengths, [tf.debugging.assert_equal(
         tf.shape(lengths)[:1], tf.shape(outputs)[:1],

@@ -21,8 +21,10 @@ from tf1_awd_sparse.layers.sparse import report as sparse_report
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse import transforms
+from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import (
-    check_choice, check_tensor, check_training, in_xla_context, smart_cond)
+    check_choice, check_tensor, check_training)
+from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse.export.tflite import relative_variable_names
@@ -263,7 +265,7 @@ def _assert_features(features, parts, consumers):
     # unless the caller feeds inputs built inside a loop or cond).
     consumers = [op for op in consumers
                  if op._get_control_flow_context() is context]  # noqa: W0212
-    if in_xla_context() or not consumers:
+    if control_flow.in_xla_context() or not consumers:
         return
     checks = [tf.debugging.assert_positive(
         tf.size(inputs), message="features.inputs must have at least one "

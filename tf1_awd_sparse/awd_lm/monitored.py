@@ -39,6 +39,7 @@ import time
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
 from tf1_awd_sparse.awd_lm import estimator, runtime, train
@@ -341,7 +342,10 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
 def _checkpoint_step(model_dir):
     """The global step of the latest checkpoint in ``model_dir`` (0: none)."""
     path = tf.train.latest_checkpoint(model_dir)
-    return int(tf.train.load_variable(path, "global_step")) if path else 0
+    if not path:
+        return 0
+    return int(check_checkpoint(path, "--model-dir").get_tensor(
+        "global_step"))
 
 
 def _train(setup, master, task):

@@ -30,6 +30,7 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.ops import mask_placement
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, ntasgd,
                                    presets, records, runtime)
@@ -413,15 +414,15 @@ def _restore(saver, sess, prefix):
 
 
 def _readable(prefix, what):
-    """The variable names of the checkpoint ``prefix``.
+    """The variable names of the checkpoint ``prefix``, sorted.
 
     Raises:
       CheckpointError: it cannot be read (named with ``what``)."""
     try:
-        return [n for n, _ in tf.train.list_variables(prefix)]
-    except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError("%s: cannot read this checkpoint (%s): %s"
-                              % (prefix, what, e))
+        reader = check_checkpoint(prefix, what)
+    except ValueError as e:
+        raise CheckpointError(str(e))
+    return sorted(reader.get_variable_to_shape_map())
 
 
 class Trainer(object):

@@ -1,5 +1,7 @@
 """Floor 0: the version (:mod:`.compat`, the only module that looks at the
-TensorFlow version; ``compat.tf`` is the v1 API) and the argument checks
-(:mod:`.checks`: every check, ``smart_cond``, ``once_per_run`` and the named
-error types, which are part of the public API) and :mod:`.errors` (``Error``,
-the root of every named error). Imports TensorFlow only."""
+TensorFlow version; ``compat.tf`` is the v1 API), the argument checks
+(:mod:`.checks`: every check and the checks' named errors, which are part
+of the public API), the graph control flow (:mod:`.control_flow`:
+``smart_cond``, ``once_per_run``, ...), the op seeds (:mod:`.seeds`), the
+checkpoint argument (:mod:`.checkpoints`) and :mod:`.errors` (``Error``, the
+root of every named error). Imports TensorFlow only."""

@@ -1,9 +1,11 @@
-"""The library's argument checks and train/eval control flow, written once.
+"""The library's argument checks and their named errors, written once.
 
 Every public class and function of the library validates its arguments
 with these helpers, so an error always names the argument, what was
 expected and what was given, and the same kind of argument is checked the
-same way everywhere.
+same way everywhere. (The graph control flow the checks build with is in
+:mod:`tf1_awd_sparse.base.control_flow`; opening a checkpoint argument in
+:mod:`tf1_awd_sparse.base.checkpoints`.)
 
 The training flag, one rule for the whole library: a Python bool or a
 scalar ``tf.bool`` tensor (e.g. ``tf.placeholder_with_default(True, [])``,
@@ -17,22 +19,17 @@ import math
 import numbers
 
 import numpy as np
-from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base import control_flow
+from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 from tf1_awd_sparse.base.errors import Error
-from tensorflow.python.framework import smart_cond as _smart_cond
-from tensorflow.python.ops import control_flow_util
 
 __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
-           "check_training", "smart_cond", "check_positive_int",
-           "check_nonnegative_int", "check_int", "check_real",
-           "check_keep_prob", "check_num_bits", "check_interval",
-           "check_graph", "check_bool", "check_choice", "check_tensor",
-           "check_shape", "check_float_dtype", "check_dim", "check_ids",
-           "check_id_array", "check_sparse_options", "check_checkpoint",
-           "CheckpointReader",
-           "in_xla_context", "with_assertions",
-           "derived_seed", "outer_control_inputs", "once_per_run"]
+           "check_training", "check_positive_int", "check_nonnegative_int",
+           "check_int", "check_real", "check_number", "check_keep_prob",
+           "check_num_bits", "check_interval", "check_graph", "check_bool",
+           "check_choice", "check_tensor", "check_shape",
+           "check_float_dtype", "check_dim", "check_ids", "check_id_array"]
 
 
 class TrainingFlagError(TypeError, ValueError, Error):
@@ -108,37 +105,6 @@ def _scalar_at_run_time(flag, arg_name):
         # second input must be a scalar") then fails first.
         with tf.control_dependencies([check]):
             return tf.reshape(flag, [])
-
-
-def smart_cond(pred, true_fn, false_fn, name=None):
-    """``true_fn()`` or ``false_fn()``: chosen in Python when ``pred`` is a
-    bool or a constant tensor (only that branch is built), else a
-    ``tf.cond`` (one graph serves both).
-
-    Args:
-      pred: Python bool or scalar bool tensor.
-      true_fn, false_fn: callables returning matching structures.
-      name: optional name scope of the cond.
-
-    Returns:
-      The selected callable's result.
-
-    Raises:
-      TypeError: ``pred`` is neither a bool nor a bool tensor (None
-        included: public entry points resolve a None flag with
-        `check_training` before they get here).
-    """
-    if not isinstance(pred, (bool, np.bool_) + TENSOR_TYPES) or (
-            not isinstance(pred, (bool, np.bool_))
-            and pred.dtype.base_dtype != tf.bool):
-        raise TypeError("smart_cond: pred must be a bool or a bool tensor, "
-                        "got %r" % (pred,))
-    if isinstance(pred, np.bool_):
-        pred = bool(pred)
-    elif not isinstance(pred, bool):
-        # A variable's value (2.x's smart_cond refuses a ResourceVariable).
-        pred = tf.convert_to_tensor(pred)
-    return _smart_cond.smart_cond(pred, true_fn, false_fn, name=name)
 
 
 def check_positive_int(value, arg_name, allow_none=False):
@@ -313,7 +279,8 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
             # An unknown rank: a scalar is checked when the graph runs.
             assertions.append(tf.debugging.assert_rank(
                 keep_prob, 0, message="%s must be a scalar" % arg_name))
-        checked = with_assertions(keep_prob, assertions, arg_name)
+        checked = control_flow.with_assertions(keep_prob, assertions,
+                                               arg_name)
         setattr(checked, _CHECKED_KEEP_PROB, True)
         return checked
     if (isinstance(keep_prob, (bool, np.bool_))
@@ -329,22 +296,6 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
 # probability passed on (e.g. locked_dropout -> bernoulli_mask ->
 # apply_mask) is asserted once per graph, not once per function.
 _CHECKED_KEEP_PROB = "_tf1_awd_checked_keep_prob"
-
-
-def with_assertions(tensor, assertions, name=None):
-    """``tensor``, through an identity that runs ``assertions`` first.
-
-    Args:
-      tensor: a tensor.
-      assertions: ops (``tf.debugging.assert_*``) to run whenever the
-        returned tensor is computed.
-      name: optional name scope.
-
-    Returns:
-      A tensor equal to ``tensor``.
-    """
-    with tf.control_dependencies(assertions):
-        return tf.identity(tensor, name=name)
 
 
 _KINDS = {"float": ("a float", lambda d: d.is_floating),
@@ -464,15 +415,6 @@ def check_dim(tensor, axis, expected, arg_name, expected_what):
                          % (arg_name, axis, expected, expected_what, shape))
 
 
-def in_xla_context():
-    """True when ops are being built inside an XLA compilation context
-    (``xla.compile``)."""
-    # TF 1.13 has no public accessor for the current control-flow context.
-    graph = tf.get_default_graph()
-    context = graph._get_control_flow_context()  # pylint: disable=W0212
-    return control_flow_util.GetContainingXLAContext(context) is not None
-
-
 def check_ids(ids, vocab_size, arg_name="ids"):
     """Validates the ids of an embedding lookup: an int32 / int64 tensor
     checked at graph-construction time, and its values in
@@ -502,10 +444,10 @@ def check_ids(ids, vocab_size, arg_name="ids"):
     """
     ids = check_tensor(ids, arg_name, kind="int")
     vocab = tf.cast(vocab_size, ids.dtype)
-    if in_xla_context():
+    if control_flow.in_xla_context():
         return tf.clip_by_value(ids, tf.zeros([], ids.dtype), vocab - 1)
     message = "%s must be in [0, vocab_size)" % arg_name
-    return with_assertions(ids, [
+    return control_flow.with_assertions(ids, [
         tf.debugging.assert_non_negative(ids, message=message),
         tf.debugging.assert_less(ids, vocab, message=message)], arg_name)
 
@@ -548,45 +490,6 @@ def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
                          % (arg_name, vocab_size, vocab_size, len(bad),
                             shown, ", ..." if len(bad) > 5 else ""))
     return array
-
-
-# Default of check_sparse_options' arguments: not passed, not checked.
-_OMITTED = object()
-
-
-def check_sparse_options(clip_alpha=_OMITTED, eps=_OMITTED,
-                         threshold=_OMITTED, beta=_OMITTED, gamma=_OMITTED,
-                         zeta=_OMITTED):
-    """Validates the options of the sparse techniques given as Python
-    numbers (the ones not passed are not checked; ``clip_alpha=None`` means
-    no clipping, None is no value for the others).
-
-    Args:
-      clip_alpha: VD: None, or a finite number >= 0 (log(alpha) is clipped
-        to ``[-clip_alpha, clip_alpha]``).
-      eps: the numerical floor inside logs / square roots: finite, > 0.
-      threshold: VD: the log(alpha) at which a weight is dropped: finite.
-      beta: hard-concrete temperature: finite, > 0.
-      gamma, zeta: hard-concrete stretch interval: ``gamma < 0`` and
-        ``zeta > 1`` (so that the clipped gate can be exactly 0 and 1,
-        Louizos et al. 2018).
-
-    Raises:
-      ValueError: a value outside its range, NaN or not a number, naming
-        the option.
-    """
-    checks = {
-        "clip_alpha": dict(low=0, allow_none=True),
-        "eps": dict(low=0, low_open=True),
-        "threshold": {},
-        "beta": dict(low=0, low_open=True),
-        "gamma": dict(high=0, high_open=True),
-        "zeta": dict(low=1, low_open=True)}
-    given = {"clip_alpha": clip_alpha, "eps": eps, "threshold": threshold,
-             "beta": beta, "gamma": gamma, "zeta": zeta}
-    for name in sorted(given):
-        if given[name] is not _OMITTED:
-            check_real(given[name], name, **checks[name])
 
 
 def check_num_bits(num_bits, arg_name="num_bits"):
@@ -678,149 +581,6 @@ def check_choice(value, choices, arg_name):
     return value
 
 
-_CHECKPOINT_EXPECTED = ("a checkpoint prefix (as Saver.save returns, e.g. "
-                        "'run/model.ckpt-100') or a directory holding a "
-                        "'checkpoint' file")
-
-
-class CheckpointReader(object):
-    """A ``tf.train.NewCheckpointReader`` whose errors name the checkpoint
-    argument and the file: made by :func:`check_checkpoint`.
-
-    Attributes:
-      prefix: the checkpoint prefix read (a directory resolved).
-      arg_name: the argument it came from, for messages.
-    """
-
-    def __init__(self, reader, prefix, arg_name):
-        self._reader = reader
-        self.prefix = prefix
-        self.arg_name = arg_name
-        self._shapes = reader.get_variable_to_shape_map()
-
-    def get_variable_to_shape_map(self):
-        """{variable name: shape list}, as TensorFlow's reader."""
-        return dict(self._shapes)
-
-    def get_variable_to_dtype_map(self):
-        """{variable name: tf.DType}, as TensorFlow's reader."""
-        return self._reader.get_variable_to_dtype_map()
-
-    def get_tensor(self, name):
-        """The value of variable ``name``, a numpy array.
-
-        Raises:
-          ValueError: the checkpoint has no such variable, or its data
-            file cannot be read (truncated or corrupt), naming the file.
-        """
-        names = self._shapes
-        if name not in names:
-            raise ValueError("%s %r has no variable %r (it has %d, e.g. %s)"
-                             % (self.arg_name, self.prefix, name, len(names),
-                                ", ".join(sorted(names)[:3])))
-        try:
-            return self._reader.get_tensor(name)
-        # TF 1.x raises OpError (OutOfRangeError, DataLossError); TF 2.x's
-        # pybind reader an IndexError or RuntimeError for the same files.
-        except (tf.errors.OpError, IndexError, RuntimeError) as error:
-            files = tf.gfile.Glob(self.prefix + ".data-*") or [
-                self.prefix + ".data-*"]
-            raise ValueError("%s %r: variable %r cannot be read from %s: "
-                             "the file is truncated or corrupt (%s)" % (
-                                 self.arg_name, self.prefix, name,
-                                 ", ".join(files), _first_line(error)))
-
-
-def _first_line(error):
-    message = getattr(error, "message", None) or str(error)
-    return message.strip().split("\n")[0]
-
-
-def check_checkpoint(path, arg_name="checkpoint"):
-    """Validates a checkpoint argument and opens it.
-
-    Args:
-      path: a checkpoint prefix (as ``Saver.save`` returns) or a directory
-        holding a ``checkpoint`` file (its latest checkpoint is read).
-      arg_name: the argument's name, for the error messages.
-
-    Returns:
-      a :class:`CheckpointReader` (its ``prefix`` the checkpoint read),
-      whose ``get_tensor`` names the data file when it cannot be read.
-
-    Raises:
-      ValueError: not a non-empty string, a directory without a
-        checkpoint, no checkpoint at the prefix, or one TensorFlow cannot
-        open; the message names the argument, the path and what was
-        expected (TensorFlow's own message included).
-    """
-    if not isinstance(path, str) or not path:
-        raise ValueError("%s must be %s (str), got %r"
-                         % (arg_name, _CHECKPOINT_EXPECTED, path))
-    if tf.gfile.IsDirectory(path):
-        found = tf.train.latest_checkpoint(path)
-        if found is None:
-            raise ValueError("%s %r is a directory without a checkpoint; "
-                             "expected %s" % (arg_name, path,
-                                              _CHECKPOINT_EXPECTED))
-        path = found
-    elif not (tf.gfile.Exists(path + ".index") or tf.gfile.Exists(path)):
-        raise ValueError("%s %r: no checkpoint there (no file %s.index); "
-                         "expected %s" % (arg_name, path, path,
-                                          _CHECKPOINT_EXPECTED))
-    try:
-        reader = tf.train.NewCheckpointReader(path)
-    except (tf.errors.OpError, RuntimeError, ValueError) as error:
-        raise ValueError("%s %r: no readable checkpoint there (%s); "
-                         "expected %s" % (arg_name, path, _first_line(error),
-                                          _CHECKPOINT_EXPECTED))
-    return CheckpointReader(reader, path, arg_name)
-
-
-def derived_seed(seed, offset):
-    """An op seed for the ``offset``-th random op of one object: None stays
-    None (graph-level seeding); otherwise ``seed + offset``, so two ops of
-    one object never draw the same stream."""
-    return None if seed is None else int(seed) + offset
-
-
-def outer_control_inputs():
-    """Control inputs active here that live outside every control-flow
-    context: the ones an op built outside a loop or cond may keep."""
-    graph = tf.get_default_graph()
-    # pylint: disable=protected-access
-    # TF 1.x has no public accessor for the active control dependencies.
-    return [op for op in graph._current_control_dependencies()
-            if op._get_control_flow_context() is None]
-
-
-class once_per_run(object):  # pylint: disable=invalid-name
-    """Context for tensors computed once per ``session.run``: outside any
-    ``tf.while_loop`` / ``tf.cond`` (``control_dependencies(None)`` also
-    clears the control-flow context), keeping the call site's control
-    inputs that live outside loops (e.g. an update op the caller put
-    around ``dynamic_rnn``).
-
-    Args:
-      what: the public name building (for the error below).
-
-    Raises:
-      GraphModeError: entered inside a TF 2.x control-flow-v2 loop body,
-        which no context can leave (``_compat.require_v1_control_flow``).
-    """
-
-    def __init__(self, what="this layer"):
-        self._what = what
-
-    def __enter__(self):
-        _compat.require_v1_control_flow(self._what)
-        outer = outer_control_inputs()
-        self._clear = tf.control_dependencies(None)
-        self._clear.__enter__()
-        self._keep = tf.control_dependencies(outer)
-        self._keep.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self._keep.__exit__(*exc)
-        return self._clear.__exit__(*exc)
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)

@@ -75,7 +75,31 @@ DEPRECATED_MODULES = {
 #: (module, name) -> the module that holds ``name`` now, for names that
 #: moved out of a module that still exists. The module's ``__getattr__``
 #: reads this table.
-DEPRECATED_ATTRIBUTES = {}
+DEPRECATED_ATTRIBUTES = dict(
+    [(("tf1_awd_sparse.base.checks", name), "tf1_awd_sparse.base.control_flow")
+     for name in ("smart_cond", "with_assertions", "in_xla_context",
+                  "outer_control_inputs", "once_per_run")]
+    + [(("tf1_awd_sparse.ops.sparse.layer_utils", name),
+        "tf1_awd_sparse.base.control_flow")
+       for name in ("smart_cond", "in_xla_context")]
+    + [(("tf1_awd_sparse.ops.sparse.layer_utils", name),
+        "tf1_awd_sparse.base.checks")
+       for name in ("check_training", "TrainingFlagError")]
+    + [(("tf1_awd_sparse.base.checks", name), "tf1_awd_sparse.base.checkpoints")
+       for name in ("check_checkpoint", "CheckpointReader")]
+    + [(("tf1_awd_sparse.base.checks", "derived_seed"),
+        "tf1_awd_sparse.base.seeds"),
+       (("tf1_awd_sparse.base.checks", "check_sparse_options"),
+        "tf1_awd_sparse.ops.sparse.common")]
+    + [(("tf1_awd_sparse.layers.weight_drop_lstm", name),
+        "tf1_awd_sparse.transforms.kernel")
+       for name in ("DropConnect", "PruningMask", "SparseWeights",
+                    "WeightFakeQuant")]
+    + [(("tf1_awd_sparse.awd_lm.estimator", "bptt_batches"),
+        "tf1_awd_sparse.awd_lm.input_fn")]
+    + [(("tf1_awd_sparse.awd_lm.estimator", name),
+        "tf1_awd_sparse.awd_lm.model_fn")
+       for name in ("MASK_UPDATE_OPS", "MaskUpdateHook")])
 
 #: (module, name) -> what to use instead, for names that went (their
 #: arguments did not match what replaces them, or they did nothing).
@@ -88,6 +112,8 @@ REMOVED_ATTRIBUTES = {
         "with the technique's name ('variational_dropout' or 'l0')",
     ("tf1_awd_sparse.ops.mask_placement", "restorable_variables"):
         "tf.global_variables() (mask variables are never global variables)",
+    ("tf1_awd_sparse.layers.weight_drop_lstm", "LSTMStateTuple"):
+        "tf.nn.rnn_cell.LSTMStateTuple",
 }
 
 _warned = set()

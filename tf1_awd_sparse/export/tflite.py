@@ -25,8 +25,9 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.ops import mask_placement
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import (
-    check_checkpoint, check_interval, check_num_bits, check_positive_int)
+    check_interval, check_num_bits, check_positive_int)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 INPUT_NAME = "inputs"
@@ -123,7 +124,7 @@ def read_cell_values(cells, session=None, checkpoint=None):
         checkpoint that is neither a checkpoint prefix nor a directory
         holding a ``checkpoint`` file, that lacks a variable of the cells,
         or whose data file is truncated (see
-        ``tf1_awd_sparse.base.checks.check_checkpoint``).
+        ``tf1_awd_sparse.base.checkpoints.check_checkpoint``).
     """
     if (session is None) == (checkpoint is None):
         raise ValueError("give exactly one of session= or checkpoint=; got "

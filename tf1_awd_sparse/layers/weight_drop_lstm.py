@@ -15,10 +15,15 @@ the same class objects as there.
 """
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse.layers.weight_drop_lstm_cell import (  # noqa: F401
-    SPARSITY_CHOICES, DropConnect, LSTMStateTuple, PruningMask,
-    SparseWeights, WeightDropLSTMCell, WeightFakeQuant, sparsity_technique)
+from tf1_awd_sparse.base import names as _names
+from tf1_awd_sparse.layers.weight_drop_lstm_cell import WeightDropLSTMCell
 from tf1_awd_sparse.layers.weight_drop_lstm_layer import WeightDropLSTM
+from tf1_awd_sparse.transforms.kernel import SPARSITY_CHOICES, sparsity_technique
 
 __all__ = ["WeightDropLSTMCell", "WeightDropLSTM", "SPARSITY_CHOICES",
            "sparsity_technique"]
+
+
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)

@@ -7,20 +7,20 @@ import math
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    check_bool, check_dim, check_positive_int, check_tensor, check_training,
-    once_per_run)
+    check_bool, check_dim, check_positive_int, check_tensor, check_training)
+from tf1_awd_sparse.base.control_flow import once_per_run
 from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.layers._cell_arguments import (
     check_lstm_arguments, check_quant_arguments, decoded_config,
     kernel_record)
 from tf1_awd_sparse.ops.quantized_lstm import LSTMQuantizer
-from tf1_awd_sparse.transforms.kernel import (  # noqa: F401
-    SPARSITY_CHOICES, DropConnect, PruningMask, SparseWeights,
-    WeightFakeQuant, flags_of, serialize, sparsity_technique)
+from tf1_awd_sparse.transforms.kernel import (
+    DropConnect, PruningMask, SparseWeights, WeightFakeQuant, flags_of,
+    serialize)
 
 LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
-__all__ = ["WeightDropLSTMCell", "SPARSITY_CHOICES", "sparsity_technique"]
+__all__ = ["WeightDropLSTMCell"]
 
 
 class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):

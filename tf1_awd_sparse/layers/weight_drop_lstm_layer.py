@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    check_bool, check_dim, check_float_dtype, check_tensor, with_assertions)
+    check_bool, check_dim, check_float_dtype, check_tensor)
+from tf1_awd_sparse.base.control_flow import with_assertions
 from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.layers._cell_arguments import decoded_config
 from tf1_awd_sparse.layers._sequence_base import SequenceLayerBase

@@ -25,7 +25,7 @@ from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 
 from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.base import names as _names
-from tf1_awd_sparse.base.checks import smart_cond
+from tf1_awd_sparse.base.control_flow import smart_cond
 
 __all__ = ["MIN_RANGE_WIDTH", "quantization_active", "observe_weight",
            "range_variable_creator", "variable_sync", "fixed_output_range",

@@ -32,8 +32,8 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import (
-    check_choice, check_nonnegative_int, check_num_bits, check_training,
-    smart_cond)
+    check_choice, check_nonnegative_int, check_num_bits, check_training)
+from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["QUANT_ACTIVATIONS", "HARD_SIGMOID_SLOPE", "HARD_SIGMOID_OFFSET",

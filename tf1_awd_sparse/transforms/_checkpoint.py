@@ -1,6 +1,6 @@
 """Reading sparse pairs from a checkpoint, shared by the report and strip."""
 from tf1_awd_sparse.transforms import techniques
-from tf1_awd_sparse.base.checks import check_checkpoint
+from tf1_awd_sparse.base.checkpoints import check_checkpoint
 
 
 def open_reader(checkpoint_path):
@@ -11,7 +11,7 @@ def open_reader(checkpoint_path):
         directory holding a `checkpoint` file.
 
     Returns:
-      (reader, prefix): a `tf1_awd_sparse.base.checks.CheckpointReader`, whose
+      (reader, prefix): a `tf1_awd_sparse.base.checkpoints.CheckpointReader`, whose
       `get_tensor` raises ValueError naming the data file when it is
       truncated or corrupt.
 

@@ -19,13 +19,14 @@ from __future__ import absolute_import, division, print_function
 import numbers
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.compat import PartitionedVariable, TENSOR_TYPES, tf
+from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 from tensorflow.python.ops import gen_random_ops
 
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import (
-    check_float_dtype, check_ids, check_int, check_keep_prob, check_shape,
-    check_tensor, check_training, derived_seed, once_per_run)
+    check_float_dtype, check_keep_prob, check_shape, check_tensor)
+from tf1_awd_sparse.base.control_flow import once_per_run
+from tf1_awd_sparse.base.seeds import derived_seed
 
 __all__ = [
     "bernoulli_mask", "scaled_mask", "apply_mask", "check_mask_broadcast",

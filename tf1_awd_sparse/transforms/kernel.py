@@ -30,8 +30,9 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.base.checks import (
-    check_bool, check_keep_prob, check_choice, check_int, derived_seed,
-    smart_cond)
+    check_bool, check_keep_prob, check_choice, check_int)
+from tf1_awd_sparse.base.control_flow import smart_cond
+from tf1_awd_sparse.base.seeds import derived_seed
 from tf1_awd_sparse.transforms.held_mask import (
     HeldMask, apply_mask, bernoulli_mask, scaled_mask)
 

@@ -24,8 +24,7 @@ from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.ops.sparse import l0_regularization as l0_nn
 from tf1_awd_sparse.ops.sparse import variational_dropout as vd_nn
-from tf1_awd_sparse.base.checks import (
-    ParamsError, check_choice, check_graph, check_sparse_options)
+from tf1_awd_sparse.base.checks import ParamsError, check_choice, check_graph
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
            "registered_pairs", "eval_options"]
@@ -282,10 +281,10 @@ def eval_options(threshold, eps, gamma, zeta):
 
     Raises:
       ValueError: an option out of range (see
-        `tf1_awd_sparse.base.checks.check_sparse_options`).
+        `tf1_awd_sparse.ops.sparse.common.check_sparse_options`).
     """
-    check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
-                         zeta=zeta)
+    common.check_sparse_options(threshold=threshold, eps=eps, gamma=gamma,
+                                zeta=zeta)
     return {"threshold": threshold, "eps": eps, "gamma": gamma,
             "zeta": zeta}
 

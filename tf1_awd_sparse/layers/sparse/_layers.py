@@ -7,11 +7,12 @@ spell out their options as constructor arguments.
 """
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    check_dim, check_positive_int, check_sparse_options, check_tensor)
+    check_dim, check_positive_int, check_tensor, check_training)
+from tf1_awd_sparse.base.control_flow import smart_cond
+from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 
 _DATA_FORMATS = {"NHWC": "NHWC", "channels_last": "NHWC",
                  "NCHW": "NCHW", "channels_first": "NCHW"}
@@ -156,7 +157,7 @@ class SparseLayer(tf.layers.Layer):
         Returns:
           the layer output.
         """
-        training = layer_utils.check_training(training)
+        training = check_training(training)
         inputs = tf.convert_to_tensor(inputs, dtype=self.dtype)
         params = (self.kernel, self.aux)
 
@@ -164,7 +165,7 @@ class SparseLayer(tf.layers.Layer):
             return self._apply(mode, inputs, params, **self.TECHNIQUE.select(
                 self.technique_options, mode))
 
-        outputs = layer_utils.smart_cond(training, lambda: run("train"),
+        outputs = smart_cond(training, lambda: run("train"),
                                          lambda: run("eval"))
         if self.use_bias:
             outputs = self._add_bias(outputs)

@@ -13,8 +13,9 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    ParamsError, check_positive_int, check_real, check_sparse_options,
-    check_tensor, once_per_run)
+    ParamsError, check_positive_int, check_real, check_tensor, check_training)
+from tf1_awd_sparse.base.control_flow import once_per_run, smart_cond
+from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 
 
 RNN_CELL_DOC = """
@@ -79,7 +80,7 @@ class HeldWeights(object):
         self.technique = technique
         self.params = layer_utils.check_params(kernel_weights,
                                                "kernel_weights", rank=2)
-        self.training = layer_utils.check_training(training)
+        self.training = check_training(training)
         check_sparse_options(**options)
         self.options = options
 
@@ -96,7 +97,7 @@ class HeldWeights(object):
             are used; it may live inside a while loop).
           input_size: python int, the width of the inputs.
         """
-        weights = layer_utils.smart_cond(
+        weights = smart_cond(
             self.training,
             lambda: self.technique.nn.train_weights(
                 self.params, **self.technique.select(self.options, "train")),

@@ -14,9 +14,10 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base import _docs
 from tf1_awd_sparse.transforms import techniques
-from tf1_awd_sparse.ops.sparse.common import BETA, EPSILON, GAMMA, ZETA
+from tf1_awd_sparse.ops.sparse.common import (
+    BETA, EPSILON, GAMMA, ZETA, check_sparse_options)
 from tf1_awd_sparse.base.checks import (
-    check_bool, check_int, check_real, check_sparse_options, check_tensor)
+    check_bool, check_int, check_real, check_tensor)
 
 __all__ = ["ramp_weight", "controlled_weight_scale", "kl_loss", "l0_loss"]
 

@@ -75,7 +75,7 @@ def sparsity_report(threshold=THRESHOLD, eps=EPSILON, gamma=GAMMA,
 
     Raises:
       ValueError: an option out of range (named, see
-        `tf1_awd_sparse.base.checks.check_sparse_options`), a non-bool
+        `tf1_awd_sparse.ops.sparse.common.check_sparse_options`), a non-bool
         `summaries`.
     """
     options = techniques.eval_options(threshold, eps, gamma, zeta)

@@ -1,6 +1,8 @@
 """Constants and math shared by sparse variational dropout and L0 gates.
 
-Every formula of the package is written once, here. The formulas that the
+Every formula of the package is written once, here, with its options'
+defaults (`EPSILON`, `BETA`, `GAMMA`, `ZETA`, `THRESHOLD`) and the one
+check of their ranges (`check_sparse_options`). The formulas that the
 numpy-only checkpoint report also needs are written against a tiny "backend"
 (`TF_MATH` or `NUMPY_MATH`) so that the graph and the numpy versions cannot
 drift apart.
@@ -11,9 +13,10 @@ import math as _py_math
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_sparse_options
+from tf1_awd_sparse.base.checks import check_real
 
-__all__ = ["EPSILON", "BETA", "GAMMA", "ZETA", "THRESHOLD", "VD_COLLECTION",
+__all__ = ["EPSILON", "BETA", "GAMMA", "ZETA", "THRESHOLD",
+           "check_sparse_options", "VD_COLLECTION",
            "L0_COLLECTION", "TF_MATH", "NUMPY_MATH", "dtype_eps",
            "compute_log_alpha", "compute_log_sigma2", "clip_log_sigma2",
            "vd_keep_mask", "vd_eval_weights", "hard_concrete_sample",
@@ -31,6 +34,46 @@ GAMMA = -0.1
 ZETA = 1.1
 # log(alpha) above which a variational-dropout weight is treated as zero.
 THRESHOLD = 3.0
+
+
+# Default of check_sparse_options' arguments: not passed, not checked.
+_OMITTED = object()
+
+
+def check_sparse_options(clip_alpha=_OMITTED, eps=_OMITTED,
+                         threshold=_OMITTED, beta=_OMITTED, gamma=_OMITTED,
+                         zeta=_OMITTED):
+    """Validates the options of the sparse techniques given as Python
+    numbers (the ones not passed are not checked; ``clip_alpha=None`` means
+    no clipping, None is no value for the others).
+
+    Args:
+      clip_alpha: VD: None, or a finite number >= 0 (log(alpha) is clipped
+        to ``[-clip_alpha, clip_alpha]``).
+      eps: the numerical floor inside logs / square roots: finite, > 0.
+      threshold: VD: the log(alpha) at which a weight is dropped: finite.
+      beta: hard-concrete temperature: finite, > 0.
+      gamma, zeta: hard-concrete stretch interval: ``gamma < 0`` and
+        ``zeta > 1`` (so that the clipped gate can be exactly 0 and 1,
+        Louizos et al. 2018).
+
+    Raises:
+      ValueError: a value outside its range, NaN or not a number, naming
+        the option.
+    """
+    checks = {
+        "clip_alpha": dict(low=0, allow_none=True),
+        "eps": dict(low=0, low_open=True),
+        "threshold": {},
+        "beta": dict(low=0, low_open=True),
+        "gamma": dict(high=0, high_open=True),
+        "zeta": dict(low=1, low_open=True)}
+    given = {"clip_alpha": clip_alpha, "eps": eps, "threshold": threshold,
+             "beta": beta, "gamma": gamma, "zeta": zeta}
+    for name in sorted(given):
+        if given[name] is not _OMITTED:
+            check_real(given[name], name, **checks[name])
+
 
 # Graph collection keys of the registered (theta, aux) pairs of each
 # technique. Register and read pairs only through

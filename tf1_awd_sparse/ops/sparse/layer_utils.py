@@ -1,10 +1,11 @@
 """Helpers shared by the sparse ops: parameter checks, gather, conv2d."""
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import (  # noqa: F401
-    ParamsError, TrainingFlagError, check_choice, check_dim, check_ids,
-    check_positive_int, check_tensor, check_training, in_xla_context,
-    smart_cond)
+from tf1_awd_sparse.base import control_flow
+from tf1_awd_sparse.base import names as _names
+from tf1_awd_sparse.base.checks import (
+    ParamsError, check_choice, check_dim, check_ids, check_positive_int,
+    check_tensor)
 
 __all__ = ["check_params", "check_input", "check_matmul_input",
            "check_conv_input", "gather", "gather_pair", "conv2d",
@@ -170,7 +171,7 @@ def gather_pair(params, ids, params_name, arg_name="ids"):
 
 def _gather(params, indices):
     """The gather of `gather`, on ids already checked."""
-    if not in_xla_context():
+    if not control_flow.in_xla_context():
         return tf.gather(params, indices)
     flat_ids = tf.reshape(indices, [-1])
     one_hot = tf.one_hot(flat_ids, tf.shape(params)[0], dtype=params.dtype)
@@ -272,3 +273,8 @@ def broadcast_noise_shape(x, units):
 
 def _check_broadcast_rank(x):
     return check_tensor(x, "x", min_rank=2).shape.ndims
+
+
+def __getattr__(name):
+    # Names that moved or went (base/names.py's table).
+    return _names.moved_attribute(__name__, name)

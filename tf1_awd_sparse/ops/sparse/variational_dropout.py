@@ -22,8 +22,9 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base import _docs
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.ops.sparse import layer_utils
-from tf1_awd_sparse.ops.sparse.common import EPSILON, THRESHOLD
-from tf1_awd_sparse.base.checks import check_sparse_options, check_tensor
+from tf1_awd_sparse.ops.sparse.common import (
+    EPSILON, THRESHOLD, check_sparse_options)
+from tf1_awd_sparse.base.checks import check_tensor
 
 __all__ = ["eval_weights", "train_weights", "matmul_train", "matmul_eval",
            "broadcast_matmul_train", "broadcast_matmul_eval", "conv2d_train",

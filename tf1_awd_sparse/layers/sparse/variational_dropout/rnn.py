@@ -16,9 +16,9 @@ At evaluation the weights with log(alpha) >= threshold are zeroed.
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.base import _docs
+from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.layers.sparse import _rnn
 from tf1_awd_sparse.ops.sparse import common
-from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, THRESHOLD
 from tf1_awd_sparse.ops.sparse import variational_dropout as nn
@@ -65,7 +65,7 @@ class _VDHeldWeights(_rnn.HeldWeights):
         if self.training is True:
             return train_fn
         eval_fn = _rnn.concat_matmul(self.eval_weights())
-        return lambda x, h: layer_utils.smart_cond(
+        return lambda x, h: smart_cond(
             self.training, lambda: train_fn(x, h), lambda: eval_fn(x, h))
 
 
