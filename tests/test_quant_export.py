@@ -359,3 +359,23 @@ def test_interpreter_choice(monkeypatch):
     with pytest.raises(ValueError, match="pip install ai-edge-litert"):
         interpreter_class("litert")
     assert interpreter_class("auto") is tf.lite.Interpreter
+
+
+def test_toco_on_path_restores_path(monkeypatch):
+    """The converter's PATH addition lasts for the conversion only: PATH is
+    what it was after the block, also when the block raises or PATH was
+    unset."""
+    from tf1_awd_sparse.export.tflite import _toco_on_path
+    bin_dir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with _toco_on_path():
+        assert os.environ["PATH"].split(os.pathsep)[0] == bin_dir
+    assert os.environ["PATH"] == "/nonexistent"
+    with pytest.raises(RuntimeError):
+        with _toco_on_path():
+            raise RuntimeError("conversion failed")
+    assert os.environ["PATH"] == "/nonexistent"
+    monkeypatch.delenv("PATH")
+    with _toco_on_path():
+        assert os.environ["PATH"].startswith(bin_dir)
+    assert "PATH" not in os.environ

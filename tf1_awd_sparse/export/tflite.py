@@ -16,6 +16,7 @@ state ``state_<l>_c`` / ``state_<l>_h``; they return ``outputs``
 ``[batch, steps, h_depth]`` and the final ``final_<l>_c`` / ``final_<l>_h``,
 so a caller can run a long sequence window by window.
 """
+import contextlib
 import os
 import shutil
 import sys
@@ -404,12 +405,28 @@ def _shorten_names(graph_def, keep):
     return graph_def
 
 
-def _ensure_toco_on_path():
-    """TFLiteConverter runs the ``toco_from_protos`` script; inside a venv
-    that is not activated it is not on PATH, so add the interpreter's dir."""
-    if shutil.which("toco_from_protos") is None:
-        os.environ["PATH"] = (os.path.dirname(sys.executable) + os.pathsep
-                              + os.environ.get("PATH", ""))
+@contextlib.contextmanager
+def _toco_on_path():
+    """Within the block, ``toco_from_protos`` is on ``PATH``.
+
+    TF 1.x's TFLiteConverter runs that script; inside a venv that is not
+    activated it is not on PATH, so the block puts the interpreter's
+    directory first. On exit ``PATH`` is what it was (also unset, and also
+    when the block raises): nothing outside the conversion sees the change.
+    """
+    if shutil.which("toco_from_protos") is not None:
+        yield
+        return
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = (os.path.dirname(sys.executable) + os.pathsep
+                          + (before or ""))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
 
 
 def _eval_cell(cell, is_quant):
@@ -519,8 +536,8 @@ def convert(session, input_tensors, output_tensors, quantized_input_stats):
         if quantized_input_stats is not None:
             converter.inference_type = tf.uint8
             converter.quantized_input_stats = quantized_input_stats
-        _ensure_toco_on_path()
-        return converter.convert()
+        with _toco_on_path():
+            return converter.convert()
 
 
 def _build_and_convert(cells, values, batch_size, num_steps, is_quant):
