@@ -725,14 +725,17 @@ def interpreter_class(interpreter=None):
 
 
 class TFLiteRunner(object):
-    """Runs an exported model with a TFLite interpreter (LiteRT's where
-    installed, see `interpreter_class`) on float arrays,
+    """Runs an exported model with a TFLite interpreter on float arrays,
     quantizing inputs and dequantizing outputs for uint8 models.
 
     Args:
       path: a ``.tflite`` file written by :func:`export_tflite`.
-      interpreter: which interpreter runs it (`interpreter_class`):
-        ``tf.lite.Interpreter`` by default, ``"litert"`` for LiteRT's.
+      interpreter: which interpreter runs it (`interpreter_class`). The
+        default, None or ``"auto"``, is LiteRT's
+        ``ai_edge_litert.interpreter.Interpreter`` where ``ai-edge-litert``
+        is installed (TF 2.x's Pythons), else ``tf.lite.Interpreter``;
+        ``"tf"`` or ``"litert"`` asks for one of them, or pass a class
+        with their API.
 
     Raises:
       ValueError: ``path`` is not an existing file, or not a TFLite model
