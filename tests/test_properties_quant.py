@@ -22,8 +22,8 @@ from test_quant_reference import lstm_float_step, nudge
 from tf1_awd_sparse.transforms import kernel as transforms
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.quantization import fake_quant as fq
-from tf1_awd_sparse.quantization.export import (nudged_quantization,
-                                                relative_variable_names)
+from tf1_awd_sparse.quantization.export import nudged_quantization
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 
 BITS = mostly(st.integers(2, 8), st.sampled_from([0, 1, 9, 16, 8.0, True,

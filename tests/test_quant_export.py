@@ -9,9 +9,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 from tf1_awd_sparse.quantization.export import (interpreter_class,
-                                                read_cell_values,
-                                                relative_variable_names)
+                                                read_cell_values)
 from test_quant_reference import lstm_float_step
 from tf_versions import needs_litert
 from weight_drop_lstm import WeightDropLSTMCell

@@ -12,6 +12,7 @@ import collections
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import tf
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 
 from tf1_awd_sparse.layers import dropout
 from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
@@ -25,7 +26,6 @@ from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training, in_xla_context, smart_cond)
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.ops import fake_quant as fq
-from tf1_awd_sparse.export.tflite import relative_variable_names
 
 MODELS = ("awd", "plain")
 

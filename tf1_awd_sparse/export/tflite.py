@@ -25,6 +25,7 @@ import numpy as np
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import (
     check_checkpoint, check_interval, check_num_bits, check_positive_int)
@@ -89,23 +90,6 @@ def _check_stack_order(cells):
                    [c.output_size for c in cells],
                    "; reversed, the list fits: pass it bottom first"
                    if fits_reversed else ""))
-
-
-def relative_variable_names(variables):
-    """Names of a layer's variables relative to the layer's scope.
-
-    Args:
-      variables: list of variables of one layer (at least one).
-
-    Returns:
-      list of str, e.g. ``'kernel'``, ``'quant/state/min'``.
-    """
-    names = [v.name.split(":")[0] for v in variables]
-    prefix = os.path.commonprefix([n + "/" for n in names])
-    prefix = prefix[:prefix.rfind("/") + 1]
-    if len(names) == 1:
-        prefix = names[0][:names[0].rfind("/") + 1]
-    return [n[len(prefix):] for n in names]
 
 
 def read_cell_values(cells, session=None, checkpoint=None):
