@@ -313,7 +313,7 @@ def timed_rows(dirs, files):
     ``step`` on each file, then every file's invoke in every runtime
     (variants only for the dense models)."""
     rows = [("TF graph step", step_fn(lm.LanguageModel.load(dirs["float"])))]
-    default = qexport.interpreter_class(None).__module__.split(".")[0]
+    default = _compat.interpreter_class(None).__module__.split(".")[0]
     for key in ("float", "uint8"):
         rows.append(("%s step (%s)" % (key, default),
                      step_fn(lm.LanguageModel.load(files[key]))))

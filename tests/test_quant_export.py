@@ -10,8 +10,8 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.base.variable_names import relative_variable_names
-from tf1_awd_sparse.quantization.export import (interpreter_class,
-                                                read_cell_values)
+from tf1_awd_sparse.base.compat import interpreter_class
+from tf1_awd_sparse.quantization.export import read_cell_values
 from test_quant_reference import lstm_float_step
 from tf_versions import needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
@@ -340,25 +340,6 @@ def test_litert_runs_both_files_as_tf_lite_does(trained):
                 else:
                     np.testing.assert_allclose(got[name], want[name],
                                                rtol=1e-5, atol=1e-6)
-
-
-def test_interpreter_choice(monkeypatch):
-    try:
-        from ai_edge_litert.interpreter import Interpreter as preferred
-    except ImportError:
-        preferred = tf.lite.Interpreter
-    assert interpreter_class() is interpreter_class("auto") is preferred
-    assert interpreter_class("tf") is tf.lite.Interpreter
-    assert interpreter_class(tf.lite.Interpreter) is tf.lite.Interpreter
-    with pytest.raises(ValueError, match="interpreter must be one of auto, "
-                       "tf, litert or an interpreter class, got 'tflite'"):
-        interpreter_class("tflite")
-    # LiteRT absent (as in the TF 1.x environments): what to install, and
-    # "auto" falls back to tf.lite's.
-    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
-    with pytest.raises(ValueError, match="pip install ai-edge-litert"):
-        interpreter_class("litert")
-    assert interpreter_class("auto") is tf.lite.Interpreter
 
 
 def test_toco_on_path_restores_path(monkeypatch):

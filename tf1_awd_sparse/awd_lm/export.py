@@ -126,7 +126,7 @@ class LMRunner(object):
     Args:
       path: a file written by :func:`export_lm`.
       interpreter: which interpreter runs it
-        (`quantization.export.interpreter_class`: LiteRT's where it is
+        (`base.compat.interpreter_class`: LiteRT's where it is
         installed, else ``tf.lite.Interpreter``; ``"tf"`` or ``"litert"``
         to choose).
 
@@ -311,7 +311,7 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = qexport.interpreter_class(interpreter)(model_path=path)
+    interpreter = _compat.interpreter_class(interpreter)(model_path=path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
     zeros = total = 0

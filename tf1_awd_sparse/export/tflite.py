@@ -657,64 +657,14 @@ def _check_output_path(path, arg_name):
                          "%r" % (arg_name, path))
 
 
-#: The interpreters a ``.tflite`` file can be run with (`interpreter_class`).
-INTERPRETERS = ("auto", "tf", "litert")
-
-
-def interpreter_class(interpreter=None):
-    """The class that runs ``.tflite`` files: ``tf.lite.Interpreter`` or
-    LiteRT's ``ai_edge_litert.interpreter.Interpreter`` (the same API;
-    TF 2.21 warns that its own is deprecated in favour of LiteRT).
-
-    Args:
-      interpreter: ``"tf"``, ``"litert"`` (``pip install ai-edge-litert``,
-        TF 2.x's Pythons), ``"auto"`` or None (LiteRT's where it is
-        installed: the runtime deployments use, bit-identical on the
-        library's uint8 files, and the one TF 2.x deprecates its own for;
-        else ``tf.lite.Interpreter``), or a class with that API.
-
-    Returns:
-      the class.
-
-    Raises:
-      ValueError: another value, or LiteRT asked for (or needed) and not
-        installed (the message says what to install).
-    """
-    if interpreter is None:
-        interpreter = "auto"
-    if isinstance(interpreter, type):
-        return interpreter
-    if interpreter not in INTERPRETERS:
-        raise ValueError("interpreter must be one of %s or an interpreter "
-                         "class, got %r" % (", ".join(INTERPRETERS),
-                                            interpreter))
-    tf_class = getattr(tf.lite, "Interpreter", None)
-    if interpreter == "auto":
-        try:
-            from ai_edge_litert.interpreter import Interpreter
-            return Interpreter
-        except ImportError:
-            interpreter = "tf"
-    if interpreter == "tf":
-        if tf_class is None:
-            raise ValueError("interpreter='tf': this TensorFlow has no "
-                             "tf.lite.Interpreter; use interpreter='litert'")
-        return tf_class
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        raise ValueError("interpreter=%r needs LiteRT: pip install "
-                         "ai-edge-litert (TF 2.x's Pythons)" % (interpreter,))
-    return Interpreter
-
-
 class TFLiteRunner(object):
     """Runs an exported model with a TFLite interpreter on float arrays,
     quantizing inputs and dequantizing outputs for uint8 models.
 
     Args:
       path: a ``.tflite`` file written by :func:`export_tflite`.
-      interpreter: which interpreter runs it (`interpreter_class`). The
+      interpreter: which interpreter runs it
+        (`tf1_awd_sparse.base.compat.interpreter_class`). The
         default, None or ``"auto"``, is LiteRT's
         ``ai_edge_litert.interpreter.Interpreter`` where ``ai-edge-litert``
         is installed (TF 2.x's Pythons), else ``tf.lite.Interpreter``;
@@ -731,7 +681,7 @@ class TFLiteRunner(object):
         if not isinstance(path, str) or not os.path.isfile(path):
             raise ValueError("path must name an existing .tflite file, got "
                              "%r" % (path,))
-        make = interpreter_class(interpreter)
+        make = _compat.interpreter_class(interpreter)
         try:
             self.interpreter = make(model_path=path)
         except ValueError as error:
