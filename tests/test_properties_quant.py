@@ -22,7 +22,7 @@ from test_quant_reference import lstm_float_step, nudge
 from tf1_awd_sparse.transforms import kernel as transforms
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.quantization import fake_quant as fq
-from tf1_awd_sparse.quantization.export import nudged_quantization
+from tf1_awd_sparse.export.graphdef import nudged_quantization
 from tf1_awd_sparse.base.variable_names import relative_variable_names
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 

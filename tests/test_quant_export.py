@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.base.variable_names import relative_variable_names
 from tf1_awd_sparse.base.compat import interpreter_class
-from tf1_awd_sparse.quantization.export import read_cell_values
+from tf1_awd_sparse.export.stack import read_cell_values
 from test_quant_reference import lstm_float_step
 from tf_versions import needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
@@ -346,7 +346,7 @@ def test_toco_on_path_restores_path(monkeypatch):
     """The converter's PATH addition lasts for the conversion only: PATH is
     what it was after the block, also when the block raises or PATH was
     unset."""
-    from tf1_awd_sparse.export.tflite import _toco_on_path
+    from tf1_awd_sparse.export.graphdef import _toco_on_path
     bin_dir = os.path.dirname(sys.executable)
     monkeypatch.setenv("PATH", "/nonexistent")
     with _toco_on_path():

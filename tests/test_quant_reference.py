@@ -108,7 +108,7 @@ import pytest  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.quantization import fake_quant as fq  # noqa: E402
-from tf1_awd_sparse.quantization.export import nudged_quantization  # noqa: E402
+from tf1_awd_sparse.export.graphdef import nudged_quantization  # noqa: E402
 
 
 @pytest.mark.parametrize("bits", [8, 4])

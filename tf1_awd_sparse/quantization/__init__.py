@@ -9,8 +9,13 @@ The two building blocks live one floor down, below the cells, in
   run) activation ranges in resource variables.
 * :mod:`quantization.lstm` - the fake-quantized LSTM step the cell uses with
   ``is_quant=True``.
-* :mod:`quantization.export` - :func:`export_tflite` and :class:`TFLiteRunner`.
+The export to TFLite is floor 4's: :func:`export_tflite`
+(:mod:`tf1_awd_sparse.export.tflite`), :class:`TFLiteRunner`
+(:mod:`tf1_awd_sparse.export.runner`) and :func:`unroll`
+(:mod:`tf1_awd_sparse.export.eval_graph`) are importable here.
 """
-from tf1_awd_sparse.export.tflite import TFLiteRunner, export_tflite, unroll  # noqa: F401
+from tf1_awd_sparse.export.eval_graph import unroll  # noqa: F401
+from tf1_awd_sparse.export.runner import TFLiteRunner  # noqa: F401
+from tf1_awd_sparse.export.tflite import export_tflite  # noqa: F401
 from tf1_awd_sparse.ops.quantized_lstm import (  # noqa: F401
     LSTMQuantizer, QUANT_ACTIVATIONS)
