@@ -52,21 +52,11 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
         cells = [layer.cell for layer in layers]
         # Build each cell (variables, per-run kernel) in its layer's scope.
         depth = params["emb_size"]
-        probe = tf.zeros([batch_size, depth])
-        for i, cell in enumerate(cells):
-            with tf.variable_scope("layer_%d" % i, reuse=tf.AUTO_REUSE):
-                probe, _ = cell(probe, cell.zero_state(batch_size,
-                                                       tf.float32))
+        eval_graph.build_cells(cells, batch_size, depth)
         with tf.name_scope(""):  # top-level input names
             placeholders, state = eval_graph.state_inputs(
                 cells, batch_size, quantized)
-        outputs = []
-        for t in range(num_steps):
-            h = x[:, t, :]
-            for i, cell in enumerate(cells):
-                with tf.variable_scope("layer_%d" % i, reuse=tf.AUTO_REUSE):
-                    h, state[i] = cell(h, state[i])
-            outputs.append(h)
+        outputs, state = eval_graph.unroll(cells, x, state)
         stacked = eval_graph.stack_outputs(outputs, cells[-1], quantized)
         flat = tf.reshape(stacked, [batch_size * num_steps, depth])
         _, logits = model.decoder_logits(flat, table, params, False)
