@@ -214,7 +214,8 @@ def interpreter_class(interpreter=None):
         raise ValueError("interpreter must be one of %s or an interpreter "
                          "class, got %r" % (", ".join(INTERPRETERS),
                                             interpreter))
-    litert = _litert_interpreter()
+    # Only "auto" and "litert" import LiteRT ("tf" never loads it).
+    litert = _litert_interpreter() if interpreter != "tf" else None
     if interpreter == "auto":
         interpreter = "tf" if litert is None else "litert"
     if interpreter == "litert":
