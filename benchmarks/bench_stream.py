@@ -49,7 +49,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tf1_awd_sparse.base import compat as _compat  # noqa: E402
 from tf1_awd_sparse.awd_lm import (  # noqa: E402
     data, lm, modeldir, presets, train)
-from tf1_awd_sparse.export import tflite as qexport  # noqa: E402
+from tf1_awd_sparse.export import graphdef  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 
 FULL = dict(vocab=7000, units=200, layers=2)
@@ -230,7 +230,7 @@ def part_file(run_dir, path, part):
             if quantized:
                 lo, hi = [float(reader.get_tensor(top + e))
                           for e in ("min", "max")]
-                scale, zero_point = qexport.nudged_quantization(lo, hi)
+                scale, zero_point = graphdef.nudged_quantization(lo, hi)
                 h, stats = fq.fake_quant(h, lo, hi, 8), {
                     "h": (float(zero_point), 1.0 / scale)}
             out = tf.nn.bias_add(tf.matmul(h, table, transpose_b=True),
@@ -242,7 +242,7 @@ def part_file(run_dir, path, part):
         if not quantized:  # TOCO: the output must be the fake-quant's
             out = tf.identity(out, name="logits")
         with tf.Session(graph=graph) as session:
-            model_bytes = qexport.convert(session, [source], [out], stats)
+            model_bytes = graphdef.convert(session, [source], [out], stats)
     with open(path, "wb") as handle:
         handle.write(model_bytes)
     return len(model_bytes)
@@ -313,7 +313,7 @@ def timed_rows(dirs, files):
     ``step`` on each file, then every file's invoke in every runtime
     (variants only for the dense models)."""
     rows = [("TF graph step", step_fn(lm.LanguageModel.load(dirs["float"])))]
-    default = qexport.interpreter_class(None).__module__.split(".")[0]
+    default = _compat.interpreter_class(None).__module__.split(".")[0]
     for key in ("float", "uint8"):
         rows.append(("%s step (%s)" % (key, default),
                      step_fn(lm.LanguageModel.load(files[key]))))

@@ -208,3 +208,25 @@ def test_keras_3_import_fails_at_once_with_one_line(tf_keras_installed):
     assert ("pip install tf-keras~=" in last) != tf_keras_installed
     # No chained traceback of TF's own error before it.
     assert "During handling" not in proc.stderr
+
+
+def test_interpreter_choice(monkeypatch):
+    """LiteRT's interpreter where it is installed, else tf.lite's; the
+    messages of a bad or uninstalled choice."""
+    choose = _compat.interpreter_class
+    try:
+        from ai_edge_litert.interpreter import Interpreter as preferred
+    except ImportError:
+        preferred = tf.lite.Interpreter
+    assert choose() is choose("auto") is preferred
+    assert choose("tf") is tf.lite.Interpreter
+    assert choose(tf.lite.Interpreter) is tf.lite.Interpreter
+    with pytest.raises(ValueError, match="interpreter must be one of auto, "
+                       "tf, litert or an interpreter class, got 'tflite'"):
+        choose("tflite")
+    # LiteRT absent (as in the TF 1.x environments): what to install, and
+    # "auto" falls back to tf.lite's.
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
+    with pytest.raises(ValueError, match="pip install ai-edge-litert"):
+        choose("litert")
+    assert choose("auto") is tf.lite.Interpreter

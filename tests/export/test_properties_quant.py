@@ -22,8 +22,8 @@ from support.references import lstm_float_step, nudge
 from tf1_awd_sparse import transforms
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.ops import fake_quant as fq
-from tf1_awd_sparse.export.tflite import (nudged_quantization,
-                                         relative_variable_names)
+from tf1_awd_sparse.export.graphdef import nudged_quantization
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell
 
 BITS = mostly(st.integers(2, 8), st.sampled_from([0, 1, 9, 16, 8.0, True,

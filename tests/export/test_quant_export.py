@@ -9,9 +9,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
-from tf1_awd_sparse.export.tflite import (interpreter_class,
-                                         read_cell_values,
-                                         relative_variable_names)
+from tf1_awd_sparse.base.variable_names import relative_variable_names
+from tf1_awd_sparse.base.compat import interpreter_class
+from tf1_awd_sparse.export.stack import read_cell_values
 from support.references import lstm_float_step
 from support.versions import needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
@@ -342,20 +342,21 @@ def test_litert_runs_both_files_as_tf_lite_does(trained):
                                                rtol=1e-5, atol=1e-6)
 
 
-def test_interpreter_choice(monkeypatch):
-    try:
-        from ai_edge_litert.interpreter import Interpreter as preferred
-    except ImportError:
-        preferred = tf.lite.Interpreter
-    assert interpreter_class() is interpreter_class("auto") is preferred
-    assert interpreter_class("tf") is tf.lite.Interpreter
-    assert interpreter_class(tf.lite.Interpreter) is tf.lite.Interpreter
-    with pytest.raises(ValueError, match="interpreter must be one of auto, "
-                       "tf, litert or an interpreter class, got 'tflite'"):
-        interpreter_class("tflite")
-    # LiteRT absent (as in the TF 1.x environments): what to install, and
-    # "auto" falls back to tf.lite's.
-    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
-    with pytest.raises(ValueError, match="pip install ai-edge-litert"):
-        interpreter_class("litert")
-    assert interpreter_class("auto") is tf.lite.Interpreter
+def test_toco_on_path_restores_path(monkeypatch):
+    """The converter's PATH addition lasts for the conversion only: PATH is
+    what it was after the block, also when the block raises or PATH was
+    unset."""
+    from tf1_awd_sparse.export.graphdef import _toco_on_path
+    bin_dir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with _toco_on_path():
+        assert os.environ["PATH"].split(os.pathsep)[0] == bin_dir
+    assert os.environ["PATH"] == "/nonexistent"
+    with pytest.raises(RuntimeError):
+        with _toco_on_path():
+            raise RuntimeError("conversion failed")
+    assert os.environ["PATH"] == "/nonexistent"
+    monkeypatch.delenv("PATH")
+    with _toco_on_path():
+        assert os.environ["PATH"].startswith(bin_dir)
+    assert "PATH" not in os.environ

@@ -15,7 +15,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import export, model, presets
-from tf1_awd_sparse.export import tflite as qexport
+from tf1_awd_sparse.export import graphdef
+from tf1_awd_sparse.export.eval_graph import INPUT_NAME
+from tf1_awd_sparse.export.runner import TFLiteRunner
 from tf1_awd_sparse.ops import fake_quant as fq
 
 VOCAB, EMB, B, T = 30, 8, 2, 4
@@ -52,19 +54,19 @@ def test_uint8_lookup_of_a_fake_quant_table_reads_its_values(tmp_path, low,
     numbers)."""
     graph = tf.Graph()
     with graph.as_default():
-        ids = tf.placeholder(tf.int32, [B, T], name=qexport.INPUT_NAME)
+        ids = tf.placeholder(tf.int32, [B, T], name=INPUT_NAME)
         table = tf.Variable(_table(low, high))
         quantized = fq.quantize_weight(table, 8)
         rows = tf.identity(tf.gather(quantized, ids), name="rows")
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             want, grid = session.run([rows, quantized], {ids: _ids()})
-            model = qexport.convert(session, [ids], [rows],
-                                    {qexport.INPUT_NAME: (0.0, 1.0)})
+            model = graphdef.convert(session, [ids], [rows],
+                                    {INPUT_NAME: (0.0, 1.0)})
     path = str(tmp_path / "lookup.tflite")
     with open(path, "wb") as handle:
         handle.write(model)
-    runner = qexport.TFLiteRunner(path)
+    runner = TFLiteRunner(path)
     got = runner.run(_ids())["rows"]
     step = (high - low) / 254.0
     assert np.abs(want[0, 0] - np.round(want[0, 0] / step) * step).max() \
@@ -84,12 +86,12 @@ def test_uint8_lookup_of_a_fake_quant_table_reads_its_values(tmp_path, low,
 @pytest.mark.parametrize("low,high,bits", RANGES_BITS)
 def test_full_range_bounds_give_the_narrow_grid(low, high, bits):
     """tf.fake_quant_with_min_max_vars on the bounds of
-    `_narrow_as_full_range` (full range) of values clipped to its nudged
-    narrow bounds (as the export rewrites a gathered table) gives what the
-    narrow-range op gives on [low, high], for values across and beyond the
-    range; those bounds are the narrow op's smallest and largest
+    `graphdef.narrow_as_full_range` (full range) of values clipped to its
+    nudged narrow bounds (as the export rewrites a gathered table) gives
+    what the narrow-range op gives on [low, high], for values across and
+    beyond the range; those bounds are the narrow op's smallest and largest
     outputs."""
-    full, narrow = qexport._narrow_as_full_range(low, high, bits)
+    full, narrow = graphdef.narrow_as_full_range(low, high, bits)
     step = (narrow[1] - narrow[0]) / (2 ** bits - 2)
     x = np.linspace(low - 0.5, high + 0.5, 2001).astype(np.float32)
     # Not at a tie between two codes, where the scales' float32 rounding
@@ -156,7 +158,7 @@ def test_exported_language_model_agrees_with_its_fake_quant_graph(tmp_path):
     want = _export_graph_outputs(params, prefix)
     path = str(tmp_path / "lm.tflite")
     export.export_lm(params, prefix, path, B, T)
-    runner = qexport.TFLiteRunner(path)
+    runner = TFLiteRunner(path)
     got = runner.run(_ids())
     for name, value in zip((export.LOGITS_NAME, export.HIDDEN_NAME), want):
         steps = np.abs(got[name] - value) / runner.output_quantization(

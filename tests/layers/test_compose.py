@@ -9,7 +9,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.ops import mask_placement
-from tf1_awd_sparse.export.tflite import nudged_quantization
+from tf1_awd_sparse.export.graphdef import nudged_quantization
 from variational_dropout import VariationalDropout
 from support.versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell

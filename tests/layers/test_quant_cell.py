@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 
 from support.references import (fake_quant, grid_offset, lstm_float_step,
                                 lstm_quant_step, nudge)
-from tf1_awd_sparse.export.tflite import relative_variable_names
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, D, N = 3, 5, 4, 6

@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import checks
 from tf1_awd_sparse.ops import fake_quant as fq
-from tf1_awd_sparse.export.tflite import nudged_quantization
+from tf1_awd_sparse.export.graphdef import nudged_quantization
 from support.references import nudge, fake_quant
 
 

@@ -29,10 +29,11 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm import data, model, runtime
-from tf1_awd_sparse.export import tflite as qexport
+from tf1_awd_sparse.export import eval_graph, graphdef
+from tf1_awd_sparse.export.runner import TFLiteRunner
 
 __all__ = ["export_lm", "LMRunner", "tflite_perplexity", "weight_shapes",
-           "weight_sparsity_of_tflite"]
+           "weight_sparsity_of_tflite", "log_softmax"]
 
 LOGITS_NAME = "logits"
 HIDDEN_NAME = "hidden"
@@ -42,7 +43,7 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
     """Builds the evaluation graph; returns (input tensors, output tensors,
     cells)."""
     ids = tf.placeholder(tf.int32, [batch_size, num_steps],
-                         name=qexport.INPUT_NAME)
+                         name=eval_graph.INPUT_NAME)
     with tf.variable_scope("lm"):
         _, table = model.embedding_table(params, training=False)
         x = tf.gather(table, ids)
@@ -51,22 +52,12 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
         cells = [layer.cell for layer in layers]
         # Build each cell (variables, per-run kernel) in its layer's scope.
         depth = params["emb_size"]
-        probe = tf.zeros([batch_size, depth])
-        for i, cell in enumerate(cells):
-            with tf.variable_scope("layer_%d" % i, reuse=tf.AUTO_REUSE):
-                probe, _ = cell(probe, cell.zero_state(batch_size,
-                                                       tf.float32))
+        eval_graph.build_cells(cells, batch_size, depth)
         with tf.name_scope(""):  # top-level input names
-            placeholders, state = qexport.state_inputs(cells, batch_size,
-                                                       quantized)
-        outputs = []
-        for t in range(num_steps):
-            h = x[:, t, :]
-            for i, cell in enumerate(cells):
-                with tf.variable_scope("layer_%d" % i, reuse=tf.AUTO_REUSE):
-                    h, state[i] = cell(h, state[i])
-            outputs.append(h)
-        stacked = qexport.stack_outputs(outputs, cells[-1], quantized)
+            placeholders, state = eval_graph.state_inputs(
+                cells, batch_size, quantized)
+        outputs, state = eval_graph.unroll(cells, x, state)
+        stacked = eval_graph.stack_outputs(outputs, cells[-1], quantized)
         flat = tf.reshape(stacked, [batch_size * num_steps, depth])
         _, logits = model.decoder_logits(flat, table, params, False)
         logits = tf.reshape(logits, [batch_size, num_steps,
@@ -74,7 +65,7 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
     logits = tf.identity(logits, name=LOGITS_NAME)
     hidden = tf.identity(stacked, name=HIDDEN_NAME)
     return ([ids] + placeholders,
-            [logits, hidden] + qexport.final_state_outputs(state), cells)
+            [logits, hidden] + eval_graph.final_state_outputs(state), cells)
 
 
 def export_lm(params, checkpoint, path, batch_size, num_steps):
@@ -111,9 +102,9 @@ def export_lm(params, checkpoint, path, batch_size, num_steps):
             saver.restore(session, checkpoint)
             stats = None
             if quantized:
-                stats = qexport.state_input_stats(cells, session)
-                stats[qexport.INPUT_NAME] = (0.0, 1.0)  # int32 ids
-            model_bytes = qexport.convert(session, inputs, outputs, stats)
+                stats = eval_graph.state_input_stats(cells, session)
+                stats[eval_graph.INPUT_NAME] = (0.0, 1.0)  # int32 ids
+            model_bytes = graphdef.convert(session, inputs, outputs, stats)
     with open(path, "wb") as handle:
         handle.write(model_bytes)
     return len(model_bytes)
@@ -126,7 +117,7 @@ class LMRunner(object):
     Args:
       path: a file written by :func:`export_lm`.
       interpreter: which interpreter runs it
-        (`quantization.export.interpreter_class`: LiteRT's where it is
+        (`base.compat.interpreter_class`: LiteRT's where it is
         installed, else ``tf.lite.Interpreter``; ``"tf"`` or ``"litert"``
         to choose).
 
@@ -143,9 +134,9 @@ class LMRunner(object):
     """
 
     def __init__(self, path, interpreter=None):
-        self.runner = qexport.TFLiteRunner(path, interpreter)
+        self.runner = TFLiteRunner(path, interpreter)
         _check_lm_signature(path, self.runner)
-        detail = self.runner.inputs[qexport.INPUT_NAME]
+        detail = self.runner.inputs[eval_graph.INPUT_NAME]
         self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
         self.vocab_size = int(
             self.runner.outputs[LOGITS_NAME]["shape"][-1])
@@ -208,27 +199,27 @@ class LMRunner(object):
 def _check_lm_signature(path, runner):
     """Raises ValueError unless the model takes int32 ids ``inputs``
     ``[batch, steps]`` and returns ``logits`` ``[batch, steps, vocab]``."""
-    ids = runner.inputs.get(qexport.INPUT_NAME)
+    ids = runner.inputs.get(eval_graph.INPUT_NAME)
     logits = runner.outputs.get(LOGITS_NAME)
     if (ids is not None and ids["dtype"] == np.int32
             and len(ids["shape"]) == 2 and logits is not None
             and len(logits["shape"]) == 3):
         return
     if ids is not None and len(ids["shape"]) == 3 and \
-            qexport.OUTPUT_NAME in runner.outputs:
+            eval_graph.OUTPUT_NAME in runner.outputs:
         kind = ("a cell-stack model of quantization.export_tflite (%s "
                 "inputs %s, output %r): run it with "
                 "quantization.TFLiteRunner"
                 % (np.dtype(ids["dtype"]).name, np.asarray(ids["shape"]).tolist(),
-                   qexport.OUTPUT_NAME))
+                   eval_graph.OUTPUT_NAME))
     else:
         kind = "a model with inputs %s and outputs %s" % (
             _signature(runner.inputs), _signature(runner.outputs))
     raise ValueError(
         "path %r is not a language model: LMRunner expects a file of "
         "export_lm (int32 word ids %r [batch, steps] in, %r [batch, steps, "
-        "vocab] out); this is %s" % (path, qexport.INPUT_NAME, LOGITS_NAME,
-                                     kind))
+        "vocab] out); this is %s" % (path, eval_graph.INPUT_NAME,
+                                     LOGITS_NAME, kind))
 
 
 def _signature(details):
@@ -311,7 +302,7 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = qexport.interpreter_class(interpreter)(model_path=path)
+    interpreter = _compat.interpreter_class(interpreter)(model_path=path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
     zeros = total = 0

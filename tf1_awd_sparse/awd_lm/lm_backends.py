@@ -17,7 +17,8 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm import model, runtime
 from tf1_awd_sparse.awd_lm.export import HIDDEN_NAME
-from tf1_awd_sparse.export import tflite as qexport
+from tf1_awd_sparse.export.eval_graph import INPUT_NAME
+from tf1_awd_sparse.export.runner import TFLiteRunner
 
 
 class LMState(object):
@@ -42,7 +43,8 @@ class LMState(object):
         return LMState([a[index] for a in self.arrays], self.pending[index])
 
 
-__all__ = ["TFBackend", "TFLiteBackend", "inference_graph"]
+__all__ = ["TFBackend", "TFLiteBackend", "inference_graph", "LMState",
+           "export_logits"]
 
 #: Largest ``batch * tokens * vocab`` logits read per call of a stream.
 _CHUNK_ELEMENTS = 2 ** 22
@@ -174,11 +176,11 @@ class TFLiteBackend(object):
 
     def __init__(self, path, config, threads=1):
         del threads  # the runner's interpreter is single-threaded
-        self.runner, self.path = qexport.TFLiteRunner(path), path
-        if qexport.INPUT_NAME not in self.runner.inputs:
+        self.runner, self.path = TFLiteRunner(path), path
+        if INPUT_NAME not in self.runner.inputs:
             raise ValueError("%s: no %r input (not a language model of "
-                             "export_lm)" % (path, qexport.INPUT_NAME))
-        shape = self.runner.inputs[qexport.INPUT_NAME]["shape"]
+                             "export_lm)" % (path, INPUT_NAME))
+        shape = self.runner.inputs[INPUT_NAME]["shape"]
         self.batch_limit, self.window = int(shape[0]), int(shape[1])
         self.sizes = model.layer_sizes(config["params"])
         self.names = ["%d_%s" % (i, part) for i in range(len(self.sizes))

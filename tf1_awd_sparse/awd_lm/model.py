@@ -12,6 +12,7 @@ import collections
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import tf
+from tf1_awd_sparse.base.variable_names import relative_variable_names
 
 from tf1_awd_sparse.layers import dropout
 from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
@@ -27,7 +28,12 @@ from tf1_awd_sparse.base.checks import (
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
 from tf1_awd_sparse.ops import fake_quant as fq
-from tf1_awd_sparse.export.tflite import relative_variable_names
+
+__all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
+           "build_lm", "embedding_table", "make_layer", "decoder_logits",
+           "CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
+           "magnitude_pruning_op", "sparsity_report", "quant_range_variables",
+           "build_train_op", "build_train_step"]
 
 MODELS = ("awd", "plain")
 

@@ -1,7 +1,9 @@
 """What differs between the supported TensorFlow versions: 1.13.1 - 1.15.x
 on CPython 3.7, and 2.15 - 2.21 in v1 graph mode (docs/versions.md).
 
-The one place that knows the version. The rest of the library writes
+The one place that knows the version, and what else is installed (which
+TFLite interpreter runs ``.tflite`` files: :func:`interpreter_class`). The
+rest of the library writes
 
     from tf1_awd_sparse.base.compat import tf
 
@@ -27,7 +29,8 @@ __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "has_distribution_strategy", "dimension_value",
            "graph_mode_program", "require_graph_mode", "require_v1_control_flow", "in_function_graph",
            "GraphModeError", "do_not_convert",
-           "estimator_available", "replica_values", "scale_replica_loss"]
+           "estimator_available", "replica_values", "scale_replica_loss",
+           "INTERPRETERS", "interpreter_class"]
 
 
 def _parse_version(text):
@@ -166,6 +169,65 @@ def scale_replica_loss(loss):
             == tf.distribute.ReduceOp.MEAN):
         return loss
     return loss * (1.0 / replicas)
+
+
+#: The interpreters a ``.tflite`` file can be run with (`interpreter_class`).
+INTERPRETERS = ("auto", "tf", "litert")
+
+
+def _litert_interpreter():
+    """LiteRT's ``Interpreter`` class, or None where ``ai-edge-litert`` is
+    not installed (it has no wheels for TF 1.x's CPython 3.7)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        return None
+    return Interpreter
+
+
+def interpreter_class(interpreter=None):
+    """The class that runs ``.tflite`` files: ``tf.lite.Interpreter`` or
+    LiteRT's ``ai_edge_litert.interpreter.Interpreter`` (the same API;
+    TF 2.21 warns that its own is deprecated in favour of LiteRT).
+
+    Args:
+      interpreter: ``"tf"``, ``"litert"`` (``pip install ai-edge-litert``,
+        TF 2.x's Pythons), ``"auto"`` or None (LiteRT's where it is
+        installed: the runtime deployments use, bit-identical on the
+        library's uint8 files, and the one TF 2.x deprecates its own for;
+        else ``tf.lite.Interpreter``), or a class with that API (returned
+        as it is).
+
+    Returns:
+      the class (not an instance: call it with ``model_path=``).
+
+    Raises:
+      ValueError: another value; ``"tf"`` on a TensorFlow without
+        ``tf.lite.Interpreter``; or LiteRT asked for and not installed (the
+        messages say what to use or install).
+    """
+    if interpreter is None:
+        interpreter = "auto"
+    if isinstance(interpreter, type):
+        return interpreter
+    if interpreter not in INTERPRETERS:
+        raise ValueError("interpreter must be one of %s or an interpreter "
+                         "class, got %r" % (", ".join(INTERPRETERS),
+                                            interpreter))
+    # Only "auto" and "litert" import LiteRT ("tf" never loads it).
+    litert = _litert_interpreter() if interpreter != "tf" else None
+    if interpreter == "auto":
+        interpreter = "tf" if litert is None else "litert"
+    if interpreter == "litert":
+        if litert is None:
+            raise ValueError("interpreter='litert' needs LiteRT: pip install "
+                             "ai-edge-litert (TF 2.x's Pythons)")
+        return litert
+    tf_class = getattr(tf.lite, "Interpreter", None)
+    if tf_class is None:
+        raise ValueError("interpreter='tf': this TensorFlow has no "
+                         "tf.lite.Interpreter; use interpreter='litert'")
+    return tf_class
 
 
 def has_distribution_strategy():

@@ -95,6 +95,20 @@ DEPRECATED_ATTRIBUTES = dict(
         "tf1_awd_sparse.transforms.kernel")
        for name in ("DropConnect", "PruningMask", "SparseWeights",
                     "WeightFakeQuant")]
+    + [(("tf1_awd_sparse.export.tflite", name), module)
+       for module, moved in (
+           ("tf1_awd_sparse.base.variable_names", ["relative_variable_names"]),
+           ("tf1_awd_sparse.base.compat", ["INTERPRETERS",
+                                           "interpreter_class"]),
+           ("tf1_awd_sparse.export.stack", ["read_cell_values"]),
+           ("tf1_awd_sparse.export.eval_graph", [
+               "unroll", "state_inputs", "stack_outputs",
+               "final_state_outputs", "state_input_stats", "INPUT_NAME",
+               "OUTPUT_NAME"]),
+           ("tf1_awd_sparse.export.graphdef", ["nudged_quantization",
+                                               "convert"]),
+           ("tf1_awd_sparse.export.runner", ["TFLiteRunner"]))
+       for name in moved]
     + [(("tf1_awd_sparse.awd_lm.estimator", "bptt_batches"),
         "tf1_awd_sparse.awd_lm.input_fn")]
     + [(("tf1_awd_sparse.awd_lm.estimator", name),

@@ -1,3 +1,6 @@
-"""Floor 4: export - :mod:`.tflite` (float and 8-bit TFLite models of cell
-stacks, and their runner) and :mod:`.strip` (sparse pairs to plain dense
-weights). Imports floors 0-3 only."""
+"""Floor 4: export - :mod:`.tflite` (``export_tflite``: float and 8-bit
+TFLite models of cell stacks), made of :mod:`.stack` (a cell stack and its
+trained values), :mod:`.eval_graph` (the unrolled evaluation graph) and
+:mod:`.graphdef` (GraphDef rewrites and the conversion); :mod:`.runner`
+(``TFLiteRunner``, which runs the files) and :mod:`.strip` (sparse pairs to
+plain dense weights). Imports floors 0-3 only."""
