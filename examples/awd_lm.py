@@ -91,8 +91,11 @@ HELP = {
     "finetune_optimizer": "--compress: optimizer of the survivors' and the "
     "reference's fine-tuning (sgd or ntasgd; a ramp runs sgd)",
     "finetune_dropout_scale": "--compress: factor in [0, 1] on every "
-    "dropout rate in the compressed model's fine-tunings (not the "
+    "dropout rate in the fine-tunings (the compressed model's and the "
     "reference's)",
+    "average_from_start": "NT-ASGD averaging from the first step (true/false; "
+    "the pipeline sets it for the reference, which starts from averaged "
+    "weights)",
     "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
     "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
     "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "

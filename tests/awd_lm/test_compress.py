@@ -430,7 +430,9 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
     the checkpoint they validate holds the cut's masks unchanged and the
     pruned weights at zero: the average of weights under a fixed mask.
     ``finetune_dropout_scale`` scales every dropout rate of the ramp, the
-    survivors and QAT, not the reference's."""
+    survivors, QAT and the reference (the same levers); the reference,
+    from the float model's averaged weights, averages from its first
+    step."""
     corpus = _corpus()
     params = dict(_params(), finetune_optimizer="ntasgd", nonmono=1,
                   finetune_epochs=8, patience=20, finetune_dropout_scale=0.5)
@@ -452,7 +454,10 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
         assert run_summary["params"]["optimizer"] == "ntasgd"
         # nonmono=1 over 5+ epochs at rate 5 on this corpus: it triggers.
         assert any(r["averaged"] for r in run_summary["epochs"]), run
-    for run, scale in (("reference", 1.0), ("mag", 0.5), ("mag_ft", 0.5),
+        if run == "reference":   # from the float model's averaged weights
+            assert run_summary["epochs"][0]["averaged"]
+            assert run_summary["averaging_epoch"] == 1
+    for run, scale in (("reference", 0.5), ("mag", 0.5), ("mag_ft", 0.5),
                        ("qat", 0.5)):
         with open(os.path.join(out, run, "summary.json")) as handle:
             run_params = json.load(handle)["params"]
@@ -480,3 +485,54 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
     slots = {n for n in survivors if n.split("/")[-1].startswith("NTASGD")}
     assert slots and not slots & pruned
     assert {n for n in survivors - slots if n.startswith("lm/")} <= pruned
+
+
+def test_the_reference_gets_the_compressed_models_levers():
+    """Same budget, same levers: the reference fine-tunes with the
+    compressed model's dropout scale and optimizer and, with NT-ASGD,
+    averages from its first step (it starts from averaged weights); the
+    survivors start from a fresh cut, so their averaging waits for the
+    trigger."""
+    params = presets.params_for("demo", "awd", {"compress": "magnitude"})
+    scale = params["finetune_dropout_scale"]
+    reference = compress.reference_params(params)
+    for key in compress.DROPOUT_KEYS:
+        assert reference[key] == pytest.approx(params[key] * scale), key
+    assert reference["optimizer"] == params["finetune_optimizer"] == "ntasgd"
+    assert reference["average_from_start"] is True
+    assert compress.reference_params(dict(
+        params, finetune_optimizer="sgd"))["average_from_start"] is False
+    assert not compress.survivors_params(params).get("average_from_start")
+    assert presets.DEFAULTS["average_from_start"] is False
+
+
+def _dense_row(stage, valid, test):
+    return {"stage": stage, "technique": "-", "valid_ppl": valid,
+            "test_ppl": test, "ratio_to_float": test / 100.0,
+            "ratio_to_reference": 1.0, "nonzero_weights": 10,
+            "total_weights": 10, "bytes": 40, "gzip_bytes": 30,
+            "reached_target": None}
+
+
+def test_a_reference_that_validates_worse_is_the_float_model():
+    float_row = _dense_row("float", 110.0, 100.0)
+    better = compress.best_reference(float_row,
+                                     _dense_row("reference", 108.0, 99.0))
+    assert (better["test_ppl"], better["reference_is"]) == (99.0,
+                                                            "fine-tuned")
+    # Worse (or equal) on validation: the float model's own figures, and
+    # the table says so under a starred stage.
+    for valid in (110.0, 111.0):
+        worse = compress.best_reference(
+            float_row, _dense_row("reference", valid, 98.0))
+        assert worse["stage"] == "reference"
+        assert (worse["test_ppl"], worse["valid_ppl"]) == (100.0, 110.0)
+        assert (worse["reference_is"], worse["finetuned_valid_ppl"]) == (
+            "float", valid)
+    table = compress.format_table([float_row, worse])
+    assert table[3].split("|")[0].strip() == "reference*"
+    assert table[-1] == ("* /ref is the float model itself: its fine-tuning "
+                         "for the same budget validated worse (111.00 "
+                         "against 110.00)")
+    assert compress.format_table([float_row, better])[-1].startswith(
+        "/ref: the float model fine-tuned for the same budget")

@@ -69,7 +69,7 @@ from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, ntasgd,
 __all__ = ["run_pipeline", "finetune_params", "survivors_params",
            "reference_params", "ramp_epochs", "survivors_epochs",
            "prune_checkpoint", "cut_checkpoint", "choose", "weight_names",
-           "STAGES", "effective_weights", "format_table"]
+           "STAGES", "effective_weights", "format_table", "best_reference"]
 
 SUMMARY_FILE = "summary.json"
 STATE_FILE = "pipeline.json"
@@ -256,13 +256,41 @@ def reference_params(float_params):
     """The honest reference: the float model fine-tuned for as many epochs
     as a technique's two phases take together (``finetune_epochs``; 2 for
     a budget of 1, which runs one epoch of each phase) at ``finetune_lr``
-    with ``finetune_optimizer``, the float model's dropout, with no
-    compression and no distillation (``distill_weight`` 0)."""
+    with ``finetune_optimizer`` and the compressed model's levers: its
+    dropout scale (`_compressed_dropout`) and, with NT-ASGD, averaging
+    from the first step (``average_from_start``: it starts from the float
+    model's averaged weights, whose gain plain SGD would throw away before
+    the trigger fires again); no compression, no distillation
+    (``distill_weight`` 0). `run_pipeline` reports the float model itself
+    as the reference when this one validates worse."""
     params = _finetune_base(float_params, ramp_epochs(float_params)
                             + survivors_epochs(float_params),
                             _settled_optimizer(float_params))
     params["distill_weight"] = 0.0
-    return params
+    params["average_from_start"] = params["optimizer"] == "ntasgd"
+    return _compressed_dropout(params, float_params)
+
+
+def best_reference(float_row, reference_row):
+    """The dense model the compressed ones are measured against: the
+    fine-tuned reference, or the float model when fine-tuning did not
+    lower its validation perplexity (a reference worse than its start
+    would flatter the compressed rows).
+
+    Args:
+      float_row, reference_row: the pipeline's rows (`_row`) of the float
+        model and of the reference's fine-tuning.
+
+    Returns:
+      The reference row to report: ``reference_row`` with ``reference_is
+      = 'fine-tuned'``, or the float model's figures under stage
+      'reference' with ``reference_is = 'float'`` and the fine-tuning's
+      validation perplexity in ``finetuned_valid_ppl``.
+    """
+    if reference_row["valid_ppl"] < float_row["valid_ppl"]:
+        return dict(reference_row, reference_is="fine-tuned")
+    return dict(float_row, stage="reference", reference_is="float",
+                finetuned_valid_ppl=reference_row["valid_ppl"])
 
 
 def _read(checkpoint):
@@ -561,6 +589,7 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                  effective_weights(pipeline.float_best, pipeline.params))]
     runs = _sparsify(pipeline, ["reference"] + list(techniques), parallel)
     reference, sparse_runs = runs[0], runs[1:]
+    reference["row"] = best_reference(rows[0], reference["row"])
     rows += [run["row"] for run in runs]
     scope = pipeline.params.get("cut_scope", "matrix")
     chosen_row, chosen_reached = choose(
@@ -623,8 +652,11 @@ def _sparsify(pipeline, techniques, parallel):
         if pipeline.teacher_is_reference():
             # The techniques' teacher is the reference: it trains first.
             first = finetune(techniques[0])
-            pipeline.teacher = train.best_checkpoint(
-                os.path.join(pipeline.out_dir, "reference"))
+            # The float model stays the teacher if it validates better.
+            if (first["row"]["valid_ppl"]
+                    < pipeline.float_summary["best_valid_ppl"]):
+                pipeline.teacher = train.best_checkpoint(
+                    os.path.join(pipeline.out_dir, "reference"))
             return [first] + list(pool.map(finetune, techniques[1:]))
         return list(pool.map(finetune, techniques))
 
@@ -777,7 +809,8 @@ def format_table(rows):
         lines.append(
             "%-12s | %-19s | %8.2f | %6.3f | %6s | %8d / %6.2f%% | %7s | "
             "%9d | %9d | %8s" % (
-                r["stage"], r["technique"], r["test_ppl"],
+                r["stage"] + ("*" if r.get("reference_is") == "float"
+                              else ""), r["technique"], r["test_ppl"],
                 r["ratio_to_float"],
                 "%.3f" % r["ratio_to_reference"]
                 if "ratio_to_reference" in r else "-",
@@ -787,4 +820,15 @@ def format_table(rows):
                 r["bytes"], r["gzip_bytes"],
                 "%.4f" % r["ms_per_token"] if "ms_per_token" in r
                 else "-"))
+    lines += [_reference_line(r) for r in rows if r.get("reference_is")]
     return lines
+
+
+def _reference_line(row):
+    """What the ``/ref`` column divides by."""
+    if row["reference_is"] == "float":
+        return ("* /ref is the float model itself: its fine-tuning for the "
+                "same budget validated worse (%.2f against %.2f)"
+                % (row["finetuned_valid_ppl"], row["valid_ppl"]))
+    return ("/ref: the float model fine-tuned for the same budget with the "
+            "compressed model's levers (validation %.2f)" % row["valid_ppl"])

@@ -68,10 +68,13 @@ DEFAULTS = {
     # the float model's trigger window); a ramp always runs plain SGD
     "finetune_optimizer": "ntasgd",
     # the factor on every dropout rate (dropout, dropouth, dropouti,
-    # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
-    # survivors, QAT; not the reference's): fewer weights, less to
-    # regularize
+    # dropoute, wdrop) in the fine-tunings (ramp, survivors, QAT, and the
+    # reference, which gets the compressed model's levers): fewer weights,
+    # less to regularize
     "finetune_dropout_scale": 0.5,
+    # NT-ASGD averaging on from a run's first step (set by the pipeline for
+    # the reference, which starts from the float model's averaged weights)
+    "average_from_start": False,
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
@@ -278,6 +281,7 @@ CHECKS = {
     "finetune_optimizer": _choice(("sgd", "ntasgd")),
     "finetune_dropout_scale": functools.partial(check_real, low=0.0,
                                                 high=1.0),
+    "average_from_start": check_bool,
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,

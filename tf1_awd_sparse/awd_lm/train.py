@@ -581,9 +581,7 @@ class Trainer(object):
             g.instance(params["seed"] * 1009 + epoch)
         with tf.Session(graph=graph, config=self.config) as sess:
             if epoch == 1:
-                sess.run(g.init)
-                if self.init_from is not None:
-                    _restore(warm_saver, sess, self.init_from)
+                self._start(sess, warm_saver)
             else:
                 # The checkpoint of the last finished epoch by name: a kill
                 # during a later save may have moved "latest" already.
@@ -628,6 +626,19 @@ class Trainer(object):
         _write_json(os.path.join(self.run_dir, STATE_FILE), state)
         self._write_summaries(record, ranges)
         return dict(record, event="epoch")
+
+    def _start(self, sess, warm_saver):
+        """Epoch 1's start: the initializer, then ``init_from``'s weights;
+        with ``average_from_start`` (and NT-ASGD) averaging is on from the
+        first step, so that a fine-tuning from averaged weights keeps
+        averaging instead of dropping the average's gain."""
+        g = self.graph
+        sess.run(g.init)
+        if self.init_from is not None:
+            _restore(warm_saver, sess, self.init_from)
+        if self.params.get("average_from_start") and g.averaging is not None:
+            sess.run(g.optimizer.trigger_op().name)
+            self.state["averaging_epoch"] = 1
 
     def _control(self, sess, epoch, measured):
         """The sparsity controller after an epoch: raises the KL / L0
