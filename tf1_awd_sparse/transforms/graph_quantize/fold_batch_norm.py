@@ -24,6 +24,8 @@ from tf1_awd_sparse.transforms.graph_quantize._graph import reroute
 
 __all__ = ["fold"]
 
+_ASSIGN_TYPES = ("AssignSub", "AssignSubVariableOp")
+
 
 def _attr(op, name):
     value = op.get_attr(name)
@@ -73,6 +75,26 @@ def _batch_moments(norm):
             biased + (variance - tf.stop_gradient(variance)))
 
 
+def _assign_ops(update):
+    """The variable updates that the moving-average ``Sub`` op feeds."""
+    found, frontier = [], [update]
+    for _ in range(4):
+        frontier = [c for op in frontier for out in op.outputs
+                    for c in out.consumers()]
+        found += [op for op in frontier if op.type in _ASSIGN_TYPES]
+    return found
+
+
+def _after(updates, ops):
+    """Makes the moving averages' updates wait for ``ops``: the correction
+    reads the moving statistics as they were before this step's update
+    (nothing else orders a read and an update of one variable)."""
+    for update in updates:
+        for assign in _assign_ops(update):
+            for op in ops:
+                assign._add_control_input(op)  # pylint: disable=W0212
+
+
 def _training_terms(norm, gamma, settings):
     """``(scale, multiplier, bias, post_scale, offset)`` in training: the
     weights are multiplied by ``scale * multiplier``, the op's output by
@@ -80,6 +102,8 @@ def _training_terms(norm, gamma, settings):
     mean, variance = _batch_moments(norm)
     inv_batch = tf.rsqrt(variance + norm.epsilon)
     inv_moving = tf.rsqrt(norm.moving_variance + norm.epsilon)
+    moving_mean = norm.moving_mean * inv_moving
+    _after(norm.updates, [inv_moving.op, moving_mean.op])
     multiplier = gamma * inv_batch
     bias = norm.beta - mean * multiplier
     scale = tf.identity(inv_moving / inv_batch, name="correction_scale")
@@ -89,8 +113,7 @@ def _training_terms(norm, gamma, settings):
         frozen = settings.reached(settings.freeze_bn_delay)
         post_scale = tf.where(frozen, tf.ones_like(post_scale), post_scale,
                               name="correction_recip")
-        delta = gamma * (mean * inv_batch - norm.moving_mean
-                         * inv_moving)
+        delta = gamma * (mean * inv_batch - moving_mean)
         offset = tf.where(frozen, delta, tf.zeros_like(delta),
                           name="correction_offset")
         for update in norm.updates:
