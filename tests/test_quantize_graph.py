@@ -1,0 +1,285 @@
+"""The quantization rewrite of a whole TF1 graph
+(tf1_awd_sparse.transforms.graph_quantize, issue 29): on TF 1.x side by side
+with tf.contrib.quantize (the same quantized tensors, ranges and outputs
+after the same training steps), on every version against a numpy reference
+of fake quantization and moving averages, batch norm folding exact, the
+library's quantized cell left as it is, the rule on when to call it, and a
+trained model exported to a uint8 TFLite file that agrees with the graph."""
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import tf1_awd_sparse
+from tf1_awd_sparse import quantization as quantize
+from tf1_awd_sparse.export.tflite import (
+    TFLiteRunner, convert, nudged_quantization, stack_outputs)
+from test_quant_reference import fake_quant as np_fake_quant
+from tf_versions import contrib, needs_contrib
+from weight_drop_lstm import WeightDropLSTMCell
+
+SHAPE = [4, 8, 8, 3]
+STEPS = 4
+EMA_DECAY = 0.999
+
+
+def _conv_bn(x, training, fused, momentum):
+    """conv + batch norm + ReLU. Unfused, contrib folds only the layout
+    slim builds (the batch norm in the conv's scope, named batchnorm_1); on
+    2.x (no slim) tf.layers' unfused batch norm, which contrib does not
+    fold (it leaves the conv unquantized on 1.13, fails on 1.15)."""
+    if not fused and contrib is not None:
+        slim = contrib.slim
+        return slim.conv2d(x, 4, 3, normalizer_fn=slim.batch_norm,
+                           normalizer_params={"fused": False, "scale": True,
+                                              "is_training": training,
+                                              "decay": momentum},
+                           scope="c1")
+    h = tf.layers.conv2d(x, 4, 3, use_bias=False, name="c1")
+    h = tf.layers.batch_normalization(h, fused=fused, training=training,
+                                      momentum=momentum, name="bn")
+    return tf.nn.relu(h)
+
+
+def _residual(x):
+    a = tf.layers.conv2d(x, 3, 3, padding="same", name="c1")
+    y = tf.nn.relu(a + x)                        # Add before the activation
+    b = tf.layers.conv2d(y, 3, 3, padding="same", activation=tf.nn.relu,
+                         name="c2")
+    return b + y                                 # Add after it
+
+
+def _build(model, training=True, momentum=0.99):
+    x = tf.placeholder(tf.float32, SHAPE, name="x")
+    if model == "conv_relu6":
+        y = tf.layers.conv2d(x, 4, 3, activation=tf.nn.relu6, name="c1")
+    elif model in ("bn_fused", "bn_unfused"):
+        y = _conv_bn(x, training, model == "bn_fused", momentum)
+    elif model == "depthwise":
+        w = tf.get_variable("dw", [3, 3, 3, 2])
+        y = tf.nn.relu(tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    elif model == "dense":                       # MatMul + bias, no activation
+        y = tf.layers.dense(tf.layers.flatten(x), 5, name="d1")
+    elif model == "residual":
+        y = _residual(x)
+    elif model == "two_scopes":
+        y = tf.layers.conv2d(x, 4, 3, activation=tf.nn.relu, name="keep/c1")
+        y = tf.layers.conv2d(y, 4, 3, activation=tf.nn.relu, name="skip/c2")
+    return x, y
+
+
+#: case -> (model, rewrite arguments).
+CASES = {
+    "conv_bias_relu6": ("conv_relu6", {}),
+    "conv_bn_fused_relu": ("bn_fused", {}),
+    "conv_bn_unfused_relu": ("bn_unfused", {}),
+    "depthwise_relu": ("depthwise", {}),
+    "matmul_bias_no_activation": ("dense", {}),
+    "residual_adds": ("residual", {}),
+    "scope": ("two_scopes", {"scope": "keep"}),
+    "freeze_bn_delay": ("bn_fused", {"freeze_bn_delay": 2}),
+    "quant_delay": ("conv_relu6", {"quant_delay": 2}),
+    "symmetric_4_6_bits": ("conv_relu6", {"symmetric": True, "weight_bits": 4,
+                                          "activation_bits": 6}),
+}
+
+
+_ONE_THREAD = tf.ConfigProto(inter_op_parallelism_threads=1,
+                             intra_op_parallelism_threads=1)
+
+
+def _forward_quants(graph):
+    return [op for op in graph.get_operations()
+            if op.type == "FakeQuantWithMinMaxVars"
+            and not op.name.startswith("gradients")]
+
+
+def _train(rewrite, case, momentum=0.99):
+    """Builds a case, rewrites it with ``rewrite`` (the project's or
+    contrib's experimental_create_training_graph), trains STEPS steps of
+    gradient descent and returns what the comparisons need."""
+    model, kwargs = CASES[case]
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(1)
+        step = tf.train.get_or_create_global_step()
+        x, y = _build(model, momentum=momentum)
+        target = y - 0.3
+        loss = tf.reduce_mean(tf.square(target))
+        rewrite(**kwargs)
+        output = target.op.inputs[0]             # the rewired activation
+        with tf.control_dependencies(
+                tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.GradientDescentOptimizer(0.5).minimize(
+                loss, global_step=step)
+        quants = _forward_quants(graph)
+        fetch = {op.name: (op.inputs[0], op.inputs[1], op.inputs[2],
+                           op.outputs[0]) for op in quants}
+        # A weight's value fetched in the run that updates it may be the
+        # updated one (a ref variable's read is its memory): read before.
+        weights = {op.name: op.inputs[0] for op in quants
+                   if op.get_attr("narrow_range")}
+        moving = {v.op.name: v for v in tf.global_variables()
+                  if "moving_" in v.op.name}
+        ranges = {v.op.name: v for v in tf.global_variables()
+                  if v.op.name.endswith(("quant/min", "quant/max"))}
+        with tf.Session(config=_ONE_THREAD) as sess:
+            sess.run(tf.global_variables_initializer())
+            rng = np.random.RandomState(0)
+            trace = []
+            for _ in range(STEPS):
+                feed = {x: rng.randn(*SHAPE).astype(np.float32)}
+                before = sess.run(weights, feed)
+                trace.append(sess.run({"quants": fetch, "output": output,
+                                       "train": train}, feed))
+                for name, value in before.items():
+                    trace[-1]["quants"][name] = (value,) + trace[-1][
+                        "quants"][name][1:]
+                # After the step (a variable fetched with its own update
+                # may be read before or after it).
+                trace[-1]["moving"] = sess.run(moving)
+            final = sess.run(ranges)
+    fingerprint = sorted((op.name, op.get_attr("num_bits"),
+                          op.get_attr("narrow_range"), op.inputs[0].op.type)
+                         for op in quants)
+    return {"fingerprint": fingerprint, "trace": trace, "ranges": final}
+
+
+def _contrib_rewrite(**kwargs):
+    # contrib counts its own runs from 1, the rewrite the global step from
+    # 0: its delay D is the rewrite's D - 1.
+    for name in ("quant_delay", "freeze_bn_delay"):
+        if kwargs.get(name):
+            kwargs[name] += 1
+    contrib.quantize.experimental_create_training_graph(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def ours():
+    return {case: _train(quantize.experimental_create_training_graph, case)
+            for case in CASES}
+
+
+# contrib reads a batch norm's moving statistics in no order with their
+# update in the same run (the rewrite reads them before it): compared with
+# moving averages that do not move (momentum 1), where the order is moot.
+STILL = 1.0
+
+
+@pytest.fixture(scope="module")
+def theirs():
+    return {case: _train(_contrib_rewrite, case, STILL) for case in CASES}
+
+
+@pytest.fixture(scope="module")
+def ours_still(ours):
+    return {case: _train(quantize.experimental_create_training_graph, case,
+                         STILL) if CASES[case][0].startswith("bn_")
+            else ours[case] for case in CASES}
+
+
+def _output_step(record, case):
+    """One quantization step of a step's widest activation range."""
+    bits = CASES[case][1].get("activation_bits", 8)
+    widths = [high - low for name, (_, low, high, _) in
+              record["quants"].items() if "weights" not in name]
+    return max(widths) / (2 ** bits - 1)
+
+
+@needs_contrib
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_as_contrib(ours_still, theirs, case):
+    mine, ref = ours_still[case], theirs[case]
+    # The same tensors quantized, with the same bits and range kind.
+    assert mine["fingerprint"] == ref["fingerprint"]
+    assert sorted(mine["ranges"]) == sorted(ref["ranges"])
+    for name, value in ref["ranges"].items():
+        np.testing.assert_allclose(mine["ranges"][name], value, rtol=2e-3,
+                                   atol=1e-5, err_msg=name)
+    for got, want in zip(mine["trace"], ref["trace"]):
+        step = _output_step(want, case)
+        diff = np.abs(got["output"] - want["output"])
+        # Float rounding may move a value to the next code, not more.
+        assert diff.mean() < 0.05 * step and diff.max() < 1.01 * step
+
+
+def test_what_is_quantized(ours):
+    """The contrib-independent half of the matrix: which tensors each case
+    quantizes, as contrib does on TF 1.x (its fingerprints)."""
+    def inputs(case):
+        return sorted((name.rpartition("/FakeQuant")[0], bits, narrow,
+                       "read" if kind in _READ else kind)
+                      for name, bits, narrow, kind in
+                      ours[case]["fingerprint"])
+    assert inputs("conv_bias_relu6") == [
+        ("c1/act_quant", 8, False, "Relu6"),
+        ("c1/weights_quant", 8, True, "read")]
+    for case in ("conv_bn_fused_relu", "conv_bn_unfused_relu"):
+        assert inputs(case) == [("c1/act_quant", 8, False, "Relu"),
+                                ("c1/weights_quant", 8, True, "Mul")]
+    assert inputs("matmul_bias_no_activation") == [
+        ("d1/act_quant", 8, False, "BiasAdd"),
+        ("d1/weights_quant", 8, True, "read")]
+    assert [n for n, _, _, _ in inputs("residual_adds")] == [
+        "act_quant", "c1/conv_quant", "c1/weights_quant", "c2/act_quant",
+        "c2/weights_quant", "post_activation_bypass_quant"]
+    assert [n for n, _, _, _ in inputs("scope")] == [
+        "keep/c1/act_quant", "keep/c1/weights_quant"]
+    assert {(b, n) for _, b, n, _ in inputs("symmetric_4_6_bits")} == {
+        (4, True), (6, False)}
+
+
+#: The ops a variable's value is read with (ref and resource variables).
+_READ = ("Identity", "ReadVariableOp")
+
+
+def _np_range(x, bits, narrow, symmetric):
+    low, high = np.float32(x.min()), np.float32(x.max())
+    if not symmetric:
+        return min(low, 0.0), max(high, 0.0)
+    ratio = -1.0 if narrow else -(2.0 ** bits - 2) / 2.0 ** bits
+    return min(low, high / ratio), max(high, low * ratio)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_against_numpy_reference(ours, case):
+    """Each FakeQuant quantizes as numpy does on its range; weight ranges
+    are this step's weights', activation ranges the zero-debiased moving
+    average of each step's; before quant_delay the output is float."""
+    kwargs = CASES[case][1]
+    symmetric, delay = kwargs.get("symmetric", False), kwargs.get(
+        "quant_delay", 0)
+    run = ours[case]
+    for name, bits, narrow, _ in run["fingerprint"]:
+        biased = 0.0
+        for step, record in enumerate(run["trace"]):
+            x, low, high, out = record["quants"][name]
+            np.testing.assert_allclose(
+                out, np_fake_quant(x, low, high, bits, narrow), atol=1e-6)
+            batch = _np_range(x, bits, narrow, symmetric)
+            if narrow:
+                np.testing.assert_allclose((low, high), batch, rtol=1e-6)
+                continue
+            biased = EMA_DECAY * biased + (1 - EMA_DECAY) * np.array(batch)
+            np.testing.assert_allclose(
+                (low, high), biased / (1 - EMA_DECAY ** (step + 1)),
+                rtol=1e-3, atol=1e-5)
+    if delay:
+        name = "c1/act_quant/FakeQuantWithMinMaxVars"
+        for step, record in enumerate(run["trace"]):
+            x, _, _, out = record["quants"][name]
+            np.testing.assert_array_equal(record["output"],
+                                          x if step < delay else out)
+
+
+def test_freeze_bn_delay_stops_the_moving_averages(ours):
+    moving = [r["moving"] for r in ours["freeze_bn_delay"]["trace"]]
+    free = [r["moving"] for r in ours["conv_bn_fused_relu"]["trace"]]
+    for name in moving[0]:
+        # After steps 0 and 1 (global step 0, 1) the averages move; from
+        # global step 2 (the third step) on they stay.
+        assert not np.allclose(moving[0][name], moving[1][name]), name
+        np.testing.assert_array_equal(moving[3][name], moving[1][name])
+        assert not np.allclose(free[3][name], free[1][name]), name
