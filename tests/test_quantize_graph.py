@@ -283,3 +283,240 @@ def test_freeze_bn_delay_stops_the_moving_averages(ours):
         assert not np.allclose(moving[0][name], moving[1][name]), name
         np.testing.assert_array_equal(moving[3][name], moving[1][name])
         assert not np.allclose(free[3][name], free[1][name]), name
+
+
+def _bn_layer(kind, x, training):
+    """A layer then a tf.layers batch norm (on every version)."""
+    if kind == "depthwise":
+        w = tf.get_variable("dw", [3, 3, 3, 2])
+        h = tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME")
+    elif kind == "matmul":
+        h = tf.layers.dense(tf.layers.flatten(x), 5, use_bias=False,
+                            name="d1")
+    else:
+        h = tf.layers.conv2d(x, 4, 3, use_bias=False, name="c1")
+    return tf.layers.batch_normalization(
+        h, fused=kind != "unfused" and kind != "matmul", training=training,
+        name="bn")
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("kind", ["fused", "unfused", "depthwise", "matmul"])
+def test_folded_layer_is_the_batch_norm(kind, training):
+    """With its weights' FakeQuant fed the weights it quantizes, the folded
+    layer computes the batch norm's output (batch statistics in training,
+    moving ones in evaluation), before freeze_bn_delay and after it."""
+    rng = np.random.RandomState(1)
+    for freeze in (None, 0):
+        with tf.Graph().as_default() as graph:
+            tf.train.get_or_create_global_step()
+            x = tf.placeholder(tf.float32, SHAPE)
+            norm = _bn_layer(kind, x, training)
+            y = tf.nn.relu(norm)
+            rewrite = (quantize.experimental_create_training_graph if training
+                       else quantize.experimental_create_eval_graph)
+            rewrite(**({"freeze_bn_delay": freeze} if training else {}))
+            weight_quant = [op for op in _forward_quants(graph)
+                            if op.get_attr("narrow_range")]
+            assert len(weight_quant) == 1, weight_quant
+            folded = y.op.inputs[0]
+            assert folded.op.name.endswith("add_fold")
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for v in tf.global_variables():
+                    if "moving" in v.op.name or "gamma" in v.op.name:
+                        v.load(rng.uniform(0.5, 2.0, v.shape), sess)
+                feed = {x: rng.randn(*SHAPE).astype(np.float32)}
+                feed[weight_quant[0].outputs[0]] = sess.run(
+                    weight_quant[0].inputs[0], feed)
+                if training and freeze == 0:
+                    # Frozen: what inference computes, moving statistics.
+                    want = _inference_norm(sess, norm, feed)
+                else:
+                    want = sess.run(norm, feed)
+                np.testing.assert_allclose(sess.run(folded, feed), want,
+                                           rtol=1e-4, atol=1e-4)
+        if not training:
+            break
+
+
+def _inference_norm(sess, norm, feed):
+    """The batch norm's output with its moving statistics (numpy)."""
+    graph = norm.graph
+    values = {n: sess.run(graph.get_tensor_by_name("bn/%s:0" % n))
+              for n in ("gamma", "beta", "moving_mean", "moving_variance")}
+    layer = [op for op in graph.get_operations()
+             if op.type in ("Conv2D", "DepthwiseConv2dNative", "MatMul")
+             and not op.name.endswith("_Fold")][0]
+    h = sess.run(layer.outputs[0], feed)
+    return (values["gamma"] * (h - values["moving_mean"])
+            / np.sqrt(values["moving_variance"] + 1e-3) + values["beta"])
+
+
+def _model_with_optimizer():
+    x = tf.placeholder(tf.float32, SHAPE)
+    y = tf.layers.conv2d(x, 4, 3, activation=tf.nn.relu)
+    return tf.reduce_mean(y)
+
+
+def test_rewrite_rules_raise_named_errors():
+    with tf.Graph().as_default():
+        loss = _model_with_optimizer()
+        tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with pytest.raises(quantize.GraphRewriteError,
+                           match="before the optimizer"):
+            quantize.create_training_graph()
+    with tf.Graph().as_default():
+        _model_with_optimizer()
+        quantize.create_training_graph()
+        for again in (quantize.create_training_graph,
+                      quantize.create_eval_graph):
+            with pytest.raises(quantize.GraphRewriteError,
+                               match="already rewritten"):
+                again()
+    assert issubclass(quantize.GraphRewriteError, tf1_awd_sparse.Error)
+    assert issubclass(quantize.GraphRewriteError, ValueError)
+    for bad in ({"weight_bits": 9}, {"activation_bits": 1},
+                {"quant_delay": -1}, {"freeze_bn_delay": 1.5},
+                {"symmetric": 1}, {"scope": 3}, {"input_graph": "graph"}):
+        with tf.Graph().as_default():
+            _model_with_optimizer()
+            with pytest.raises(ValueError):
+                quantize.experimental_create_training_graph(**bad)
+
+
+@pytest.mark.parametrize("unrolled", [False, True], ids=["dynamic_rnn",
+                                                         "static_rnn"])
+def test_quantized_cell_is_quantized_once(unrolled):
+    """Over a WeightDropLSTMCell(is_quant=True), a conv before it and a
+    dense head, the rewrite adds the conv's and the head's FakeQuant ops
+    and none on what the cell quantizes itself."""
+    with tf.Graph().as_default() as graph:
+        x = tf.placeholder(tf.float32, [2, 5, 4, 1])
+        h = tf.layers.conv2d(x, 2, 3, padding="same", activation=tf.nn.relu,
+                             name="conv")
+        h = tf.reshape(h, [2, 5, 8])
+        cell = WeightDropLSTMCell(6, is_quant=True)
+        if unrolled:
+            outputs, _ = tf.nn.static_rnn(
+                cell, [h[:, t] for t in range(5)], dtype=tf.float32)
+            outputs = tf.stack(outputs, 1)
+        else:
+            outputs, _ = tf.nn.dynamic_rnn(cell, h, dtype=tf.float32)
+        logits = tf.layers.dense(tf.reshape(outputs, [-1, 6]), 3,
+                                 name="head")
+        tf.reduce_mean(logits)
+        before = set(graph.get_operations())
+        quantize.create_training_graph()
+        added = sorted(op.name for op in graph.get_operations()
+                       if op not in before and op.type.startswith(
+                           "FakeQuant"))
+        assert added == ["conv/act_quant/FakeQuantWithMinMaxVars",
+                         "conv/weights_quant/FakeQuantWithMinMaxVars",
+                         "head/act_quant/FakeQuantWithMinMaxVars",
+                         "head/weights_quant/FakeQuantWithMinMaxVars"]
+        # No tensor goes through two FakeQuant ops in a row.
+        for op in graph.get_operations():
+            if op.type.startswith("FakeQuant"):
+                assert not op.inputs[0].op.type.startswith("FakeQuant"), op
+
+
+# The done-when program of issue 29: a TF1-style model (placeholders,
+# tf.layers conv + batch norm + dense, a quantized WeightDropLSTMCell, a
+# tf.train optimizer), the training rewrite with quant_delay, training,
+# the eval rewrite in an eval graph, restore, uint8 TFLite export.
+BATCH, TIME, FEATURES, UNITS, CLASSES = 2, 5, 4, 8, 3
+INPUT_RANGE = (-3.0, 3.0)
+QUANT_DELAY = 3
+
+
+def _lstm_model(inputs, training):
+    x = tf.quantization.fake_quant_with_min_max_args(inputs, *INPUT_RANGE)
+    h = tf.layers.conv2d(tf.reshape(x, [BATCH, TIME, FEATURES, 1]), 4, 3,
+                         padding="same", use_bias=False, name="conv")
+    h = tf.nn.relu(tf.layers.batch_normalization(h, training=training,
+                                                 name="bn"))
+    h = tf.reshape(h, [BATCH, TIME, FEATURES * 4])
+    cell = WeightDropLSTMCell(UNITS, is_quant=True, is_train=training,
+                              quant_delay=QUANT_DELAY)
+    if training:
+        outputs, _ = tf.nn.dynamic_rnn(cell, h, dtype=tf.float32,
+                                       scope="rnn")
+    else:
+        steps, _ = tf.nn.static_rnn(
+            cell, [h[:, t] for t in range(TIME)],
+            initial_state=cell.zero_state(BATCH, tf.float32), scope="rnn")
+        outputs = stack_outputs(steps, cell, is_quant=True)
+    logits = tf.layers.dense(tf.reshape(outputs, [-1, UNITS]), CLASSES,
+                             name="head")
+    return tf.reshape(logits, [BATCH, TIME, CLASSES], name="logits")
+
+
+def _quant_names(graph):
+    return sorted(op.name for op in _forward_quants(graph)
+                  if op.name.startswith(("conv/", "head/")))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("qgraph"))
+    rng = np.random.RandomState(0)
+    data = rng.uniform(-2, 2, [BATCH, TIME, FEATURES]).astype(np.float32)
+    labels = (data.sum(axis=2) > 0).astype(np.int32)
+    with tf.Graph().as_default() as train_graph:
+        tf.set_random_seed(0)
+        step = tf.train.get_or_create_global_step()
+        inputs = tf.placeholder(tf.float32, data.shape, "inputs")
+        loss = tf.losses.sparse_softmax_cross_entropy(
+            labels, _lstm_model(inputs, True))
+        quantize.create_training_graph(quant_delay=QUANT_DELAY)
+        with tf.control_dependencies(
+                tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.AdamOptimizer(0.01).minimize(loss,
+                                                          global_step=step)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            losses = [sess.run([loss, train], {inputs: data})[0]
+                      for _ in range(8)]
+            tf.train.Saver().save(sess, os.path.join(folder, "qat"))
+    with tf.Graph().as_default() as eval_graph:
+        inputs = tf.placeholder(tf.float32, data.shape, "inputs")
+        logits = _lstm_model(inputs, False)
+        quantize.create_eval_graph()
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, os.path.join(folder, "qat"))
+            expected = sess.run(logits, {inputs: data})
+            scale, zero_point = nudged_quantization(*INPUT_RANGE)
+            model = convert(sess, [inputs], [logits],
+                            {"inputs": (zero_point, 1.0 / scale)})
+    path = os.path.join(folder, "model.tflite")
+    with open(path, "wb") as f:
+        f.write(model)
+    runner = TFLiteRunner(path)
+    return {"losses": losses, "expected": expected, "runner": runner,
+            "got": runner.run(data)["logits"],
+            "train_quants": _quant_names(train_graph),
+            "eval_quants": _quant_names(eval_graph)}
+
+
+def test_eval_graph_has_the_training_graphs_quantization(exported):
+    assert exported["eval_quants"] == exported["train_quants"] == [
+        "conv/act_quant/FakeQuantWithMinMaxVars",
+        "conv/weights_quant/FakeQuantWithMinMaxVars",
+        "head/act_quant/FakeQuantWithMinMaxVars",
+        "head/weights_quant/FakeQuantWithMinMaxVars"]
+    assert np.all(np.isfinite(exported["losses"]))
+
+
+def test_uint8_tflite_agrees_with_the_graph(exported):
+    runner = exported["runner"]
+    for detail in list(runner.inputs.values()) + list(
+            runner.outputs.values()):
+        assert detail["dtype"] == np.uint8, detail
+    step = runner.output_quantization("logits")[0]
+    error = np.abs(exported["got"] - exported["expected"]) / step
+    print("uint8 TFLite vs fake-quantized graph: mean %.3f, max %.2f steps "
+          "(step %.4g); outputs' spread %.3f"
+          % (error.mean(), error.max(), step, exported["expected"].std()))
+    assert exported["expected"].std() > 10 * step   # not a constant
+    assert error.mean() < 1.0
