@@ -520,3 +520,22 @@ def test_uint8_tflite_agrees_with_the_graph(exported):
           % (error.mean(), error.max(), step, exported["expected"].std()))
     assert exported["expected"].std() > 10 * step   # not a constant
     assert error.mean() < 1.0
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_quantized_language_model_is_left_as_it_is(training):
+    """The language model with quant=True quantizes its embedding, cells
+    and tied softmax itself: a rewrite over it adds no FakeQuant (so the
+    LM's QAT stage may call it over a larger model)."""
+    from tf1_awd_sparse.awd_lm import model
+    from test_lm_model import PARAMS, make_features
+    with tf.Graph().as_default() as graph:
+        tf.train.get_or_create_global_step()
+        model.build_lm(make_features()[0], training,
+                       dict(PARAMS, model="awd", quant=True))
+        before = set(graph.get_operations())
+        assert any(op.type.startswith("FakeQuant") for op in before)
+        (quantize.create_training_graph if training
+         else quantize.create_eval_graph)()
+        assert not [op for op in graph.get_operations()
+                    if op not in before and op.type.startswith("FakeQuant")]
