@@ -196,13 +196,13 @@ def test_same_as_contrib(ours_still, theirs, case):
     assert mine["fingerprint"] == ref["fingerprint"]
     assert sorted(mine["ranges"]) == sorted(ref["ranges"])
     for name, value in ref["ranges"].items():
-        np.testing.assert_allclose(mine["ranges"][name], value, rtol=2e-3,
+        np.testing.assert_allclose(mine["ranges"][name], value, rtol=1e-5,
                                    atol=1e-5, err_msg=name)
     for got, want in zip(mine["trace"], ref["trace"]):
         step = _output_step(want, case)
         diff = np.abs(got["output"] - want["output"])
         # Float rounding may move a value to the next code, not more.
-        assert diff.mean() < 0.05 * step and diff.max() < 1.01 * step
+        assert diff.mean() < 0.01 * step and diff.max() < 1.01 * step
 
 
 def test_what_is_quantized(ours):
