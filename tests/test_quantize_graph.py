@@ -360,12 +360,16 @@ def _model_with_optimizer():
 
 
 def test_rewrite_rules_raise_named_errors():
-    with tf.Graph().as_default():
-        loss = _model_with_optimizer()
-        tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-        with pytest.raises(quantize.GraphRewriteError,
-                           match="before the optimizer"):
-            quantize.create_training_graph()
+    for make_training_ops in (
+            lambda loss: tf.train.GradientDescentOptimizer(0.1).minimize(loss),
+            lambda loss: tf.gradients(loss, tf.trainable_variables()),
+            lambda loss: tf.gradients(loss, tf.trainable_variables(),
+                                      name="model/grads/gradients")):
+        with tf.Graph().as_default():
+            make_training_ops(_model_with_optimizer())
+            with pytest.raises(quantize.GraphRewriteError,
+                               match="before the optimizer"):
+                quantize.create_training_graph()
     with tf.Graph().as_default():
         _model_with_optimizer()
         quantize.create_training_graph()

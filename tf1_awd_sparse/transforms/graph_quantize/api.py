@@ -9,6 +9,8 @@ optimizer (the gradients must go through the FakeQuant ops), then
 norms in inference mode) in a graph of its own, call the eval rewrite,
 then restore the trained variables into it.
 """
+import re
+
 from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.transforms.graph_quantize import (
@@ -31,6 +33,13 @@ class GraphRewriteError(ValueError, Error):
     they would not see the FakeQuant ops), or one already rewritten."""
 
 
+def _in_gradients(op):
+    """Whether ``op`` was made by ``tf.gradients`` (its name scope is
+    ``gradients``, ``gradients_1``, ..., at any depth)."""
+    return any(re.match(r"gradients(_\d+)?$", part)
+               for part in op.name.split("/")[:-1])
+
+
 def _check_rewritable(graph, training):
     done = graph.get_collection(REWRITTEN_COLLECTION)
     if done:
@@ -42,7 +51,7 @@ def _check_rewritable(graph, training):
     for op in graph.get_operations():
         if (op.type.startswith(("Apply", "ResourceApply", "SparseApply",
                                 "ResourceSparseApply"))
-                or op.name.startswith("gradients/")):
+                or _in_gradients(op)):
             raise GraphRewriteError(
                 "the graph already holds training ops (%s, %r): call "
                 "create_training_graph after building the model and before "
