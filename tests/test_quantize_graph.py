@@ -17,7 +17,7 @@ from tf1_awd_sparse import quantization as quantize
 from tf1_awd_sparse.export.tflite import (
     TFLiteRunner, convert, nudged_quantization, stack_outputs)
 from test_quant_reference import fake_quant as np_fake_quant
-from tf_versions import contrib, needs_contrib
+from tf_versions import IS_TF2, contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell
 
 SHAPE = [4, 8, 8, 3]
@@ -543,3 +543,100 @@ def test_quantized_language_model_is_left_as_it_is(training):
          else quantize.create_eval_graph)()
         assert not [op for op in graph.get_operations()
                     if op not in before and op.type.startswith("FakeQuant")]
+
+
+def _per_channel_model():
+    x = tf.placeholder(tf.float32, [1, 8, 8, 3], name="x")
+    h = tf.quantization.fake_quant_with_min_max_args(x, *INPUT_RANGE)
+    h = tf.layers.conv2d(h, 4, 3, activation=tf.nn.relu, name="c1")
+    # The output reads the layer's output: the rewrite puts the FakeQuant
+    # between them (the layer's own tensor stays float; an Identity would be
+    # taken for the layer's activation, quantized after it).
+    return x, tf.reshape(tf.layers.dense(tf.reshape(h, [1, -1]), 5,
+                                         name="d1"), [1, 5], name="out")
+
+
+@pytest.fixture(scope="module")
+def per_channel(tmp_path_factory):
+    """A conv + dense model trained 3 steps with per-channel weights, its
+    eval graph's output and the eval graph frozen to constants."""
+    ckpt = os.path.join(str(tmp_path_factory.mktemp("per_channel")), "model")
+    data = np.random.RandomState(2).uniform(-2, 2, [1, 8, 8, 3])
+    with tf.Graph().as_default() as graph:
+        tf.set_random_seed(0)
+        step = tf.train.get_or_create_global_step()
+        x, y = _per_channel_model()
+        loss = tf.reduce_mean(tf.square(y - 0.5))
+        quantize.experimental_create_training_graph(per_channel=True)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=step)
+        quants = {op.name: op for op in graph.get_operations()
+                  if op.type == "FakeQuantWithMinMaxVarsPerChannel"}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(train, {x: data})
+            weights = sess.run({n: (op.inputs[0], op.inputs[1], op.inputs[2])
+                                for n, op in quants.items()}, {x: data})
+            dense = graph.get_operation_by_name(
+                "d1/weights_quant/FakeQuantWithMinMaxVars")
+            dense = sess.run(list(dense.inputs[:3]), {x: data})
+            tf.train.Saver().save(sess, ckpt)
+    with tf.Graph().as_default():
+        x, y = _per_channel_model()
+        quantize.experimental_create_eval_graph(per_channel=True)
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, ckpt)
+            expected = sess.run(y, {x: data})
+            frozen = tf.graph_util.convert_variables_to_constants(
+                sess, sess.graph_def, [y.op.name])
+    return {"weights": weights, "dense": dense, "data": data,
+            "expected": expected,
+            "frozen": frozen, "names": (x.name, y.name)}
+
+
+def test_per_channel_weight_ranges(per_channel):
+    # The dense layer keeps one range (see per_channel's docstring).
+    assert sorted(per_channel["weights"]) == [
+        "c1/weights_quant/FakeQuantWithMinMaxVarsPerChannel"]
+    for w, low, high in per_channel["weights"].values():
+        magnitude = np.abs(w).reshape(-1, w.shape[-1]).max(axis=0)
+        np.testing.assert_allclose(high, magnitude, rtol=1e-6)
+        np.testing.assert_allclose(low, -magnitude, rtol=1e-6)
+    w, low, high = per_channel["dense"]
+    assert low == -high == -np.abs(w).max()    # one range, symmetric
+
+
+@pytest.mark.skipif(
+    not IS_TF2, reason="int8 export: TF 1.13's converter has no int8 type and TF 1.15's "
+           "TOCO writes an int8 file that its interpreter cannot run")
+def test_per_channel_weights_export_to_int8(per_channel):
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.import_graph_def(per_channel["frozen"], name="")
+        x, y = [graph.get_tensor_by_name(n) for n in per_channel["names"]]
+        converter = tf.lite.TFLiteConverter(per_channel["frozen"], [x], [y])
+    converter.inference_type = converter.inference_output_type = tf.int8
+    scale, zero_point = nudged_quantization(*INPUT_RANGE)
+    # int8 codes are the uint8 ones less 128.
+    converter.quantized_input_stats = {"x": (zero_point - 128, 1.0 / scale)}
+    interpreter = tf.lite.Interpreter(model_content=converter.convert())
+    interpreter.allocate_tensors()
+    channels = sorted(len(d["quantization_parameters"]["scales"])
+                      for d in interpreter.get_tensor_details()
+                      if d["dtype"] == np.int8)
+    assert 4 in channels, channels       # the conv's, per output channel
+    source, = interpreter.get_input_details()
+    out, = interpreter.get_output_details()
+    assert source["dtype"] == out["dtype"] == np.int8
+    in_scale, in_zero = source["quantization"]
+    interpreter.set_tensor(source["index"], np.clip(np.round(
+        per_channel["data"] / in_scale + in_zero), -128, 127).astype(np.int8))
+    interpreter.invoke()
+    out_scale, out_zero = out["quantization"]
+    got = (interpreter.get_tensor(out["index"]).astype(np.float32)
+           - out_zero) * out_scale
+    error = np.abs(got - per_channel["expected"]) / out_scale
+    print("int8 per-channel TFLite vs graph: mean %.3f, max %.2f steps"
+          % (error.mean(), error.max()))
+    assert error.mean() < 1.0

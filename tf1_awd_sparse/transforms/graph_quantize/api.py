@@ -67,7 +67,11 @@ def _quantize_layer(layer, settings):
     """Folds the layer's batch norm and inserts its FakeQuant ops."""
     if layer.batch_norm is not None:
         fold_batch_norm.fold(layer, settings)
-    quantized = insert.quantize_weight(layer.weight, layer.scope, settings)
+    # Conv2D only: TF 2.15's converter rejects a per-channel MatMul weight
+    # (its FullyConnected transposes it, "mismatched quantized axes").
+    per_channel = settings.per_channel and layer.op.type == "Conv2D"
+    quantized = insert.quantize_weight(layer.weight, layer.scope, settings,
+                                       per_channel)
     # The layer op reads the quantized weights; other readers of the
     # variable (e.g. a tied embedding) are not this layer's.
     layer.op._update_input(1, quantized)  # pylint: disable=W0212
@@ -103,7 +107,7 @@ def _rewrite(input_graph, settings, scope):
 def experimental_create_training_graph(input_graph=None, weight_bits=8,
                                        activation_bits=8, symmetric=False,
                                        quant_delay=0, freeze_bn_delay=None,
-                                       scope=None):
+                                       scope=None, per_channel=False):
     """Rewrites a built training graph in place for quantization-aware
     training: batch norms folded into the layers before them, a FakeQuant
     on each layer's weights and on its activation (and around residual
@@ -124,6 +128,13 @@ def experimental_create_training_graph(input_graph=None, weight_bits=8,
       freeze_bn_delay: None or int >= 0: from this global step on the
         folded batch norms use (and stop updating) their moving statistics.
       scope: None, or a name scope: only layers inside it are rewritten.
+      per_channel: beyond contrib: Conv2D weights get one symmetric range
+        per output channel (``[C]`` variables,
+        FakeQuantWithMinMaxVarsPerChannel), the form TF 2.x's converter
+        turns into int8 per-channel weights (``inference_type=tf.int8``;
+        TF 1.x's TOCO makes no working int8 file). Other layers' weights
+        keep one range, symmetric (int8 wants zero points at 0; 2.15's
+        converter rejects a per-channel MatMul).
 
     Returns:
       the rewritten graph.
@@ -134,13 +145,14 @@ def experimental_create_training_graph(input_graph=None, weight_bits=8,
       ValueError: an argument out of its domain.
     """
     settings = insert.Settings(True, weight_bits, activation_bits, symmetric,
-                               quant_delay, freeze_bn_delay)
+                               quant_delay, freeze_bn_delay, per_channel)
     return _rewrite(input_graph, settings, scope)
 
 
 def experimental_create_eval_graph(input_graph=None, weight_bits=8,
                                    activation_bits=8, symmetric=False,
-                                   quant_delay=None, scope=None):
+                                   quant_delay=None, scope=None,
+                                   per_channel=False):
     """Rewrites a built evaluation graph (batch norms in inference mode) in
     place with the training rewrite's FakeQuant ops, reading the ranges it
     learned (restore them after this call), batch norms folded with their
@@ -158,7 +170,7 @@ def experimental_create_eval_graph(input_graph=None, weight_bits=8,
       ValueError: an argument out of its domain.
     """
     settings = insert.Settings(False, weight_bits, activation_bits, symmetric,
-                               quant_delay)
+                               quant_delay, per_channel=per_channel)
     return _rewrite(input_graph, settings, scope)
 
 

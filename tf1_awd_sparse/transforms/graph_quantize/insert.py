@@ -19,7 +19,8 @@ gives them, so a Saver finds the ranges under the same names):
 Before ``quant_delay`` global steps the FakeQuant is bypassed (the tensor
 passes unchanged) while the ranges are learned all the same.
 """
-from tf1_awd_sparse.base.compat import tf
+import numpy as np
+from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.transforms.graph_quantize._graph import reroute
@@ -40,13 +41,17 @@ class Settings(object):
       quant_delay: None or int >= 0: global step from which FakeQuant is on.
       freeze_bn_delay: None or int >= 0: global step from which batch
         norms use their moving statistics (training only).
+      per_channel: Python bool: Conv2D weights get a symmetric range per
+        output channel (int8 TFLite's form), other weights one symmetric
+        range.
 
     Raises:
       ValueError: a bit width, delay or flag out of its domain.
     """
 
     def __init__(self, training, weight_bits=8, activation_bits=8,
-                 symmetric=False, quant_delay=None, freeze_bn_delay=None):
+                 symmetric=False, quant_delay=None, freeze_bn_delay=None,
+                 per_channel=False):
         self.training = _checks.check_bool(training, "training")
         self.weight_bits = _checks.check_num_bits(weight_bits, "weight_bits")
         self.activation_bits = _checks.check_num_bits(activation_bits,
@@ -56,6 +61,7 @@ class Settings(object):
             quant_delay, "quant_delay", allow_none=True)
         self.freeze_bn_delay = _checks.check_nonnegative_int(
             freeze_bn_delay, "freeze_bn_delay", allow_none=True)
+        self.per_channel = _checks.check_bool(per_channel, "per_channel")
         self._reached = {}
 
     def reached(self, delay):
@@ -73,8 +79,10 @@ class Settings(object):
         return self._reached[key]
 
 
-def _variable(name, value):
-    return tf.Variable(float(value), trainable=False, name=name,
+def _variable(name, value, channels=None):
+    initial = np.full([] if channels is None else [channels], value,
+                      np.float32)
+    return tf.Variable(initial, trainable=False, name=name,
                        dtype=tf.float32, use_resource=True)
 
 
@@ -91,13 +99,26 @@ def _range_of(tensor, bits, narrow, symmetric):
     return (tf.minimum(low, high / ratio), tf.maximum(high, low * ratio))
 
 
+def _channel_range(tensor):
+    """Per output channel (the last axis), ``(-a, a)`` with ``a`` the
+    largest magnitude (at least 1e-6: an all-zero channel has no grid)."""
+    axes = list(range(tensor.shape.ndims - 1))
+    magnitude = tf.maximum(tf.reduce_max(tf.abs(tensor), axis=axes), 1e-6)
+    return -magnitude, magnitude
+
+
 def _fake_quant(tensor, low, high, bits, narrow, settings):
     # The ranges are set, not learned by gradient: none flows into them
     # (nor, through the weights' own min and max, into the weights).
     low, high = tf.stop_gradient(low), tf.stop_gradient(high)
-    quantized = tf.fake_quant_with_min_max_vars(
-        tensor, low, high, num_bits=bits, narrow_range=narrow,
-        name="FakeQuantWithMinMaxVars")
+    if low.shape.ndims:
+        quantized = tf.quantization.fake_quant_with_min_max_vars_per_channel(
+            tensor, low, high, num_bits=bits, narrow_range=narrow,
+            name="FakeQuantWithMinMaxVarsPerChannel")
+    else:
+        quantized = tf.fake_quant_with_min_max_vars(
+            tensor, low, high, num_bits=bits, narrow_range=narrow,
+            name="FakeQuantWithMinMaxVars")
     if not settings.quant_delay:
         return quantized
     return tf.cond(settings.reached(settings.quant_delay),
@@ -109,22 +130,30 @@ def _scope(name):
     return tf.get_default_graph().unique_name(name, mark_as_used=False) + "/"
 
 
-def quantize_weight(tensor, scope, settings):
+def quantize_weight(tensor, scope, settings, per_channel=False):
     """The weight FakeQuant of ``tensor`` (narrow range, weight_bits).
 
     Args:
       tensor: float32 weights.
       scope: name scope prefix (``'conv1/'``).
       settings: :class:`Settings`.
+      per_channel: one symmetric range per entry of the last axis (a
+        static dimension), in ``[C]`` variables.
 
     Returns:
       the quantized tensor (the caller rewires the layer op to it).
     """
     bits = settings.weight_bits
+    channels = dimension_value(tensor.shape[-1]) if per_channel else None
     with tf.name_scope(_scope(scope + "weights_quant")):
-        low_var, high_var = _variable("min", -6.0), _variable("max", 6.0)
+        low_var = _variable("min", -6.0, channels)
+        high_var = _variable("max", 6.0, channels)
         if settings.training:
-            low, high = _range_of(tensor, bits, True, settings.symmetric)
+            # int8 TFLite wants every weight's zero point at 0: with
+            # per_channel, the layers that keep one range are symmetric.
+            low, high = (_channel_range(tensor) if per_channel else
+                         _range_of(tensor, bits, True, settings.symmetric
+                                   or settings.per_channel))
             with tf.control_dependencies([
                     low_var.assign(low, name="AssignMinLast",
                                    read_value=False),
