@@ -13,7 +13,7 @@ or when it is outside the ``scope`` asked for.
 """
 from tf1_awd_sparse.transforms.graph_quantize import batch_norm
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
-    is_fake_quant, only_consumer, op_scope, weight_source)
+    only_consumer, op_scope, weight_source)
 
 __all__ = ["LAYER_TYPES", "ACTIVATION_TYPES", "Layer", "find_layers"]
 
