@@ -16,7 +16,7 @@ from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.transforms.graph_quantize import (
     fold_batch_norm, insert, patterns)
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
-    is_fake_quant, op_scope)
+    is_fake_quant, op_scope, reroute)
 
 __all__ = ["GraphRewriteError", "REWRITTEN_COLLECTION",
            "create_training_graph", "create_eval_graph",
@@ -74,7 +74,7 @@ def _quantize_layer(layer, settings):
                                        per_channel)
     # The layer op reads the quantized weights; other readers of the
     # variable (e.g. a tied embedding) are not this layer's.
-    layer.op._update_input(1, quantized)  # pylint: disable=W0212
+    reroute(layer.weight, quantized, [layer.op])
     if layer.bypass is not None:
         insert.quantize_activation(layer.output(), layer.scope, "conv_quant",
                                    settings, readers=[layer.bypass])
@@ -114,7 +114,7 @@ def experimental_create_training_graph(input_graph=None, weight_bits=8,
     Adds), ranges learned while training.
 
     Matched layers: Conv2D, DepthwiseConv2dNative and MatMul on variable
-    weights (not inside a TF1 while loop, not already quantized, e.g. by
+    weights (not in a TF1 while loop or cond, not already quantized, e.g. by
     ``WeightDropLSTMCell(is_quant=True)``), with their BiasAdd or batch
     norm, residual Adds and Relu / Relu6 / Identity.
 

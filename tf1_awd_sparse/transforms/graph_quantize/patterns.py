@@ -7,8 +7,9 @@ after it.
 
 A layer is left alone when its weights already come out of a FakeQuant op
 (a cell that quantizes its own kernel, e.g. ``WeightDropLSTMCell(
-is_quant=True)``), when it sits inside a TF1 while loop (the rewrite
-creates variables and reads the global step, which a loop body cannot),
+is_quant=True)``), when it sits inside a TF1 while loop or cond branch
+(the rewrite creates variables and reads the global step, which a loop
+body cannot),
 or when it is outside the ``scope`` asked for.
 """
 from tf1_awd_sparse.transforms.graph_quantize import batch_norm
@@ -71,7 +72,9 @@ class Layer(object):
         return self.output()
 
 
-def _in_loop(op):
+def _in_control_flow(op):
+    """Whether ``op`` is in a TF1 while loop or cond branch (where the
+    rewrite could create no variable, nor read the global step)."""
     # pylint: disable=protected-access
     return op._get_control_flow_context() is not None
 
@@ -123,7 +126,7 @@ def find_layers(graph, scope=None):
     """
     layers = []
     for op in graph.get_operations():
-        if op.type not in LAYER_TYPES or _in_loop(op):
+        if op.type not in LAYER_TYPES or _in_control_flow(op):
             continue
         if scope and not op.name.startswith(scope):
             continue
