@@ -200,6 +200,43 @@ def test_same_as_contrib(ours_still, theirs, case):
         assert diff.mean() < 0.01 * step and diff.max() < 1.01 * step
 
 
+def _evaluate(rewrite, case):
+    """A case's eval graph rewritten by ``rewrite`` (with its arguments but
+    the delays), every variable set from one seed: (fingerprint,
+    output)."""
+    model, kwargs = CASES[case]
+    kwargs = {k: v for k, v in kwargs.items() if "delay" not in k}
+    with tf.Graph().as_default() as graph:
+        x, y = _build(model, training=False)
+        target = y - 0.3
+        rewrite(**kwargs)
+        rng = np.random.RandomState(3)
+        with tf.Session(config=_ONE_THREAD) as sess:
+            sess.run(tf.global_variables_initializer())
+            for v in sorted(tf.global_variables(), key=lambda v: v.op.name):
+                name = v.op.name
+                low = name.endswith("quant/min")
+                value = rng.uniform(0.5, 2.0, v.shape.as_list())
+                v.load(-value if low and "act_quant" not in name else
+                       0 * value if low else value, sess)
+            output = sess.run(target.op.inputs[0], {
+                x: rng.randn(*SHAPE).astype(np.float32)})
+    return sorted((op.name, op.get_attr("num_bits"),
+                   op.get_attr("narrow_range"), op.inputs[0].op.type)
+                  for op in forward_quants(graph)), output
+
+
+@needs_contrib
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_eval_graph_same_as_contrib(case):
+    """The eval rewrite: the same FakeQuant ops as contrib's, and with the
+    same variable values (ranges as restored) the same outputs."""
+    mine = _evaluate(quantize.experimental_create_eval_graph, case)
+    ref = _evaluate(contrib.quantize.experimental_create_eval_graph, case)
+    assert mine[0] == ref[0]
+    np.testing.assert_allclose(mine[1], ref[1], rtol=1e-5, atol=1e-5)
+
+
 def test_what_is_quantized(ours):
     """The contrib-independent half of the matrix: which tensors each case
     quantizes, as contrib does on TF 1.x (its fingerprints)."""
