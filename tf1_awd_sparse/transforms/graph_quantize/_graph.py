@@ -1,5 +1,6 @@
 """Small facts about ops and tensors that the rewrite's modules share, and
-the one way it rewires a tensor's readers."""
+the two changes it makes to ops it did not build (through the graph's
+private methods: public TensorFlow has no way to change a built op)."""
 
 __all__ = []
 
@@ -52,3 +53,9 @@ def reroute(old, new, readers):
                 # The graph's own in-place input swap: public TensorFlow has
                 # none (contrib's graph_editor did the same).
                 op._update_input(index, new)  # pylint: disable=W0212
+
+
+def run_after(op, ops):
+    """Makes the built op ``op`` wait for ``ops`` (control inputs)."""
+    for before in ops:
+        op._add_control_input(before)  # pylint: disable=W0212

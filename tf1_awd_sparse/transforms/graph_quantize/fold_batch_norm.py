@@ -20,7 +20,8 @@ average updates stay as they were.
 """
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.transforms.graph_quantize._graph import reroute
+from tf1_awd_sparse.transforms.graph_quantize._graph import (
+    reroute, run_after)
 
 __all__ = ["fold"]
 
@@ -91,8 +92,7 @@ def _after(updates, ops):
     (nothing else orders a read and an update of one variable)."""
     for update in updates:
         for assign in _assign_ops(update):
-            for op in ops:
-                assign._add_control_input(op)  # pylint: disable=W0212
+            run_after(assign, ops)
 
 
 def _training_terms(norm, gamma, settings):
