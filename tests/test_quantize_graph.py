@@ -38,6 +38,25 @@ def _conv_bn(x, training, fused, momentum):
     return tf.nn.relu(h)
 
 
+def _matmul_bn(x, training, momentum):
+    """dense + batch norm + ReLU6 as slim builds it (the 2-D batch norm
+    fused, between two Reshapes), which contrib folds; on 2.x (no slim)
+    the same ops by hand."""
+    flat = tf.layers.flatten(x)
+    if contrib is not None:
+        slim = contrib.slim
+        return slim.fully_connected(
+            flat, 5, activation_fn=tf.nn.relu6, scope="fc",
+            normalizer_fn=slim.batch_norm,
+            normalizer_params={"scale": True, "is_training": training,
+                               "decay": momentum})
+    h = tf.layers.dense(flat, 5, use_bias=False, name="fc")
+    h = tf.layers.batch_normalization(
+        tf.reshape(h, [-1, 1, 1, 5]), fused=True, training=training,
+        momentum=momentum, name="fc/BatchNorm")
+    return tf.nn.relu6(tf.reshape(h, [-1, 5]))
+
+
 def _residual(x):
     a = tf.layers.conv2d(x, 3, 3, padding="same", name="c1")
     y = tf.nn.relu(a + x)                        # Add before the activation
@@ -52,6 +71,11 @@ def _build(model, training=True, momentum=0.99):
         y = tf.layers.conv2d(x, 4, 3, activation=tf.nn.relu6, name="c1")
     elif model in ("bn_fused", "bn_unfused"):
         y = _conv_bn(x, training, model == "bn_fused", momentum)
+    elif model == "dilated":
+        y = tf.layers.conv2d(x, 4, 3, dilation_rate=2, padding="same",
+                             activation=tf.nn.relu, name="c1")
+    elif model == "matmul_bn":
+        y = _matmul_bn(x, training, momentum)
     elif model == "depthwise":
         w = tf.get_variable("dw", [3, 3, 3, 2])
         y = tf.nn.relu(tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME"))
@@ -71,6 +95,8 @@ CASES = {
     "conv_bn_fused_relu": ("bn_fused", {}),
     "conv_bn_unfused_relu": ("bn_unfused", {}),
     "depthwise_relu": ("depthwise", {}),
+    "dilated_conv_bias_relu": ("dilated", {}),
+    "matmul_bn_relu6": ("matmul_bn", {}),
     "matmul_bias_no_activation": ("dense", {}),
     "residual_adds": ("residual", {}),
     "scope": ("two_scopes", {"scope": "keep"}),
@@ -171,7 +197,7 @@ def theirs():
 @pytest.fixture(scope="module")
 def ours_still(ours):
     return {case: _train(quantize.experimental_create_training_graph, case,
-                         STILL) if CASES[case][0].startswith("bn_")
+                         STILL) if "bn" in CASES[case][0]
             else ours[case] for case in CASES}
 
 
@@ -251,6 +277,11 @@ def test_what_is_quantized(ours):
     for case in ("conv_bn_fused_relu", "conv_bn_unfused_relu"):
         assert inputs(case) == [("c1/act_quant", 8, False, "Relu"),
                                 ("c1/weights_quant", 8, True, "Mul")]
+    assert inputs("dilated_conv_bias_relu") == [
+        ("c1/act_quant", 8, False, "Relu"),
+        ("c1/weights_quant", 8, True, "read")]
+    assert inputs("matmul_bn_relu6") == [("fc/act_quant", 8, False, "Relu6"),
+                                         ("fc/weights_quant", 8, True, "Mul")]
     assert inputs("matmul_bias_no_activation") == [
         ("d1/act_quant", 8, False, "BiasAdd"),
         ("d1/weights_quant", 8, True, "read")]
@@ -325,6 +356,15 @@ def _bn_layer(kind, x, training):
     elif kind == "matmul":
         h = tf.layers.dense(tf.layers.flatten(x), 5, use_bias=False,
                             name="d1")
+    elif kind == "matmul_reshaped":     # slim's 2-D batch norm, by hand
+        h = tf.layers.dense(tf.layers.flatten(x), 5, use_bias=False,
+                            name="d1")
+        h = tf.layers.batch_normalization(tf.reshape(h, [-1, 1, 1, 5]),
+                                          training=training, name="bn")
+        return tf.reshape(h, [-1, 5])
+    elif kind == "dilated":
+        h = tf.layers.conv2d(x, 4, 3, dilation_rate=2, use_bias=False,
+                             padding="same", name="c1")
     else:
         h = tf.layers.conv2d(x, 4, 3, use_bias=False, name="c1")
     return tf.layers.batch_normalization(
@@ -333,7 +373,8 @@ def _bn_layer(kind, x, training):
 
 
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
-@pytest.mark.parametrize("kind", ["fused", "unfused", "depthwise", "matmul"])
+@pytest.mark.parametrize("kind", ["fused", "unfused", "depthwise", "matmul",
+                                  "matmul_reshaped", "dilated"])
 def test_folded_layer_is_the_batch_norm(kind, training):
     """With its weights' FakeQuant fed the weights it quantizes, the folded
     layer computes the batch norm's output (batch statistics in training,
@@ -377,10 +418,15 @@ def _inference_norm(sess, norm, feed):
     graph = norm.graph
     values = {n: sess.run(graph.get_tensor_by_name("bn/%s:0" % n))
               for n in ("gamma", "beta", "moving_mean", "moving_variance")}
-    layer = [op for op in graph.get_operations()
-             if op.type in ("Conv2D", "DepthwiseConv2dNative", "MatMul")
-             and not op.name.endswith("_Fold")][0]
-    h = sess.run(layer.outputs[0], feed)
+    fused = [op for op in graph.get_operations()
+             if op.type.startswith("FusedBatchNorm")]
+    if fused:
+        source = fused[0].inputs[0]
+    else:
+        source = [op for op in graph.get_operations()
+                  if op.type in ("Conv2D", "DepthwiseConv2dNative", "MatMul")
+                  and not op.name.endswith("_Fold")][0].outputs[0]
+    h = sess.run(source, feed).reshape(norm.shape.as_list())
     return (values["gamma"] * (h - values["moving_mean"])
             / np.sqrt(values["moving_variance"] + 1e-3) + values["beta"])
 

@@ -139,19 +139,36 @@ def _unfused(mul, x):
                                   variance), mean, variance)
 
 
-def match(layer_op):
-    """The batch norm that reads ``layer_op``'s output, or None.
+def _reshaped_fused(reshape):
+    """A fused batch norm between two Reshapes (slim's batch norm of a 2-D
+    ``[batch, channels]`` tensor, as ``[batch, 1, 1, channels]``), or
+    None. Its output is the second Reshape's."""
+    fused = only_consumer(reshape.outputs[0])
+    if fused is None or fused.type not in _FUSED_TYPES:
+        return None
+    back = only_consumer(fused.outputs[0])
+    norm = _fused(fused)
+    if norm is None or back is None or back.type != "Reshape":
+        return None
+    norm.output = back.outputs[0]
+    return norm
+
+
+def match(out):
+    """The batch norm that reads a layer's output, or None.
 
     Args:
-      layer_op: a Conv2D / DepthwiseConv2dNative / MatMul op.
+      out: the output of a Conv2D / DepthwiseConv2dNative / MatMul (or of
+        the BatchToSpaceND after a dilated Conv2D).
 
     Returns:
       a :class:`BatchNorm`, or None.
     """
-    out = layer_op.outputs[0]
     reader = only_consumer(out)
     if reader is not None and reader.type in _FUSED_TYPES:
         return _fused(reader)
+    if reader is not None and reader.type == "Reshape":
+        return _reshaped_fused(reader)
     # Unfused in training, the batch norm's moments read the output too.
     readers = out.consumers()
     muls = [op for op in readers if op.type == "Mul"]

@@ -152,6 +152,9 @@ def fold(layer, settings):
                              name="mul_fold")
         out = clone_layer_op(op, weight, op.name.rpartition("/")[2] + "_Fold")
         new_op = out.op
+        if layer.batch_to_space is not None:
+            out = tf.batch_to_space_nd(out, *layer.batch_to_space.inputs[1:],
+                                       name="BatchToSpaceND_Fold")
         if post_scale is not None:
             out = tf.multiply(out, post_scale, name="post_conv_mul")
         if offset is not None:

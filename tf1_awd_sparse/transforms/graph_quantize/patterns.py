@@ -1,9 +1,9 @@
 """Finding the layers of a built graph that the quantization rewrite
 changes: a ``Conv2D``, ``DepthwiseConv2dNative`` or ``MatMul`` whose
-weights are read from a variable, then (each optional, in this order) its
-``BiasAdd`` or batch norm, a residual ``Add`` before the activation, the
-activation (``Relu``, ``Relu6``, ``Identity``) and a residual ``Add``
-after it.
+weights are read from a variable, then (each optional, in this order) the
+``BatchToSpaceND`` of a dilated convolution, its ``BiasAdd`` or batch
+norm, a residual ``Add`` before the activation, the activation (``Relu``,
+``Relu6``, ``Identity``) and a residual ``Add`` after it.
 
 A layer is left alone when its weights already come out of a FakeQuant op
 (a cell that quantizes its own kernel, e.g. ``WeightDropLSTMCell(
@@ -37,6 +37,7 @@ class Layer(object):
       post_bypass: the residual Add after the activation, or None.
       folded_output: once the batch norm is folded, the folded layer's
         output (``fold_batch_norm.fold`` sets it and ``op`` / ``weight``).
+      batch_to_space: the BatchToSpaceND after a dilated Conv2D, or None.
     """
 
     def __init__(self, op):
@@ -44,7 +45,7 @@ class Layer(object):
         self.weight = op.inputs[1]
         self.bias_add = self.batch_norm = None
         self.bypass = self.activation = self.post_bypass = None
-        self.folded_output = None
+        self.folded_output = self.batch_to_space = None
 
     @property
     def scope(self):
@@ -61,6 +62,8 @@ class Layer(object):
             return self.batch_norm.output
         if self.bias_add is not None:
             return self.bias_add.outputs[0]
+        if self.batch_to_space is not None:
+            return self.batch_to_space.outputs[0]
         return self.op.outputs[0]
 
     def last(self):
@@ -93,10 +96,14 @@ def _match(op):
     layer = Layer(op)
     out = op.outputs[0]
     nxt = only_consumer(out)
+    if nxt is not None and nxt.type == "BatchToSpaceND":
+        # A dilated convolution: SpaceToBatchND, Conv2D, BatchToSpaceND.
+        layer.batch_to_space, out = nxt, nxt.outputs[0]
+        nxt = only_consumer(out)
     if nxt is not None and nxt.type in _BIAS_TYPES:
         layer.bias_add, out = nxt, nxt.outputs[0]
     else:
-        layer.batch_norm = batch_norm.match(op)
+        layer.batch_norm = batch_norm.match(out)
         if layer.batch_norm is not None:
             out = layer.batch_norm.output
     nxt = only_consumer(out)
