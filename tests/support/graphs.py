@@ -13,3 +13,11 @@ def ancestors(ops):
         stack.extend(t.op for t in op.inputs)
         stack.extend(op.control_inputs)
     return seen
+
+
+def forward_quants(graph):
+    """The FakeQuantWithMinMaxVars ops of the forward pass (not of the
+    gradients)."""
+    return [op for op in graph.get_operations()
+            if op.type == "FakeQuantWithMinMaxVars"
+            and not op.name.startswith("gradients")]
