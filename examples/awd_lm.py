@@ -91,7 +91,7 @@ HELP = {
     "finetune_optimizer": "--compress: optimizer of the survivors' and the "
     "reference's fine-tuning (sgd or ntasgd; a ramp runs sgd)",
     "finetune_dropout_scale": "--compress: factor in [0, 1] on every "
-    "dropout rate in the fine-tunings (the compressed model's and the "
+    "dropout rate in the compressed model's fine-tunings (not the "
     "reference's)",
     "average_from_start": "NT-ASGD averaging from the first step (true/false; "
     "the pipeline sets it for the reference, which starts from averaged "

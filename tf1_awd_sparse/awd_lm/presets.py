@@ -68,9 +68,9 @@ DEFAULTS = {
     # the float model's trigger window); a ramp always runs plain SGD
     "finetune_optimizer": "ntasgd",
     # the factor on every dropout rate (dropout, dropouth, dropouti,
-    # dropoute, wdrop) in the fine-tunings (ramp, survivors, QAT, and the
-    # reference, which gets the compressed model's levers): fewer weights,
-    # less to regularize
+    # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
+    # survivors, QAT; not the reference's): fewer weights, less to
+    # regularize
     "finetune_dropout_scale": 0.5,
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
     # the reference, which starts from the float model's averaged weights)
