@@ -1,5 +1,6 @@
 """examples/awd_lm.py end to end on tiny corpora: a two-epoch run, bad data,
-and kill-and-resume equal to an uninterrupted run."""
+kill-and-resume equal to an uninterrupted run, and what an averaging
+NT-ASGD run validates."""
 import json
 import math
 import os
@@ -226,3 +227,49 @@ def test_patience_restarts_when_averaging_starts(tmpdir):
     assert last == max(best, started) + 2
     # Without the restart it would have stopped 2 epochs after the best.
     assert started > best
+
+
+def test_validation_evaluates_the_averaged_weights_once_averaging(tmpdir):
+    """Once NT-ASGD averages, an epoch's validation loss is the loss of
+    the averaged weights (each variable's NTASGD slot), not of the raw
+    weights the epoch ends with: both evaluated here from the epoch's
+    checkpoint, the averages loaded by hand."""
+    import tensorflow.compat.v1 as tf
+    from tf1_awd_sparse.awd_lm import data, presets, train
+    data_dir = str(tmpdir.mkdir("ptb"))
+    write_ptb(data_dir, shuffled_valid=True)
+    args = script.parse_args(TINY + ["--nonmono", "1"])
+    params = presets.params_for("demo", "awd", {
+        k: getattr(args, k) for k in presets.DEFAULTS})
+    trainer = train.Trainer(data.read_ptb(data_dir), params,
+                            str(tmpdir.join("run")))
+    for _ in range(6):
+        record = trainer.epoch()
+        if record["averaged"]:
+            break
+    assert record["averaged"], "averaging never started"
+    g = trainer.graph
+    graph, last_saver = g.instance(0)[:2]
+    losses = {}
+    with tf.Session(graph=graph, config=trainer.config) as sess:
+        last_saver.restore(sess, "%s-%d" % (trainer.last_prefix,
+                                            record["epoch"]))
+        losses["raw"] = train.evaluate(sess, g, trainer.streams["valid"],
+                                       params["bptt"])
+        variables = {v.op.name: v for v in
+                     graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}
+        averages = sess.run({name[:-len("/NTASGD")]: v
+                             for name, v in variables.items()
+                             if name.endswith("/NTASGD")})
+        assert averages
+        for name, value in averages.items():
+            variables[name].load(value, sess)
+        losses["averaged"] = train.evaluate(sess, g, trainer.streams["valid"],
+                                            params["bptt"])
+    message = ("epoch %d validated %.6f; the raw weights give %.6f, the "
+               "averaged %.6f" % (record["epoch"], record["valid_loss"],
+                                  losses["raw"], losses["averaged"]))
+    print(message)
+    assert abs(losses["raw"] - losses["averaged"]) > 1e-3, message
+    assert record["valid_loss"] == pytest.approx(losses["averaged"],
+                                                 rel=1e-6), message
