@@ -1,8 +1,9 @@
 """Numpy references the tests compare the library with: TensorFlow's
-fake-quant nudging and fake quantization, last-value weight quantization,
-a fake-quantized LSTM step with peepholes, projection and clips (written
-from the spec of issue 5 and LSTMCell's math), LSTMCell's float step, and a
-whole-sequence float LSTM over batch-major inputs."""
+fake-quant nudging (the uint8 grid of a learned range, which a uint8
+model's state tensors must be on) and fake quantization, last-value weight
+quantization, a fake-quantized LSTM step with peepholes, projection and
+clips (written from the spec of issue 5 and LSTMCell's math), LSTMCell's
+float step, and a whole-sequence float LSTM over batch-major inputs."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -19,6 +20,51 @@ def nudge(lo, hi, bits=8, narrow=False):
         zp = np.floor(zp_from_min + 0.5)
     return (np.float32((qmin - zp) * scale), np.float32((qmax - zp) * scale),
             np.float32(scale))
+
+
+def learned_grid(lo, hi, limit=None, bits=8):
+    """Numpy ``(scale, zero_point)`` of a learned range as a uint8 model
+    holds it: ``[lo, hi]`` widened to contain 0, inside ``[-limit, limit]``
+    (a clip), nudged as ``tf.fake_quant_with_min_max_vars`` nudges it."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if limit is not None:
+        lo, hi = max(lo, -limit), min(hi, limit)
+    nudged_min, _, scale = nudge(lo, hi, bits)
+    return float(scale), int(round(-nudged_min / scale))
+
+
+def state_grid_errors(runner, grids):
+    """What differs between a uint8 model's state tensors and the grids
+    they should be on: each ``state_<l>_<c|h>`` input and its
+    ``final_<l>_<c|h>`` output against ``grids[(l, 'c' | 'h')]``, a
+    ``(scale, zero_point)`` (`learned_grid`).
+
+    Args:
+      runner: a ``TFLiteRunner`` (``inputs`` / ``outputs`` details).
+      grids: dict ``(layer, part)`` -> ``(scale, zero_point)``, one entry
+        per state input of the model.
+
+    Returns:
+      list of str, empty when every tensor is on its grid.
+    """
+    errors = []
+    states = sorted(name for name in runner.inputs
+                    if name.startswith("state_"))
+    if states != sorted("state_%d_%s" % key for key in grids):
+        errors.append("state inputs %s, expected %s" % (
+            states, sorted("state_%d_%s" % key for key in grids)))
+    for (layer, part), (scale, zero_point) in sorted(grids.items()):
+        for detail in (runner.inputs.get("state_%d_%s" % (layer, part)),
+                       runner.outputs.get("final_%d_%s" % (layer, part))):
+            if detail is None:
+                continue
+            got_scale, got_zero = detail["quantization"]
+            if (detail["dtype"] != np.uint8 or got_zero != zero_point
+                    or abs(got_scale - scale) > 1e-5 * scale):
+                errors.append("%s: %s (scale, zero point) %s, expected %s"
+                              % (detail["name"], detail["dtype"].__name__,
+                                 (got_scale, got_zero), (scale, zero_point)))
+    return errors
 
 
 def fake_quant(x, lo, hi, bits=8, narrow=False):
