@@ -14,6 +14,8 @@ import tensorflow.compat.v1 as tf
 
 from support import lm_api
 from support.lm import UINT8_PPL_RTOL, UINT8_TOKEN_ATOL, UINT8_TOKEN_MEAN
+from support.references import learned_grid, state_grid_errors
+from tf1_awd_sparse.export.runner import TFLiteRunner
 from tf1_awd_sparse.awd_lm import LanguageModel, data, model, modeldir
 
 from support import ROOT
@@ -142,6 +144,26 @@ def test_uint8_tflite_within_the_measured_tolerance(models):
     assert diff.mean() < UINT8_TOKEN_MEAN
     assert lite.perplexity == pytest.approx(tf_scores.perplexity,
                                             rel=UINT8_PPL_RTOL)
+
+
+def test_uint8_state_inputs_are_on_the_learned_grids(models):
+    """The LM's uint8 file: each state input ``state_<l>_c|h`` has its
+    ``final_<l>_c|h`` output's quantization, the nudged grid of the
+    checkpoint's learned state / output range (the cells have no clips)."""
+    config = modeldir.read_config(os.path.join(models["quant_dir"],
+                                               "config.json"))
+    assert not config["params"].get("cell_clip")
+    reader = tf.train.load_checkpoint(os.path.join(models["quant_dir"],
+                                                   config["checkpoint"]))
+    grids = {}
+    for layer in range(config["params"]["num_layers"]):
+        for part, name in (("c", "state"), ("h", "output")):
+            prefix = "lm/layer_%d/lstm_%d/quant/%s/" % (layer, layer, name)
+            grids[layer, part] = learned_grid(
+                reader.get_tensor(prefix + "min"),
+                reader.get_tensor(prefix + "max"))
+    errors = state_grid_errors(TFLiteRunner(models["uint8_tflite"]), grids)
+    assert not errors, "\n".join(errors)
 
 
 def test_per_line_scores_each_line_alone(models):

@@ -1,5 +1,6 @@
 """examples/awd_lm.py end to end on tiny corpora: a two-epoch run, bad data,
-and kill-and-resume equal to an uninterrupted run."""
+kill-and-resume equal to an uninterrupted run, and what an averaging
+NT-ASGD run validates."""
 import json
 import math
 import os
@@ -78,13 +79,23 @@ def test_last_keeps_the_two_latest_epochs(tmpdir):
     assert kept == ["model.ckpt-3.index", "model.ckpt-4.index"], kept
 
 
-def test_kill_and_resume_equals_uninterrupted(tmpdir):
-    data_dir = str(tmpdir.mkdir("ptb"))
+@pytest.fixture(scope="module")
+def averaging_run(tmp_path_factory):
+    """A 4-epoch awd run on a corpus whose validation worsens, so that
+    NT-ASGD switches to averaging on the way: (its arguments, data
+    directory, run directory)."""
+    root = tmp_path_factory.mktemp("averaging")
+    data_dir = str(root / "ptb")
+    os.makedirs(data_dir)
     write_ptb(data_dir, shuffled_valid=True)
     args = TINY + ["--model", "awd", "--max-epochs", "4", "--nonmono", "1",
                    "--patience", "9", "--data-dir", data_dir]
-    ref = str(tmpdir.join("ref"))
-    assert script.main(args + ["--out", ref]) == 0
+    assert script.main(args + ["--out", str(root / "ref")]) == 0
+    return args, data_dir, str(root / "ref" / "awd")
+
+
+def test_kill_and_resume_equals_uninterrupted(averaging_run, tmpdir):
+    args, _, ref = averaging_run
     cut = str(tmpdir.join("cut"))
     state = os.path.join(cut, "awd", "state.json")
     proc = subprocess.Popen([sys.executable, SCRIPT] + args + ["--out", cut],
@@ -106,8 +117,7 @@ def test_kill_and_resume_equals_uninterrupted(tmpdir):
                                                           "--resume"],
                         stdout=subprocess.PIPE, timeout=120).returncode
     assert rc == 0
-    want, got = losses(os.path.join(ref, "awd")), losses(os.path.join(cut,
-                                                                      "awd"))
+    want, got = losses(ref), losses(os.path.join(cut, "awd"))
     assert want[2] is not None  # the run switched to averaging on the way
     assert got[0] == pytest.approx(want[0], rel=1e-6)
     assert got[1:] == pytest.approx(want[1:], rel=1e-6)
@@ -226,3 +236,45 @@ def test_patience_restarts_when_averaging_starts(tmpdir):
     assert last == max(best, started) + 2
     # Without the restart it would have stopped 2 epochs after the best.
     assert started > best
+
+
+def test_validation_evaluates_the_averaged_weights_once_averaging(
+        averaging_run):
+    """Once NT-ASGD averages, an epoch's validation loss is the loss of
+    the averaged weights (each variable's NTASGD slot), not of the raw
+    weights the epoch ends with: both evaluated here from the last epoch's
+    checkpoint, the averages loaded by hand."""
+    import tensorflow.compat.v1 as tf
+    from tf1_awd_sparse.awd_lm import data, train
+    _, data_dir, run_dir = averaging_run
+    with open(os.path.join(run_dir, "state.json")) as f:
+        state = json.load(f)
+    record, params = state["epochs"][-1], state["params"]
+    assert record["averaged"] and state["averaging_epoch"] < record["epoch"]
+    valid = data.batchify(data.read_ptb(data_dir).valid,
+                          params["eval_batch_size"])
+    g = train.Graph(params)
+    graph, last_saver = g.instance(0)[:2]
+    losses = {}
+    with tf.Session(graph=graph, config=tf.ConfigProto(
+            intra_op_parallelism_threads=1,
+            inter_op_parallelism_threads=1)) as sess:
+        last_saver.restore(sess, os.path.join(
+            run_dir, "last", "model.ckpt-%d" % record["epoch"]))
+        losses["raw"] = train.evaluate(sess, g, valid, params["bptt"])
+        variables = {v.op.name: v for v in
+                     graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}
+        averages = sess.run({name[:-len("/NTASGD")]: v
+                             for name, v in variables.items()
+                             if name.endswith("/NTASGD")})
+        assert averages
+        for name, value in averages.items():
+            variables[name].load(value, sess)
+        losses["averaged"] = train.evaluate(sess, g, valid, params["bptt"])
+    message = ("epoch %d validated %.6f; the raw weights give %.6f, the "
+               "averaged %.6f" % (record["epoch"], record["valid_loss"],
+                                  losses["raw"], losses["averaged"]))
+    print(message)
+    assert abs(losses["raw"] - losses["averaged"]) > 1e-3, message
+    assert record["valid_loss"] == pytest.approx(losses["averaged"],
+                                                 rel=1e-6), message

@@ -12,8 +12,9 @@ from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite
 from tf1_awd_sparse.base.variable_names import relative_variable_names
 from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export.stack import read_cell_values
-from support.references import lstm_float_step
-from support.versions import needs_litert
+from support.references import (learned_grid, lstm_float_step,
+                                state_grid_errors)
+from support.versions import IS_TF2, needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, D, N = 4, 6, 5, 12
@@ -91,20 +92,38 @@ def trained(tmp_path_factory):
     model["sess"].close()
 
 
-def _steps(runner, got, want):
-    """Mean and max |difference| in output quantization steps."""
-    scale = runner.output_quantization()[0]
-    diff = np.abs(got - want) / scale
-    return diff.mean(), diff.max()
+#: The uint8 model against the fake-quant TF graph, in output quantization
+#: steps: the (mean, max) each test allows, per major TF version. Measured
+#: (issue 33; mean / max) on TF 1.13.1 and 1.15.5 alike: one window 0.113 /
+#: 4, two windows carrying the state 0.071 / 4, the hard-activation model
+#: 0.052 / 4; on TF 2.15.1 (its converter, LiteRT) 0.101 / 3, 0.244 / 13,
+#: 0.122 / 4; on TF 2.21 all 0 / 0. Allowed: about twice the mean and the
+#: max plus 2 steps (the allowance was a mean of 3 steps: 30 times this).
+UINT8_STEPS = {
+    "window": {1: (0.25, 6), 2: (0.25, 6)},
+    "state": {1: (0.15, 6), 2: (0.5, 16)},
+    "hard": {1: (0.12, 6), 2: (0.25, 6)},
+}
+
+
+def _assert_steps(runner, got, want, test):
+    """The mean and max |difference| in output quantization steps are
+    within ``UINT8_STEPS[test]`` (this TF's)."""
+    diff = np.abs(got - want) / runner.output_quantization()[0]
+    mean, worst = diff.mean(), diff.max()
+    print("uint8 vs fake-quant TF (%s): %.3f steps mean, %.1f max"
+          % (test, mean, worst))
+    allowed = UINT8_STEPS[test][2 if IS_TF2 else 1]
+    assert mean <= allowed[0] and worst <= allowed[1], (
+        "%.3f steps mean, %.1f max; allowed %s" % (mean, worst, allowed))
 
 
 def test_uint8_model_agrees_with_fake_quant_graph(trained):
     runner = TFLiteRunner(trained["quant"])
     assert runner.inputs["inputs"]["dtype"] == np.uint8
     got = runner.run(trained["data"][:, :T])["outputs"]
-    mean, worst = _steps(runner, got, trained["eval"](trained["data"][:, :T]))
-    print("uint8 vs fake-quant TF: %.3f steps mean, %.1f max" % (mean, worst))
-    assert mean <= 3.0
+    _assert_steps(runner, got, trained["eval"](trained["data"][:, :T]),
+                  "window")
 
 
 def test_float_model_matches_lstmcell(trained):
@@ -125,9 +144,28 @@ def test_state_in_state_out_runs_window_by_window(trained):
         second = runner.run(data[:, T:], state)
         got = np.concatenate([first["outputs"], second["outputs"]], 1)
         if path == trained["quant"]:
-            assert _steps(runner, got, want)[0] <= 3.0
+            _assert_steps(runner, got, want, "state")
         else:
             np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+def test_uint8_state_inputs_are_on_the_state_outputs_grids(trained):
+    """Each ``state_<l>_c|h`` input has its ``final_<l>_c|h`` output's
+    quantization, the nudged grid of the learned state / output range
+    (clipped): a state fed back is read exactly as it was written."""
+    grids = {}
+    for layer, (cell, kwargs) in enumerate(zip(trained["cells"], STACK)):
+        values = dict(zip(relative_variable_names(cell.weights),
+                          trained["sess"].run(cell.weights)))
+        for part, name, limit in (
+                ("c", "state", kwargs.get("cell_clip")),
+                ("h", "output", kwargs.get("proj_clip")
+                 if kwargs.get("num_proj") else None)):
+            grids[layer, part] = learned_grid(values["quant/%s/min" % name],
+                                              values["quant/%s/max" % name],
+                                              limit)
+    errors = state_grid_errors(TFLiteRunner(trained["quant"]), grids)
+    assert not errors, "\n".join(errors)
 
 
 def test_checkpoint_values_equal_session_values(trained):
@@ -153,7 +191,7 @@ def test_hard_activation_models(tmp_path):
         values = dict(zip(relative_variable_names(cell.weights),
                           model["sess"].run(cell.weights)))
     runner = TFLiteRunner(paths[1])
-    assert _steps(runner, runner.run(inputs)["outputs"], want)[0] <= 3.0
+    _assert_steps(runner, runner.run(inputs)["outputs"], want, "hard")
     # The float model computes the trained function: hard sigmoid and ReLU.
     c = h = np.zeros((B, N), np.float32)
     outputs = []

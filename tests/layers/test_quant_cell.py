@@ -26,10 +26,13 @@ def _variables(cell):
     return dict(zip(relative_variable_names(cell.weights), cell.weights))
 
 
-def _set(sess, cell, kernel, bias, ranges=None):
+def _set(sess, cell, kernel, bias, ranges=None, **weights):
+    """Loads the kernel, bias, other weights (keyword: variable name, '/'
+    as '__') and ranges into the cell's variables."""
     variables = _variables(cell)
-    variables["kernel"].load(kernel, sess)
-    variables["bias"].load(bias, sess)
+    weights.update(kernel=kernel, bias=bias)
+    for name, value in weights.items():
+        variables[name.replace("__", "/")].load(value, sess)
     for name, (lo, hi) in (ranges or {}).items():
         variables["quant/%s/min" % name].load(lo, sess)
         variables["quant/%s/max" % name].load(hi, sess)
@@ -45,16 +48,30 @@ def _pending_range(sess, cell, name):
             max(observed[k + index] / observed[-1], 0.0))
 
 
-def _numpy_run(x, kernel, bias, ranges, **kwargs):
+def _numpy_run(x, weights, ranges, **kwargs):
+    """The numpy fake-quantized LSTM over ``x`` from a zero state."""
     c = np.zeros((B, N), np.float32)
-    h = np.zeros((B, N), np.float32)
+    depth = weights["projection"].shape[1] if "projection" in weights else N
+    h = np.zeros((B, depth), np.float32)
     outputs = []
     for t in range(x.shape[1]):
-        h, c = lstm_quant_step(x[:, t], c, h, {"kernel": kernel,
-                                               "bias": bias}, ranges,
-                               **kwargs)
+        h, c = lstm_quant_step(x[:, t], c, h, weights, ranges, **kwargs)
         outputs.append(h)
     return np.stack(outputs, 1)
+
+
+def _assert_matches_numpy(got, want, output_range):
+    """Float32 ties can round one way in TF and the other in numpy; such a
+    step then propagates a little. Almost everything is exact."""
+    _, _, scale = nudge(*output_range)
+    exact = np.mean(np.abs(got - want) < 1e-5)
+    steps = np.mean(np.abs(got - want)) / scale
+    print("%.1f %% equal to numpy's, %.3f steps off on average"
+          % (100 * exact, steps))
+    assert exact > 0.95 and steps < 0.1, (
+        "%.1f %% of the outputs equal numpy's (> 95 %% expected), %.3f "
+        "steps off on average" % (100 * exact, steps))
+    assert grid_offset(got, *output_range).max() < 1e-3
 
 
 @pytest.mark.parametrize("hard", [False, True])
@@ -72,13 +89,46 @@ def test_eval_matches_numpy_fake_quant_lstm(sess, rnn, hard):
     sess.run(tf.global_variables_initializer())
     _set(sess, cell, kernel, bias, RANGES)
     got = sess.run(out)
-    want = _numpy_run(x_data, kernel, bias, RANGES, hard=hard)
-    _, _, scale = nudge(*RANGES["output"])
-    # Float32 ties can round one way in TF and the other in numpy; such a
-    # step then propagates a little.  Almost everything is exact.
-    assert np.mean(np.abs(got - want) < 1e-5) > 0.95
-    assert np.mean(np.abs(got - want)) / scale < 0.1
-    assert grid_offset(got, *RANGES["output"]).max() < 1e-3
+    want = _numpy_run(x_data, {"kernel": kernel, "bias": bias}, RANGES,
+                      hard=hard)
+    _assert_matches_numpy(got, want, RANGES["output"])
+
+
+P, CELL_CLIP, PROJ_CLIP = 4, 0.9, 0.35
+# The clips bind: state (-1.2, 1.1) -> +-0.9, output (-0.6, 0.5) -> +-0.35.
+PEEPHOLE_RANGES = dict(
+    RANGES, peephole_i=(-0.5, 0.4), gate_i=(-3.2, 2.1),
+    peephole_f=(-0.45, 0.5), gate_f=(-2.9, 2.3), peephole_o=(-0.6, 0.55),
+    gate_o=(-3.1, 2.4), cell_output=(-0.7, 0.8))
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_peepholes_and_projection_match_numpy_fake_quant_lstm(sess, hard):
+    """The o gate's peephole reads the new cell state, i and f the
+    previous one; the projection and both clips as LSTMCell's."""
+    rng = np.random.RandomState(7)
+    x_data = rng.randn(B, T, D).astype(np.float32)
+    weights = {"kernel": rng.randn(D + P, 4 * N) * 0.4,
+               "bias": rng.randn(4 * N) * 0.2,
+               "projection": rng.randn(N, P) * 0.5}
+    for gate in "ifo":
+        weights["w_%s_diag" % gate] = rng.randn(N) * 0.6
+    weights = {k: v.astype(np.float32) for k, v in weights.items()}
+    cell = WeightDropLSTMCell(N, use_peepholes=True, num_proj=P,
+                              cell_clip=CELL_CLIP, proj_clip=PROJ_CLIP,
+                              is_quant=True, is_train=False,
+                              quant_activation="hard" if hard else
+                              "standard")
+    out, _ = tf.nn.dynamic_rnn(cell, tf.constant(x_data), dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    others = {k.replace("projection", "projection__kernel"): v
+              for k, v in weights.items() if k not in ("kernel", "bias")}
+    _set(sess, cell, weights["kernel"], weights["bias"], PEEPHOLE_RANGES,
+         **others)
+    got = sess.run(out)
+    want = _numpy_run(x_data, weights, PEEPHOLE_RANGES, hard=hard,
+                      cell_clip=CELL_CLIP, proj_clip=PROJ_CLIP)
+    _assert_matches_numpy(got, want, (-PROJ_CLIP, PROJ_CLIP))
 
 
 def test_quant_delay_float_before_then_on_grid(sess):

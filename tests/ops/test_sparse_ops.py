@@ -193,6 +193,39 @@ def test_vd_eval_ops_equal_dense_ops_on_masked_weights(sess):
     np.testing.assert_array_equal(sess.run(ops[0]), sess.run(ops[0]))
 
 
+def test_vd_eval_drops_weights_from_log_alpha_3(sess):
+    """Sparse VD's evaluation keeps a weight while its unclipped log(alpha)
+    is below 3.0 (alpha = 20, a dropout rate of 95 %), checked against the
+    number itself rather than ``common.THRESHOLD``, on both sides of it
+    and of the neighbouring integers."""
+    log_alpha = np.array([-1.0, 1.9, 2.1, 2.5, 2.9, 2.99, 3.01, 3.1, 3.5,
+                          4.1, 9.0])
+    kept = log_alpha < 3.0
+    assert kept.tolist() == [True] * 6 + [False] * 5
+    rng = np.random.RandomState(8)
+    theta = (rng.uniform(0.3, 2.0, [len(log_alpha), 2])
+             * rng.choice([-1.0, 1.0], [len(log_alpha), 2]))
+    log_sigma2 = log_alpha[:, None] + np.log(theta ** 2 + EPS)
+    theta, log_sigma2 = theta.astype(np.float32), log_sigma2.astype(np.float32)
+    # float32 keeps every log(alpha) well on its side of 3.
+    np.testing.assert_allclose(_np_log_alpha(log_sigma2, theta),
+                               np.repeat(log_alpha[:, None], 2, 1),
+                               atol=1e-5)
+    want = theta * kept[:, None]
+    params = (theta, log_sigma2)
+    rows = np.arange(len(log_alpha), dtype=np.int32)
+    got = sess.run([vd.eval_weights(params),
+                    vd.matmul_eval(np.eye(len(log_alpha), dtype=np.float32),
+                                   params),
+                    vd.embedding_lookup_eval(params, rows)])
+    got.append(common.vd_eval_weights(theta, log_sigma2,
+                                      math=common.NUMPY_MATH))
+    for name, value in zip(["eval_weights", "matmul_eval",
+                            "embedding_lookup_eval", "vd_eval_weights"], got):
+        np.testing.assert_array_equal(value != 0, want != 0, err_msg=name)
+        np.testing.assert_allclose(value, want, rtol=1e-6, err_msg=name)
+
+
 # ----------------------------------------------------------- VD train ops
 def test_vd_matmul_train_mean_and_variance(sess):
     # n = 20000 draws of each output: the mean is checked to 5 standard

@@ -4,7 +4,9 @@ by path, and modules of helpers -
 - :mod:`support.versions` - what this TensorFlow has (contrib, LiteRT, XLA,
   Estimator) and the skip marks for what it lacks;
 - :mod:`support.references` - numpy references: fake quantization, the
-  LSTM step (float and fake-quantized), a whole-sequence LSTM;
+  grids of learned ranges (and the check of a uint8 model's state
+  tensors), the LSTM step (float and fake-quantized, peepholes and
+  projection included), a whole-sequence LSTM;
 - :mod:`support.graphs` - walking a graph's ops;
 - :mod:`support.properties` - strategies and checks of the property tests;
 - :mod:`support.lm` - the language model's harness: tiny corpora, the

@@ -63,11 +63,13 @@ def one_error_line(capsys, call):
     return err[0]
 
 
-#: Measured on this model (TF 1.13.1): the uint8 file's per-token
-#: log-probabilities differ from its quantization-aware TF checkpoint's by
-#: 5e-4 nats on average and 0.08 at most (a rare token: the logits are 8
-#: bits and the state is re-quantized at every window boundary), its
-#: perplexity by 0.02 %.
-UINT8_TOKEN_ATOL = 0.25
-UINT8_TOKEN_MEAN = 0.01
-UINT8_PPL_RTOL = 0.005
+#: Measured on this model (issue 33; the uint8 file's per-token
+#: log-probabilities against its quantization-aware TF checkpoint's, mean /
+#: max in nats, and the perplexities' relative difference; with the cache
+#: alike): TF 1.13.1 8e-5 / 0.009, 8e-5; 1.15.5 3.1e-4 / 0.030, 6e-5;
+#: 2.15.1 3.8e-4 / 0.027, 5e-5; 2.21 1.6e-4 / 0.027, 4e-5 (the logits are
+#: 8 bits and the state is re-quantized at every window boundary). Allowed:
+#: about 2.5 times the worst (the allowance was 0.01 / 0.25 and 0.005).
+UINT8_TOKEN_ATOL = 0.075
+UINT8_TOKEN_MEAN = 1e-3
+UINT8_PPL_RTOL = 2e-4

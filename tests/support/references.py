@@ -1,7 +1,9 @@
 """Numpy references the tests compare the library with: TensorFlow's
-fake-quant nudging and fake quantization, a fake-quantized LSTM step
-(written from the spec of issue 5), LSTMCell's float step, and a
-whole-sequence float LSTM over batch-major inputs."""
+fake-quant nudging (the uint8 grid of a learned range, which a uint8
+model's state tensors must be on) and fake quantization, last-value weight
+quantization, a fake-quantized LSTM step with peepholes, projection and
+clips (written from the spec of issue 5 and LSTMCell's math), LSTMCell's
+float step, and a whole-sequence float LSTM over batch-major inputs."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -18,6 +20,51 @@ def nudge(lo, hi, bits=8, narrow=False):
         zp = np.floor(zp_from_min + 0.5)
     return (np.float32((qmin - zp) * scale), np.float32((qmax - zp) * scale),
             np.float32(scale))
+
+
+def learned_grid(lo, hi, limit=None, bits=8):
+    """Numpy ``(scale, zero_point)`` of a learned range as a uint8 model
+    holds it: ``[lo, hi]`` widened to contain 0, inside ``[-limit, limit]``
+    (a clip), nudged as ``tf.fake_quant_with_min_max_vars`` nudges it."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if limit is not None:
+        lo, hi = max(lo, -limit), min(hi, limit)
+    nudged_min, _, scale = nudge(lo, hi, bits)
+    return float(scale), int(round(-nudged_min / scale))
+
+
+def state_grid_errors(runner, grids):
+    """What differs between a uint8 model's state tensors and the grids
+    they should be on: each ``state_<l>_<c|h>`` input and its
+    ``final_<l>_<c|h>`` output against ``grids[(l, 'c' | 'h')]``, a
+    ``(scale, zero_point)`` (`learned_grid`).
+
+    Args:
+      runner: a ``TFLiteRunner`` (``inputs`` / ``outputs`` details).
+      grids: dict ``(layer, part)`` -> ``(scale, zero_point)``, one entry
+        per state input of the model.
+
+    Returns:
+      list of str, empty when every tensor is on its grid.
+    """
+    errors = []
+    states = sorted(name for name in runner.inputs
+                    if name.startswith("state_"))
+    if states != sorted("state_%d_%s" % key for key in grids):
+        errors.append("state inputs %s, expected %s" % (
+            states, sorted("state_%d_%s" % key for key in grids)))
+    for (layer, part), (scale, zero_point) in sorted(grids.items()):
+        for detail in (runner.inputs.get("state_%d_%s" % (layer, part)),
+                       runner.outputs.get("final_%d_%s" % (layer, part))):
+            if detail is None:
+                continue
+            got_scale, got_zero = detail["quantization"]
+            if (detail["dtype"] != np.uint8 or got_zero != zero_point
+                    or abs(got_scale - scale) > 1e-5 * scale):
+                errors.append("%s: %s (scale, zero point) %s, expected %s"
+                              % (detail["name"], detail["dtype"].__name__,
+                                 (got_scale, got_zero), (scale, zero_point)))
+    return errors
 
 
 def fake_quant(x, lo, hi, bits=8, narrow=False):
@@ -39,24 +86,50 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def quantize_weight(w, bits=8):
+    """Numpy last-value weight quantization: narrow range on the weight's
+    own [min, max] widened to contain 0."""
+    return fake_quant(w, min(w.min(), 0.0), max(w.max(), 0.0), bits,
+                      narrow=True)
+
+
 def lstm_quant_step(x, c, h, w, r, bits=8, hard=False, forget_bias=1.0,
-                    cell_clip=None):
-    """One fake-quantized LSTM step (no peepholes / projection).
+                    cell_clip=None, proj_clip=None):
+    """One fake-quantized LSTM step, LSTMCell's math (gate order i, j, f,
+    o) with every tensor of the quantized step's spec on its grid.
+
+    Peepholes (``w`` has 'w_i_diag', 'w_f_diag', 'w_o_diag'): the i and f
+    pre-activations add their weight times the previous cell state, the o
+    pre-activation its weight times the new one; each product and each sum
+    is quantized on its own range ('peephole_<g>', 'gate_<g>'), the gate's
+    input range from then on. Projection (``w`` has 'projection'): the
+    cell's output is quantized on 'cell_output', multiplied by the
+    projection and quantized on 'output'. The clips bound the 'state'
+    (``cell_clip``) and, with a projection, 'output' (``proj_clip``)
+    ranges.
 
     Args:
       x, c, h: [batch, ...] float arrays.
-      w: dict 'kernel', 'bias' (float arrays).
+      w: dict 'kernel', 'bias' and the optional weights above (float
+        arrays, before quantization).
       r: dict range name -> (lo, hi), with 'input', 'gates',
-        'forget_state', 'input_state', 'state', 'output'.
+        'forget_state', 'input_state', 'state', 'output' and those above.
 
     Returns:
       (h_new, c_new).
     """
     n = c.shape[1]
+    r = dict(r)
+
+    def bound(name, clip):
+        if clip is not None:
+            r[name] = (max(r[name][0], -clip), min(r[name][1], clip))
+
+    bound("state", cell_clip)
+    bound("output", proj_clip if "projection" in w else None)
     sig_r = (0.0, 255.0 / 256.0)
     tanh_r = (-1.0, 127.0 / 128.0)
-    kernel = fake_quant(w["kernel"], w["kernel"].min(), w["kernel"].max(),
-                        bits, narrow=True)
+    kernel = quantize_weight(w["kernel"], bits)
     bias = w["bias"].copy()
     bias[2 * n:3 * n] += forget_bias
     concat_r = (min(r["input"][0], r["output"][0]),
@@ -67,10 +140,17 @@ def lstm_quant_step(x, c, h, w, r, bits=8, hard=False, forget_bias=1.0,
     z = fake_quant(joined.dot(kernel) + bias, *r["gates"])
     i, j, f, o = np.split(z, 4, axis=1)
 
-    def gate(t):
+    def peephole(pre, gate, state):
+        if "w_%s_diag" % gate not in w:
+            return pre, r["gates"]
+        product = fake_quant(quantize_weight(w["w_%s_diag" % gate], bits)
+                             * state, *r["peephole_" + gate])
+        return (fake_quant(pre + product, *r["gate_" + gate]),
+                r["gate_" + gate])
+
+    def gate(t, t_range):
         if hard:
-            scaled = fake_quant(0.2 * t, 0.2 * r["gates"][0],
-                                0.2 * r["gates"][1])
+            scaled = fake_quant(0.2 * t, 0.2 * t_range[0], 0.2 * t_range[1])
             return fake_quant(scaled + 0.5, *sig_r)
         return fake_quant(sigmoid(t), *sig_r)
 
@@ -79,14 +159,18 @@ def lstm_quant_step(x, c, h, w, r, bits=8, hard=False, forget_bias=1.0,
             return fake_quant(np.maximum(t, 0.0), *t_range)
         return fake_quant(np.tanh(t), *tanh_r)
 
-    kept = fake_quant(gate(f) * c, *r["forget_state"])
-    added = fake_quant(gate(i) * squash(j, r["gates"]), *r["input_state"])
-    state_r = r["state"]
-    if cell_clip is not None:
-        state_r = (max(state_r[0], -cell_clip), min(state_r[1], cell_clip))
-    c_new = fake_quant(kept + added, *state_r)
-    h_new = fake_quant(gate(o) * squash(c_new, state_r), *r["output"])
-    return h_new, c_new
+    i, i_range = peephole(i, "i", c)
+    f, f_range = peephole(f, "f", c)
+    kept = fake_quant(gate(f, f_range) * c, *r["forget_state"])
+    added = fake_quant(gate(i, i_range) * squash(j, r["gates"]),
+                       *r["input_state"])
+    c_new = fake_quant(kept + added, *r["state"])
+    o, o_range = peephole(o, "o", c_new)
+    m = gate(o, o_range) * squash(c_new, r["state"])
+    if "projection" in w:
+        m = fake_quant(m, *r["cell_output"]).dot(
+            quantize_weight(w["projection"], bits))
+    return fake_quant(m, *r["output"]), c_new
 
 
 def lstm_float_step(x, c, h, kernel, bias, forget_bias=1.0, hard=False):
