@@ -11,8 +11,9 @@ TensorFlow's own tests with ``WeightDropLSTMCell`` in ``LSTMCell``'s place:
   ``testDynamicRNNWithTupleStates``, ``testDynamicRNNWithNestedTupleStates``;
 - rnn_test.py ``RNNTest::testCellsBuild``;
 - rnn_cell_test.py ``DropoutWrapperTest::testDropoutWrapper*``;
-- rnn_cell_test.py ``RNNCellTest::testSavedModel``'s single cell call
-  inside ``tf.function`` (``function_one_mask_per_call``).
+- rnn_cell_test.py ``RNNCellTest::testSavedModel`` (``tf_saved_model``:
+  a ``tf.Module`` with the cell and a ``tf.function`` step, saved and
+  loaded).
 """
 import json
 import os
@@ -27,7 +28,8 @@ PROGRAM = os.path.join(ROOT, "tests", "support", "eager_cases.py")
 
 CASES = [
     "same_as_lstmcell_kr1", "same_as_lstmcell_eval", "layer_same_as_lstmcell",
-    "dropconnect_mask_statistics", "held_mask_resampled_by_its_update",
+    "dropconnect_mask_statistics", "one_run_block_is_one_run",
+    "held_mask_resampled_by_its_update",
     "gradients_reach_the_kernel", "checkpoints_move_between_graph_and_eager",
     "sparse_cells_run", "quant_cell_refuses_with_the_fix",
     "graph_only_entry_points_refuse",
@@ -37,7 +39,7 @@ CASES = [
     "tf_dynamic_rnn_with_nested_tuple_states", "tf_cells_build",
     "tf_dropout_wrapper", "control_flow_v2_one_mask_per_session_run",
     "function_same_as_eager_and_lstmcell", "function_one_mask_per_call",
-    "function_held_mask_and_layer",
+    "function_held_mask_and_layer", "tf_saved_model",
 ]
 
 

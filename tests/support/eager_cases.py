@@ -33,6 +33,7 @@ import variational_dropout as vd  # noqa: E402
 from support.references import np_lstm  # noqa: E402
 from tf1_awd_sparse.base.compat import GraphModeError, nest  # noqa: E402
 from sparse_layers.l0_regularization import rnn as l0_rnn  # noqa: E402
+from tf1_awd_sparse.base.control_flow import one_run  # noqa: E402
 from tf1_awd_sparse.transforms import techniques  # noqa: E402
 from tf1_awd_sparse.transforms.magnitude_pruning import (  # noqa: E402
     MagnitudePruning)
@@ -192,6 +193,25 @@ def dropconnect_mask_statistics():
         assert (first != second).any(), "the same mask in two calls"
     stacked = np.stack(masks)
     _binomial_ok(stacked.sum(), stacked.size, keep)
+
+
+@case
+def one_run_block_is_one_run():
+    """Eagerly, cell calls of a loop of one's own: a run each, one run
+    inside control_flow.one_run()."""
+    cell = WeightDropLSTMCell(UNITS, weight_drop_kr=0.5)
+    x, state = _inputs()[:, 0], cell.zero_state(BATCH, tf.float32)
+    kernels = []
+    with one_run():
+        for _ in range(3):
+            state = cell(x, state)[1]
+            kernels.append(cell.effective_kernel.numpy())
+    assert all((k == kernels[0]).all() for k in kernels)
+    cell(x, state)
+    first = cell.effective_kernel.numpy()
+    cell(x, state)
+    assert (cell.effective_kernel.numpy() != first).any()
+    assert (first != kernels[0]).any()
 
 
 @case
@@ -423,6 +443,20 @@ def tf_dropout_wrapper():
         outputs = _dynamic(wrapped, inputs, "rnn")[0].numpy()
         assert np.isfinite(outputs).all() and outputs.shape == (
             BATCH, TIME, UNITS)
+    # testDropoutWrapperKeepNoOutput: every output dropped, the state not.
+    wrapped = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=1e-10)
+    outputs, state = _dynamic(wrapped, inputs, "rnn")
+    assert not outputs.numpy().any()
+    _close(state, want[1])
+    # testDropoutWrapperKeepNoStateExceptLSTMCellMemory: h dropped after
+    # each step, c kept (DropoutWrapper never drops an LSTM's memory).
+    wrapped = tf.nn.rnn_cell.DropoutWrapper(cell, state_keep_prob=1e-10)
+    state = cell.zero_state(BATCH, tf.float32)
+    output, new_state = wrapped(inputs[:, 0], state)
+    plain_output, plain_state = cell(inputs[:, 0], state)
+    _close(output, plain_output)
+    _close(new_state.c, plain_state.c)
+    assert not new_state.h.numpy().any()
 
 
 # ----------------------------------------------------------------------
@@ -542,6 +576,31 @@ def function_held_mask_and_layer():
     layer = WeightDropLSTM(UNITS, weight_drop_kr=0.5)
     out = FUNCTION(lambda x: layer(x)[0])(inputs).numpy()
     assert np.isfinite(out).all() and out.shape == (BATCH, TIME, UNITS)
+
+
+@case
+def tf_saved_model():
+    """rnn_cell_test.py RNNCellTest::testSavedModel: a module holding the
+    cell and a tf.function of one step, saved and loaded, gives the same
+    output."""
+    _needs_function()
+    if not hasattr(tf_root, "Module"):
+        raise Skip("this TensorFlow has no tf.Module")
+    cell = WeightDropLSTMCell(UNITS, weight_drop_kr=1.0)
+    module = tf_root.Module()
+    module.cell = cell
+    x, state = _inputs()[:, 0], cell.zero_state(BATCH, tf.float32)
+    module.step = FUNCTION(lambda x, c, h: cell(x, (c, h))[0],
+                           input_signature=[
+                               tf.TensorSpec([None, DEPTH], tf.float32),
+                               tf.TensorSpec([None, UNITS], tf.float32),
+                               tf.TensorSpec([None, UNITS], tf.float32)])
+    want = module.step(x, state.c, state.h)
+    path = os.path.join(tempfile.mkdtemp(), "saved")
+    saved_model = tf_root.compat.v2.saved_model   # TF 1.15: not the v1 one
+    saved_model.save(module, path)
+    loaded = saved_model.load(path)
+    _close(loaded.step(x, state.c, state.h), want)
 
 
 def main(names):
