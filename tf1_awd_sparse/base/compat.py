@@ -269,13 +269,18 @@ def require_graph_mode(what):
             "inside `with tf.Graph().as_default():`" % what)
 
 
-def in_function_graph():
+def in_function_graph(graph=None):
     """Whether ops are being built into a function graph: the body of a
     TF 2.x control-flow-v2 ``while_loop`` / ``cond`` (what
     ``tf.nn.dynamic_rnn`` builds when v2 behaviour is on), or a
-    ``tf.function``."""
+    ``tf.function``.
+
+    Args:
+      graph: the graph to ask about (default: the default graph).
+    """
+    graph = tf.get_default_graph() if graph is None else graph
     # pylint: disable=protected-access
-    return bool(getattr(tf.get_default_graph(), "_building_function", False))
+    return bool(getattr(graph, "_building_function", False))
 
 
 def require_v1_control_flow(what):

@@ -1,12 +1,16 @@
 """Where in the graph an op is built: train/eval branching, run-time
-assertions, the XLA context, and the once-per-``session.run`` context.
+assertions, the XLA context, and the once-per-run context.
 
 One job: the graph control-flow helpers every floor builds with, written
 once (TF 1.x has no public accessor for some of what they read; the
 private calls stay here). `once_per_run` is the cell's core primitive: the
-tensors a cell computes once per ``session.run`` (its dropped kernel, its
-held masks) are built under it, outside the ``tf.while_loop`` that steps
-the cell. The argument checks are in :mod:`tf1_awd_sparse.base.checks`.
+tensors a cell computes once per run (its dropped kernel, its held masks)
+are built under it, outside the ``tf.while_loop`` that steps the cell.
+What a run is depends on the mode (`run_key`; docs/cells.md): one
+``session.run`` in graph mode, one call of the function inside
+``tf.function``, eagerly one call of an RNN function (`one_run` makes a
+block one run); `PerRun` keeps a value for the rest of its run. The
+argument checks are in :mod:`tf1_awd_sparse.base.checks`.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -150,8 +154,7 @@ def run_mode():
     graph = run_graph()
     if graph is None:
         return "eager"
-    with graph.as_default():
-        return "function" if _compat.in_function_graph() else "graph"
+    return "function" if _compat.in_function_graph(graph) else "graph"
 
 
 def _eager_run():

@@ -6,7 +6,8 @@ This module is the one place where the library's dropout math is written:
 the inverted-dropout multiplier and :func:`apply_mask` applies it
 (``x * mask / keep_prob``). :class:`HeldMask` holds such a mask in a
 non-trainable variable whose update op goes to ``tf.GraphKeys.UPDATE_OPS``,
-ordered after every read; the cells' DropConnect
+ordered after every read (eagerly, a callable; inside ``tf.function``, an
+assign made where it is asked for); the cells' DropConnect
 (:mod:`tf1_awd_sparse.transforms.kernel`) and the dropout layers
 (:mod:`tf1_awd_sparse.layers.dropout`) are built on it.
 :func:`train_op_with_updates` is ``optimizer.minimize`` that also runs
