@@ -252,6 +252,30 @@ def gradients_reach_the_kernel():
 
 
 @case
+def trains_with_a_tf_train_optimizer():
+    """Eagerly, tf.train's optimizer minimizes a loss of WeightDropLSTM
+    (a callable loss, as eager minimize takes it): every weight moves and
+    the loss falls; the held mask is resampled between steps."""
+    layer = WeightDropLSTM(UNITS, weight_drop_kr=0.5, use_vd=True)
+    inputs = _inputs()
+
+    def loss():
+        return tf.reduce_mean(tf.square(layer(inputs)[0] - 0.5))
+
+    losses = [loss().numpy()]
+    before = [v.numpy() for v in layer.cell.trainable_variables]
+    optimizer = tf.train.GradientDescentOptimizer(0.5)
+    for _ in range(5):
+        optimizer.minimize(loss, var_list=layer.cell.trainable_variables)
+        for update in layer.get_vd_update_op():
+            update()
+        losses.append(loss().numpy())
+    assert all((v.numpy() != b).any() for v, b in zip(
+        layer.cell.trainable_variables, before))
+    assert losses[-1] < losses[0], losses
+
+
+@case
 def checkpoints_move_between_graph_and_eager():
     """A checkpoint written in graph mode restores eagerly, and back."""
     path = os.path.join(tempfile.mkdtemp(), "ckpt")
@@ -576,6 +600,19 @@ def function_held_mask_and_layer():
     layer = WeightDropLSTM(UNITS, weight_drop_kr=0.5)
     out = FUNCTION(lambda x: layer(x)[0])(inputs).numpy()
     assert np.isfinite(out).all() and out.shape == (BATCH, TIME, UNITS)
+    # A sparse cell and a held-mask dropout in a function: a new weight
+    # sample per call; the dropout mask held.
+    rng = np.random.RandomState(0)
+    theta = tf.Variable(0.3 * rng.randn(DEPTH + UNITS, 4 * UNITS).astype(
+        np.float32))
+    log_alpha = tf.Variable(np.zeros([DEPTH + UNITS, 4 * UNITS], np.float32))
+    sparse = l0_rnn.LSTMCell((theta, log_alpha), tf.zeros([4 * UNITS]),
+                             UNITS, training=True)
+    dropout = vd.VariationalDropout([BATCH, TIME, DEPTH], 0.5)
+    run = FUNCTION(lambda x: (_dynamic(sparse, x, "fl0")[0], dropout(x)))
+    (first, masked), (second, masked_again) = run(inputs), run(inputs)
+    assert np.abs(first.numpy() - second.numpy()).max() > 0
+    _close(masked, masked_again)
 
 
 @case
