@@ -10,7 +10,11 @@ TensorFlow's own tests with ``WeightDropLSTMCell`` in ``LSTMCell``'s place:
   ``testDynamicEquivalentToStaticRNNWithSequenceLength``,
   ``testDynamicRNNWithTupleStates``, ``testDynamicRNNWithNestedTupleStates``;
 - rnn_test.py ``RNNTest::testCellsBuild``;
-- rnn_cell_test.py ``DropoutWrapperTest::testDropoutWrapper*``;
+- rnn_cell_test.py ``DropoutWrapperTest::testDropoutWrapper*``
+  (``tf_dropout_wrapper``: KeepAll, KeepNoOutput,
+  KeepNoStateExceptLSTMCellMemory, KeepNoInput, RecurrentOutput, and
+  RecurrentStateInputAndOutput run; the WithSeed variants compare two
+  graph-mode runs of one seed and are not mirrored);
 - rnn_cell_test.py ``RNNCellTest::testSavedModel`` (``tf_saved_model``:
   a ``tf.Module`` with the cell and a ``tf.function`` step, saved and
   loaded).

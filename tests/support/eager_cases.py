@@ -451,8 +451,9 @@ def tf_cells_build():
 @case
 def tf_dropout_wrapper():
     """rnn_cell_test.py DropoutWrapperTest::testDropoutWrapper*: keep
-    probabilities of 1 change nothing; input / output / state dropout and
-    variational_recurrent run eagerly."""
+    probabilities of 1 change nothing (KeepAll); input / output / state
+    dropout and variational_recurrent run eagerly; KeepNoOutput,
+    KeepNoStateExceptLSTMCellMemory, KeepNoInput, RecurrentOutput."""
     inputs = _inputs(6)
     cell = WeightDropLSTMCell(UNITS, weight_drop_kr=1.0)
     want = _dynamic(cell, inputs, "rnn")
@@ -481,6 +482,16 @@ def tf_dropout_wrapper():
     _close(output, plain_output)
     _close(new_state.c, plain_state.c)
     assert not new_state.h.numpy().any()
+    # testDropoutWrapperKeepNoInput: the cell sees zeros.
+    wrapped = tf.nn.rnn_cell.DropoutWrapper(cell, input_keep_prob=1e-10)
+    _close(wrapped(inputs[:, 0], state), cell(tf.zeros_like(inputs[:, 0]),
+                                                 state))
+    # testDropoutWrapperRecurrentOutput: one output mask for every step.
+    wrapped = tf.nn.rnn_cell.DropoutWrapper(
+        cell, output_keep_prob=0.5, variational_recurrent=True,
+        dtype=tf.float32)
+    zeros = _dynamic(wrapped, inputs, "rnn")[0].numpy() == 0
+    assert zeros.any() and (zeros == zeros[:, :1]).all()
 
 
 # ----------------------------------------------------------------------
