@@ -6,6 +6,8 @@ and prints one JSON line per case: {"case", "result": "ok" | error type,
   python v2_behaviour_cases.py eager     # eager execution on (TF 2.x default)
   python v2_behaviour_cases.py v2graph   # graph mode, v2 control flow,
                                          # resource variables and shapes
+  python v2_behaviour_cases.py cfv2      # v1 behaviour but v2 control flow
+                                         # (tf.enable_control_flow_v2())
 """
 import json
 import os
@@ -18,6 +20,9 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 MODE = sys.argv[1]
 if MODE == "v2graph":
     tf.disable_eager_execution()
+elif MODE == "cfv2":
+    tf.disable_v2_behavior()
+    tf.enable_control_flow_v2()   # TF 1.15 and 2.x
 elif MODE == "eager" and not tf.executing_eagerly():
     tf.enable_eager_execution()   # TF 1.x: only before anything else
 

@@ -27,7 +27,8 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "PartitionedVariable", "Variable", "TENSOR_TYPES",
            "has_distribution_strategy", "dimension_value",
-           "graph_mode_program", "require_graph_mode", "require_v1_control_flow", "in_function_graph",
+           "graph_mode_program", "require_graph_mode", "require_v1_control_flow",
+           "in_function_graph", "CONTROL_FLOW_GRAPHS",
            "GraphModeError", "do_not_convert",
            "estimator_available", "replica_values", "scale_replica_loss",
            "INTERPRETERS", "interpreter_class"]
@@ -268,34 +269,57 @@ def require_graph_mode(what):
             "inside `with tf.Graph().as_default():`" % what)
 
 
-def in_function_graph():
+def in_function_graph(graph=None):
     """Whether ops are being built into a function graph: the body of a
     TF 2.x control-flow-v2 ``while_loop`` / ``cond`` (what
     ``tf.nn.dynamic_rnn`` builds when v2 behaviour is on), or a
-    ``tf.function``."""
+    ``tf.function``.
+
+    Args:
+      graph: the graph to ask about (default: the default graph).
+    """
+    graph = tf.get_default_graph() if graph is None else graph
     # pylint: disable=protected-access
-    return bool(getattr(tf.get_default_graph(), "_building_function", False))
+    return bool(getattr(graph, "_building_function", False))
 
 
 def require_v1_control_flow(what):
     """Raises :class:`GraphModeError` naming ``what`` and the fix when
     called inside a function graph (see :func:`in_function_graph`).
 
-    The library computes a cell's kernel (DropConnect, sparse weights,
-    fake quant) and reads its held masks once per ``session.run``,
-    outside the RNN loop; a control-flow-v2 loop body cannot reach outside
-    itself, so it would silently resample them at every step instead.
+    What the library builds once per run is built outside control-flow-v2
+    loops and inside ``tf.function`` (``base.control_flow.once_per_run``);
+    this refuses what still needs a v1 graph: quantization-aware training
+    (``is_quant=True``), whose per-step range statistics are ordered with
+    v1 control dependencies that a v2 loop body cannot hold.
 
     Raises:
       GraphModeError: building inside a function graph.
     """
     if in_function_graph():
         raise GraphModeError(
-            "%s computes its weights once per session.run, outside the RNN "
-            "loop, which TF 2.x control flow v2 cannot do (the loop body is "
-            "a function graph): call tf.compat.v1.disable_v2_behavior() (or "
-            "tf.compat.v1.disable_control_flow_v2()) before building, or "
-            "use weight_drop_lstm.WeightDropLSTM / tf.nn.static_rnn" % what)
+            "%s needs a TF1 graph with v1 control flow; it was called inside "
+            "a function graph (a TF 2.x control flow v2 loop or cond body, or "
+            "a tf.function): call tf.compat.v1.disable_v2_behavior() (or "
+            "tf.compat.v1.disable_control_flow_v2()) before building, outside "
+            "tf.function" % what)
+
+
+def _control_flow_graphs():
+    """The classes of TF 2.x control-flow-v2 body graphs (while body and
+    cond, cond branches), or () where they do not exist (TF 1.13)."""
+    try:
+        from tensorflow.python.ops import control_flow_v2_func_graphs as cf
+    except ImportError:
+        return ()
+    return tuple(getattr(cf, name) for name in (
+        "WhileBodyFuncGraph", "WhileCondFuncGraph", "CondBranchFuncGraph")
+                 if hasattr(cf, name))
+
+
+#: Graph classes of control-flow-v2 loop and cond bodies: a value built
+#: once per run is built in the graph around them (base.control_flow).
+CONTROL_FLOW_GRAPHS = _control_flow_graphs()
 
 
 # Public from 1.14 on; 1.13 has no tf.autograph.experimental.do_not_convert

@@ -8,7 +8,7 @@ import math
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     check_bool, check_dim, check_positive_int, check_tensor, check_training)
-from tf1_awd_sparse.base.control_flow import once_per_run
+from tf1_awd_sparse.base.control_flow import PerRun
 from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.layers._cell_arguments import (
     check_lstm_arguments, check_quant_arguments, decoded_config,
@@ -34,7 +34,10 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     between the two.
 
     Architecture: the kernel each step multiplies by is computed once per
-    ``session.run``, outside the RNN loop, by an ordered list of kernel
+    run, outside the RNN loop (in graph mode once per ``session.run``;
+    eagerly once per call of ``dynamic_rnn`` / ``static_rnn`` /
+    ``WeightDropLSTM``; inside ``tf.function`` once per call of the
+    function: docs/cells.md), by an ordered list of kernel
     transforms (``tf1_awd_sparse.transforms``) built from the arguments:
     sparse weights (``sparsity``) -> a fixed pruning mask
     (``pruning_mask``) -> DropConnect (``weight_drop_kr``, ``use_vd``) ->
@@ -57,8 +60,8 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         sparse variational dropout) if True the DropConnect mask is a
         non-trainable local variable ``<scope>/weight_drop_mask`` of shape
         ``[rows, 4 * num_units]`` that changes only when the op of
-        :meth:`get_vd_update_op` runs; if False a new mask is drawn once per
-        ``session.run``. No effect when the keep rate is 1.
+        :meth:`get_vd_update_op` runs (eagerly: is called); if False a new
+        mask is drawn once per run. No effect when the keep rate is 1.
       input_size: optional input depth (the width of the inputs, not of the
         state); if given it must match the inputs (checked in ``build``).
         Needed only to call :meth:`get_vd_update_op` before the cell is
@@ -129,7 +132,10 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
 
     Calling the cell raises TypeError for inputs that are not of a float
     dtype (float32 with ``is_quant``) or not of the cell's dtype, and
-    ValueError for inputs of another depth than the cell was built for.
+    ValueError for inputs of another depth than the cell was built for;
+    with ``is_quant``, ``GraphModeError`` eagerly, inside ``tf.function``
+    or under TF 2.x control flow v2 (quantization-aware training needs a
+    v1 graph).
 
     Example::
 
@@ -197,7 +203,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         kernel_transforms = list(record)
         self._built_depth = None
         self._is_train = checked_is_train
-        self._step_kernel = None
+        self._per_run = PerRun(type(self).__name__)
         self._quantizer = None
         self._step = self._float_step
         if is_quant:
@@ -230,7 +236,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         """The kernel every step of a run multiplies by (after build): the
         result of the kernel transforms, or the ``kernel`` variable itself
         when there are none; None before build."""
-        return self._step_kernel
+        return self._per_run.value
 
     @property
     def quantizer(self):
@@ -300,7 +306,6 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
           ValueError: unknown input depth, or ``input_size`` given and
             different from it.
         """
-        _compat.require_graph_mode(type(self).__name__)
         inputs_shape = tf.TensorShape(inputs_shape)
         input_depth = dimension_value(inputs_shape[-1])
         if input_depth is None:
@@ -321,23 +326,11 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         if self._quantizer is not None and not self._quantizer.created:
             self._quantizer.create_variables(self)
         super(WeightDropLSTMCell, self).build(inputs_shape)
-        with once_per_run(type(self).__name__), \
-                tf.name_scope("effective_kernel"):
-            if self._quantizer is not None:
-                self._quantizer.begin_run(self._is_train)
-            kernel = self._kernel
-            for transform in self._transforms:
-                with tf.name_scope(transform.name):
-                    kernel = transform.apply(kernel, self._is_train,
-                                             self._kernel)
-            self._step_kernel = kernel
-            if self._quantizer is not None:
-                self._quantizer.prepare(
-                    kernel, self._bias,
-                    (self._w_i_diag, self._w_f_diag, self._w_o_diag)
-                    if self._use_peepholes else None,
-                    self._proj_kernel if self._num_proj is not None
-                    else None)
+        if not tf.executing_eagerly():
+            # Graph mode: the run's kernel now (eagerly and inside
+            # tf.function, build runs outside the run: the first step
+            # computes it).
+            self._run_kernel()
         self.built = True
 
     # ------------------------------------------------------------------
@@ -345,8 +338,18 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
     # ------------------------------------------------------------------
     def __call__(self, inputs, state, *args, **kwargs):
         """Checks ``inputs`` (before the base layer builds variables of
-        their dtype) and runs one step; as ``LSTMCell.__call__``."""
+        their dtype) and runs one step; as ``LSTMCell.__call__``.
+
+        Raises:
+          GraphModeError: ``is_quant`` eagerly, inside ``tf.function`` or
+            a control-flow-v2 loop (docs/versions.md); here, before the
+            base layer would wrap the message.
+        """
         quant = self._quantizer is not None
+        if quant:
+            what = "%s(is_quant=True)" % type(self).__name__
+            _compat.require_graph_mode(what)
+            _compat.require_v1_control_flow(what)
         dtype = tf.float32 if quant else self.dtype
         inputs = check_tensor(
             inputs, "inputs", kind="float", dtype=dtype,
@@ -408,9 +411,34 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         """
         return self._step(inputs, state)
 
+    def _run_kernel(self):
+        """The effective kernel of the current run (base.control_flow's
+        ``run_key``), computed by its first step outside the RNN loop."""
+        return self._per_run.get(self._compute_kernel)
+
+    def _compute_kernel(self):
+        """The kernel transforms applied to the kernel (and the quantizer's
+        per-run tensors), in the current graph; under ``once_per_run``."""
+        with tf.name_scope("effective_kernel"):
+            if self._quantizer is not None:
+                self._quantizer.begin_run(self._is_train)
+            kernel = self._kernel
+            for transform in self._transforms:
+                with tf.name_scope(transform.name):
+                    kernel = transform.apply(kernel, self._is_train,
+                                             self._kernel)
+            if self._quantizer is not None:
+                self._quantizer.prepare(
+                    kernel, self._bias,
+                    (self._w_i_diag, self._w_f_diag, self._w_o_diag)
+                    if self._use_peepholes else None,
+                    self._proj_kernel if self._num_proj is not None
+                    else None)
+        return kernel
+
     def _float_step(self, inputs, state):
         """``LSTMCell``'s step, multiplying by the effective kernel."""
-        kernel, self._kernel = self._kernel, self._step_kernel
+        kernel, self._kernel = self._kernel, self._run_kernel()
         try:
             return super(WeightDropLSTMCell, self).call(inputs, state)
         finally:
@@ -424,6 +452,7 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
             c_prev = tf.slice(state, [0, 0], [-1, self._num_units])
             m_prev = tf.slice(state, [0, self._num_units],
                               [-1, self._h_depth])
+        self._run_kernel()   # the run's quantized weights and ranges
         m, c = self._quantizer.step(inputs, c_prev, m_prev)
         new_state = (LSTMStateTuple(c, m) if self._state_is_tuple
                      else tf.concat([c, m], 1))
@@ -442,7 +471,9 @@ class WeightDropLSTMCell(tf.nn.rnn_cell.LSTMCell):
         port's pattern: the step uses the fresh mask); see
         ``variational_dropout.HeldMask``. Called before the cell is built,
         it creates the mask variable now, fixing the cell's variable scope
-        to the current one.
+        to the current one. Eagerly the list holds a callable that
+        resamples the mask when called; inside ``tf.function`` a new assign
+        op, run where it is made (``HeldMask.update_ops``).
 
         Returns:
           A list with the update op, or ``[]`` when there is no held mask

@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     check_bool, check_dim, check_float_dtype, check_tensor)
-from tf1_awd_sparse.base.control_flow import with_assertions
+from tf1_awd_sparse.base.control_flow import (
+    one_run, run_mode, with_assertions)
 from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.layers._cell_arguments import decoded_config
 from tf1_awd_sparse.layers._sequence_base import SequenceLayerBase
@@ -161,7 +162,14 @@ class WeightDropLSTM(SequenceLayerBase):
             ``sequence_length`` not int32 / int64; ``dtype`` not a float
             dtype.
         """
-        _compat.require_graph_mode(type(self).__name__)
+        # Eagerly the call is one run (one dropped kernel); in graph mode
+        # and inside tf.function this changes nothing.
+        with one_run():
+            return self._call(inputs, initial_state, sequence_length, scope,
+                              dtype)
+
+    def _call(self, inputs, initial_state, sequence_length, scope, dtype):
+        """:meth:`__call__`, inside one run."""
         inputs = check_tensor(inputs, "inputs", kind="float")
         if inputs.get_shape().ndims != 3 or \
                 dimension_value(inputs.get_shape()[2]) is None:
@@ -187,14 +195,17 @@ class WeightDropLSTM(SequenceLayerBase):
             initial_state = self._checked_state(initial_state,
                                                 dtype or inputs.dtype)
         with self._variable_scope(scope) as varscope:
-            if varscope.caching_device is None:
+            if varscope.caching_device is None and \
+                    not tf.executing_eagerly():
                 varscope.set_caching_device(lambda op: op.device)
             time_axis = 0 if self._time_major else 1
             if dimension_value(inputs.get_shape()[time_axis]) == 0:
                 return self._no_steps(inputs, initial_state, sequence_length,
                                       dtype)
+            # The whole-sequence recurrence is a v1 graph loop with its own
+            # gradient: eagerly and inside tf.function, dynamic_rnn steps.
             if not self._fast or inputs.dtype.base_dtype not in (
-                    tf.float32, tf.float64):
+                    tf.float32, tf.float64) or run_mode() != "graph":
                 return tf.nn.dynamic_rnn(
                     self._cell, inputs, sequence_length=sequence_length,
                     initial_state=initial_state, dtype=dtype or inputs.dtype,

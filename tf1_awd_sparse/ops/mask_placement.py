@@ -55,7 +55,10 @@ QUANT_VARIABLES = "quantization_range_variables"
 
 def _probe_devices():
     """(device of an ordinary op, device of a resource variable) as the
-    current device stack would assign them; the probes are never run."""
+    current device stack would assign them; the probes are never run.
+    Eagerly there is no device function to probe: ``("", "")``."""
+    if tf.executing_eagerly():
+        return "", ""
     with tf.name_scope("mask_placement_probe"):
         plain = tf.no_op(name="op")
         handle = gen_resource_variable_ops.var_handle_op(

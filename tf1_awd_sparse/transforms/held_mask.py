@@ -6,7 +6,8 @@ This module is the one place where the library's dropout math is written:
 the inverted-dropout multiplier and :func:`apply_mask` applies it
 (``x * mask / keep_prob``). :class:`HeldMask` holds such a mask in a
 non-trainable variable whose update op goes to ``tf.GraphKeys.UPDATE_OPS``,
-ordered after every read; the cells' DropConnect
+ordered after every read (eagerly, a callable; inside ``tf.function``, an
+assign made where it is asked for); the cells' DropConnect
 (:mod:`tf1_awd_sparse.transforms.kernel`) and the dropout layers
 (:mod:`tf1_awd_sparse.layers.dropout`) are built on it.
 :func:`train_op_with_updates` is ``optimizer.minimize`` that also runs
@@ -18,14 +19,13 @@ from __future__ import absolute_import, division, print_function
 
 import numbers
 
-from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 from tensorflow.python.ops import gen_random_ops
 
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checks import (
     check_float_dtype, check_keep_prob, check_shape, check_tensor)
-from tf1_awd_sparse.base.control_flow import once_per_run
+from tf1_awd_sparse.base.control_flow import once_per_run, run_mode
 from tf1_awd_sparse.base.seeds import derived_seed
 
 __all__ = [
@@ -81,7 +81,6 @@ def bernoulli_mask(shape, keep_prob, dtype=tf.float32, seed=None, name=None):
       ValueError: a bad ``shape`` or ``keep_prob``.
       TypeError: a non-float ``dtype`` or tensor ``keep_prob``.
     """
-    _compat.require_graph_mode(name or "bernoulli_mask")
     keep_prob = check_keep_prob(keep_prob, allow_tensor=True)
     dtype = check_float_dtype(dtype)
     shape = _mask_shape(shape)
@@ -244,14 +243,9 @@ class HeldMask(object):
 
     def __init__(self, create_variable, name, shape, keep_prob, dtype=None,
                  seed=None, updates_collection=tf.compat.v1.GraphKeys.UPDATE_OPS):
-        _compat.require_graph_mode(type(self).__name__)
         self._keep_prob = check_keep_prob(keep_prob)
         self._name, self._shape, self._seed = name, list(shape), seed
         self._collection = updates_collection
-        # Outside the mask scope, whose device hides a replica device
-        # setter: a replicated graph's masks are initialized by its local
-        # init op (Scaffold), never lazily.
-        lazy_init = not mask_placement.is_replicated_here()
         # control_dependencies(None) also leaves any while-loop / cond
         # context: the variable and its ops can be fetched on their own.
         with tf.control_dependencies(None), \
@@ -259,35 +253,71 @@ class HeldMask(object):
             self.variable = create_variable(
                 name, self._shape, dtype,
                 BernoulliInitializer(self._keep_prob, derived_seed(seed, 0)))
-            self._scope = self.variable.op.name + "_"
-            # One op for every read: which initial mask a first run sees
-            # cannot depend on which read's assign ran first.
-            self._init = self._initialized() if lazy_init else None
-            self._raw_update = self._resample([])
-        self._update = self._raw_update
-        self._independent_reads = []
-        if updates_collection is not None:
-            tf.add_to_collection(updates_collection, self._update)
+        # (The op's name, read eagerly too.)
+        self._scope = self.variable.name.split(":")[0] + "_"
+        # A v1 graph's mask: its lazy initialization, update op and reads
+        # (None for a mask made eagerly, e.g. by a build inside tf.function).
+        self._graph_ops = None
+        if run_mode() == "graph":
+            self._graph_ops = self._make_graph_ops()
 
     @property
     def keep_prob(self):
         """The keep probability (Python float)."""
         return self._keep_prob
 
+    def _make_graph_ops(self):
+        """The mask's ``_GraphOps``; the update op joins the collection."""
+        # Outside the mask scope, whose device hides a replica device
+        # setter: a replicated graph's masks are initialized by its local
+        # init op (Scaffold), never lazily.
+        lazy_init = not mask_placement.is_replicated_here()
+        with once_per_run(type(self).__name__):
+            # One op for every read: which initial mask a first run sees
+            # cannot depend on which read's assign ran first.
+            ops = _GraphOps(self._initialized() if lazy_init else None,
+                            self._resample([]))
+        if self._collection is not None:
+            # The variable's graph: the program's, also when this is made in
+            # a control-flow-v2 loop body.
+            self.variable.graph.add_to_collection(self._collection,
+                                                  ops.update)
+        return ops
+
     def update_ops(self):
-        """The op(s) that resample the mask: a new list, one op."""
-        return [self._update]
+        """The op(s) that resample the mask: a new list, one op.
+
+        A mask made in graph mode: the op of its graph (see the class).
+        Otherwise, inside a ``tf.function``, a new assign made now (the
+        function runs it where it is made: after the reads made before it);
+        eagerly, a callable that resamples the mask when called (``for
+        update in held.update_ops(): update()``).
+        """
+        if self._graph_ops is not None:
+            return [self._graph_ops.update]
+        if run_mode() == "eager":
+            return [lambda: self._resample([])]
+        with once_per_run(type(self).__name__):
+            return [self._resample([])]
 
     def _resample(self, after):
         """An assign of a new sample, run after the ops ``after``."""
-        with tf.control_dependencies(None), \
+        if tf.executing_eagerly():
+            return self.variable.assign(self._sample(), read_value=False)
+        # In the run's graph (out of a control-flow-v2 body), after nothing
+        # but ``after``.
+        with once_per_run(type(self).__name__), \
+                tf.control_dependencies(None), \
                 tf.device(self.variable.device), \
                 tf.name_scope(self._scope + "update/"), \
                 tf.control_dependencies(after):
-            sample = bernoulli_mask(self._shape, self._keep_prob,
-                                    self.variable.dtype.base_dtype,
-                                    derived_seed(self._seed, 1))
-            return self.variable.assign(sample, read_value=False)
+            return self.variable.assign(self._sample(), read_value=False)
+
+    def _sample(self):
+        """A new Bernoulli(keep_prob) mask of the variable's shape."""
+        return bernoulli_mask(self._shape, self._keep_prob,
+                              self.variable.dtype.base_dtype,
+                              derived_seed(self._seed, 1))
 
     def _initialized(self):
         """An op after which the variable holds a mask: assigns the
@@ -305,27 +335,44 @@ class HeldMask(object):
     def read(self):
         """The mask for this run, read once outside any loop or cond.
 
+        Eagerly and inside ``tf.function`` the variable's value now (the
+        program's order orders it against the updates).
+
         Returns:
           A tensor of the mask's shape and dtype (0s and 1s).
         """
+        ops = self._graph_ops
+        if ops is None:
+            with once_per_run(type(self).__name__):
+                return self.variable.read_value()
         with once_per_run(type(self).__name__), \
                 tf.name_scope(self._name + "_read"):
-            deps = [] if self._init is None else [self._init]
+            deps = [] if ops.init is None else [ops.init]
             with tf.control_dependencies(deps):
                 value = self.variable.read_value()
-        updates = [self._raw_update, self._update]
-        if not _ancestors_include(value.op, updates):
+        if not _ancestors_include(value.op, [ops.raw_update, ops.update]):
             # Not ordered after the update: order the update after it.
-            self._independent_reads.append(value.op)
-            update = self._resample(self._independent_reads)
+            ops.reads.append(value.op)
+            update = self._resample(ops.reads)
             if self._collection is not None:
-                ops = tf.get_collection_ref(self._collection)
-                if self._update in ops:
-                    ops[ops.index(self._update)] = update
+                collection = self.variable.graph.get_collection_ref(
+                    self._collection)
+                if ops.update in collection:
+                    collection[collection.index(ops.update)] = update
                 else:
-                    ops.append(update)
-            self._update = update
+                    collection.append(update)
+            ops.update = update
         return value
+
+
+class _GraphOps(object):
+    """A held mask's ops in one graph: ``init`` (None when replicated),
+    ``raw_update`` (ordered after nothing), ``update`` (the op of now) and
+    ``reads`` (the reads ``update`` is ordered after)."""
+
+    def __init__(self, init, raw_update):
+        self.init, self.raw_update, self.update = init, raw_update, raw_update
+        self.reads = []
 
 
 def train_op_with_updates(optimizer, loss, global_step=None, var_list=None,

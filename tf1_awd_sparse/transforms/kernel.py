@@ -31,7 +31,7 @@ from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.base.checks import (
     check_bool, check_keep_prob, check_choice, check_int)
-from tf1_awd_sparse.base.control_flow import smart_cond
+from tf1_awd_sparse.base.control_flow import run_mode, smart_cond
 from tf1_awd_sparse.base.seeds import derived_seed
 from tf1_awd_sparse.transforms.held_mask import (
     HeldMask, apply_mask, bernoulli_mask, scaled_mask)
@@ -210,7 +210,8 @@ class SparseWeights(KernelTransform):
 
     def apply(self, kernel, training, variable):
         """VD / L0 weight sample in training, evaluation weights else; the
-        pair ``(variable, aux)`` joins the ``sparse_layers`` registry."""
+        pair ``(variable, aux)`` joins the ``sparse_layers`` registry (in
+        graph mode)."""
         if not self._registered:
             techniques.register_pair(self.technique, (variable, self.aux))
             self._registered = True
@@ -278,7 +279,8 @@ class PruningMask(KernelTransform):
             self.threshold = add_variable(self.THRESHOLD_NAME, shape=[],
                                           trainable=False,
                                           initializer=tf.zeros_initializer())
-            if self.mask not in tf.get_collection(PRUNING_MASKS):
+            if run_mode() == "graph" and \
+                    self.mask not in tf.get_collection(PRUNING_MASKS):
                 tf.add_to_collection(PRUNING_MASKS, self.mask)
 
     def apply(self, kernel, training, variable):
@@ -287,7 +289,7 @@ class PruningMask(KernelTransform):
         masked = tf.multiply(tf.convert_to_tensor(kernel),
                              tf.cast(self.mask, kernel.dtype),
                              name="masked_weight")
-        if not self._registered:
+        if not self._registered and run_mode() == "graph":
             _register_for_model_pruning(variable, self.mask, self.threshold,
                                         masked)
             self._registered = True

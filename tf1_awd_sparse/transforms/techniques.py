@@ -25,6 +25,7 @@ from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.ops.sparse import l0_regularization as l0_nn
 from tf1_awd_sparse.ops.sparse import variational_dropout as vd_nn
 from tf1_awd_sparse.base.checks import ParamsError, check_choice, check_graph
+from tf1_awd_sparse.base.control_flow import run_mode
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",
            "registered_pairs", "eval_options"]
@@ -328,7 +329,10 @@ def register_pair(technique, pair):
 
     Layers register their `(kernel, aux)` when built; call this for pairs
     you create yourself (e.g. for the RNN cells, or an embedding). A pair
-    already registered (e.g. layers rebuilt with reuse) is added once.
+    already registered (e.g. layers rebuilt with reuse) is added once. The
+    registry is a graph collection: eagerly and inside ``tf.function``
+    nothing is registered (compute the losses from the pairs themselves:
+    ``nn.negative_dkl`` / ``nn.l0_norm``).
 
     Args:
       technique: 'variational_dropout', 'l0' or a `Technique`.
@@ -341,6 +345,8 @@ def register_pair(technique, pair):
         collections.
     """
     technique = get(technique)
+    if run_mode() != "graph":
+        return
     theta, aux = _check_pair(pair)
     item = json.dumps([theta.name, aux.name]).encode("utf-8")
     if item not in theta.graph.get_collection(technique.collection):

@@ -107,7 +107,6 @@ class SparseLayer(tf.layers.Layer):
     def __call__(self, inputs, *args, **kwargs):
         """Checks `inputs` (before the base layer builds variables of
         their dtype) and calls the layer."""
-        _compat.require_graph_mode(type(self).__name__)
         inputs = check_tensor(inputs, "inputs", kind="float",
                               dtype=self.dtype,
                               dtype_of="the layer's dtype" if self.dtype

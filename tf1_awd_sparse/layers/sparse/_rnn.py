@@ -2,11 +2,12 @@
 
 A cell gets its pre-activation `[x, h] @ W` from a `HeldWeights` of its
 technique (VD overrides it in `variational_dropout.rnn`). It builds its
-noise or gate sample lazily, at the cell's first call, under
+noise or gate sample lazily, at the cell's first call of each run, under
 `once_per_run` (the library's one way out of the `tf.while_loop` context of
 `dynamic_rnn`, keeping the caller's control inputs from outside the loop),
-so the sample is made once per `session.run` and the same value is used at
-every time step.
+so the sample is made once per run (`session.run`; eagerly, one call of
+an RNN function; inside `tf.function`, one call of the function) and the
+same value is used at every time step.
 """
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
@@ -14,7 +15,7 @@ from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     ParamsError, check_positive_int, check_real, check_tensor, check_training)
-from tf1_awd_sparse.base.control_flow import once_per_run, smart_cond
+from tf1_awd_sparse.base.control_flow import PerRun, smart_cond
 from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 
 
@@ -138,7 +139,7 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
         if not self._bias.shape.is_compatible_with([width]):
             raise ParamsError("bias_weights must have shape [%d], got %s"
                               % (width, self._bias.shape))
-        self._preactivation = None
+        self._preactivation = PerRun(type(self).__name__)
         self._input_size = None
 
     @property
@@ -153,7 +154,6 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
 
     def build(self, inputs_shape):
         """Checks the input width against the kernel's rows."""
-        _compat.require_graph_mode(type(self).__name__)
         inputs_shape = tf.TensorShape(inputs_shape)
         input_size = dimension_value(inputs_shape[-1])
         rows = dimension_value(self._held.params[0].shape[0])
@@ -172,12 +172,10 @@ class _SparseCell(tf.nn.rnn_cell.RNNCell):
         """[x, h] @ W + b with the run's held noise / gates."""
         check_tensor(inputs, "inputs", dtype=self._held.params[0].dtype,
                      dtype_of="the dtype of kernel_weights")
-        if self._preactivation is None:
-            # Outside any while loop: one sample per run.
-            with once_per_run(type(self).__name__):
-                self._preactivation = self._held.make(
-                    inputs, self._input_size)
-        return self._preactivation(inputs, h) + self._bias
+        # Outside any while loop: one sample per run.
+        preactivation = self._preactivation.get(
+            lambda: self._held.make(inputs, self._input_size))
+        return preactivation(inputs, h) + self._bias
 
 
 class SparseRNNCell(_SparseCell):
