@@ -7,7 +7,6 @@ its cell through the cell's public attributes only.
 """
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
     check_bool, check_dim, check_float_dtype, check_tensor)
 from tf1_awd_sparse.base.control_flow import (
