@@ -653,9 +653,10 @@ def _sparsify(pipeline, techniques, parallel):
         if pipeline.teacher_is_reference():
             # The techniques' teacher is the reference: it trains first.
             first = finetune(techniques[0])
-            # The float model stays the teacher if it validates better.
-            if (first["row"]["valid_ppl"]
-                    < pipeline.float_summary["best_valid_ppl"]):
+            # The teacher is the reference `best_reference` reports.
+            float_row = {"valid_ppl": pipeline.float_summary["best_valid_ppl"]}
+            if best_reference(float_row, first["row"])[
+                    "reference_is"] == "fine-tuned":
                 pipeline.teacher = train.best_checkpoint(
                     os.path.join(pipeline.out_dir, "reference"))
             return [first] + list(pool.map(finetune, techniques[1:]))
