@@ -23,7 +23,8 @@ import _quiet  # noqa: F401,E402
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse.awd_lm import presets, train  # noqa: E402
+from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
+from tf1_awd_sparse.awd_lm.training import train  # noqa: E402
 from _timing import interleaved_ratios  # noqa: E402
 
 VOCAB = 1000

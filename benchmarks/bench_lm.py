@@ -34,7 +34,8 @@ import _quiet  # noqa: F401,E402
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from tf1_awd_sparse.awd_lm import model, presets  # noqa: E402
+from tf1_awd_sparse.awd_lm.graph import model  # noqa: E402
+from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
 from _timing import interleaved_ratios  # noqa: E402
 
 VOCAB, EMB, UNITS, LAYERS, BATCH, BPTT = 10000, 200, 200, 2, 20, 35

@@ -26,7 +26,7 @@ events, state.json, summary.json), with --quant also <model>_quant/ (the
 quantization-aware fine-tuning), summary.json and valid_ppl.png.
 
 --compress TECHNIQUES (variational_dropout, l0, magnitude, comma-separated)
-then compresses each model (`tf1_awd_sparse.awd_lm.compress`): each
+then compresses each model (`tf1_awd_sparse.awd_lm.training.compress`): each
 technique fine-tunes the float model for --finetune-epochs at
 --finetune-lr: a ramp towards --target-sparsity (40 %), an exact cut to it,
 the survivors fine-tuned (60 %), beside a float model fine-tuned for the
@@ -48,8 +48,9 @@ import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.checks import check_nonnegative_int  # noqa: E402
-from tf1_awd_sparse.awd_lm import (  # noqa: E402
-    compress, presets, records, runtime, train)
+from tf1_awd_sparse.awd_lm.training import compress, records, train
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.corpus import runtime
 
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",

@@ -34,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tf1_awd_sparse.awd_lm import records  # noqa: E402  (no TensorFlow)
+from tf1_awd_sparse.awd_lm.training import records  # noqa: E402  (no TensorFlow)
 
 SCRIPT = os.path.join(HERE, "awd_lm.py")
 MODELS = ("plain", "awd")
@@ -53,7 +53,8 @@ SAMPLE_WORDS, SAMPLE_SENTENCES, SAMPLE_SEED = 80, 4, 1
 def write_corpus(out):
     """Writes the demo's embedded corpus (the one both runs train on) as
     ``out/data/{train,valid,test}.txt``; returns the directory."""
-    from tf1_awd_sparse.awd_lm import data, presets, synthetic
+    from tf1_awd_sparse.awd_lm.corpus import data, synthetic
+    from tf1_awd_sparse.awd_lm.config import presets
     params = presets.params_for("demo", "awd")
     corpus, _ = synthetic.hmm_corpus(
         seed=params["hmm_seed"], n_train=params["hmm_train"],

@@ -42,7 +42,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.checks import (  # noqa: E402
     check_nonnegative_int, check_positive_int, check_real)
-from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: E402
+from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: E402
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402
 from tf1_awd_sparse.ops import mask_placement  # noqa: E402
 from weight_drop_lstm import WeightDropLSTMCell  # noqa: E402

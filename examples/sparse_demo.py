@@ -24,7 +24,7 @@ from sparse_layers import common, losses, report  # noqa: E402
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.checks import (  # noqa: E402
     check_nonnegative_int, check_positive_int)
-from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: E402
+from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: E402
 from sparse_layers.l0_regularization import layers as l0_layers  # noqa: E402
 from sparse_layers.variational_dropout import layers as vd_layers  # noqa: E402
 from sparse_layers.variational_dropout import nn as vd_nn  # noqa: E402

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import (compress, data, export, presets, synthetic,
-                                   train)
+from tf1_awd_sparse.awd_lm.training import compress, train
+from tf1_awd_sparse.awd_lm.corpus import data, synthetic
+from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.config import presets
 from support.versions import needs_litert
 
 TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
@@ -379,7 +381,8 @@ def test_every_stage_opens_as_a_language_model(reference):
     """config.json / vocab.txt in every stage directory and a sidecar
     beside each .tflite file; each opens with LanguageModel and its
     evaluation reproduces the stage's test perplexity."""
-    from tf1_awd_sparse.awd_lm import LanguageModel, modeldir
+    from tf1_awd_sparse.awd_lm import LanguageModel
+    from tf1_awd_sparse.awd_lm.config import modeldir
     out, result = reference
     root = os.path.join(out, "compress")
     test = os.path.join(out, "test.txt")

@@ -11,8 +11,12 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import (compress, data, distill, lm, model,
-                                   model_fn, presets, synthetic, train)
+from tf1_awd_sparse.awd_lm.training import compress, train
+from tf1_awd_sparse.awd_lm.corpus import data, synthetic
+from tf1_awd_sparse.awd_lm.graph import distill, model
+from tf1_awd_sparse.awd_lm.inference import lm
+from tf1_awd_sparse.awd_lm.distributed import model_fn
+from tf1_awd_sparse.awd_lm.config import presets
 from support.lm import one_error_line, script
 
 

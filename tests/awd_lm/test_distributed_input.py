@@ -12,8 +12,11 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.awd_lm import (estimator, input_fn, model, model_fn,
-                                   monitored, presets, runtime)
+from tf1_awd_sparse.awd_lm import estimator, monitored
+from tf1_awd_sparse.awd_lm.distributed import input_fn, model_fn
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.corpus import runtime
 from support.versions import needs_estimator
 
 from support import ROOT, example

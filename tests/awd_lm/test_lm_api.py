@@ -16,7 +16,10 @@ from support import lm_api
 from support.lm import UINT8_PPL_RTOL, UINT8_TOKEN_ATOL, UINT8_TOKEN_MEAN
 from support.references import learned_grid, state_grid_errors
 from tf1_awd_sparse.export.runner import TFLiteRunner
-from tf1_awd_sparse.awd_lm import LanguageModel, data, model, modeldir
+from tf1_awd_sparse.awd_lm import LanguageModel
+from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.config import modeldir
 
 from support import ROOT
 
@@ -279,7 +282,7 @@ def test_generate_command_line(models):
 
 
 def test_write_ptb_round_trips_the_embedded_corpus(tmp_path):
-    from tf1_awd_sparse.awd_lm import synthetic
+    from tf1_awd_sparse.awd_lm.corpus import synthetic
     corpus, _ = synthetic.hmm_corpus(seed=3, n_train=400, n_valid=100,
                                      n_test=100, n_states=4, vocab_size=30)
     data.write_ptb(corpus, str(tmp_path))
@@ -295,7 +298,8 @@ def test_write_ptb_round_trips_the_embedded_corpus(tmp_path):
 def test_unknown_words_without_unk_and_bad_checkpoints_are_named(models,
                                                                    tmp_path):
     import shutil
-    from tf1_awd_sparse.awd_lm import lm as lm_module, train
+    from tf1_awd_sparse.awd_lm.inference import lm as lm_module
+    from tf1_awd_sparse.awd_lm.training import train
     copy = str(tmp_path / "run")
     shutil.copytree(models["float_dir"], copy)
     vocab = os.path.join(copy, "vocab.txt")

@@ -12,11 +12,16 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import (data, estimator, export, input_fn, model,
-                                   monitored, presets, runtime, train)
+from tf1_awd_sparse.awd_lm.corpus import data, runtime
+from tf1_awd_sparse.awd_lm import estimator, monitored
+from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.distributed import input_fn
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.quantization import export_tflite
 from weight_drop_lstm import WeightDropLSTMCell
-from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook
+from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook
 from support import ROOT
 from support.lm import (PARAMS, SCRIPT, TINY, make_features, one_error_line,
                         script, write_ptb)

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from support import lm_api
-from tf1_awd_sparse.awd_lm import LanguageModel, cache, export, lm as lm_module
+from tf1_awd_sparse.awd_lm import LanguageModel
+from tf1_awd_sparse.awd_lm.graph import cache
+from tf1_awd_sparse.awd_lm.inference import export, lm as lm_module
 # test_lm_api's measured uint8-vs-QAT-checkpoint tolerances, with the cache.
 from support.lm import UINT8_PPL_RTOL, UINT8_TOKEN_ATOL
 

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from tf1_awd_sparse.awd_lm import data, synthetic
+from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 
 
 def write_corpus(tmpdir, train, valid, test, prefix=""):

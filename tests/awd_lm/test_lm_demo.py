@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from support import EXAMPLES
-from tf1_awd_sparse.awd_lm import records
+from tf1_awd_sparse.awd_lm.training import records
 
 DEMO = os.path.join(EXAMPLES, "demo.py")
 

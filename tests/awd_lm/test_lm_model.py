@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import model
+from tf1_awd_sparse.awd_lm.graph import model
 from support.lm import PARAMS, make_features
 
 #: tf.estimator.ModeKeys.TRAIN's value (TF 2.16+ has no tf.estimator;

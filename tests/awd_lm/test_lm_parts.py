@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import data, losses, ntasgd, train
+from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.graph import losses, ntasgd
+from tf1_awd_sparse.awd_lm.training import train
 
 
 def np_ar(h, alpha, lengths=None):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import train
+from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.ops.quantized_lstm import range_names
 from support.lm import TINY, script, write_ptb
 

@@ -124,7 +124,7 @@ def test_kill_and_resume_equals_uninterrupted(averaging_run, tmpdir):
 
 
 def test_fresh_run_deletes_only_its_owntree_bytes(tmpdir):
-    from tf1_awd_sparse.awd_lm import train
+    from tf1_awd_sparse.awd_lm.training import train
     for d in ("last", "best", "data"):
         tmpdir.mkdir(d).join("x").write("x")
     for f in ("state.json", "summary.json", "events.out.tfevents.1.h",
@@ -154,7 +154,9 @@ def test_diverged_run_exits_1_naming_the_step(tmpdir, capsys):
 
 @pytest.fixture
 def trainer_after_one_epoch(tmpdir):
-    from tf1_awd_sparse.awd_lm import data, presets, train
+    from tf1_awd_sparse.awd_lm.corpus import data
+    from tf1_awd_sparse.awd_lm.config import presets
+    from tf1_awd_sparse.awd_lm.training import train
     data_dir = str(tmpdir.mkdir("ptb"))
     write_ptb(data_dir)
     args = script.parse_args(TINY)
@@ -167,7 +169,7 @@ def trainer_after_one_epoch(tmpdir):
 
 
 def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
-    from tf1_awd_sparse.awd_lm import train
+    from tf1_awd_sparse.awd_lm.training import train
     trainer, run_dir = trainer_after_one_epoch
     before = tree_bytes(run_dir)
     assert "last/model.ckpt-1.index" in before and "best/checkpoint" in before
@@ -188,7 +190,7 @@ def test_diverged_validation_saves_no_best(trainer_after_one_epoch,
                                            monkeypatch):
     """A finite training loss, then weights whose validation loss is NaN:
     neither best/ nor last/ takes them."""
-    from tf1_awd_sparse.awd_lm import train
+    from tf1_awd_sparse.awd_lm.training import train
     trainer, run_dir = trainer_after_one_epoch
     before = tree_bytes(run_dir)
     monkeypatch.setattr(train, "evaluate", lambda *a: float("nan"))
@@ -203,7 +205,7 @@ def test_diverged_validation_saves_no_best(trainer_after_one_epoch,
 
 
 def test_diverged_threshold():
-    from tf1_awd_sparse.awd_lm import train
+    from tf1_awd_sparse.awd_lm.training import train
     # The threshold: the perplexity exp(loss) overflows a float just above.
     assert math.isfinite(math.exp(train.DIVERGED_LOSS - 1e-9))
     with pytest.raises(OverflowError):
@@ -245,7 +247,8 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
     weights the epoch ends with: both evaluated here from the last epoch's
     checkpoint, the averages loaded by hand."""
     import tensorflow.compat.v1 as tf
-    from tf1_awd_sparse.awd_lm import data, train
+    from tf1_awd_sparse.awd_lm.corpus import data
+    from tf1_awd_sparse.awd_lm.training import train
     _, data_dir, run_dir = averaging_run
     with open(os.path.join(run_dir, "state.json")) as f:
         state = json.load(f)

@@ -8,7 +8,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import compat as _compat
 
-from tf1_awd_sparse.awd_lm import model
+from tf1_awd_sparse.awd_lm.graph import model
 from support.lm import PARAMS, make_features
 
 WDECAY = 1e-3

@@ -14,7 +14,9 @@ import tensorflow.compat.v1 as tf
 
 from support import lm_api
 from support.versions import IS_TF2
-from tf1_awd_sparse.awd_lm import LanguageModel, data, modeldir, savedmodel
+from tf1_awd_sparse.awd_lm import LanguageModel, savedmodel
+from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.config import modeldir
 
 from support import ROOT
 ATOL = 1e-5
@@ -24,7 +26,8 @@ ATOL = 1e-5
 def runs(tmp_path_factory):
     """A float run and a quantization-aware run from it, each exported
     once; LanguageModel.load of each run directory."""
-    from tf1_awd_sparse.awd_lm import presets, train
+    from tf1_awd_sparse.awd_lm.config import presets
+    from tf1_awd_sparse.awd_lm.training import train
     root = str(tmp_path_factory.mktemp("savedmodel"))
     corpus = data.read_ptb(lm_api.write_corpus(
         os.path.join(root, "data")))

@@ -1,5 +1,5 @@
 """records.sparsity_series / plot_sparsity / sparsity_table and the
-``python -m tf1_awd_sparse.awd_lm.records --sparsity-plot`` command, on
+``python -m tf1_awd_sparse.awd_lm.training.records --sparsity-plot`` command, on
 tiny hand-written compression summaries (no TensorFlow)."""
 import json
 
@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.figure  # noqa: E402
 import pytest  # noqa: E402
 
-from tf1_awd_sparse.awd_lm import records  # noqa: E402
+from tf1_awd_sparse.awd_lm.training import records  # noqa: E402
 
 FLOAT, REF = 100.0, 101.0
 

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import export, model, presets
+from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.export import graphdef
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME
 from tf1_awd_sparse.export.runner import TFLiteRunner

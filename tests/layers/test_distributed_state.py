@@ -8,7 +8,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.ops import mask_placement
-from tf1_awd_sparse.awd_lm.cluster import mirrored_strategy
+from tf1_awd_sparse.awd_lm.distributed.cluster import mirrored_strategy
 from support.versions import needs_estimator
 from variational_dropout import VariationalDropout
 from weight_drop_lstm import WeightDropLSTMCell

@@ -17,8 +17,11 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import (estimator, model, model_fn, modeldir,
-                                   monitored, presets, train)
+from tf1_awd_sparse.awd_lm import estimator, monitored
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.distributed import model_fn
+from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.transforms import PRUNING_MASKS
 from support.graphs import ancestors

@@ -20,7 +20,7 @@ def runs(tmp_path_factory):
 
 
 def _variables(run_dir):
-    from tf1_awd_sparse.awd_lm import modeldir
+    from tf1_awd_sparse.awd_lm.config import modeldir
     config = modeldir.read_config(os.path.join(run_dir, "config.json"))
     reader = tf.train.load_checkpoint(os.path.join(run_dir,
                                                    config["checkpoint"]))

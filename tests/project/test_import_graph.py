@@ -162,7 +162,7 @@ def test_a_float_cell_does_not_load_the_exporter():
     """Neither a float cell nor the language model's graph code
     (``awd_lm.model``) loads any module of the TFLite exporter."""
     code = ("import sys, tf1_awd_sparse.base._quiet, weight_drop_lstm\n"
-            "import tf1_awd_sparse.awd_lm.model\n"
+            "import tf1_awd_sparse.awd_lm.graph.model\n"
             "print(sorted(m for m in sys.modules\n"
             "             if m.startswith('tf1_awd_sparse.export')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,

@@ -59,7 +59,10 @@ def old_names_used(source):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in aliases):
             used.add(aliases[node.value.id] + "." + node.attr)
-    old = set(names.DEPRECATED_MODULES) | {"%s.%s" % k for k in old_attributes}
+    # The flat awd_lm names stay public for users, but the project itself
+    # uses the floor names.
+    old = set(names.DEPRECATED_MODULES) | set(names.PUBLIC_MOVED_MODULES) \
+        | {"%s.%s" % k for k in old_attributes}
     return sorted(u for u in used if u in old)
 
 
@@ -90,7 +93,8 @@ def test_the_project_imports_no_old_name():
 
 def test_the_docs_name_no_old_name():
     pattern = re.compile(r"\b(%s)\b(?!\.\w)" % "|".join(
-        re.escape(n) for n in sorted(names.DEPRECATED_MODULES)))
+        re.escape(n) for n in sorted(set(names.DEPRECATED_MODULES)
+                                     | set(names.PUBLIC_MOVED_MODULES))))
     found = {}
     for path in [os.path.join(ROOT, "README.md")] + glob.glob(
             os.path.join(ROOT, "docs", "*.md")):
@@ -223,6 +227,13 @@ def test_the_public_names_raise_no_deprecation_warning():
             "from tf1_awd_sparse.base import names\n"
             "for public in sorted(names.PUBLIC):\n"
             "    importlib.import_module(public)\n"
+            "for old, new in sorted(names.PUBLIC_MOVED_MODULES.items()):\n"
+            "    assert importlib.import_module(old) is \\\n"
+            "        importlib.import_module(new), old\n"
+            "from tf1_awd_sparse.awd_lm import train, presets, data, lm\n"
+            "from tf1_awd_sparse.awd_lm import compress\n"
+            "assert (train.run, data.read_ptb, lm.LanguageModel,\n"
+            "        compress.run_pipeline, presets.PRESETS)\n"
             "from tf1_awd_sparse.base.compat import tf\n"
             "if hasattr(tf, 'disable_v2_behavior'):\n"
             "    tf.disable_v2_behavior()\n"

@@ -40,7 +40,7 @@ def write_corpus(directory, seed=0):
 
 def tiny_params():
     """A two-layer model of a few hundred weights."""
-    from tf1_awd_sparse.awd_lm import presets
+    from tf1_awd_sparse.awd_lm.config import presets
     return presets.params_for("demo", "plain", {
         "emb_size": 8, "hidden_size": 12, "num_layers": 2, "batch_size": 4,
         "eval_batch_size": 3, "bptt": 6, "max_epochs": 1, "lr": 20.0,
@@ -49,8 +49,10 @@ def tiny_params():
 
 def build_models(root):
     """Trains and exports the models once; returns a dict of paths."""
-    from tf1_awd_sparse.awd_lm import lm, presets, train
-    from tf1_awd_sparse.awd_lm import data
+    from tf1_awd_sparse.awd_lm.inference import lm
+    from tf1_awd_sparse.awd_lm.config import presets
+    from tf1_awd_sparse.awd_lm.training import train
+    from tf1_awd_sparse.awd_lm.corpus import data
     corpus = data.read_ptb(write_corpus(os.path.join(root, "data")))
     params = tiny_params()
     float_params, quant_params = presets.split_quant(

@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import variational_dropout as vd  # noqa: E402
 from sparse_layers.l0_regularization import layers as l0_layers  # noqa
 from sparse_layers.variational_dropout import layers as vd_layers  # noqa
-from tf1_awd_sparse.awd_lm import model as lm  # noqa: E402
+from tf1_awd_sparse.awd_lm.graph import model as lm  # noqa: E402
 from weight_drop_lstm import WeightDropLSTM, WeightDropLSTMCell  # noqa
 
 LM = dict(vocab_size=7, emb_size=4, hidden_size=4, num_layers=2,

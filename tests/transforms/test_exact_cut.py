@@ -10,7 +10,9 @@ import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, losses, strip, techniques
 from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.awd_lm import compress, presets, records, synthetic, train
+from tf1_awd_sparse.awd_lm.training import compress, records, train
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.corpus import synthetic
 
 
 # -- exact_keep_masks ------------------------------------------------------

@@ -497,7 +497,7 @@ def _contrib_lm_pruning_op(params, global_step, train_op):
 def _train_lm(make_op, steps=15):
     """Trains the tiny AWD model ``steps`` steps with ``make_op``'s pruning;
     returns the masks (and their weights) by name after every step."""
-    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.awd_lm.graph import model
     from tf1_awd_sparse.transforms.kernel import PRUNING_MASKS, pruned_weight_name
     history = []
     with tf.Graph().as_default():
@@ -530,7 +530,7 @@ def test_language_model_prunes_by_the_schedule():
     """awd_lm.model.magnitude_pruning_op on this version: every mask at its
     schedule's sparsity after the last update (step 12), largest
     magnitudes kept."""
-    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.awd_lm.graph import model
     history = _train_lm(model.magnitude_pruning_op)
     updates = _update_steps(15, 0, 12, 3)
     assert updates == [3, 6, 9, 12]
@@ -555,7 +555,7 @@ def test_language_model_prunes_as_contrib_did():
     identical masks and weights after every step (on 1.15, contrib's exact
     quantile against the library's 4096 bins: equal to the bin's
     resolution, checked by the sparsity)."""
-    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.awd_lm.graph import model
     ours = _train_lm(model.magnitude_pruning_op)
     reference = _train_lm(_contrib_lm_pruning_op)
     exact = not _contrib_threshold_is_exact()

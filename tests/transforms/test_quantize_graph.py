@@ -503,7 +503,7 @@ def test_quantized_language_model_is_left_as_it_is(training):
     """The language model with quant=True quantizes its embedding, cells
     and tied softmax itself: a rewrite over it adds no FakeQuant (so the
     LM's QAT stage may call it over a larger model)."""
-    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.awd_lm.graph import model
     from support.lm import PARAMS, make_features
     with tf.Graph().as_default() as graph:
         tf.train.get_or_create_global_step()

@@ -49,6 +49,6 @@ def __getattr__(name):
     # ``LanguageModel`` on first use (PEP 562), so importing the package
     # (e.g. for `records`, which needs no TensorFlow) stays light.
     if name == "LanguageModel":
-        from tf1_awd_sparse.awd_lm.lm import LanguageModel
+        from tf1_awd_sparse.awd_lm.inference.lm import LanguageModel
         return LanguageModel
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -59,14 +59,16 @@ from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
-from tf1_awd_sparse.awd_lm import model, modeldir, presets, runtime
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.corpus import runtime
 # The pieces, under the names this module has always exported.
-from tf1_awd_sparse.awd_lm.cluster import (  # noqa: F401
+from tf1_awd_sparse.awd_lm.distributed.cluster import (  # noqa: F401
     ClusterBarrierHook, mirrored_strategy)
-from tf1_awd_sparse.awd_lm.input_fn import make_input_fn  # noqa: F401
-from tf1_awd_sparse.awd_lm.model_fn import model_fn  # noqa: F401
+from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn  # noqa: F401
+from tf1_awd_sparse.awd_lm.distributed.model_fn import model_fn  # noqa: F401
 from tf1_awd_sparse.base import names as _names
-from tf1_awd_sparse.awd_lm.runtime import session_config  # noqa: F401
+from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: F401
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["DISTRIBUTE_CHOICES", "ALTERNATIVE", "EstimatorUnavailableError",

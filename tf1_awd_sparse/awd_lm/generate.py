@@ -47,7 +47,7 @@ def main(argv=None):
     args = parse_args(argv)
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
-    from tf1_awd_sparse.awd_lm import lm
+    from tf1_awd_sparse.awd_lm.inference import lm
     try:
         model = lm.LanguageModel.load(args.model, threads=args.threads)
         text = model.generate(args.prompt, args.num_words,

@@ -42,10 +42,12 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
-from tf1_awd_sparse.awd_lm import estimator, runtime, train
-from tf1_awd_sparse.awd_lm.cluster import ClusterBarrierHook, mirrored_strategy
-from tf1_awd_sparse.awd_lm.input_fn import make_input_fn
-from tf1_awd_sparse.awd_lm.model_fn import eval_xent, train_step
+from tf1_awd_sparse.awd_lm import estimator
+from tf1_awd_sparse.awd_lm.corpus import runtime
+from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook, mirrored_strategy
+from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn
+from tf1_awd_sparse.awd_lm.distributed.model_fn import eval_xent, train_step
 
 __all__ = ["PROG", "Task", "task_from_tf_config", "parse_args", "prepare",
            "execute", "evaluate_checkpoint", "run", "main"]

@@ -39,8 +39,9 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.compat import tf  # noqa: E402
-from tf1_awd_sparse.awd_lm import lm_backends, modeldir  # noqa: E402
-from tf1_awd_sparse.awd_lm import runtime  # noqa: E402
+from tf1_awd_sparse.awd_lm.inference import lm_backends  # noqa: E402
+from tf1_awd_sparse.awd_lm.config import modeldir  # noqa: E402
+from tf1_awd_sparse.awd_lm.corpus import runtime  # noqa: E402
 
 __all__ = ["export_saved_model", "SIGNATURES", "TAG", "VARIABLES",
            "parse_args", "main"]
@@ -116,7 +117,8 @@ def export_saved_model(model_dir, path, overwrite=False):
       ValueError: path exists (without overwrite, or not a SavedModel).
     """
     # pylint: disable=protected-access
-    from tf1_awd_sparse.awd_lm import lm, train
+    from tf1_awd_sparse.awd_lm.inference import lm
+    from tf1_awd_sparse.awd_lm.training import train
     _check_out(path, overwrite)
     config = modeldir.read_config(lm._resolve(model_dir)[0])
     if "checkpoint" not in config:

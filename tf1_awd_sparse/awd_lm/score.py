@@ -73,7 +73,7 @@ def parse_args(argv):
                          given))
     args.cache = None
     if given:
-        from tf1_awd_sparse.awd_lm import cache
+        from tf1_awd_sparse.awd_lm.graph import cache
         try:
             args.cache = cache.check_config(
                 (args.cache_window, args.cache_theta, args.cache_lambda),
@@ -103,7 +103,7 @@ def _as_training(model, lines, cache=None):
     them over the lines' words (an ``<eos>`` after each line)."""
     import collections
     oov = collections.Counter()
-    from tf1_awd_sparse.awd_lm import data
+    from tf1_awd_sparse.awd_lm.corpus import data
     words = [w for line in lines if line.split()
              for w in line.split() + [data.EOS]]
     ids = model.encode(words, oov)
@@ -148,7 +148,8 @@ def main(argv=None):
     lines = _read_lines(args.files)
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
-    from tf1_awd_sparse.awd_lm import lm, train
+    from tf1_awd_sparse.awd_lm.inference import lm
+    from tf1_awd_sparse.awd_lm.training import train
     try:
         model = lm.LanguageModel.load(args.model, threads=max(1,
                                                               args.threads))

@@ -25,7 +25,7 @@ import importlib.util
 import sys
 import warnings
 
-__all__ = ["PUBLIC", "DEPRECATED_MODULES", "DEPRECATED_ATTRIBUTES",
+__all__ = ["PUBLIC", "PUBLIC_MOVED_MODULES", "DEPRECATED_MODULES", "DEPRECATED_ATTRIBUTES",
            "REMOVED_ATTRIBUTES", "DEPRECATED_SINCE", "REMOVED_IN",
            "public_module", "moved_attribute",
            "install_old_module_names"]
@@ -60,8 +60,33 @@ PUBLIC = {
         "tf1_awd_sparse.layers.sparse.l0_regularization.rnn",
 }
 
+_AWD_LM = "tf1_awd_sparse.awd_lm"
+#: awd_lm's modules by floor (docs/architecture.md), for the two tables
+#: below: ``tf1_awd_sparse.awd_lm.NAME`` was the flat name of each.
+_AWD_LM_FLOORS = {
+    "corpus": ("data", "synthetic", "runtime"),
+    "config": ("presets", "modeldir"),
+    "graph": ("model", "losses", "ntasgd", "distill", "cache"),
+    "inference": ("lm_backends", "lm", "export"),
+    "training": ("train", "records", "compress"),
+    "distributed": ("cluster", "input_fn", "model_fn"),
+}
+_AWD_LM_MOVED = dict(
+    ("%s.%s" % (_AWD_LM, name), "%s.%s.%s" % (_AWD_LM, floor, name))
+    for floor, modules in _AWD_LM_FLOORS.items() for name in modules)
+#: The flat awd_lm names that README and docs/awd_lm.md taught users
+#: (``awd_lm.train.run``, ``awd_lm.data.read_ptb``,
+#: ``awd_lm.lm.LanguageModel``, ...): old name -> the floor module it is,
+#: the same object, with no warning. The project itself uses the floor
+#: names (tests/project/test_names.py).
+PUBLIC_MOVED_MODULES = dict(
+    (old, new) for old, new in _AWD_LM_MOVED.items()
+    if old.rpartition(".")[2] in (
+        "data", "synthetic", "presets", "modeldir", "model", "cache", "lm",
+        "export", "train", "records", "compress"))
+
 #: Old module name -> the module it is now.
-DEPRECATED_MODULES = {
+DEPRECATED_MODULES = dict({
     "tf1_awd_sparse._checks": "tf1_awd_sparse.base.checks",
     "tf1_awd_sparse._compat": "tf1_awd_sparse.base.compat",
     "tf1_awd_sparse.magnitude_pruning":
@@ -70,7 +95,8 @@ DEPRECATED_MODULES = {
     "tf1_awd_sparse.quantization.fake_quant": "tf1_awd_sparse.ops.fake_quant",
     "tf1_awd_sparse.quantization.lstm": "tf1_awd_sparse.ops.quantized_lstm",
     "tf1_awd_sparse.quantization.export": "tf1_awd_sparse.export.tflite",
-}
+}, **dict((old, new) for old, new in _AWD_LM_MOVED.items()
+          if old not in PUBLIC_MOVED_MODULES))
 
 #: (module, name) -> the module that holds ``name`` now, for names that
 #: moved out of a module that still exists. The module's ``__getattr__``
@@ -110,9 +136,9 @@ DEPRECATED_ATTRIBUTES = dict(
            ("tf1_awd_sparse.export.runner", ["TFLiteRunner"]))
        for name in moved]
     + [(("tf1_awd_sparse.awd_lm.estimator", "bptt_batches"),
-        "tf1_awd_sparse.awd_lm.input_fn")]
+        "tf1_awd_sparse.awd_lm.distributed.input_fn")]
     + [(("tf1_awd_sparse.awd_lm.estimator", name),
-        "tf1_awd_sparse.awd_lm.model_fn")
+        "tf1_awd_sparse.awd_lm.distributed.model_fn")
        for name in ("MASK_UPDATE_OPS", "MaskUpdateHook")])
 
 #: (module, name) -> what to use instead, for names that went (their
@@ -193,16 +219,20 @@ def moved_attribute(module_name, name):
 
 
 class _OldModuleNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """A ``sys.meta_path`` finder and loader for :data:`DEPRECATED_MODULES`:
-    importing an old name warns once and gives the module it is now (the
-    same object, whose ``__name__`` and ``__spec__`` stay its own)."""
+    """A ``sys.meta_path`` finder and loader for :data:`DEPRECATED_MODULES`
+    and :data:`PUBLIC_MOVED_MODULES`: importing an old name gives the module
+    it is now (the same object, whose ``__name__`` and ``__spec__`` stay its
+    own); a deprecated one warns once."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in DEPRECATED_MODULES:
+        if fullname not in DEPRECATED_MODULES \
+                and fullname not in PUBLIC_MOVED_MODULES:
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
+        if spec.name in PUBLIC_MOVED_MODULES:
+            return importlib.import_module(PUBLIC_MOVED_MODULES[spec.name])
         new = DEPRECATED_MODULES[spec.name]
         _warn_once(spec.name, new, 2)
         return importlib.import_module(new)
@@ -215,4 +245,7 @@ def install_old_module_names():
     """Makes the old module names importable (idempotent); the package's
     ``__init__`` calls it."""
     if not any(isinstance(f, _OldModuleNames) for f in sys.meta_path):
-        sys.meta_path.append(_OldModuleNames())
+        # First, so that the table wins over a stale file of an old name
+        # (an upgrade over an old install, or an editable install's finder
+        # pointing at another checkout); it answers only the table's names.
+        sys.meta_path.insert(0, _OldModuleNames())

@@ -32,7 +32,8 @@ import difflib
 import json
 import os
 
-from tf1_awd_sparse.awd_lm import data, presets
+from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
@@ -278,7 +279,7 @@ def read_config(path):
                 "produced_by", path)
     if "tflite" in config:
         _check_tflite(config["tflite"], path)
-    from tf1_awd_sparse.awd_lm import model
+    from tf1_awd_sparse.awd_lm.graph import model
     try:
         config["params"] = model.check_params(config["params"])
     except ValueError as e:

@@ -12,7 +12,7 @@ import collections
 
 import numpy as np
 
-from tf1_awd_sparse.awd_lm import data
+from tf1_awd_sparse.awd_lm.corpus import data
 
 __all__ = ["HMM", "check_hmm", "zipf_weights", "make_hmm", "sample",
            "log_likelihood", "perplexity_floor", "hmm_corpus"]

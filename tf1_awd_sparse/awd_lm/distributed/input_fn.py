@@ -6,7 +6,7 @@ import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import check_positive_int
-from tf1_awd_sparse.awd_lm import data
+from tf1_awd_sparse.awd_lm.corpus import data
 
 __all__ = ["bptt_batches", "make_input_fn"]
 

@@ -8,7 +8,7 @@ from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import check_positive_int
-from tf1_awd_sparse.awd_lm import model
+from tf1_awd_sparse.awd_lm.graph import model
 
 __all__ = ["MASK_UPDATE_OPS", "model_fn", "train_step", "eval_xent",
            "MaskUpdateHook"]

@@ -30,7 +30,7 @@ import collections
 from tf1_awd_sparse.base.checks import check_real
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.awd_lm import model
+from tf1_awd_sparse.awd_lm.graph import model
 
 __all__ = ["TEACHER_SCOPE", "Teacher", "enabled", "teacher_params",
            "build_teacher", "distill_terms"]

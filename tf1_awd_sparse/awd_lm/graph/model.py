@@ -26,7 +26,8 @@ from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training)
 from tf1_awd_sparse.base.control_flow import smart_cond
-from tf1_awd_sparse.awd_lm import losses, ntasgd, presets
+from tf1_awd_sparse.awd_lm.graph import losses, ntasgd
+from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",

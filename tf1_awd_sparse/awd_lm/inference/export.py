@@ -28,7 +28,8 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
-from tf1_awd_sparse.awd_lm import data, model, runtime
+from tf1_awd_sparse.awd_lm.corpus import data, runtime
+from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.export import eval_graph, graphdef
 from tf1_awd_sparse.export.runner import TFLiteRunner
 

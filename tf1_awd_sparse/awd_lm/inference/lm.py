@@ -34,11 +34,13 @@ import os
 import numpy as np
 
 from tf1_awd_sparse.base.checks import check_positive_int, check_real
-from tf1_awd_sparse.awd_lm import cache as pointer
-from tf1_awd_sparse.awd_lm import data, lm_backends, modeldir
-from tf1_awd_sparse.awd_lm.cache import CacheConfig  # noqa: F401 (public)
-from tf1_awd_sparse.awd_lm.export import log_softmax
-from tf1_awd_sparse.awd_lm.lm_backends import LMState  # noqa: F401 (public)
+from tf1_awd_sparse.awd_lm.graph import cache as pointer
+from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.inference import lm_backends
+from tf1_awd_sparse.awd_lm.config import modeldir
+from tf1_awd_sparse.awd_lm.graph.cache import CacheConfig  # noqa: F401 (public)
+from tf1_awd_sparse.awd_lm.inference.export import log_softmax
+from tf1_awd_sparse.awd_lm.inference.lm_backends import LMState  # noqa: F401 (public)
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["LanguageModel", "LMState", "Scores", "OOVError", "CacheConfig",
@@ -576,7 +578,7 @@ def export_model(model_dir, path, batch_size=1, num_steps=10):
     Raises:
       modeldir.ConfigError: a bad model directory; see `export.export_lm`.
     """
-    from tf1_awd_sparse.awd_lm import export
+    from tf1_awd_sparse.awd_lm.inference import export
     config = modeldir.read_config(_resolve(model_dir)[0])
     checkpoint = os.path.join(config["directory"], config["checkpoint"])
     export.export_lm(config["params"], checkpoint, path, batch_size,

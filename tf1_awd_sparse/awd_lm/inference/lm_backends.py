@@ -15,8 +15,9 @@ import numpy as np
 
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.awd_lm import model, runtime
-from tf1_awd_sparse.awd_lm.export import HIDDEN_NAME
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.corpus import runtime
+from tf1_awd_sparse.awd_lm.inference.export import HIDDEN_NAME
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
@@ -115,7 +116,7 @@ class TFBackend(object):
 
     def __init__(self, config, threads=1):
         import os
-        from tf1_awd_sparse.awd_lm import train
+        from tf1_awd_sparse.awd_lm.training import train
         params = _inference_params(config["params"])
         self.sizes = model.layer_sizes(params)
         self.graph = tf.Graph()
@@ -189,7 +190,7 @@ class TFLiteBackend(object):
         vocab = config["params"]["vocab_size"]
         if logits is None or int(logits[-1]) != vocab or any(
                 "state_" + n not in self.runner.inputs for n in self.names):
-            from tf1_awd_sparse.awd_lm import modeldir
+            from tf1_awd_sparse.awd_lm.config import modeldir
             raise modeldir.ConfigError(
                 "%s: not the model its sidecar describes (expected logits "
                 "over %d words and state inputs %s)" % (
@@ -277,5 +278,5 @@ class TFLiteBackend(object):
 
 def export_logits():
     """The logits output's name in an exported language model."""
-    from tf1_awd_sparse.awd_lm import export
+    from tf1_awd_sparse.awd_lm.inference import export
     return export.LOGITS_NAME

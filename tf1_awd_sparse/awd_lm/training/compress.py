@@ -63,8 +63,11 @@ from tf1_awd_sparse.export import strip as sparse_strip
 from tf1_awd_sparse.transforms import techniques as sparse_techniques
 from tf1_awd_sparse import transforms
 from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.awd_lm import (data, export, model, modeldir, ntasgd,
-                                   presets, records, train)
+from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.graph import model, ntasgd
+from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.training import records, train
 
 __all__ = ["run_pipeline", "finetune_params", "survivors_params",
            "reference_params", "ramp_epochs", "survivors_epochs",

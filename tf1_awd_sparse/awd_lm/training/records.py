@@ -27,7 +27,7 @@ its child processes' JSON with it).
 Perplexity against sparsity, from several compression summary.json files
 (`awd_lm.compress`, one per target sparsity)::
 
-  python -m tf1_awd_sparse.awd_lm.records --sparsity-plot OUT.png \
+  python -m tf1_awd_sparse.awd_lm.training.records --sparsity-plot OUT.png \
       S1.json S2.json ...
 
 prints their table (`sparsity_table`) and draws the PNG (`plot_sparsity`).
@@ -330,7 +330,7 @@ def main(argv):
     import argparse
     import json
     parser = argparse.ArgumentParser(
-        prog="python -m tf1_awd_sparse.awd_lm.records",
+        prog="python -m tf1_awd_sparse.awd_lm.training.records",
         description="Perplexity against sparsity from compression "
         "summary.json files.")
     parser.add_argument("--sparsity-plot", required=True, metavar="OUT.png",

@@ -32,8 +32,10 @@ from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm import (data, distill, model, modeldir, ntasgd,
-                                   presets, records, runtime)
+from tf1_awd_sparse.awd_lm.corpus import data, runtime
+from tf1_awd_sparse.awd_lm.graph import distill, model, ntasgd
+from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
