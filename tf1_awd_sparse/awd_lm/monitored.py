@@ -44,7 +44,7 @@ from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
 from tf1_awd_sparse.awd_lm import estimator
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.graph import checkpoints
 from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook, mirrored_strategy
 from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn
 from tf1_awd_sparse.awd_lm.distributed.model_fn import eval_xent, train_step
@@ -337,7 +337,7 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
                 batches += 1
             step = int(session.run(global_step))
     mean = total / batches
-    return {"xent": mean, "loss": mean, "perplexity": train.perplexity(mean),
+    return {"xent": mean, "loss": mean, "perplexity": checkpoints.perplexity(mean),
             "global_step": step}
 
 

@@ -39,7 +39,8 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.compat import tf  # noqa: E402
-from tf1_awd_sparse.awd_lm.inference import lm_backends  # noqa: E402
+from tf1_awd_sparse.awd_lm.graph import checkpoints  # noqa: E402
+from tf1_awd_sparse.awd_lm.inference import lm, lm_backends  # noqa: E402
 from tf1_awd_sparse.awd_lm.config import modeldir  # noqa: E402
 from tf1_awd_sparse.awd_lm.corpus import runtime  # noqa: E402
 
@@ -113,12 +114,10 @@ def export_saved_model(model_dir, path, overwrite=False):
 
     Raises:
       modeldir.ConfigError: a bad model directory (named).
-      train.CheckpointError: a checkpoint that cannot be restored.
+      checkpoints.CheckpointError: a checkpoint that cannot be restored.
       ValueError: path exists (without overwrite, or not a SavedModel).
     """
     # pylint: disable=protected-access
-    from tf1_awd_sparse.awd_lm.inference import lm
-    from tf1_awd_sparse.awd_lm.training import train
     _check_out(path, overwrite)
     config = modeldir.read_config(lm._resolve(model_dir)[0])
     if "checkpoint" not in config:
@@ -135,7 +134,7 @@ def export_saved_model(model_dir, path, overwrite=False):
             saver = tf.train.Saver(tf.global_variables())
             with tf.Session(graph=graph,
                             config=runtime.session_config(1)) as session:
-                train._restore(saver, session, os.path.join(
+                checkpoints.restore(saver, session, os.path.join(
                     config["directory"], config["checkpoint"]))
                 builder = tf.saved_model.builder.SavedModelBuilder(
                     os.path.join(staging, "model"))

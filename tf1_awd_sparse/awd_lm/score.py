@@ -148,8 +148,10 @@ def main(argv=None):
     lines = _read_lines(args.files)
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
+    # Here, after the flags are read: --help and a bad flag need no
+    # TensorFlow.
+    from tf1_awd_sparse.awd_lm.graph import checkpoints
     from tf1_awd_sparse.awd_lm.inference import lm
-    from tf1_awd_sparse.awd_lm.training import train
     try:
         model = lm.LanguageModel.load(args.model, threads=max(1,
                                                               args.threads))
@@ -172,7 +174,7 @@ def main(argv=None):
                 texts, args.per_line, oov, cache=cache)):
             total += float(log_probs.sum())
             count += log_probs.size
-            print("%.4f\t%d\t%s" % (train.perplexity(-log_probs.sum()
+            print("%.4f\t%d\t%s" % (checkpoints.perplexity(-log_probs.sum()
                                                      / log_probs.size),
                                     log_probs.size, text.strip()))
             if bar is not None:
@@ -182,7 +184,7 @@ def main(argv=None):
     if bar is not None:
         bar.close()
     print("tokens %d oov %d" % (count, sum(oov.values())))
-    print("perplexity %.4f" % train.perplexity(-total / count))
+    print("perplexity %.4f" % checkpoints.perplexity(-total / count))
     return 0
 
 

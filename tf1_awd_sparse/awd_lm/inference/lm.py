@@ -135,7 +135,7 @@ class LanguageModel(object):
         Raises:
           modeldir.ConfigError: a path that is neither, a missing or bad
             config / vocab (named, unknown keys with the closest one).
-          train.CheckpointError: a checkpoint that cannot be restored.
+          checkpoints.CheckpointError: a checkpoint that cannot be restored.
         """
         threads = check_positive_int(threads, "threads")
         config_path, kind = _resolve(path)

@@ -11,11 +11,13 @@ Logits are float32 ``[batch, n, vocab]``; the state is an
 `LMState` (defined here, public as `lm.LMState`) of float32 arrays (a uint8 model's states are quantized and
 dequantized here, never shown to the caller).
 """
+import os
+
 import numpy as np
 
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.inference.export import HIDDEN_NAME
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME
@@ -108,15 +110,13 @@ class TFBackend(object):
     checkpoint config.json names.
 
     Raises:
-      train.CheckpointError: the checkpoint cannot be restored.
+      checkpoints.CheckpointError: the checkpoint cannot be restored.
     """
 
     kind = "tf"
     batch_limit = None
 
     def __init__(self, config, threads=1):
-        import os
-        from tf1_awd_sparse.awd_lm.training import train
         params = _inference_params(config["params"])
         self.sizes = model.layer_sizes(params)
         self.graph = tf.Graph()
@@ -132,7 +132,7 @@ class TFBackend(object):
                                   config=runtime.session_config(threads))
         checkpoint = os.path.join(config["directory"], config["checkpoint"])
         # pylint: disable=protected-access
-        train._restore(saver, self.session, checkpoint)
+        checkpoints.restore(saver, self.session, checkpoint)
 
     def zero_arrays(self, batch):
         """Zero c and h per layer, ``[batch, units]`` float32."""

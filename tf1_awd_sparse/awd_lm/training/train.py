@@ -20,7 +20,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 
 import numpy as np
@@ -36,6 +35,8 @@ from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.graph import distill, model, ntasgd
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.training import records
+from tf1_awd_sparse.awd_lm.graph.checkpoints import (  # noqa: F401 (public)
+    DIVERGED_LOSS, CheckpointError, diverged, perplexity, restore)
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
@@ -204,23 +205,6 @@ class Graph(object):
         feed.update(zip(self.state, state))
         feed.update(extra or {})
         return feed
-
-
-#: The largest mean cross-entropy (nats per token) whose perplexity is a
-#: float: a larger loss (or a NaN or infinite one) is a diverged run.
-DIVERGED_LOSS = math.log(sys.float_info.max)
-
-
-def perplexity(loss):
-    """``exp(loss)`` of a mean cross-entropy in nats; inf where it would
-    overflow a float (above `DIVERGED_LOSS`), as ``tf.exp`` gives."""
-    return math.exp(loss) if loss <= DIVERGED_LOSS else float("inf")
-
-
-def diverged(loss):
-    """Whether a mean cross-entropy means training diverged: NaN, infinite,
-    or above `DIVERGED_LOSS` (its perplexity overflows to inf)."""
-    return not (math.isfinite(loss) and loss <= DIVERGED_LOSS)
 
 
 class TrainingDiverged(FloatingPointError, Error):
@@ -397,24 +381,6 @@ def best_checkpoint(run_dir):
     return os.path.join(run_dir, "best", "model.ckpt")
 
 
-class CheckpointError(ValueError, Error):
-    """A run's checkpoint or state file that cannot be read (missing,
-    truncated, corrupt); the message is one line naming the file."""
-
-
-def _restore(saver, sess, prefix):
-    """``saver.restore``, with an unreadable checkpoint as a CheckpointError
-    naming it instead of a TensorFlow error from inside the restore op."""
-    try:
-        saver.restore(sess, prefix)
-    except (tf.errors.OpError, ValueError) as e:
-        detail = (str(getattr(e, "message", "") or e).strip().splitlines()
-                  or [""])[0]
-        raise CheckpointError("%s: cannot restore this checkpoint (%s: %s); "
-                              "nothing was deleted" % (
-                                  prefix, type(e).__name__, detail))
-
-
 def _readable(prefix, what):
     """The variable names of the checkpoint ``prefix``, sorted.
 
@@ -587,11 +553,11 @@ class Trainer(object):
             else:
                 # The checkpoint of the last finished epoch by name: a kill
                 # during a later save may have moved "latest" already.
-                _restore(last_saver, sess,
-                         "%s-%d" % (self.last_prefix, epoch - 1))
+                restore(last_saver, sess,
+                        "%s-%d" % (self.last_prefix, epoch - 1))
             if teacher_saver is not None:
                 # Not in the model's checkpoints: restored every epoch.
-                _restore(teacher_saver, sess, params["distill_from"])
+                restore(teacher_saver, sess, params["distill_from"])
             if g.averaging is not None:
                 g.optimizer.set_history(state["val_history"])
             try:
@@ -637,7 +603,7 @@ class Trainer(object):
         g = self.graph
         sess.run(g.init)
         if self.init_from is not None:
-            _restore(warm_saver, sess, self.init_from)
+            restore(warm_saver, sess, self.init_from)
         if self.params.get("average_from_start") and g.averaging is not None:
             sess.run(g.optimizer.trigger_op().name)
             self.state["averaging_epoch"] = 1
@@ -772,7 +738,7 @@ class Trainer(object):
             graph, _, best_saver, _, _ = g.instance(
                 self.params["seed"] * 1009)
             with tf.Session(graph=graph, config=self.config) as sess:
-                _restore(best_saver, sess, self.best_prefix)
+                restore(best_saver, sess, self.best_prefix)
                 state["quant_ranges"] = g.quant_ranges(sess) or None
                 bptt = self.params["bptt"]
                 state["test_loss"] = evaluate(sess, g, self.streams["test"],
