@@ -146,6 +146,61 @@ def test_the_floor_check_finds_a_climb_and_a_facade():
         ("tf1_awd_sparse.ops.a", "tf1_awd_sparse.layers.b")]
 
 
+#: awd_lm's floors, bottom up (docs/architecture.md): each is one folder of
+#: tf1_awd_sparse/awd_lm, and the programs are the modules at its top (and
+#: any folder not named here, e.g. programs/). A module may import its own
+#: floor and those below.
+AWD_LM = "tf1_awd_sparse.awd_lm"
+AWD_LM_FLOORS = ("corpus", "config", "graph", "inference", "training",
+                 "distributed", "programs")
+
+
+def awd_lm_floor_of(module):
+    """The awd_lm floor index of a module, or None outside awd_lm (and for
+    the package's root, whose lazy ``LanguageModel`` any floor may run)."""
+    parts = module.split(".")
+    if module == AWD_LM or parts[:2] != AWD_LM.split("."):
+        return None
+    if parts[2] in AWD_LM_FLOORS[:-1]:
+        return AWD_LM_FLOORS.index(parts[2])
+    return len(AWD_LM_FLOORS) - 1
+
+
+def awd_lm_upward_edges(edges):
+    """[(module, imported)] where an awd_lm module imports a higher awd_lm
+    floor (function-level imports count)."""
+    out = []
+    for module, targets in sorted(edges.items()):
+        here = awd_lm_floor_of(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = awd_lm_floor_of(target)
+            if there is not None and there > here:
+                out.append((module, target))
+    return out
+
+
+def test_awd_lm_imports_only_go_down_its_floors():
+    edges = import_edges()
+    floors = {awd_lm_floor_of(m) for m in edges}
+    assert floors >= set(range(len(AWD_LM_FLOORS)))   # each floor has modules
+    assert awd_lm_upward_edges(edges) == []
+
+
+def test_the_awd_lm_floor_check_finds_a_climb():
+    lm = AWD_LM + ".inference.lm"
+    edges = {AWD_LM + ".corpus.data": {AWD_LM + ".graph.model"},
+             AWD_LM + ".graph.model": {AWD_LM + ".corpus.data",
+                                       AWD_LM + ".graph.losses"},
+             AWD_LM + ".graph.losses": {AWD_LM},
+             lm: {AWD_LM + ".score"},
+             AWD_LM + ".score": {lm, AWD_LM + ".training.train"}}
+    assert awd_lm_upward_edges(edges) == [
+        (AWD_LM + ".corpus.data", AWD_LM + ".graph.model"),
+        (lm, AWD_LM + ".score")]
+
+
 def test_no_import_circle():
     edges = import_edges()
     assert len(edges) > 40   # the walk found the library

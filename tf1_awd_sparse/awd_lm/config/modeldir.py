@@ -279,9 +279,8 @@ def read_config(path):
                 "produced_by", path)
     if "tflite" in config:
         _check_tflite(config["tflite"], path)
-    from tf1_awd_sparse.awd_lm.graph import model
     try:
-        config["params"] = model.check_params(config["params"])
+        config["params"] = presets.check_model_params(config["params"])
     except ValueError as e:
         raise ConfigError("%s: %s" % (path, e))
     directory = os.path.dirname(os.path.abspath(path))

@@ -15,8 +15,9 @@ from tf1_awd_sparse.base.checks import (
 
 __all__ = ["DEFAULTS", "PRESETS", "MODEL_OVERRIDES", "QUANT_KEYS",
            "COMPRESS_KEYS", "split_quant", "params_for", "COMPRESS_TECHNIQUES",
-           "CHECKS", "check_params", "check_used", "unknown_key", "text_type",
-           "parse_bool", "parse_value", "label"]
+           "CHECKS", "check_params", "REQUIRED_PARAMS", "check_model_params",
+           "check_used", "unknown_key", "text_type", "parse_bool",
+           "parse_value", "label"]
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
@@ -425,3 +426,43 @@ def label(params):
     if params.get("quant"):
         suffix += "+q"
     return params["model"] + suffix
+
+
+REQUIRED_PARAMS = ("vocab_size", "emb_size", "hidden_size", "num_layers",
+                   "model")
+
+
+def check_model_params(params):
+    """Validates the model's parameters.
+
+    Args:
+      params: dict (see `graph.model.build_lm`).
+
+    Returns:
+      a copy of ``params`` with the checked values (`CHECKS`).
+
+    Raises:
+      ValueError: the first missing or invalid parameter, named (e.g.
+        ``params['vocab_size'] must be a positive int, got 10.7``);
+        ``distill_weight > 0`` without ``distill_from``.
+    """
+    for key in REQUIRED_PARAMS:
+        if key not in params:
+            raise ValueError("params: missing %r" % key)
+    params = check_params(params)
+    if params.get("sparsity") and params.get("sparsity_weight") is None:
+        raise ValueError("params['sparsity_weight']: required with sparsity "
+                         "%r (e.g. 1 / training tokens), got None"
+                         % params["sparsity"])
+    if float(params.get("distill_weight") or 0.0) > 0 \
+            and not params.get("distill_from"):
+        raise ValueError("params['distill_from']: distill_weight %r needs "
+                         "the teacher's checkpoint prefix (the float "
+                         "model's best checkpoint), got %r"
+                         % (params["distill_weight"],
+                            params.get("distill_from")))
+    if params.get("sparsity") and params.get("pruning"):
+        raise ValueError("params['pruning']: a sparse (%r) model has no "
+                         "pruning mask; strip it first, got pruning=%r"
+                         % (params["sparsity"], params["pruning"]))
+    return params

@@ -27,7 +27,10 @@ from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training)
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.awd_lm.graph import losses, ntasgd
-from tf1_awd_sparse.awd_lm.config import presets
+# The model's parameters are checked on the config floor, where modeldir
+# checks a model directory's too; model.check_params stays their name.
+from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
+    REQUIRED_PARAMS, check_model_params as check_params)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
@@ -58,50 +61,10 @@ Fields:
     its dropout: the decoder's input (the continuous cache's keys).
 """
 
-REQUIRED_PARAMS = ("vocab_size", "emb_size", "hidden_size", "num_layers",
-                   "model")
-
-
 def layer_sizes(params):
     """Units of each LSTM layer; the last equals emb_size (tied decoder)."""
     n = params["num_layers"]
     return [params["hidden_size"]] * (n - 1) + [params["emb_size"]]
-
-
-def check_params(params):
-    """Validates the model's parameters.
-
-    Args:
-      params: dict (see `build_lm`).
-
-    Returns:
-      a copy of ``params`` with the checked values (`presets.CHECKS`).
-
-    Raises:
-      ValueError: the first missing or invalid parameter, named (e.g.
-        ``params['vocab_size'] must be a positive int, got 10.7``);
-        ``distill_weight > 0`` without ``distill_from``.
-    """
-    for key in REQUIRED_PARAMS:
-        if key not in params:
-            raise ValueError("params: missing %r" % key)
-    params = presets.check_params(params)
-    if params.get("sparsity") and params.get("sparsity_weight") is None:
-        raise ValueError("params['sparsity_weight']: required with sparsity "
-                         "%r (e.g. 1 / training tokens), got None"
-                         % params["sparsity"])
-    if float(params.get("distill_weight") or 0.0) > 0 \
-            and not params.get("distill_from"):
-        raise ValueError("params['distill_from']: distill_weight %r needs "
-                         "the teacher's checkpoint prefix (the float "
-                         "model's best checkpoint), got %r"
-                         % (params["distill_weight"],
-                            params.get("distill_from")))
-    if params.get("sparsity") and params.get("pruning"):
-        raise ValueError("params['pruning']: a sparse (%r) model has no "
-                         "pruning mask; strip it first, got pruning=%r"
-                         % (params["sparsity"], params["pruning"]))
-    return params
 
 
 # tf.estimator.ModeKeys' values (TRAIN, EVAL, PREDICT), spelt out: the
