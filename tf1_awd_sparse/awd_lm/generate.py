@@ -47,6 +47,8 @@ def main(argv=None):
     args = parse_args(argv)
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
+    # Here, after the flags are read: --help and a bad flag need no
+    # TensorFlow.
     from tf1_awd_sparse.awd_lm.inference import lm
     try:
         model = lm.LanguageModel.load(args.model, threads=args.threads)

@@ -36,7 +36,7 @@ import numpy as np
 from tf1_awd_sparse.base.checks import check_positive_int, check_real
 from tf1_awd_sparse.awd_lm.graph import cache as pointer
 from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.inference import lm_backends
+from tf1_awd_sparse.awd_lm.inference import export, lm_backends
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.graph.cache import CacheConfig  # noqa: F401 (public)
 from tf1_awd_sparse.awd_lm.inference.export import log_softmax
@@ -578,7 +578,6 @@ def export_model(model_dir, path, batch_size=1, num_steps=10):
     Raises:
       modeldir.ConfigError: a bad model directory; see `export.export_lm`.
     """
-    from tf1_awd_sparse.awd_lm.inference import export
     config = modeldir.read_config(_resolve(model_dir)[0])
     checkpoint = os.path.join(config["directory"], config["checkpoint"])
     export.export_lm(config["params"], checkpoint, path, batch_size,

@@ -19,6 +19,8 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.corpus import runtime
+from tf1_awd_sparse.awd_lm.config import modeldir
+from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.inference.export import HIDDEN_NAME
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME
 from tf1_awd_sparse.export.runner import TFLiteRunner
@@ -190,7 +192,6 @@ class TFLiteBackend(object):
         vocab = config["params"]["vocab_size"]
         if logits is None or int(logits[-1]) != vocab or any(
                 "state_" + n not in self.runner.inputs for n in self.names):
-            from tf1_awd_sparse.awd_lm.config import modeldir
             raise modeldir.ConfigError(
                 "%s: not the model its sidecar describes (expected logits "
                 "over %d words and state inputs %s)" % (
@@ -278,5 +279,4 @@ class TFLiteBackend(object):
 
 def export_logits():
     """The logits output's name in an exported language model."""
-    from tf1_awd_sparse.awd_lm.inference import export
     return export.LOGITS_NAME
