@@ -188,6 +188,18 @@ def test_awd_lm_imports_only_go_down_its_floors():
     assert awd_lm_upward_edges(edges) == []
 
 
+def test_the_distributed_programs_share_a_command_line_not_each_other():
+    """estimator and monitored both use distributed.cli; neither imports the
+    other (a TF 2.16+ run of monitored must not depend on the estimator
+    program's module)."""
+    edges = import_edges()
+    estimator, monitored = AWD_LM + ".estimator", AWD_LM + ".monitored"
+    assert estimator not in edges[monitored]
+    assert monitored not in edges[estimator]
+    shared = AWD_LM + ".distributed.cli"
+    assert shared in edges[monitored] and shared in edges[estimator]
+
+
 def test_the_awd_lm_floor_check_finds_a_climb():
     lm = AWD_LM + ".inference.lm"
     edges = {AWD_LM + ".corpus.data": {AWD_LM + ".graph.model"},

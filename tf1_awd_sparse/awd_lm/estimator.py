@@ -41,28 +41,22 @@ module is the command line and exports the pieces under their old names.
 """
 from __future__ import absolute_import, division, print_function
 
-import argparse
-import json
-import math
-import os
-import signal
 import sys
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
 from tf1_awd_sparse.base.compat import tf  # noqa: E402
-from tensorflow.python.util import deprecation
 
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.checkpoints import check_checkpoint
-from tf1_awd_sparse.base.checks import (
-    check_nonnegative_int, check_positive_int, check_real)
-from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.corpus import runtime
-# The pieces, under the names this module has always exported.
+from tf1_awd_sparse.awd_lm.distributed import cli
+# The pieces, under the names this module has always exported (the shared
+# command line's are the same objects as cli's).
+from tf1_awd_sparse.awd_lm.distributed.cli import (  # noqa: F401
+    DISTRIBUTE_CHOICES, FLAGS, FLAG_CHECKS, command_line, command_params,
+    eval_line, hparam_flag, parse_hparams,
+    start_lifetime, write_model_dir)
 from tf1_awd_sparse.awd_lm.distributed.cluster import (  # noqa: F401
     ClusterBarrierHook, mirrored_strategy)
 from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn  # noqa: F401
@@ -76,8 +70,6 @@ __all__ = ["DISTRIBUTE_CHOICES", "ALTERNATIVE", "EstimatorUnavailableError",
            "parse_args", "hparam_flag", "prepare", "command_params",
            "write_model_dir", "execute", "start_lifetime", "run", "main",
            "command_line", "eval_line"]
-
-DISTRIBUTE_CHOICES = ("none", "mirrored")
 
 #: The command line that replaces this one where tf.estimator is missing.
 ALTERNATIVE = "python -m tf1_awd_sparse.awd_lm.monitored"
@@ -104,116 +96,21 @@ def require_estimator():
             % (tf.__version__, ALTERNATIVE))
 
 
-#: The command lines' TF1 setup (`_compat.graph_mode_program`).
-graph_mode_program = _compat.graph_mode_program
-
-
-def parse_hparams(text):
-    """``'key=value,key=value'`` into a dict of presets.DEFAULTS keys, each
-    value converted to its parameter's type and checked
-    (`presets.parse_value`).
-
-    Raises:
-      ValueError: malformed item, unknown key or invalid value (names it,
-        e.g. ``--hparams variable_bptt must be true or false, got 'of'``).
-    """
-    out = {}
-    for item in filter(None, (t.strip() for t in (text or "").split(","))):
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep:
-            raise ValueError("--hparams: expected key=value, got %r"
-                             % (item,))
-        if key not in presets.DEFAULTS:
-            raise ValueError(presets.unknown_key(key, "--hparams"))
-        out[key] = presets.parse_value(key, value, "--hparams " + key)
-    return out
-
-
-# The command-line flags: (flag, argparse keywords).
-FLAGS = (
-    ("--model-dir", dict(required=True, help="checkpoints and summaries "
-                         "(shared by every task of a cluster)")),
-    ("--model", dict(choices=model.MODELS, default=None, help="default: "
-                     "awd, or the one in --model-dir's config.json")),
-    ("--preset", dict(choices=sorted(presets.PRESETS), default=None,
-                      help="default: demo, or the one in --model-dir's "
-                      "config.json")),
-    ("--hparams", dict(default="", help="overrides, e.g. "
-                       "'emb_size=16,hidden_size=32'; on a --model-dir "
-                       "with a config.json they must agree with it")),
-    ("--data-dir", dict(help="PTB-layout corpus; default: the embedded HMM "
-                        "corpus")),
-    ("--train-steps", dict(type=int, default=1000,
-                           help="global step at which training stops")),
-    ("--eval-steps", dict(type=int, default=None, help="validation batches "
-                          "per evaluation (default: all)")),
-    ("--use-vd", dict(action="store_true", help="DropConnect masks in "
-                      "variables, resampled after every step (per worker / "
-                      "replica)")),
-    ("--distribute", dict(choices=DISTRIBUTE_CHOICES, default="none",
-                          help="'mirrored': MirroredStrategy over "
-                          "--num-devices devices of this machine")),
-    ("--num-devices", dict(type=int, default=2, help="devices for "
-                           "--distribute mirrored (GPUs if any, else CPU "
-                           "devices)")),
-    ("--threads", dict(type=int, default=0, help="intra/inter-op threads per "
-                       "process (0: TF's choice)")),
-    ("--barrier-timeout", dict(type=float, default=120.0, help="seconds a "
-                               "cluster task waits for the others at start "
-                               "and end")),
-    ("--evaluate-only", dict(action="store_true", help="evaluate the latest "
-                             "checkpoint of --model-dir on the validation "
-                             "split in this process (no TF_CONFIG)")),
-    ("--max-lifetime", dict(type=float, default=0, help="end this process "
-                            "after so many seconds (0: never); bounds a ps, "
-                            "which never exits by itself")),
-    ("--save-steps", dict(type=int, default=100,
-                          help="checkpoint every N global steps")),
-)
-
-
-
-# The checks of the numeric flags (argparse converts, these check ranges).
-FLAG_CHECKS = {
-    "train_steps": check_positive_int, "eval_steps": check_positive_int,
-    "num_devices": check_positive_int, "threads": check_nonnegative_int,
-    "save_steps": check_positive_int,
-    "barrier_timeout": lambda v, name: check_real(v, name, low=0.0,
-                                                  low_open=True),
-    "max_lifetime": lambda v, name: check_real(v, name, low=0.0),
-}
-
-
-def parse_args(argv=None, extra_flags=(), prog=None, description=None):
-    """Command-line arguments (see ``--help``), checked.
+def parse_args(argv=None, extra_flags=()):
+    """This program's command-line arguments (see ``--help``), checked
+    (`command_line.parse_args` with this program's name and help).
 
     Args:
       argv: the arguments (default: ``sys.argv[1:]``).
       extra_flags: more ``(flag, argparse keywords)`` pairs, for programs
         that extend this command line (e.g. a test probe's own flag).
-      prog, description: the program name and ``--help`` text (default:
-        this command line's; `awd_lm.monitored` passes its own).
 
     Raises:
       SystemExit: (code 2, one line on stderr naming the flag) a bad flag.
     """
-    p = _cli.ArgumentParser(
-        prog=prog or "python -m tf1_awd_sparse.awd_lm.estimator",
-        description=description or __doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag, kwargs in FLAGS + tuple(extra_flags):
-        p.add_argument(flag, **kwargs)
-    return p.check_flags(p.parse_args(argv), FLAG_CHECKS)
-
-
-def hparam_flag(key):
-    """How the distributed command lines name a parameter in errors
-    (``'--hparams <key>'``)."""
-    return "--hparams " + key
-
-
-_hparam = hparam_flag
+    return cli.parse_args(
+        argv, extra_flags, prog="python -m tf1_awd_sparse.awd_lm.estimator",
+        description=__doc__)
 
 
 def prepare(args, training_hooks=None):
@@ -294,110 +191,6 @@ def prepare(args, training_hooks=None):
     return setup
 
 
-def _config_path(model_dir):
-    return os.path.join(model_dir, modeldir.CONFIG_FILE)
-
-
-def _given(args, overrides):
-    """{key: value} of what the command line set explicitly: --preset,
-    --model and the --hparams items (their flags' names as keys)."""
-    given = {"--" + k: getattr(args, k) for k in ("preset", "model")
-             if getattr(args, k) is not None}
-    given.update((_hparam(k), v) for k, v in overrides.items())
-    return given
-
-
-def command_params(args, flag=None):
-    """The model's parameters and corpus of a distributed command line
-    (`prepare` here and in `awd_lm.monitored`), from one source:
-
-    - ``--model-dir`` holds a ``config.json`` (`awd_lm.modeldir`, written
-      when a run starts): its ``params`` are the configuration; whatever
-      ``--preset``, ``--model`` or ``--hparams`` also give must agree with
-      it (a value that differs is refused), and the corpus must have its
-      vocabulary (``vocab.txt``);
-    - otherwise ``--preset`` (default demo), ``--model`` (default awd)
-      and ``--hparams`` (`presets.params_for`).
-
-    Args:
-      args: from `parse_args` (model_dir, preset, model, hparams,
-        data_dir, evaluate_only, use_vd).
-      flag: function ``key -> how errors name it`` (default `hparam_flag`).
-
-    Returns:
-      ``(params, corpus)``: params with 'vocab_size' and 'use_vd'.
-
-    Raises:
-      ValueError: one line each: a malformed, unknown (with the closest
-        key) or invalid ``--hparams`` item; a bad config.json
-        (`modeldir.ConfigError`: unknown keys named with the closest);
-        a flag that disagrees with config.json (naming both values); a
-        corpus whose vocabulary is not the directory's; an unreadable
-        corpus or a split too short for one window.
-    """
-    flag = flag or _hparam
-    overrides = parse_hparams(args.hparams)
-    path = _config_path(args.model_dir)
-    config = (modeldir.read_config(path) if os.path.exists(path)
-              else None)
-    if config is None:
-        params = presets.params_for(args.preset or "demo",
-                                    args.model or "awd", overrides)
-        presets.check_used(params, overrides, flag)
-    else:
-        params = dict(config["params"])
-        for name, value in sorted(_given(args, overrides).items()):
-            key = name.split()[-1].lstrip("-")
-            if params.get(key) != value:
-                raise ValueError(
-                    "%s %r disagrees with %s, which holds %r: the model "
-                    "directory's config is its configuration; leave the "
-                    "flag out or use a new --model-dir"
-                    % (name, value, path, params.get(key)))
-    corpus, _, _ = runtime.load_corpus(args.data_dir, params)
-    if config is not None and list(corpus.vocab) != config["words"]:
-        raise ValueError(
-            "--data-dir: the corpus's vocabulary (%d words) is not the one "
-            "%s was trained on (%s, %d words); give its corpus"
-            % (len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
-               len(config["words"])))
-    runtime.check_corpus(corpus, params, args.data_dir, flag,
-                         fixed_windows=True, splits=(
-                             ("valid",) if args.evaluate_only
-                             else ("train", "valid")))
-    if params.get("pruning") == "magnitude" and args.distribute == "mirrored":
-        raise ValueError(
-            "%s 'magnitude' does not run under --distribute mirrored (its "
-            "mask update is no replica's); train it in one process or a "
-            "cluster" % flag("pruning"))
-    params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd)
-    return params, corpus
-
-
-def write_model_dir(args, params, corpus):
-    """Writes ``--model-dir``'s config.json and vocab.txt
-    (`modeldir.write_config`) before a run trains: the parameters
-    (`modeldir.PARAM_KEYS` of ``params``: not the run's own 'use_vd' or
-    hooks) and the checkpoint the run ends with, ``model.ckpt-<N>`` for
-    ``--train-steps`` N or the latest checkpoint's step if larger (a
-    finished run is not stepped again); the directory is then read by
-    `command_params` (``--evaluate-only`` needs no other flag).
-
-    Returns:
-      the config.json's path.
-    """
-    if not os.path.isdir(args.model_dir):
-        os.makedirs(args.model_dir)
-    kept = {k: v for k, v in params.items() if k in modeldir.PARAM_KEYS}
-    latest = tf.train.latest_checkpoint(args.model_dir)
-    step = max(args.train_steps, int(check_checkpoint(
-        latest, "--model-dir").get_tensor("global_step")) if latest else 0)
-    return modeldir.write_config(
-        args.model_dir, kept, list(corpus.vocab),
-        modeldir.produced_by(kept, source="distributed command line"),
-        checkpoint="model.ckpt-%d" % step)
-
-
 def execute(setup):
     """Trains and evaluates with ``train_and_evaluate`` (or only evaluates,
     for ``--evaluate-only``).
@@ -417,15 +210,6 @@ def execute(setup):
         tf.estimator.EvalSpec(setup["eval_input"], steps=setup["eval_steps"],
                               throttle_secs=0))
     return result[0] if result else None
-
-
-def start_lifetime(args):
-    """Ends this process after ``args.max_lifetime`` seconds (0: never),
-    by SIGALRM, whose default action ends it wherever it is blocked (a ps
-    in ``server.join()``)."""
-    if args.max_lifetime > 0:
-        # SIGALRM's default action ends the process, wherever it is blocked.
-        signal.alarm(int(math.ceil(args.max_lifetime)))
 
 
 def run(argv=None):
@@ -468,51 +252,6 @@ def main(argv=None, extra_flags=(), make_hooks=None):
         _cli.fail(e)
     return command_line(parse_args(argv, extra_flags), prepare, execute,
                         make_hooks)
-
-
-def command_line(args, prepare_fn, execute_fn, make_hooks=None):
-    """The flow of the distributed command lines (this one's and
-    `awd_lm.monitored`'s ``main``): TF1 graph mode, ``--max-lifetime``,
-    TensorFlow's INFO log (step, loss, checkpoints) without 1.x's
-    deprecation notes, then ``prepare_fn(args, hooks)`` and
-    ``execute_fn(setup)``, and the final evaluation as `eval_line`.
-
-    Args:
-      args: from `parse_args`.
-      prepare_fn, execute_fn: the command line's `prepare` and `execute`.
-      make_hooks: None or ``(args, loss) -> list of SessionRunHooks``.
-
-    Returns:
-      0; a ValueError of ``prepare_fn`` (bad input, found before anything
-      is written) ends the process with status 2 and its one line.
-    """
-    graph_mode_program()
-    start_lifetime(args)
-    deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
-    tf.logging.set_verbosity(tf.logging.INFO)
-    hooks = None
-    if make_hooks is not None:
-        hooks = lambda loss: make_hooks(args, loss)  # noqa: E731
-    try:
-        setup = prepare_fn(args, hooks)
-    except ValueError as e:
-        _cli.fail(e)
-    metrics = execute_fn(setup)
-    if metrics:
-        print(eval_line(metrics))
-    return 0
-
-
-def eval_line(metrics):
-    """``eval: `` and the metrics as one line of strict JSON (RFC 8259),
-    keys sorted: each value a float, a NaN or infinite value (e.g. the
-    perplexity of a diverged model) ``null`` (Python's json would write
-    NaN / Infinity, which JSON parsers other than Python's refuse)."""
-    values = {}
-    for key, value in metrics.items():
-        value = float(value)
-        values[key] = value if math.isfinite(value) else None
-    return "eval: " + json.dumps(values, allow_nan=False, sort_keys=True)
 
 
 if __name__ == "__main__":

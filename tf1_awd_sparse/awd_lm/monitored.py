@@ -42,7 +42,7 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
-from tf1_awd_sparse.awd_lm import estimator
+from tf1_awd_sparse.awd_lm.distributed import cli
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import checkpoints
 from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook, mirrored_strategy
@@ -118,7 +118,7 @@ def task_from_tf_config(text):
 
 
 def parse_args(argv=None, extra_flags=()):
-    """Command-line arguments: those of `awd_lm.estimator` (see
+    """Command-line arguments: those of `distributed.cli` (see
     ``--help``), checked.
 
     Args:
@@ -132,8 +132,8 @@ def parse_args(argv=None, extra_flags=()):
     Raises:
       SystemExit: (code 2, one line on stderr naming the flag) a bad flag.
     """
-    return estimator.parse_args(argv, extra_flags, prog=PROG,
-                                description=__doc__)
+    return cli.parse_args(argv, extra_flags, prog=PROG,
+                          description=__doc__)
 
 
 class _RunOnceHook(tf.compat.v1.train.SessionRunHook):
@@ -267,7 +267,7 @@ def prepare(args, training_hooks=None, tf_config=None):
     task = task_from_tf_config(tf_config)
     # One source of parameters (config.json or the flags) and the same
     # whole-window input checks as the Estimator's.
-    params, corpus = estimator.command_params(args)
+    params, corpus = cli.command_params(args)
     mirrored = args.distribute == "mirrored"
     if (mirrored or args.evaluate_only) and task is not None:
         raise ValueError("--distribute mirrored and --evaluate-only run in "
@@ -404,7 +404,7 @@ def execute(setup):
         progress.global_step = saved_step
     else:
         if task is None or task.is_chief:
-            estimator.write_model_dir(args, setup["params"], setup["corpus"])
+            cli.write_model_dir(args, setup["params"], setup["corpus"])
         _train(setup, master, task)
     print("train: " + json.dumps({
         "steps": progress.steps, "global_step": progress.global_step,
@@ -429,20 +429,20 @@ def run(argv=None):
       SystemExit: (code 2) a bad flag value.
     """
     args = parse_args(argv)
-    estimator.start_lifetime(args)
+    cli.start_lifetime(args)
     return execute(prepare(args))
 
 
 def main(argv=None, extra_flags=(), make_hooks=None):
     """The command line: `awd_lm.estimator.main`'s arguments and flow
-    (`awd_lm.estimator.command_line`) with this module's `prepare` and
+    (`distributed.cli.command_line`) with this module's `prepare` and
     `execute`; prints the final evaluation as one JSON line.
 
     Returns:
       0; bad input ends the process with status 2 and one line on stderr.
     """
-    return estimator.command_line(parse_args(argv, extra_flags), prepare,
-                                  execute, make_hooks)
+    return cli.command_line(parse_args(argv, extra_flags), prepare,
+                            execute, make_hooks)
 
 
 if __name__ == "__main__":
