@@ -47,10 +47,10 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.base import compat as _compat  # noqa: E402
-from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.inference import lm
-from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.corpus import data  # noqa: E402
+from tf1_awd_sparse.awd_lm.inference import lm  # noqa: E402
+from tf1_awd_sparse.awd_lm.config import modeldir, presets  # noqa: E402
+from tf1_awd_sparse.awd_lm.training import train  # noqa: E402
 from tf1_awd_sparse.export import graphdef  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 

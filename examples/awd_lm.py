@@ -48,9 +48,10 @@ import _quiet  # noqa: F401,E402  (must precede the TensorFlow import)
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.checks import check_nonnegative_int  # noqa: E402
-from tf1_awd_sparse.awd_lm.training import compress, records, train
-from tf1_awd_sparse.awd_lm.config import presets
-from tf1_awd_sparse.awd_lm.corpus import runtime
+from tf1_awd_sparse.awd_lm.training import (  # noqa: E402
+    compress, records, train)
+from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
+from tf1_awd_sparse.awd_lm.corpus import runtime  # noqa: E402
 
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",
