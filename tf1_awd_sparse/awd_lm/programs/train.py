@@ -316,11 +316,8 @@ def main(argv=None):
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump({"floor_ppl": floor, "corpus": corpus.name,
                    "models": summaries, "table": lines}, f, indent=1)
-    try:  # the plot needs the examples extra (matplotlib); the run not
-        records.plot_curves(summaries, os.path.join(args.out,
-                                                    "valid_ppl.png"), floor)
-    except ImportError as e:
-        print("valid_ppl.png skipped (%s)" % e)
+    records.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
+                        floor)
     return 0
 
 
