@@ -94,6 +94,8 @@ def check_format(fmt, params, model):
 def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     args = parse_args(argv)
+    from tf1_awd_sparse.base import compat as _compat
+    _compat.graph_mode_program()   # TF 2.x: the v1 graph it converts
     from tf1_awd_sparse.awd_lm import lm, modeldir
     try:
         if not os.path.isdir(args.model):

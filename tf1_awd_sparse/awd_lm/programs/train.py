@@ -251,6 +251,8 @@ def main(argv=None):
       naming the epoch and step, the last good checkpoints kept.
     """
     args = parse_args(argv)
+    from tf1_awd_sparse.base import compat as _compat
+    _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
     log = print
     models = ["plain", "awd"] if args.model == "both" else [args.model]
     overrides = {k: getattr(args, k) for k in presets.DEFAULTS}
