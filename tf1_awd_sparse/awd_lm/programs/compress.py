@@ -6,6 +6,8 @@ from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.awd_lm.programs import train
 
 
+__all__ = ["main"]
+
 def main(argv=None):
     """``awd-lm compress``: compression needs the trained float model's
     summary and its corpus, which only the training program's run holds,

@@ -15,6 +15,8 @@ import sys
 
 from tf1_awd_sparse.base import _cli
 
+__all__ = ["FORMATS", "parse_args", "check_out", "check_format", "main"]
+
 FORMATS = ("float", "uint8", "int8")
 
 

@@ -15,6 +15,8 @@ import sys
 from tf1_awd_sparse.base import _cli
 
 
+__all__ = ["model_lines", "run_lines", "info_lines", "main"]
+
 def _bytes(pattern):
     return sum(os.path.getsize(p) for p in glob.glob(pattern))
 

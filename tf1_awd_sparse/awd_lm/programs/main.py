@@ -18,6 +18,8 @@ subcommand's (0 done, 2 bad input with one line naming the flag or file,
 import importlib
 import sys
 
+__all__ = ["PROGRAMS", "main"]
+
 # The one table of subcommands: the module (imported only when chosen, so
 # --help and info stay fast) whose main(argv) runs it.
 PROGRAMS = {

@@ -48,6 +48,8 @@ from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import (
     compress, presets, records, runtime, train)
 
+__all__ = ["HELP", "check_out", "parse_args", "main"]
+
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",
     "hidden_size": "units of the other LSTM layers",
