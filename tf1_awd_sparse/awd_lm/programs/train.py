@@ -43,7 +43,7 @@ import os
 import sys
 import time
 
-from tf1_awd_sparse.base import _cli
+from tf1_awd_sparse.base import _cli, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm import (
     compress, presets, records, runtime, train)
@@ -246,14 +246,12 @@ def main(argv=None):
 
     Returns:
       0; bad input (a flag, the corpus, an unreadable checkpoint or run
-      state, --resume with changed parameters) ends the program with status
-      2 and one line on stderr naming the flag or file; training that
-      diverges (a loss NaN, infinite or too large for its perplexity to be
-      a float, `train.TrainingDiverged`) ends it with status 1 and one line
-      naming the epoch and step, the last good checkpoints kept.
+      state, --resume with changed parameters) exits 2 with one line on
+      stderr naming the flag or file; training that diverges (a loss NaN,
+      infinite or too large for a float perplexity, `train.TrainingDiverged`)
+      exits 1 with one line naming the epoch and step, good checkpoints kept.
     """
     args = parse_args(argv)
-    from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
     log = print
     models = ["plain", "awd"] if args.model == "both" else [args.model]
