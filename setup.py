@@ -76,6 +76,9 @@ setup(
                      "matplotlib==3.1.3; " + PY37,
                      "matplotlib==3.8.4; " + PY3X],
     },
+    # The language model's one command (tf1_awd_sparse.awd_lm.programs).
+    entry_points={"console_scripts": [
+        "awd-lm = tf1_awd_sparse.awd_lm.programs.main:main"]},
     classifiers=[
         "Programming Language :: Python :: 3.7",
         "Programming Language :: Python :: 3.9",

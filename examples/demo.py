@@ -36,7 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tf1_awd_sparse.awd_lm.training import records  # noqa: E402  (no TensorFlow)
 
-SCRIPT = os.path.join(HERE, "awd_lm.py")
+# The installed command (`awd-lm train`), run as a module so that the
+# interpreter of this program is the one that trains.
+TRAIN = [sys.executable, "-m", "tf1_awd_sparse.awd_lm", "train"]
 MODELS = ("plain", "awd")
 #: What the awd run compresses its model with, and to how many zeros.
 COMPRESS = "l0,magnitude"
@@ -168,7 +170,7 @@ def main(argv):
                  if model == "awd" else [])
         with open(os.path.join(model_out, "train.log"), "w") as log:
             procs.append(subprocess.Popen(
-                [sys.executable, SCRIPT, "--model", model, "--preset", "demo",
+                TRAIN + ["--model", model, "--preset", "demo",
                  "--threads", "1", "--no-progress", "--out", model_out]
                 + extra + argv, stdout=log))
         watchers.append(RunWatcher(model, model_out, start))

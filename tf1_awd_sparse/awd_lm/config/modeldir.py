@@ -39,7 +39,7 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
            "write_config", "write_vocab", "read_vocab", "read_config",
            "sidecar_path", "write_tflite_sidecar", "produced_by",
-           "write_run_dir", "vocab_has_specials"]
+           "write_run_dir", "vocab_has_specials", "model_dirs_in"]
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -291,6 +291,17 @@ def read_config(path):
                           % (path, config["vocab"], len(config["words"]),
                              config["params"]["vocab_size"]))
     return config
+
+
+def model_dirs_in(path):
+    """The model directories (with a config.json) directly inside ``path``
+    (a run's ``--out``), sorted; ``[]`` when it is not a directory or holds
+    none. The one listing `lm` (an error naming them) and ``awd-lm info``
+    use."""
+    if not os.path.isdir(path):
+        return []
+    return sorted(os.path.join(path, name) for name in os.listdir(path)
+                  if os.path.isfile(os.path.join(path, name, CONFIG_FILE)))
 
 
 def vocab_has_specials(words):

@@ -79,6 +79,11 @@ def _resolve(path):
     if os.path.isdir(path):
         config = os.path.join(path, modeldir.CONFIG_FILE)
         if not os.path.isfile(config):
+            inside = modeldir.model_dirs_in(path)
+            if inside:  # a run's --out: name its model directories
+                raise modeldir.ConfigError(
+                    "%s: a run directory, not a model directory; its model "
+                    "directories: %s" % (path, ", ".join(inside)))
             raise modeldir.ConfigError(
                 "%s: not a model directory (no %s; a run writes one when "
                 "it starts)" % (path, modeldir.CONFIG_FILE))

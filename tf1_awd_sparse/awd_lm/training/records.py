@@ -151,8 +151,14 @@ def plot_curves(summaries, path, floor=None, offsets=None):
       offsets: optional list (one per summary) of epochs to add to a
         run's epochs, e.g. a fine-tuning's starting epoch, so that it
         continues the curve it started from.
+
+    Returns:
+      None; without matplotlib (the examples extra) nothing is drawn.
     """
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # minimal for the no-extras wheel test; i31-fric
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4))

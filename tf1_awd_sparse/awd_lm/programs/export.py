@@ -1,0 +1,130 @@
+"""``awd-lm export --model DIR --format float|uint8 --out PATH``: write a
+model directory's model as a TFLite file, with its sidecar
+``PATH.json`` and vocab.txt beside it (`lm.export_model`).
+
+uint8 needs a quantization-aware model directory (``train --quant`` makes
+``<out>/<model>_quant``); float needs a float one. int8 (full-integer)
+files are not made yet (issue 32). The output is checked (its folder
+created, or refused when it is not a writable directory; an existing file
+refused without --overwrite) before any conversion.
+
+Exit status: 0 written; 2 bad input (one line naming the flag or path).
+"""
+import os
+import sys
+
+from tf1_awd_sparse.base import _cli
+
+__all__ = ["FORMATS", "parse_args", "check_out", "check_format", "main"]
+
+FORMATS = ("float", "uint8", "int8")
+
+
+def parse_args(argv=None):
+    """The flags (--model, --format, --out, --batch-size, --num-steps,
+    --overwrite); bad values exit 2 naming the flag."""
+    p = _cli.ArgumentParser(prog="awd-lm export", description=__doc__,
+                            formatter_class=_raw())
+    p.add_argument("--model", required=True, help="model directory "
+                   "(with config.json)")
+    p.add_argument("--format", required=True, choices=FORMATS,
+                   help="float, uint8 (a --quant model) or int8 (not yet)")
+    p.add_argument("--out", required=True, help="the .tflite file to write")
+    p.add_argument("--batch-size", type=int, default=1,
+                   help="the file's fixed batch (default 1)")
+    p.add_argument("--num-steps", type=int, default=10,
+                   help="the file's fixed window (default 10)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out file")
+    args = p.parse_args(argv)
+    for flag in ("batch_size", "num_steps"):
+        if getattr(args, flag) < 1:
+            p.error("--%s must be >= 1, got %d"
+                    % (flag.replace("_", "-"), getattr(args, flag)))
+    return args
+
+
+def _raw():
+    import argparse
+    return argparse.RawDescriptionHelpFormatter
+
+
+def check_out(path, overwrite):
+    """Creates ``path``'s folder or refuses it, before any work.
+
+    Raises:
+      ValueError: the folder is not a directory or not writable, or the
+        file exists (without ``overwrite``) or is a directory; named --out.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError("--out %s: %s is not a directory" % (path, folder))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ValueError("--out %s: cannot create %s (%s)"
+                         % (path, folder, e.strerror or e))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError("--out %s: %s is not writable" % (path, folder))
+    if os.path.isdir(path):
+        raise ValueError("--out %s: is a directory" % path)
+    if os.path.exists(path) and not overwrite:
+        raise ValueError("--out %s: exists (--overwrite replaces it)" % path)
+
+
+def check_format(fmt, params, model):
+    """Refuses a format the model cannot give.
+
+    Raises:
+      ValueError: int8 (not available yet), uint8 of a float model or
+        float of a QAT model, naming the flag.
+    """
+    if fmt == "int8":
+        raise ValueError("--format int8: full-integer export is not "
+                         "available yet (issue 32); use uint8")
+    quant = bool(params.get("quant"))
+    if fmt == "uint8" and not quant:
+        raise ValueError("--format uint8 needs a quantization-aware model: "
+                         "%s is float; `awd-lm train --quant` makes "
+                         "<out>/<model>_quant" % model)
+    if fmt == "float" and quant:
+        raise ValueError("--format float: %s is quantization-aware (its "
+                         "file is uint8); give its float model directory"
+                         % model)
+
+
+def main(argv=None):
+    """Runs the command line; returns 0 (bad input exits 2)."""
+    args = parse_args(argv)
+    # Imported here, after parsing: --help and bad flags need no TensorFlow.
+    from tf1_awd_sparse.base import compat as _compat
+    _compat.graph_mode_program()   # TF 2.x: the v1 graph it converts
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    from tf1_awd_sparse.awd_lm.inference import lm
+    try:
+        if not os.path.isdir(args.model):
+            raise ValueError("--model %s: not a directory" % args.model)
+        config = modeldir.read_config(os.path.join(args.model,
+                                                   modeldir.CONFIG_FILE))
+        check_format(args.format, config["params"], args.model)
+        check_out(args.out, args.overwrite)
+    except ValueError as e:  # modeldir.ConfigError included
+        inside = modeldir.model_dirs_in(args.model)
+        if inside and not os.path.isfile(
+                os.path.join(args.model, modeldir.CONFIG_FILE)):
+            e = "--model %s: a run directory; its model directories: %s" % (
+                args.model, ", ".join(inside))
+        _cli.fail(e)
+    try:
+        sidecar = lm.export_model(args.model, args.out, args.batch_size,
+                                  args.num_steps)
+    except (ValueError, OSError) as e:
+        _cli.fail(e)
+    print("%s: %d bytes (%s); sidecar %s" % (
+        args.out, os.path.getsize(args.out), args.format, sidecar))
+    return 0
+
+
+if __name__ == "__main__":
+    import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
+    sys.exit(main())

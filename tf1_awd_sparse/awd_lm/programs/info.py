@@ -1,0 +1,101 @@
+"""``awd-lm info PATH``: what PATH holds.
+
+* a model directory (config.json): stage, model, technique, sparsity,
+  quant, perplexities, bytes of its checkpoint and of .tflite files in it;
+* a run's --out: its model directories, one line each;
+* a .tflite file: its sidecar (``FILE.json``).
+
+Exit status: 0; 2 (one line naming the path) when it is none of these.
+"""
+import glob
+import json
+import os
+import sys
+
+from tf1_awd_sparse.base import _cli
+
+
+__all__ = ["model_lines", "run_lines", "info_lines", "main"]
+
+def _bytes(pattern):
+    return sum(os.path.getsize(p) for p in glob.glob(pattern))
+
+
+def model_lines(directory):
+    """``key: value`` lines of a model directory's config.json.
+
+    Raises:
+      modeldir.ConfigError: a bad config.json (named).
+    """
+    from tf1_awd_sparse.awd_lm.config import modeldir  # no TF for --help
+    config = modeldir.read_config(os.path.join(directory,
+                                               modeldir.CONFIG_FILE))
+    produced = config.get("produced_by", {})
+    checkpoint = os.path.join(directory, config["checkpoint"])
+    lines = ["%s: model directory" % directory]
+    for key in ("stage", "model", "technique", "sparsity", "valid_ppl",
+                "test_ppl"):
+        lines.append("  %s: %s" % (key, produced.get(key)))
+    lines.append("  quant: %s" % bool(config["params"].get("quant")))
+    lines.append("  checkpoint: %s (%d bytes)"
+                 % (config["checkpoint"], _bytes(checkpoint + ".*")))
+    for path in sorted(glob.glob(os.path.join(directory, "*.tflite"))):
+        lines.append("  tflite: %s (%d bytes)" % (os.path.basename(path),
+                                                  os.path.getsize(path)))
+    return lines
+
+
+def run_lines(directory, inside):
+    """One line per model directory of a run's --out."""
+    lines = ["%s: run directory, %d model directories" % (directory,
+                                                          len(inside))]
+    from tf1_awd_sparse.awd_lm.config import modeldir  # no TF for --help
+    for path in inside:
+        with open(os.path.join(path, modeldir.CONFIG_FILE)) as handle:
+            produced = json.load(handle).get("produced_by", {})
+        lines.append("  %s: stage %s, valid_ppl %s, test_ppl %s" % (
+            path, produced.get("stage"), produced.get("valid_ppl"),
+            produced.get("test_ppl")))
+    return lines
+
+
+def info_lines(path):
+    """The lines ``awd-lm info`` prints for ``path``.
+
+    Raises:
+      ValueError: none of a model directory, a run's --out or a .tflite
+        file with its sidecar (naming the path); a bad config.
+    """
+    from tf1_awd_sparse.awd_lm.config import modeldir  # no TF for --help
+    if os.path.isfile(os.path.join(path, modeldir.CONFIG_FILE)):
+        return model_lines(path)
+    inside = modeldir.model_dirs_in(path)
+    if inside:
+        return run_lines(path, inside)
+    if os.path.isfile(path) and path.endswith(".tflite"):
+        sidecar = modeldir.sidecar_path(path)
+        if not os.path.isfile(sidecar):
+            raise ValueError("%s: no sidecar %s beside it"
+                             % (path, os.path.basename(sidecar)))
+        with open(sidecar) as handle:
+            text = handle.read()
+        return ["%s: tflite file (%d bytes), sidecar %s:"
+                % (path, os.path.getsize(path), sidecar), text.rstrip()]
+    raise ValueError("%s: not a model directory, a run directory or a "
+                     ".tflite file" % path)
+
+
+def main(argv=None):
+    """Runs the command line; returns 0 (bad input exits 2)."""
+    p = _cli.ArgumentParser(prog="awd-lm info", description=__doc__)
+    p.add_argument("path", help="model directory, run --out or .tflite")
+    args = p.parse_args(argv)
+    try:
+        print("\n".join(info_lines(args.path)))
+    except ValueError as e:
+        _cli.fail(e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

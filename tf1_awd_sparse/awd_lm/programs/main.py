@@ -1,0 +1,60 @@
+"""``awd-lm SUBCOMMAND [FLAGS]``: the language model's whole life in one
+command (also ``python -m tf1_awd_sparse.awd_lm``).
+
+  train       train a model (and --quant QAT, --compress compression)
+  compress    ``train --resume --compress ...`` on a finished run's --out
+  export      write a model directory's model as a float / uint8 .tflite
+  savedmodel  write a model directory's model as a SavedModel
+  score       perplexity of text files under a model directory / .tflite
+  generate    sample words from a model
+  info        what a model directory, a run's --out or a .tflite holds
+  monitored   train with tf.train.MonitoredTrainingSession
+  estimator   train with tf.estimator
+
+``awd-lm SUBCOMMAND --help`` shows each one's flags. Exit status: the
+subcommand's (0 done, 2 bad input with one line naming the flag or file,
+1 a diverged training run).
+"""
+import importlib
+import sys
+
+__all__ = ["PROGRAMS", "main"]
+
+# The one table of subcommands: the module (imported only when chosen, so
+# --help and info stay fast) whose main(argv) runs it.
+PROGRAMS = {
+    "train": "tf1_awd_sparse.awd_lm.programs.train",
+    "compress": "tf1_awd_sparse.awd_lm.programs.compress",
+    "export": "tf1_awd_sparse.awd_lm.programs.export",
+    "savedmodel": "tf1_awd_sparse.awd_lm.savedmodel",
+    "score": "tf1_awd_sparse.awd_lm.score",
+    "generate": "tf1_awd_sparse.awd_lm.generate",
+    "info": "tf1_awd_sparse.awd_lm.programs.info",
+    "monitored": "tf1_awd_sparse.awd_lm.monitored",
+    "estimator": "tf1_awd_sparse.awd_lm.estimator",
+}
+
+
+def main(argv=None):
+    """Runs ``awd-lm SUBCOMMAND ...``.
+
+    Args:
+      argv: the arguments after the command (default ``sys.argv[1:]``).
+
+    Returns:
+      the subcommand's exit status; no or an unknown subcommand prints the
+      list and returns 2; ``--help`` the list and returns 0.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in PROGRAMS:
+        print("error: unknown subcommand %r; one of: %s"
+              % (name, ", ".join(sorted(PROGRAMS))), file=sys.stderr)
+        return 2
+    import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
+    sys.argv[0] = "awd-lm " + name   # the programs' usage line
+    status = importlib.import_module(PROGRAMS[name]).main(rest)
+    return 0 if status is None else status

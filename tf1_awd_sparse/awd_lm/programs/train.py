@@ -1,0 +1,328 @@
+"""``awd-lm train`` (moved here from examples/awd_lm.py, which calls it):
+train the AWD-LSTM language model (and/or the plain LSTM baseline).
+
+Without --data-dir it trains on the embedded corpus: a seeded hidden Markov
+source whose exact test perplexity (the floor no model can beat) is
+printed beside the models'.  With --data-dir it reads a Penn Treebank
+layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
+
+  awd-lm train --model both --preset demo
+  awd-lm train --model awd --preset awd-ptb --data-dir DIR
+  awd-lm train ... --resume      # continue a killed run
+  awd-lm train ... --overwrite   # start over in the same --out
+  awd-lm train ... --quant       # then fine-tune it 8-bit QAT
+  awd-lm train --model awd ... --compress l0,magnitude
+                                               # then compress it (see below)
+
+An --out (or --compress-out) that holds a finished or partial run is
+refused unless --resume (continue it) or --overwrite (delete its run files
+and start over) is given.
+
+Exit status: 0 done; 1 training diverged (one line naming the epoch and
+step; the checkpoints of the epochs before are kept, nothing diverged is
+saved); 2 bad input (one line naming the flag or file).
+
+Outputs in --out: <model>/ (checkpoints last/ and best/, TensorBoard
+events, state.json, summary.json), with --quant also <model>_quant/ (the
+quantization-aware fine-tuning), summary.json and valid_ppl.png.
+
+--compress TECHNIQUES (variational_dropout, l0, magnitude, comma-separated)
+then compresses each model (`tf1_awd_sparse.awd_lm.training.compress`): each
+technique fine-tunes the float model for --finetune-epochs at
+--finetune-lr: a ramp towards --target-sparsity (40 %), an exact cut to it,
+the survivors fine-tuned (60 %), beside a float model fine-tuned for the
+same budget (the reference row); the best is pruned, fine-tuned
+quantization-aware (--quant-epochs, --quant-lr) and exported as float and
+uint8 TFLite files scored with the TFLite interpreter. Its outputs and the
+table go to --compress-out (default <out>/<model>_compress), summary.json
+there.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+from tf1_awd_sparse.base import _cli, compat as _compat
+from tf1_awd_sparse.base.checks import check_nonnegative_int
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.corpus import runtime
+from tf1_awd_sparse.awd_lm.training import compress, records, train
+
+__all__ = ["HELP", "check_out", "parse_args", "main"]
+
+HELP = {
+    "emb_size": "embedding size (= last LSTM layer, decoder tied)",
+    "hidden_size": "units of the other LSTM layers",
+    "num_layers": "LSTM layers",
+    "dropout": "locked dropout on the last layer's output (rate)",
+    "dropouth": "locked dropout between LSTM layers (rate)",
+    "dropouti": "locked dropout on the embedding output (rate)",
+    "dropoute": "embedding dropout: whole words (rate)",
+    "wdrop": "DropConnect on the recurrent weights (rate)",
+    "alpha": "AR weight", "beta": "TAR weight", "wdecay": "L2 weight decay",
+    "batch_size": "training batch size",
+    "eval_batch_size": "validation/test batch size",
+    "bptt": "truncated BPTT window length",
+    "variable_bptt": "vary the window length as in the paper (true/false)",
+    "lr": "SGD learning rate", "clip": "gradient global-norm clip",
+    "optimizer": "ntasgd or sgd (model plain defaults to sgd)",
+    "nonmono": "NT-ASGD trigger window",
+    "max_epochs": "stop after this many epochs",
+    "patience": "stop when validation has not improved for this many epochs",
+    "seed": "random seed (graph, BPTT lengths)",
+    "hmm_seed": "embedded corpus: source seed",
+    "hmm_states": "embedded corpus: hidden states",
+    "hmm_vocab": "embedded corpus: vocabulary size",
+    "hmm_train": "embedded corpus: training tokens",
+    "hmm_valid": "embedded corpus: validation tokens",
+    "hmm_test": "embedded corpus: test tokens",
+    "quant_epochs": "--quant: epochs of quantization-aware fine-tuning",
+    "quant_delay": "--quant: fine-tuning steps computed in float while the "
+                   "ranges are learned",
+    "weight_bits": "--quant: bits of the cells' weights",
+    "activation_bits": "--quant: bits of the cells' activations",
+    "compress": "comma-separated compression techniques to run after the "
+                "float model: variational_dropout, l0, magnitude",
+    "target_sparsity": "--compress: every technique's target fraction of "
+                       "zeros (reached exactly by the cut at the ramp's end)",
+    "finetune_epochs": "--compress: epochs of each technique's fine-tuning",
+    "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
+    "finetune_optimizer": "--compress: optimizer of the survivors' and the "
+    "reference's fine-tuning (sgd or ntasgd; a ramp runs sgd)",
+    "finetune_dropout_scale": "--compress: factor in [0, 1] on every "
+    "dropout rate in the compressed model's fine-tunings (not the "
+    "reference's)",
+    "average_from_start": "NT-ASGD averaging from the first step (true/false; "
+    "the pipeline sets it for the reference, which starts from averaged "
+    "weights)",
+    "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
+    "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
+    "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "
+    "weight after each epoch whose sparsity lags the schedule (default: no "
+    "controller; the pipeline sets it from --compress-controller)",
+    "distill_weight": "--compress: weight of the distillation from the "
+    "float model in each technique's fine-tuning (ramp and survivors; "
+    "0: off): loss + W * T^2 * CE(teacher softmax, student softmax at T)",
+    "distill_temperature": "--compress: the distillation's softmax "
+    "temperature T (> 0)",
+    "distill_teacher": "--compress: the distillation's teacher: the float "
+    "model (float) or the reference, the float model fine-tuned for the "
+    "same budget (reference: trained before the techniques)",
+    "cut_scope": "--compress: the exact cut to the target at the ramp's end "
+    "per weight matrix (matrix) or with one threshold across all (global)",
+    "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "
+                                "the VD / L0 fine-tuning (default 1 / "
+                                "training tokens)",
+    "sparsity_ramp_steps": "steps over which the KL / L0 weight ramps up "
+                           "from 0",
+    "aux_lr_scale": "learning rate of log_sigma2 / log_alpha as a multiple "
+                    "of --lr",
+    "pruning": "pruning masks on the embedding and kernels: magnitude "
+               "(gradual schedule, as tf.contrib.model_pruning) or fixed",
+    "pruning_begin_step": "--pruning magnitude: first step of the schedule",
+    "pruning_end_step": "--pruning magnitude: last step of the schedule",
+    "pruning_frequency": "--pruning magnitude: steps between mask updates",
+    "select_from_epoch": "first epoch whose validation may be the best",
+    "select_min_sparsity": "an epoch at this fraction of zeros beats every "
+                           "epoch below it",
+}
+
+# Options declared by hand above the generated per-parameter flags.
+EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight")
+
+
+def _parameter(key):
+    """The check of a generated flag: the text converted to the
+    parameter's type and checked (`presets.parse_value`)."""
+    return lambda text, name: presets.parse_value(key, text, name)
+
+
+# What marks a directory as holding a run: the training loop's files
+# (`train`) and the compression pipeline's (`compress`).
+RUN_FILES = (train.STATE_FILE, train.SUMMARY_FILE, "last", "best",
+             compress.STATE_FILE)
+
+
+def check_out(args, all_params):
+    """Refuses to start over a finished or partial run without --resume
+    or --overwrite (a fresh run deletes the files of the one before).
+
+    Raises:
+      ValueError: naming the flag, the file found and both flags; or
+        --resume with --overwrite.
+    """
+    if args.resume and args.overwrite:
+        raise ValueError("--resume continues the runs in --out, --overwrite "
+                         "replaces them: give one")
+    if args.resume or args.overwrite:
+        return
+    dirs = [("--out", os.path.join(args.out, train.SUMMARY_FILE))]
+    for params in all_params:
+        run_dir = os.path.join(args.out, params["model"])
+        dirs += [("--out", os.path.join(run_dir, name)) for name in RUN_FILES]
+        dirs += [("--out", os.path.join(run_dir + "_quant", name))
+                 for name in RUN_FILES]
+        compress_out = args.compress_out or (run_dir + "_compress")
+        dirs += [("--compress-out" if args.compress_out else "--out",
+                  os.path.join(compress_out, name))
+                 for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
+    for flag, path in dirs:
+        if os.path.exists(path):
+            raise ValueError(
+                "%s %s holds a run (%s): continue it with --resume or "
+                "replace it with --overwrite" % (
+                    flag, args.compress_out if flag == "--compress-out"
+                    else args.out, path))
+
+
+def _flag(key):
+    """The flag of a parameter (in errors)."""
+    return "--" + key.replace("_", "-")
+
+
+def parse_args(argv=None):
+    """Command-line arguments; every preset value has an override flag.
+
+    A bad value ends the program with status 2 and one line naming the
+    flag (`tf1_awd_sparse.base._cli`).
+    """
+    p = _cli.ArgumentParser(
+        prog="awd-lm train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=["awd", "plain", "both"], default="awd",
+                   help="model(s) to train (default awd)")
+    p.add_argument("--preset", choices=sorted(presets.PRESETS),
+                   default="demo", help="hyper-parameter set (default demo)")
+    p.add_argument("--data-dir", help="PTB-layout corpus directory; default: "
+                   "the embedded HMM corpus")
+    p.add_argument("--out", default="runs/awd_lm",
+                   help="output directory (default runs/awd_lm)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the runs found in --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the runs found in --out (without it or "
+                   "--resume, an --out holding a run is refused)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="intra-op threads (0: TensorFlow's choice, all "
+                   "cores)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars")
+    p.add_argument("--compress-out", default=None,
+                   help="--compress: output directory (default "
+                   "<out>/<model>_compress)")
+    group = p.add_argument_group("hyper-parameters (default: the preset's)")
+    group.add_argument("--sparsity", choices=["variational_dropout", "l0"],
+                       default=None, help="sparse embedding and LSTM "
+                       "weights (sparse_layers); prints the sparsity report")
+    group.add_argument("--sparsity-weight", dest="sparsity_weight",
+                       type=float, default=None, metavar="FLOAT",
+                       help="weight of the KL / L0 loss (default 1 / "
+                       "training tokens)")
+    group.add_argument("--quant", action="store_true", default=None,
+                       help="after training each model, fine-tune it "
+                       "quantization-aware (8-bit fake-quant cells) from its "
+                       "best checkpoint and score both")
+    group.add_argument("--quant-lr", dest="quant_lr", type=float,
+                       default=None, metavar="FLOAT",
+                       help="--quant: fine-tuning learning rate (default "
+                       "--lr / 4)")
+    checks = {"threads": check_nonnegative_int,
+              "sparsity_weight": presets.CHECKS["sparsity_weight"],
+              "quant_lr": presets.CHECKS["quant_lr"]}
+    for key, default in sorted(presets.DEFAULTS.items()):
+        if key in EXPLICIT:
+            continue  # the options above
+        # Read as text; converted and checked below, so that a bad value
+        # is reported with the flag's name and the parameter's range.
+        kind = presets.text_type(key)
+        group.add_argument("--" + key.replace("_", "-"), dest=key,
+                           default=None, metavar=kind.__name__.upper(),
+                           help=HELP.get(key, key))
+        checks[key] = _parameter(key)
+    return p.check_flags(p.parse_args(argv), checks)
+
+
+def main(argv=None):
+    """Trains the chosen models and prints the results table.
+
+    Returns:
+      0; bad input (a flag, the corpus, an unreadable checkpoint or run
+      state, --resume with changed parameters) exits 2 with one line on
+      stderr naming the flag or file; training that diverges (a loss NaN,
+      infinite or too large for a float perplexity, `train.TrainingDiverged`)
+      exits 1 with one line naming the epoch and step, good checkpoints kept.
+    """
+    args = parse_args(argv)
+    _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
+    log = print
+    models = ["plain", "awd"] if args.model == "both" else [args.model]
+    overrides = {k: getattr(args, k) for k in presets.DEFAULTS}
+    try:
+        all_params = [presets.params_for(args.preset, m, overrides)
+                      for m in models]
+        if args.compress_out and all_params[0]["compress"] and \
+                len(models) > 1:
+            raise ValueError(
+                "--compress-out names one directory but --model both "
+                "compresses two models: leave it out (each gets "
+                "<out>/<model>_compress) or give one --model")
+        check_out(args, all_params)
+        given = {k for k, v in overrides.items() if v is not None}
+        for params in all_params:
+            presets.check_used(params, given, _flag)
+        phases = [presets.split_quant(p) for p in all_params]
+        corpus, floor, description = runtime.load_corpus(args.data_dir,
+                                                         all_params[0])
+        for params in all_params:
+            runtime.check_corpus(corpus, params, args.data_dir, _flag)
+    except ValueError as e:  # data.DataError included
+        _cli.fail(e)
+    log(description)
+    progress = None
+    if not args.no_progress:
+        from tqdm import tqdm
+        progress = tqdm
+    start = time.time()
+    summaries = []
+    try:
+        for float_params, quant_params in phases:
+            float_dir = os.path.join(args.out, float_params["model"])
+            summaries.append(train.run(
+                corpus, float_params, float_dir, resume=args.resume, log=log,
+                progress=progress, threads=args.threads,
+                extra={"floor_ppl": floor}))
+            if quant_params is not None:
+                summaries.append(train.run(
+                    corpus, quant_params, float_dir + "_quant",
+                    resume=args.resume, log=log, progress=progress,
+                    threads=args.threads, extra={"floor_ppl": floor},
+                    init_from=train.best_checkpoint(float_dir)))
+            params = all_params[phases.index((float_params, quant_params))]
+            if params["compress"]:
+                result = compress.run_pipeline(
+                    corpus, params, summaries[-1 if quant_params is None
+                                              else -2],
+                    float_dir, args.compress_out or (float_dir + "_compress"),
+                    params["compress"].split(","), resume=args.resume,
+                    log=log, threads=max(1, args.threads),
+                    progress=progress)
+                print("\n".join(result["table"]))
+    except train.TrainingDiverged as e:
+        _cli.fail(e, status=1)   # not bad input: status 1
+    except (ValueError, OSError) as e:
+        # --resume with changed parameters, an unreadable checkpoint or
+        # run state, an --out that cannot be written.
+        _cli.fail(e)
+    lines = records.results_table(summaries, floor)
+    print("\n" + "\n".join(lines))
+    print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump({"floor_ppl": floor, "corpus": corpus.name,
+                   "models": summaries, "table": lines}, f, indent=1)
+    records.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
+                        floor)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())  # python -m tf1_awd_sparse.awd_lm train is the command
