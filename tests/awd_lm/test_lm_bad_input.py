@@ -560,3 +560,24 @@ def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
     with pytest.raises(ValueError, match=r"^stream must hold ids"):
         export.tflite_perplexity(tflite_files["lm"], stream)
     assert runner.vocab_size == PARAMS["vocab_size"] == 11
+
+
+def test_train_run_refuses_a_run_dir_holding_a_run(tmp_path):
+    # The Python API refuses what the command line refuses (one check,
+    # `train.check_run_dir`), before it reads the corpus or deletes files.
+    import tf1_awd_sparse
+    run_dir = tmp_path / "run"
+    (run_dir / "best").mkdir(parents=True)
+    (run_dir / "summary.json").write_text("{}")
+    with pytest.raises(train.RunDirError,
+                       match=r"run_dir .*run holds a run .*resume=True.*"
+                             r"overwrite=True") as info:
+        train.run(None, {}, str(run_dir), log=lambda _: None)
+    assert isinstance(info.value, tf1_awd_sparse.Error)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(train.RunDirError, match="give one"):
+        train.run(None, {}, str(run_dir), resume=True, overwrite=True)
+    assert sorted(os.listdir(str(run_dir))) == ["best", "summary.json"]
+    # An empty or missing directory is a fresh run's, and accepted.
+    train.check_run_dir(str(tmp_path / "none"))
+    train.check_run_dir(str(tmp_path))

@@ -541,8 +541,12 @@ class _Pipeline(object):
 
     def train(self, params, run_dir, init_from):
         """`train.run` of one stage (resumable)."""
+        # A stage without resume starts over in its own folder of out_dir
+        # (the pipeline, or its command line, decided to redo it).
+        options = dict(self.run_options)
+        options.setdefault("overwrite", not options.get("resume"))
         return train.run(self.corpus, params, run_dir, extra=self.extra,
-                         init_from=init_from, **self.run_options)
+                         init_from=init_from, **options)
 
     def model_params(self, **changes):
         """The model's parameters without the pipeline's own."""
