@@ -6,7 +6,9 @@
 PATH is a run / stage directory or a ``.tflite`` file with its sidecar.
 Prints the prompt and its continuation (``<eos>`` as a line break);
 temperature 0 or top-k 1 picks the most likely word, the same seed draws
-the same words. Bad paths or flags: exit status 2 and one line.
+the same words. Prompt words outside the model's vocabulary are read as
+``<unk>`` and named in one line on stderr. Bad paths or flags: exit status
+2 and one line.
 """
 import sys
 
@@ -48,13 +50,20 @@ def main(argv=None):
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
     from tf1_awd_sparse.awd_lm import lm
+    import collections
+    oov = collections.Counter()
     try:
         model = lm.LanguageModel.load(args.model, threads=args.threads)
         text = model.generate(args.prompt, args.num_words,
                               temperature=args.temperature, top_k=args.top_k,
-                              seed=args.seed)
+                              seed=args.seed, oov=oov)
     except ValueError as e:  # ConfigError, CheckpointError, OOVError
         _cli.fail(e)
+    if oov:
+        # A prompt word the model does not know becomes <unk> silently
+        # otherwise, and the continuation then seems to ignore it.
+        sys.stderr.write("generate: not in the vocabulary, read as <unk>: "
+                         "%s\n" % " ".join(sorted(oov)))
     prompt = " ".join(args.prompt.split())
     joiner = "" if not prompt or text.startswith("\n") else " "
     print(prompt + joiner + text)
