@@ -2,6 +2,8 @@
 every case ends in a named error (CLI: exit status 2 and one line on stderr
 naming the flag or file; library: ValueError naming the parameter), never a
 hang, a TensorFlow abort, a traceback or a meaningless run with exit 0."""
+import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -581,3 +583,45 @@ def test_train_run_refuses_a_run_dir_holding_a_run(tmp_path):
     # An empty or missing directory is a fresh run's, and accepted.
     train.check_run_dir(str(tmp_path / "none"))
     train.check_run_dir(str(tmp_path))
+
+
+class _Parsed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("program", ["score", "generate", "savedmodel",
+                                     "monitored", "estimator", "example"])
+def test_help_shows_every_default(program, monkeypatch):
+    # Catch each command line's parser as it parses, then walk its actions:
+    # every flag whose default is a value says so in --help.
+    from tf1_awd_sparse.base import _cli
+    from tf1_awd_sparse.awd_lm import generate, monitored, savedmodel, score
+    caught = []
+
+    def catch(self, argv=None, namespace=None):
+        caught.append(self)
+        raise _Parsed()
+
+    monkeypatch.setattr(_cli.ArgumentParser, "parse_args", catch)
+    if program == "example":
+        spec = importlib.util.spec_from_file_location(
+            "awd_lm_example", os.path.join(ROOT, "examples", "awd_lm.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = {"score": score, "generate": generate,
+                  "savedmodel": savedmodel, "monitored": monitored,
+                  "estimator": estimator}[program]
+    with pytest.raises(_Parsed):
+        module.parse_args([])
+    parser, = caught
+    text = " ".join(parser.format_help().split())
+    with_default = [a for a in parser._actions
+                    if a.default not in (None, argparse.SUPPRESS)]
+    assert with_default, program
+    for action in with_default:
+        help_text = " ".join((action.help % dict(vars(action))).split())
+        assert "default" in help_text.lower(), (program, action.dest)
+        assert help_text in text, (program, action.dest)
+        if "(default: " in help_text:
+            assert help_text.endswith("(default: %s)" % (action.default,))
