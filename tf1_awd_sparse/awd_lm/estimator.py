@@ -72,7 +72,8 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["DISTRIBUTE_CHOICES", "ALTERNATIVE", "EstimatorUnavailableError",
            "require_estimator", "parse_hparams", "FLAGS", "FLAG_CHECKS",
            "parse_args", "hparam_flag", "prepare", "command_params",
-           "write_model_dir", "execute", "start_lifetime", "run", "main",
+           "write_model_dir", "execute", "start_lifetime",
+           "LIFETIME_EXIT_STATUS", "run", "main",
            "command_line", "eval_line"]
 
 DISTRIBUTE_CHOICES = ("none", "mirrored")
@@ -164,8 +165,9 @@ FLAGS = (
                              "checkpoint of --model-dir on the validation "
                              "split in this process (no TF_CONFIG)")),
     ("--max-lifetime", dict(type=float, default=0, help="end this process "
-                            "after so many seconds (0: never); bounds a ps, "
-                            "which never exits by itself")),
+                            "after so many seconds (0: never) with one line "
+                            "saying so and exit status 3; bounds a ps, which "
+                            "never exits by itself")),
     ("--save-steps", dict(type=int, default=100,
                           help="checkpoint every N global steps")),
 )
@@ -417,13 +419,37 @@ def execute(setup):
     return result[0] if result else None
 
 
+# The exit status of a process ended by --max-lifetime (1 is a diverged
+# run, 2 bad input): the time limit, not a failure of the work.
+LIFETIME_EXIT_STATUS = 3
+
+# Seconds after the limit at which SIGALRM ends the process anyway, should
+# the watchdog thread not get to run (a call holding the GIL).
+LIFETIME_GRACE = 10
+
+
+def _lifetime_over(seconds):
+    """The watchdog's end: one line and `LIFETIME_EXIT_STATUS`."""
+    sys.stderr.write("--max-lifetime: the lifetime limit of %g s was "
+                     "reached; ending this process (exit status %d)\n"
+                     % (seconds, LIFETIME_EXIT_STATUS))
+    sys.stderr.flush()
+    os._exit(LIFETIME_EXIT_STATUS)  # pylint: disable=protected-access
+
+
 def start_lifetime(args):
-    """Ends this process after ``args.max_lifetime`` seconds (0: never),
-    by SIGALRM, whose default action ends it wherever it is blocked (a ps
-    in ``server.join()``)."""
+    """Ends this process after ``args.max_lifetime`` seconds (0: never)
+    with one line on stderr and exit status `LIFETIME_EXIT_STATUS`, from a
+    daemon thread, so it ends wherever the main thread is blocked (a ps in
+    ``server.join()``, which no Python signal handler interrupts). SIGALRM's
+    default action, `LIFETIME_GRACE` s later, is the safety net."""
     if args.max_lifetime > 0:
-        # SIGALRM's default action ends the process, wherever it is blocked.
-        signal.alarm(int(math.ceil(args.max_lifetime)))
+        import threading
+        timer = threading.Timer(args.max_lifetime, _lifetime_over,
+                                (args.max_lifetime,))
+        timer.daemon = True
+        timer.start()
+        signal.alarm(int(math.ceil(args.max_lifetime)) + LIFETIME_GRACE)
 
 
 def run(argv=None):

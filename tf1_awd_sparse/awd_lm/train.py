@@ -39,7 +39,8 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
            "perplexity", "diverged", "TrainingDiverged", "window", "evaluate",
            "train_epoch", "ppl", "fresh_state", "stop_reason",
-           "best_checkpoint", "CheckpointError", "Trainer", "run"]
+           "best_checkpoint", "CheckpointError", "RunDirError", "RUN_FILES",
+           "check_run_dir", "Trainer", "run"]
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
