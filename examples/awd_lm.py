@@ -320,7 +320,7 @@ def main(argv=None):
         json.dump({"floor_ppl": floor, "corpus": corpus.name,
                    "models": summaries, "table": lines}, f, indent=1)
     records.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
-                        floor)
+                        floor, log=log)
     return 0
 
 

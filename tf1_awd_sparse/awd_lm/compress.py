@@ -754,7 +754,8 @@ def _plot(pipeline, runs, chosen, quant):
     offsets.append(qat_offset)
     records.plot_curves(summaries, os.path.join(pipeline.out_dir,
                                                 "valid_ppl.png"),
-                        float_summary.get("floor_ppl"), offsets)
+                        float_summary.get("floor_ppl"), offsets,
+                        log=pipeline.run_options.get("log", print))
 
 
 def _tflite_row(stage, technique, ppl, float_ppl, counts, shapes, extra):
