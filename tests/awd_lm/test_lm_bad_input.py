@@ -625,3 +625,32 @@ def test_help_shows_every_default(program, monkeypatch):
         assert help_text in text, (program, action.dest)
         if "(default: " in help_text:
             assert help_text.endswith("(default: %s)" % (action.default,))
+
+
+def test_monitored_model_dir_names_its_corpus_and_training(tmp_path):
+    # The config.json written when a run starts says how and on what it
+    # trains; --evaluate-only then finds the corpus without --data-dir.
+    from support import lm_api
+    from tf1_awd_sparse.awd_lm import monitored
+    data_dir = lm_api.write_corpus(str(tmp_path / "data")) or str(
+        tmp_path / "data")
+    model_dir = str(tmp_path / "model")
+    hparams = "emb_size=8,hidden_size=12,batch_size=4,eval_batch_size=3,bptt=6"
+    args = monitored.parse_args(["--model-dir", model_dir, "--data-dir",
+                                 data_dir, "--hparams", hparams])
+    params, corpus = estimator.command_params(args)
+    estimator.write_model_dir(args, params, corpus)
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        produced = json.load(handle)["produced_by"]
+    assert produced["data_dir"] == os.path.abspath(data_dir)
+    assert produced["training"]["optimizer"].startswith("clipped SGD")
+    assert "fixed windows of 6 steps" in produced["training"]["bptt"]
+    assert produced["valid_ppl"] is None
+    again = monitored.parse_args(["--model-dir", model_dir,
+                                  "--evaluate-only"])
+    _, corpus2 = estimator.command_params(again)
+    assert list(corpus2.vocab) == list(corpus.vocab)
+    assert list(corpus2.valid) == list(corpus.valid)
+    estimator.record_valid_ppl(model_dir, {"perplexity": 12.5, "xent": 2.5})
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        assert json.load(handle)["produced_by"]["valid_ppl"] == 12.5

@@ -72,7 +72,8 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["DISTRIBUTE_CHOICES", "ALTERNATIVE", "EstimatorUnavailableError",
            "require_estimator", "parse_hparams", "FLAGS", "FLAG_CHECKS",
            "parse_args", "hparam_flag", "prepare", "command_params",
-           "write_model_dir", "execute", "start_lifetime",
+           "write_model_dir", "record_valid_ppl", "execute",
+           "start_lifetime",
            "LIFETIME_EXIT_STATUS", "run", "main",
            "command_line", "eval_line"]
 
@@ -354,14 +355,20 @@ def command_params(args, flag=None):
                     "directory's config is its configuration; leave the "
                     "flag out or use a new --model-dir"
                     % (name, value, path, params.get(key)))
-    corpus, _, _ = runtime.load_corpus(args.data_dir, params)
+    data_dir = args.data_dir
+    if not data_dir and config is not None:
+        # The corpus the directory trained on, as its config.json says.
+        data_dir = (config.get("produced_by") or {}).get("data_dir")
+    corpus, _, _ = runtime.load_corpus(data_dir, params)
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(
-            "--data-dir: the corpus's vocabulary (%d words) is not the one "
+            "%s: the corpus's vocabulary (%d words) is not the one "
             "%s was trained on (%s, %d words); give its corpus"
-            % (len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
+            % ("--data-dir" if args.data_dir else
+               "the corpus of %s's config.json" % args.model_dir,
+               len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
                len(config["words"])))
-    runtime.check_corpus(corpus, params, args.data_dir, flag,
+    runtime.check_corpus(corpus, params, data_dir, flag,
                          fixed_windows=True, splits=(
                              ("valid",) if args.evaluate_only
                              else ("train", "valid")))
@@ -392,10 +399,37 @@ def write_model_dir(args, params, corpus):
     latest = tf.train.latest_checkpoint(args.model_dir)
     step = max(args.train_steps, int(check_checkpoint(
         latest, "--model-dir").get_tensor("global_step")) if latest else 0)
+    # How and on what the run trains, so that the directory describes it
+    # (and --evaluate-only finds the corpus without a repeated --data-dir).
+    how = {"optimizer": "clipped SGD (lr %g, clip %g); no NT-ASGD"
+                        % (params.get("lr", 0), params.get("clip", 0)),
+           "bptt": "fixed windows of %d steps, each from a zero state"
+                   % params.get("bptt", 0)}
+    # data_dir None: the embedded corpus, which params' hmm_* describe.
+    data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
     return modeldir.write_config(
         args.model_dir, kept, list(corpus.vocab),
-        modeldir.produced_by(kept, source="distributed command line"),
+        modeldir.produced_by(kept, source="distributed command line",
+                             training=how, corpus=corpus.name,
+                             data_dir=data_dir),
         checkpoint="model.ckpt-%d" % step)
+
+
+def record_valid_ppl(model_dir, metrics):
+    """Fills ``produced_by.valid_ppl`` of ``model_dir``'s config.json with
+    an evaluation's perplexity (``metrics['perplexity']``), once training
+    has evaluated; no config.json or no perplexity: nothing is written."""
+    path = _config_path(model_dir)
+    if not metrics or "perplexity" not in metrics or not os.path.exists(path):
+        return
+    with open(path) as handle:
+        config = json.load(handle)
+    config.setdefault("produced_by", {})["valid_ppl"] = float(
+        metrics["perplexity"])
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(config, handle, indent=1, sort_keys=True)
+    os.replace(tmp, path)
 
 
 def execute(setup):
@@ -416,7 +450,10 @@ def execute(setup):
         estimator, setup["train_spec"],
         tf.estimator.EvalSpec(setup["eval_input"], steps=setup["eval_steps"],
                               throttle_secs=0))
-    return result[0] if result else None
+    metrics = result[0] if result else None
+    if setup["model_dir"] is not None:
+        record_valid_ppl(setup["model_dir"][0].model_dir, metrics)
+    return metrics
 
 
 # The exit status of a process ended by --max-lifetime (1 is a diverged

@@ -410,9 +410,12 @@ def execute(setup):
     sys.stdout.flush()
     if task is not None:
         return None
-    return evaluate_checkpoint(args.model_dir, setup["params"],
-                               setup["corpus"].valid, args.eval_steps,
-                               setup["config"])
+    metrics = evaluate_checkpoint(args.model_dir, setup["params"],
+                                  setup["corpus"].valid, args.eval_steps,
+                                  setup["config"])
+    # The directory's config.json then says how well the run did.
+    estimator.record_valid_ppl(args.model_dir, metrics)
+    return metrics
 
 
 def run(argv=None):
