@@ -278,8 +278,9 @@ def main(argv=None):
     log(description)
     progress = None
     if not args.no_progress:
-        from tqdm import tqdm
-        progress = tqdm
+        # The shared display: a bar on a terminal, plain lines otherwise.
+        from tf1_awd_sparse.base import _progress
+        progress = _progress.bar
     start = time.time()
     summaries = []
     try:
