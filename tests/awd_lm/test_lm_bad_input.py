@@ -654,3 +654,25 @@ def test_monitored_model_dir_names_its_corpus_and_training(tmp_path):
     estimator.record_valid_ppl(model_dir, {"perplexity": 12.5, "xent": 2.5})
     with open(os.path.join(model_dir, "config.json")) as handle:
         assert json.load(handle)["produced_by"]["valid_ppl"] == 12.5
+
+
+def test_monitored_logs_loss_and_perplexity_every_log_steps():
+    import collections
+    import io
+    import math
+    from tf1_awd_sparse.awd_lm import monitored
+    assert monitored.parse_args(["--model-dir", "d"]).log_steps == 100
+    assert monitored.parse_args(["--model-dir", "d", "--log-steps",
+                                 "2"]).log_steps == 2
+    out = io.StringIO()
+    hook = monitored._LastLossHook(None, log_steps=2, file=out)
+    values = collections.namedtuple("Values", "results")
+    for loss in (3.0, 2.0, 1.5, 1.0, 0.5):
+        hook.after_run(None, values(loss))
+    assert out.getvalue().splitlines() == [
+        "train: step 2 loss 2.0000 ppl %.2f" % math.exp(2.0),
+        "train: step 4 loss 1.0000 ppl %.2f" % math.exp(1.0)]
+    quiet = io.StringIO()
+    hook = monitored._LastLossHook(None, log_steps=0, file=quiet)
+    hook.after_run(None, values(1.0))
+    assert quiet.getvalue() == ""
