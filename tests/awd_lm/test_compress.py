@@ -536,3 +536,19 @@ def test_a_reference_that_validates_worse_is_the_float_model():
                          "against 110.00)")
     assert compress.format_table([float_row, better])[-1].startswith(
         "/ref: the float model fine-tuned for the same budget")
+
+
+def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
+    # Three 5-weight matrices with 2 zeros each at target 0.5: the exact
+    # per-matrix cut makes round(2.5) = 2 zeros per matrix (6 in all), the
+    # global rounding would ask round(7.5) = 8. The same weights in the
+    # TFLite file must be judged as in the TF checkpoint.
+    weights = {n: np.array([0., 0., 1., 2., 3.]) for n in ("a", "b", "c")}
+    summary = {"test_ppl": 10.0, "best_valid_ppl": 11.0}
+    sparse = compress._row("sparse", "magnitude", summary, 9.0, weights)
+    tfl = compress._tflite_row("tflite_float", "magnitude", 10.0, 9.0,
+                               (6, 15), [(1, 5)] * 3, {})
+    rows = compress._mark([sparse, tfl], 0.5, 9.5)
+    assert [r["reached_target"] for r in rows] == [True, True]
+    # Independent reference: per-matrix zeros >= per-matrix cut.
+    assert all(2 >= int(round(0.5 * 5)) for _ in range(3))

@@ -17,6 +17,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator, monitored
+from tf1_awd_sparse.awd_lm.distributed import cli
 from support.versions import needs_estimator
 
 from support import ROOT, example
@@ -148,9 +149,15 @@ def test_a_ps_ends_itself_after_max_lifetime(tmp_path, entry):
         [sys.executable, "-m", "tf1_awd_sparse.awd_lm." + entry]
         + _args(str(tmp_path / "model"), "--max-lifetime", "4"),
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=subprocess.PIPE, universal_newlines=True,
+        start_new_session=True)
     try:
-        assert proc.wait(timeout=60) == -signal.SIGALRM
+        _, err = proc.communicate(timeout=60)
+        # The documented status and one line, not SIGALRM (rc -14 / 142).
+        assert proc.returncode == cli.LIFETIME_EXIT_STATUS == 3
+        lines = [l for l in err.splitlines() if "lifetime" in l]
+        assert lines == ["--max-lifetime: the lifetime limit of 4 s was "
+                         "reached; ending this process (exit status 3)"]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -281,6 +281,25 @@ def test_generate_command_line(models):
                                  "value: 'x'"]
 
 
+def test_generate_names_the_prompt_words_read_as_unk(models):
+    import collections
+    model = models["load"]("float_dir")
+    unknown = [w for w in ("zorblax", "qwxv") if w not in model.word_to_id]
+    assert unknown == ["zorblax", "qwxv"]
+    oov = collections.Counter()
+    model.generate("zorblax the qwxv zorblax", 2, seed=1, oov=oov)
+    assert oov == collections.Counter({"zorblax": 2, "qwxv": 1})
+    result = _cli("generate", "--model", models["float_dir"], "--prompt",
+                  "zorblax the", "--num-words", "2", "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    named = [l for l in result.stderr.splitlines() if "<unk>" in l]
+    assert named == ["generate: not in the vocabulary, read as <unk>: "
+                     "zorblax"]
+    known = _cli("generate", "--model", models["float_dir"], "--prompt",
+                 "the", "--num-words", "2", "--seed", "1")
+    assert "<unk>" not in known.stderr
+
+
 def test_write_ptb_round_trips_the_embedded_corpus(tmp_path):
     from tf1_awd_sparse.awd_lm.corpus import synthetic
     corpus, _ = synthetic.hmm_corpus(seed=3, n_train=400, n_valid=100,

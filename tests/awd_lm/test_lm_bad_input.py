@@ -2,6 +2,8 @@
 every case ends in a named error (CLI: exit status 2 and one line on stderr
 naming the flag or file; library: ValueError naming the parameter), never a
 hang, a TensorFlow abort, a traceback or a meaningless run with exit 0."""
+import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -15,7 +17,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.inference import export
-from tf1_awd_sparse.awd_lm.distributed import input_fn
+from tf1_awd_sparse.awd_lm.distributed import cli, input_fn
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.training import train
@@ -565,3 +567,117 @@ def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
     with pytest.raises(ValueError, match=r"^stream must hold ids"):
         export.tflite_perplexity(tflite_files["lm"], stream)
     assert runner.vocab_size == PARAMS["vocab_size"] == 11
+
+
+def test_train_run_refuses_a_run_dir_holding_a_run(tmp_path):
+    # The Python API refuses what the command line refuses (one check,
+    # `train.check_run_dir`), before it reads the corpus or deletes files.
+    import tf1_awd_sparse
+    run_dir = tmp_path / "run"
+    (run_dir / "best").mkdir(parents=True)
+    (run_dir / "summary.json").write_text("{}")
+    with pytest.raises(train.RunDirError,
+                       match=r"run_dir .*run holds a run .*resume=True.*"
+                             r"overwrite=True") as info:
+        train.run(None, {}, str(run_dir), log=lambda _: None)
+    assert isinstance(info.value, tf1_awd_sparse.Error)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(train.RunDirError, match="give one"):
+        train.run(None, {}, str(run_dir), resume=True, overwrite=True)
+    assert sorted(os.listdir(str(run_dir))) == ["best", "summary.json"]
+    # An empty or missing directory is a fresh run's, and accepted.
+    train.check_run_dir(str(tmp_path / "none"))
+    train.check_run_dir(str(tmp_path))
+
+
+class _Parsed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("program", ["score", "generate", "savedmodel",
+                                     "monitored", "estimator", "example"])
+def test_help_shows_every_default(program, monkeypatch):
+    # Catch each command line's parser as it parses, then walk its actions:
+    # every flag whose default is a value says so in --help.
+    from tf1_awd_sparse.base import _cli
+    from tf1_awd_sparse.awd_lm import generate, monitored, savedmodel, score
+    caught = []
+
+    def catch(self, argv=None, namespace=None):
+        caught.append(self)
+        raise _Parsed()
+
+    monkeypatch.setattr(_cli.ArgumentParser, "parse_args", catch)
+    if program == "example":
+        spec = importlib.util.spec_from_file_location(
+            "awd_lm_example", os.path.join(ROOT, "examples", "awd_lm.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = {"score": score, "generate": generate,
+                  "savedmodel": savedmodel, "monitored": monitored,
+                  "estimator": estimator}[program]
+    with pytest.raises(_Parsed):
+        module.parse_args([])
+    parser, = caught
+    text = " ".join(parser.format_help().split())
+    with_default = [a for a in parser._actions
+                    if a.default not in (None, argparse.SUPPRESS)]
+    assert with_default, program
+    for action in with_default:
+        help_text = " ".join((action.help % dict(vars(action))).split())
+        assert "default" in help_text.lower(), (program, action.dest)
+        assert help_text in text, (program, action.dest)
+        if "(default: " in help_text:
+            assert help_text.endswith("(default: %s)" % (action.default,))
+
+
+def test_monitored_model_dir_names_its_corpus_and_training(tmp_path):
+    # The config.json written when a run starts says how and on what it
+    # trains; --evaluate-only then finds the corpus without --data-dir.
+    from support import lm_api
+    from tf1_awd_sparse.awd_lm import monitored
+    data_dir = lm_api.write_corpus(str(tmp_path / "data")) or str(
+        tmp_path / "data")
+    model_dir = str(tmp_path / "model")
+    hparams = "emb_size=8,hidden_size=12,batch_size=4,eval_batch_size=3,bptt=6"
+    args = monitored.parse_args(["--model-dir", model_dir, "--data-dir",
+                                 data_dir, "--hparams", hparams])
+    params, corpus = estimator.command_params(args)
+    estimator.write_model_dir(args, params, corpus)
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        produced = json.load(handle)["produced_by"]
+    assert produced["data_dir"] == os.path.abspath(data_dir)
+    assert produced["training"]["optimizer"].startswith("clipped SGD")
+    assert "fixed windows of 6 steps" in produced["training"]["bptt"]
+    assert produced["valid_ppl"] is None
+    again = monitored.parse_args(["--model-dir", model_dir,
+                                  "--evaluate-only"])
+    _, corpus2 = estimator.command_params(again)
+    assert list(corpus2.vocab) == list(corpus.vocab)
+    assert list(corpus2.valid) == list(corpus.valid)
+    cli.record_valid_ppl(model_dir, {"perplexity": 12.5, "xent": 2.5})
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        assert json.load(handle)["produced_by"]["valid_ppl"] == 12.5
+
+
+def test_monitored_logs_loss_and_perplexity_every_log_steps():
+    import collections
+    import io
+    import math
+    from tf1_awd_sparse.awd_lm import monitored
+    assert monitored.parse_args(["--model-dir", "d"]).log_steps == 100
+    assert monitored.parse_args(["--model-dir", "d", "--log-steps",
+                                 "2"]).log_steps == 2
+    out = io.StringIO()
+    hook = monitored._LastLossHook(None, log_steps=2, file=out)
+    values = collections.namedtuple("Values", "results")
+    for loss in (3.0, 2.0, 1.5, 1.0, 0.5):
+        hook.after_run(None, values(loss))
+    assert out.getvalue().splitlines() == [
+        "train: step 2 loss 2.0000 ppl %.2f" % math.exp(2.0),
+        "train: step 4 loss 1.0000 ppl %.2f" % math.exp(1.0)]
+    quiet = io.StringIO()
+    hook = monitored._LastLossHook(None, log_steps=0, file=quiet)
+    hook.after_run(None, values(1.0))
+    assert quiet.getvalue() == ""

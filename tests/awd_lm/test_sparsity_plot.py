@@ -2,6 +2,7 @@
 ``python -m tf1_awd_sparse.awd_lm.training.records --sparsity-plot`` command, on
 tiny hand-written compression summaries (no TensorFlow)."""
 import json
+import os
 
 import matplotlib
 matplotlib.use("Agg")
@@ -136,3 +137,40 @@ def test_bad_summaries_are_refused(tmp_path):
         records.sparsity_series([SUMMARIES[0], no_sparse])
     with pytest.raises(ValueError, match="one 'float' row"):
         records.sparsity_series([{"stages": SUMMARIES[0]["stages"][1:]}])
+
+
+def test_plots_are_skipped_with_one_line_without_matplotlib(tmp_path,
+                                                            monkeypatch):
+    # matplotlib is optional: its absence (an import that fails) skips
+    # each plot with one line, writes nothing and raises nothing.
+    import builtins
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("No module named %r" % name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    lines = []
+    curves = str(tmp_path / "curves.png")
+    summary = {"model": "m", "corpus": "c", "test_ppl": 5.0,
+               "epochs": [{"epoch": 1, "valid_ppl": 6.0}]}
+    assert records.plot_curves([summary], curves, log=lines.append) is False
+    series = records.plot_sparsity(SUMMARIES, str(tmp_path / "s.png"),
+                                   log=lines.append)
+    assert series["written"] is False and "magnitude" in series["techniques"]
+    assert lines == ["plot skipped: matplotlib is not installed (pip install "
+                     "matplotlib); %s not written" % p
+                     for p in (curves, str(tmp_path / "s.png"))]
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_an_unwritable_plot_is_skipped_with_one_line(tmp_path):
+    lines = []
+    path = str(tmp_path / "missing" / "curves.png")
+    summary = {"model": "m", "corpus": "c", "test_ppl": 5.0,
+               "epochs": [{"epoch": 1, "valid_ppl": 6.0}]}
+    assert records.plot_curves([summary], path, log=lines.append) is False
+    assert len(lines) == 1 and lines[0].startswith(
+        "plot skipped: %s not written (" % path)

@@ -44,7 +44,7 @@ def installed(tmp_path_factory):
     out = awd_lm(run, "train", "--model", "awd", "--out", "RUN",
                  "--emb-size", "16", "--num-layers",
                  "1", "--max-epochs", "1", "--batch-size", "4", "--bptt",
-                 "8", "--threads", "1", "--no-progress", "--quant", "--compress",
+                 "8", "--threads", "1", "--quant", "--compress",
                  "magnitude", "--finetune-epochs", "1", "--data-dir",
                  str(data))
     run["train_output"] = out

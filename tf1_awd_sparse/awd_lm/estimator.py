@@ -209,7 +209,10 @@ def execute(setup):
         estimator, setup["train_spec"],
         tf.estimator.EvalSpec(setup["eval_input"], steps=setup["eval_steps"],
                               throttle_secs=0))
-    return result[0] if result else None
+    metrics = result[0] if result else None
+    if setup["model_dir"] is not None:
+        cli.record_valid_ppl(setup["model_dir"][0].model_dir, metrics)
+    return metrics
 
 
 def run(argv=None):

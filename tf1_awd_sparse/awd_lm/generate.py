@@ -6,8 +6,11 @@
 PATH is a run / stage directory or a ``.tflite`` file with its sidecar.
 Prints the prompt and its continuation (``<eos>`` as a line break);
 temperature 0 or top-k 1 picks the most likely word, the same seed draws
-the same words. Bad paths or flags: exit status 2 and one line.
+the same words. Prompt words outside the model's vocabulary are read as
+``<unk>`` and named in one line on stderr. Bad paths or flags: exit status
+2 and one line.
 """
+import collections
 import sys
 
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
@@ -50,13 +53,19 @@ def main(argv=None):
     # Here, after the flags are read: --help and a bad flag need no
     # TensorFlow.
     from tf1_awd_sparse.awd_lm.inference import lm
+    oov = collections.Counter()
     try:
         model = lm.LanguageModel.load(args.model, threads=args.threads)
         text = model.generate(args.prompt, args.num_words,
                               temperature=args.temperature, top_k=args.top_k,
-                              seed=args.seed)
+                              seed=args.seed, oov=oov)
     except ValueError as e:  # ConfigError, CheckpointError, OOVError
         _cli.fail(e)
+    if oov:
+        # A prompt word the model does not know becomes <unk> silently
+        # otherwise, and the continuation then seems to ignore it.
+        sys.stderr.write("generate: not in the vocabulary, read as <unk>: "
+                         "%s\n" % " ".join(sorted(oov)))
     prompt = " ".join(args.prompt.split())
     joiner = "" if not prompt or text.startswith("\n") else " "
     print(prompt + joiner + text)

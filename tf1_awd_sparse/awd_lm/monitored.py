@@ -32,6 +32,7 @@ from __future__ import absolute_import, division, print_function
 
 import collections
 import json
+import math
 import os
 import sys
 import time
@@ -39,6 +40,7 @@ import time
 if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
+from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
@@ -49,7 +51,7 @@ from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook, mirror
 from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn
 from tf1_awd_sparse.awd_lm.distributed.model_fn import eval_xent, train_step
 
-__all__ = ["PROG", "Task", "task_from_tf_config", "parse_args", "prepare",
+__all__ = ["PROG", "LOG_FLAGS", "Task", "task_from_tf_config", "parse_args", "prepare",
            "execute", "evaluate_checkpoint", "run", "main"]
 
 PROG = "python -m tf1_awd_sparse.awd_lm.monitored"
@@ -132,8 +134,18 @@ def parse_args(argv=None, extra_flags=()):
     Raises:
       SystemExit: (code 2, one line on stderr naming the flag) a bad flag.
     """
-    return cli.parse_args(argv, extra_flags, prog=PROG,
+    args = cli.parse_args(argv, LOG_FLAGS + tuple(extra_flags), prog=PROG,
                           description=__doc__)
+    if args.log_steps < 0:
+        _cli.fail("--log-steps must be >= 0, got %d" % args.log_steps)
+    return args
+
+
+# The monitored command line's own flag: how often training says how it
+# goes (TensorFlow's own step log is hidden by the quiet logging).
+LOG_FLAGS = (("--log-steps", dict(
+    type=int, default=100, help="print this task's training loss and "
+    "perplexity every N of its steps on stderr (0: never)")),)
 
 
 class _RunOnceHook(tf.compat.v1.train.SessionRunHook):
@@ -151,8 +163,9 @@ class _LastLossHook(tf.compat.v1.train.SessionRunHook):
     """Counts this task's steps and keeps its last loss, and the global
     step when its session ends."""
 
-    def __init__(self, loss):
+    def __init__(self, loss, log_steps=0, file=None):
         self._loss = loss
+        self.log_steps, self.file = log_steps, file
         self.steps, self.loss, self.global_step = 0, None, None
 
     def begin(self):
@@ -164,6 +177,11 @@ class _LastLossHook(tf.compat.v1.train.SessionRunHook):
     def after_run(self, run_context, run_values):
         self.steps += 1
         self.loss = float(run_values.results)
+        if self.log_steps and self.steps % self.log_steps == 0:
+            out = self.file if self.file is not None else sys.stderr
+            out.write("train: step %d loss %.4f ppl %.2f\n" % (
+                self.steps, self.loss, math.exp(min(self.loss, 709.0))))
+            out.flush()
 
     def end(self, session):
         self.global_step = int(session.run(self._global_step))
@@ -226,7 +244,7 @@ def _build_training(params, corpus, args, task, strategy, make_hooks):
                 timeout_secs=args.barrier_timeout))
         hooks.append(tf.train.StopAtStepHook(last_step=args.train_steps))
         hooks.append(_RunOnceHook(init_input))
-        progress = _LastLossHook(loss)
+        progress = _LastLossHook(loss, getattr(args, "log_steps", 0))
         hooks.append(progress)
         if make_hooks is not None:
             hooks.extend(make_hooks(loss))
@@ -412,9 +430,12 @@ def execute(setup):
     sys.stdout.flush()
     if task is not None:
         return None
-    return evaluate_checkpoint(args.model_dir, setup["params"],
-                               setup["corpus"].valid, args.eval_steps,
-                               setup["config"])
+    metrics = evaluate_checkpoint(args.model_dir, setup["params"],
+                                  setup["corpus"].valid, args.eval_steps,
+                                  setup["config"])
+    # The directory's config.json then says how well the run did.
+    cli.record_valid_ppl(args.model_dir, metrics)
+    return metrics
 
 
 def run(argv=None):

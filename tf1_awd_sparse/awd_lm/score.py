@@ -20,7 +20,9 @@ the scored files) and prints first ``cache window W theta T lambda L``
 and the validation perplexity without and with it (``cache valid A ->
 B``). A ``.tflite`` file needs the ``hidden`` output of
 `lm.export_model` for either.
-A progress bar (tqdm) shows on long inputs when stderr is a terminal. Bad
+Progress shows on stderr (`base._progress`): a tqdm bar when stderr is a
+terminal and tqdm is installed, else a plain line every 30 s and at the
+end (``score: N/N line (100%), S s elapsed``). Bad
 paths or flags: exit status 2 and one line.
 """
 import sys
@@ -33,7 +35,7 @@ from tf1_awd_sparse.base import _cli  # noqa: E402
 __all__ = ["PROGRESS_LINES", "parse_args", "main"]
 
 
-#: Lines from which the progress bar shows.
+#: Kept for compatibility: progress now shows whatever the input's length.
 PROGRESS_LINES = 2000
 
 
@@ -137,11 +139,10 @@ def _read_lines(paths):
 
 
 def _progress(lines):
-    """A tqdm bar over the lines on a terminal, else None."""
-    if len(lines) < PROGRESS_LINES or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-    return tqdm(total=len(lines), unit="line", file=sys.stderr)
+    """The progress over the lines (`base._progress.bar`: a tqdm bar on a
+    terminal, else plain periodic lines), whatever the input's length."""
+    from tf1_awd_sparse.base import _progress as progress
+    return progress.bar(total=len(lines), desc="score", unit="line")
 
 
 def main(argv=None):

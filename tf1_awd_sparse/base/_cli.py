@@ -38,6 +38,20 @@ class ArgumentParser(argparse.ArgumentParser):
         """Ends the program with ``error: <message>``, exit status 2."""
         fail(message)
 
+    def format_help(self):
+        """The help text, every flag with a default showing it as
+        ``(default: VALUE)`` unless its help already speaks of its default
+        (flags added later, in groups or by ``set_defaults``, included: the
+        text is filled in here, when the help is printed)."""
+        for action in self._actions:
+            if (action.default is not None
+                    and action.default is not argparse.SUPPRESS
+                    and action.help is not argparse.SUPPRESS
+                    and "default" not in (action.help or "").lower()):
+                action.help = ("%s (default: %%(default)s)"
+                               % (action.help or "")).lstrip()
+        return super(ArgumentParser, self).format_help()
+
     def check_flags(self, args, checks):
         """Validates parsed flags in place.
 

@@ -49,7 +49,7 @@ _TOP_KEYS = ("format", "params", "checkpoint", "tflite", "vocab",
              "produced_by")
 _PRODUCED_KEYS = ("stage", "technique", "model", "sparsity", "valid_ppl",
                   "test_ppl", "init_from", "epochs_run", "best_epoch",
-                  "corpus", "source")
+                  "corpus", "source", "data_dir", "training")
 _TFLITE_KEYS = ("file", "batch", "window", "dtype", "inputs", "outputs",
                 "log_softmax")
 _TENSOR_KEYS = ("name", "shape", "dtype", "quantization")

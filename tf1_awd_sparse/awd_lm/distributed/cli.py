@@ -14,6 +14,8 @@ import json
 import math
 import os
 import signal
+import sys
+import threading
 
 from tensorflow.python.util import deprecation
 
@@ -29,7 +31,8 @@ from tf1_awd_sparse.awd_lm.graph import model
 
 __all__ = ["DISTRIBUTE_CHOICES", "graph_mode_program", "parse_hparams",
            "FLAGS", "FLAG_CHECKS", "parse_args", "hparam_flag",
-           "command_params", "write_model_dir", "start_lifetime",
+           "command_params", "write_model_dir", "record_valid_ppl",
+           "start_lifetime", "LIFETIME_EXIT_STATUS", "LIFETIME_GRACE",
            "command_line", "eval_line"]
 
 DISTRIBUTE_CHOICES = ("none", "mirrored")
@@ -96,8 +99,9 @@ FLAGS = (
                              "checkpoint of --model-dir on the validation "
                              "split in this process (no TF_CONFIG)")),
     ("--max-lifetime", dict(type=float, default=0, help="end this process "
-                            "after so many seconds (0: never); bounds a ps, "
-                            "which never exits by itself")),
+                            "after so many seconds (0: never) with one line "
+                            "saying so and exit status 3; bounds a ps, which "
+                            "never exits by itself")),
     ("--save-steps", dict(type=int, default=100,
                           help="checkpoint every N global steps")),
 )
@@ -205,14 +209,20 @@ def command_params(args, flag=None):
                     "directory's config is its configuration; leave the "
                     "flag out or use a new --model-dir"
                     % (name, value, path, params.get(key)))
-    corpus, _, _ = runtime.load_corpus(args.data_dir, params)
+    data_dir = args.data_dir
+    if not data_dir and config is not None:
+        # The corpus the directory trained on, as its config.json says.
+        data_dir = (config.get("produced_by") or {}).get("data_dir")
+    corpus, _, _ = runtime.load_corpus(data_dir, params)
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(
-            "--data-dir: the corpus's vocabulary (%d words) is not the one "
+            "%s: the corpus's vocabulary (%d words) is not the one "
             "%s was trained on (%s, %d words); give its corpus"
-            % (len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
+            % ("--data-dir" if args.data_dir else
+               "the corpus of %s's config.json" % args.model_dir,
+               len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
                len(config["words"])))
-    runtime.check_corpus(corpus, params, args.data_dir, flag,
+    runtime.check_corpus(corpus, params, data_dir, flag,
                          fixed_windows=True, splits=(
                              ("valid",) if args.evaluate_only
                              else ("train", "valid")))
@@ -243,19 +253,69 @@ def write_model_dir(args, params, corpus):
     latest = tf.train.latest_checkpoint(args.model_dir)
     step = max(args.train_steps, int(check_checkpoint(
         latest, "--model-dir").get_tensor("global_step")) if latest else 0)
+    # How and on what the run trains, so that the directory describes it
+    # (and --evaluate-only finds the corpus without a repeated --data-dir).
+    how = {"optimizer": "clipped SGD (lr %g, clip %g); no NT-ASGD"
+                        % (params.get("lr", 0), params.get("clip", 0)),
+           "bptt": "fixed windows of %d steps, each from a zero state"
+                   % params.get("bptt", 0)}
+    # data_dir None: the embedded corpus, which params' hmm_* describe.
+    data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
     return modeldir.write_config(
         args.model_dir, kept, list(corpus.vocab),
-        modeldir.produced_by(kept, source="distributed command line"),
+        modeldir.produced_by(kept, source="distributed command line",
+                             training=how, corpus=corpus.name,
+                             data_dir=data_dir),
         checkpoint="model.ckpt-%d" % step)
 
 
+def record_valid_ppl(model_dir, metrics):
+    """Fills ``produced_by.valid_ppl`` of ``model_dir``'s config.json with
+    an evaluation's perplexity (``metrics['perplexity']``), once training
+    has evaluated; no config.json or no perplexity: nothing is written."""
+    path = _config_path(model_dir)
+    if not metrics or "perplexity" not in metrics or not os.path.exists(path):
+        return
+    with open(path) as handle:
+        config = json.load(handle)
+    config.setdefault("produced_by", {})["valid_ppl"] = float(
+        metrics["perplexity"])
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(config, handle, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+# The exit status of a process ended by --max-lifetime (1 is a diverged
+# run, 2 bad input): the time limit, not a failure of the work.
+LIFETIME_EXIT_STATUS = 3
+
+# Seconds after the limit at which SIGALRM ends the process anyway, should
+# the watchdog thread not get to run (a call holding the GIL).
+LIFETIME_GRACE = 10
+
+
+def _lifetime_over(seconds):
+    """The watchdog's end: one line and `LIFETIME_EXIT_STATUS`."""
+    sys.stderr.write("--max-lifetime: the lifetime limit of %g s was "
+                     "reached; ending this process (exit status %d)\n"
+                     % (seconds, LIFETIME_EXIT_STATUS))
+    sys.stderr.flush()
+    os._exit(LIFETIME_EXIT_STATUS)  # pylint: disable=protected-access
+
+
 def start_lifetime(args):
-    """Ends this process after ``args.max_lifetime`` seconds (0: never),
-    by SIGALRM, whose default action ends it wherever it is blocked (a ps
-    in ``server.join()``)."""
+    """Ends this process after ``args.max_lifetime`` seconds (0: never)
+    with one line on stderr and exit status `LIFETIME_EXIT_STATUS`, from a
+    daemon thread, so it ends wherever the main thread is blocked (a ps in
+    ``server.join()``, which no Python signal handler interrupts). SIGALRM's
+    default action, `LIFETIME_GRACE` s later, is the safety net."""
     if args.max_lifetime > 0:
-        # SIGALRM's default action ends the process, wherever it is blocked.
-        signal.alarm(int(math.ceil(args.max_lifetime)))
+        timer = threading.Timer(args.max_lifetime, _lifetime_over,
+                                (args.max_lifetime,))
+        timer.daemon = True
+        timer.start()
+        signal.alarm(int(math.ceil(args.max_lifetime)) + LIFETIME_GRACE)
 
 
 def command_line(args, prepare_fn, execute_fn, make_hooks=None):

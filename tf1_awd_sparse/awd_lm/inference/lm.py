@@ -507,7 +507,7 @@ class LanguageModel(object):
     # -- generation -------------------------------------------------------
 
     def generate(self, prompt, num_words, temperature=1.0, top_k=None,
-                 seed=None):
+                 seed=None, oov=None):
         """Continues a prompt word by word.
 
         Args:
@@ -518,6 +518,9 @@ class LanguageModel(object):
           top_k: None or int >= 1: draw among the k most likely words
             (1: the most likely).
           seed: None or int: the same seed draws the same words.
+          oov: optional Counter, incremented for each prompt word mapped to
+            ``<unk>`` (as in `encode` and `score`), so a caller can say
+            which words the model did not know.
 
         Returns:
           the continuation as text (without the prompt).
@@ -533,7 +536,7 @@ class LanguageModel(object):
         if top_k is not None:
             top_k = check_positive_int(top_k, "top_k")
         rng = np.random.RandomState(seed)
-        ids = [self.eos] + self.encode(prompt.split())
+        ids = [self.eos] + self.encode(prompt.split(), oov)
         log_probs, state = self.step(np.asarray([ids]), None)
         drawn = []
         for _ in range(num_words):

@@ -43,7 +43,7 @@ import os
 import sys
 import time
 
-from tf1_awd_sparse.base import _cli, compat as _compat
+from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.corpus import runtime
@@ -152,28 +152,26 @@ def check_out(args, all_params):
       ValueError: naming the flag, the file found and both flags; or
         --resume with --overwrite.
     """
-    if args.resume and args.overwrite:
-        raise ValueError("--resume continues the runs in --out, --overwrite "
-                         "replaces them: give one")
+    ways = ("--resume", "--overwrite")
+    train.check_run_dir(args.out, args.resume, args.overwrite, names=(),
+                        ways=ways, label="--out")
     if args.resume or args.overwrite:
         return
-    dirs = [("--out", os.path.join(args.out, train.SUMMARY_FILE))]
+    # (flag, the directory it names, a run file under it): the message
+    # names the flag's own directory and the file found.
+    found = [("--out", args.out, train.SUMMARY_FILE)]
     for params in all_params:
-        run_dir = os.path.join(args.out, params["model"])
-        dirs += [("--out", os.path.join(run_dir, name)) for name in RUN_FILES]
-        dirs += [("--out", os.path.join(run_dir + "_quant", name))
-                 for name in RUN_FILES]
-        compress_out = args.compress_out or (run_dir + "_compress")
-        dirs += [("--compress-out" if args.compress_out else "--out",
-                  os.path.join(compress_out, name))
-                 for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
-    for flag, path in dirs:
-        if os.path.exists(path):
-            raise ValueError(
-                "%s %s holds a run (%s): continue it with --resume or "
-                "replace it with --overwrite" % (
-                    flag, args.compress_out if flag == "--compress-out"
-                    else args.out, path))
+        for run in (params["model"], params["model"] + "_quant"):
+            found += [("--out", args.out, os.path.join(run, name))
+                      for name in RUN_FILES]
+        if args.compress_out:
+            flag, base, sub = "--compress-out", args.compress_out, ""
+        else:
+            flag, base, sub = "--out", args.out, params["model"] + "_compress"
+        found += [(flag, base, os.path.join(sub, name))
+                  for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
+    for flag, base, name in found:
+        train.check_run_dir(base, names=(name,), ways=ways, label=flag)
 
 
 def _flag(key):
@@ -280,21 +278,23 @@ def main(argv=None):
     log(description)
     progress = None
     if not args.no_progress:
-        from tqdm import tqdm
-        progress = tqdm
+        # The shared display: a bar on a terminal, plain lines otherwise.
+        progress = _progress.bar
     start = time.time()
     summaries = []
     try:
         for float_params, quant_params in phases:
             float_dir = os.path.join(args.out, float_params["model"])
             summaries.append(train.run(
-                corpus, float_params, float_dir, resume=args.resume, log=log,
+                corpus, float_params, float_dir, resume=args.resume,
+                overwrite=args.overwrite, log=log,
                 progress=progress, threads=args.threads,
                 extra={"floor_ppl": floor}))
             if quant_params is not None:
                 summaries.append(train.run(
                     corpus, quant_params, float_dir + "_quant",
-                    resume=args.resume, log=log, progress=progress,
+                    resume=args.resume, overwrite=args.overwrite, log=log,
+                    progress=progress,
                     threads=args.threads, extra={"floor_ppl": floor},
                     init_from=train.best_checkpoint(float_dir)))
             params = all_params[phases.index((float_params, quant_params))]
@@ -320,7 +320,7 @@ def main(argv=None):
         json.dump({"floor_ppl": floor, "corpus": corpus.name,
                    "models": summaries, "table": lines}, f, indent=1)
     records.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
-                        floor)
+                        floor, log=log)
     return 0
 
 

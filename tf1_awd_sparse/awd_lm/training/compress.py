@@ -544,8 +544,12 @@ class _Pipeline(object):
 
     def train(self, params, run_dir, init_from):
         """`train.run` of one stage (resumable)."""
+        # A stage without resume starts over in its own folder of out_dir
+        # (the pipeline, or its command line, decided to redo it).
+        options = dict(self.run_options)
+        options.setdefault("overwrite", not options.get("resume"))
         return train.run(self.corpus, params, run_dir, extra=self.extra,
-                         init_from=init_from, **self.run_options)
+                         init_from=init_from, **options)
 
     def model_params(self, **changes):
         """The model's parameters without the pipeline's own."""
@@ -753,7 +757,26 @@ def _plot(pipeline, runs, chosen, quant):
     offsets.append(qat_offset)
     records.plot_curves(summaries, os.path.join(pipeline.out_dir,
                                                 "valid_ppl.png"),
-                        float_summary.get("floor_ppl"), offsets)
+                        float_summary.get("floor_ppl"), offsets,
+                        log=pipeline.run_options.get("log", print))
+
+
+def _tflite_row(stage, technique, ppl, float_ppl, counts, shapes, extra):
+    """One TFLite stage's row. ``counts`` is (zeros, total) read back from
+    the file, ``shapes`` its weight matrices' shapes: their sizes go into
+    ``matrix_sizes`` so `_mark` applies the same per-matrix rule
+    (`records.target_zeros`) as to the TF rows; without them the row fell
+    back to the global rounding and a model that reached the target as
+    ``sparse`` was marked NO as ``tflite_float``."""
+    zeros, total = counts
+    row = {"stage": stage, "technique": technique,
+           "test_ppl": ppl, "valid_ppl": None,
+           "ratio_to_float": ppl / float_ppl,
+           "nonzero_weights": total - zeros, "total_weights": total,
+           "matrix_sizes": [int(np.prod(s)) for s in shapes],
+           "sparsity": zeros / float(total)}
+    row.update(extra)
+    return row
 
 
 def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
@@ -774,8 +797,8 @@ def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
             export.export_lm(stage_params, checkpoint, path, batch, steps)
             pipeline.record(stage, made_from)
         ppl, _, tokens = export.tflite_perplexity(path, test, progress)
-        zeros, total = export.weight_sparsity_of_tflite(
-            path, export.weight_shapes(stage_params))
+        shapes = export.weight_shapes(stage_params)
+        zeros, total = export.weight_sparsity_of_tflite(path, shapes)
         size, gz = _file_bytes(path)
         modeldir.write_tflite_sidecar(
             path, stage_params, pipeline.corpus.vocab,
@@ -783,13 +806,10 @@ def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
                                  technique=technique, test_ppl=ppl,
                                  sparsity=zeros / float(total)))
         runners[stage] = export.LMRunner(path)
-        rows.append({"stage": stage, "technique": technique,
-                     "test_ppl": ppl, "valid_ppl": None,
-                     "ratio_to_float": ppl / pipeline.float_ppl,
-                     "nonzero_weights": total - zeros,
-                     "total_weights": total,
-                     "sparsity": zeros / float(total), "bytes": size,
-                     "gzip_bytes": gz, "tokens_scored": tokens})
+        rows.append(_tflite_row(stage, technique, ppl, pipeline.float_ppl,
+                                (zeros, total), shapes,
+                                {"bytes": size, "gzip_bytes": gz,
+                                 "tokens_scored": tokens}))
     # Latency side by side: alternate the two models' timings.
     times = {stage: [] for stage in runners}
     for _ in range(5):

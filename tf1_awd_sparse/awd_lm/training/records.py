@@ -141,7 +141,37 @@ def results_table(summaries, floor):
     return lines
 
 
-def plot_curves(summaries, path, floor=None, offsets=None):
+def _pyplot(path, log):
+    """matplotlib's pyplot on the Agg backend, or None after one line
+    through ``log`` when matplotlib is not installed: a plot is an extra,
+    and a run that trained must not fail for it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("plot skipped: matplotlib is not installed (pip install "
+            "matplotlib); %s not written" % path)
+        return None
+    return plt
+
+
+def _save(fig, plt, path, log):
+    """Writes ``fig`` to ``path``; True, or False after one line through
+    ``log`` when it cannot be written (the run's results stand)."""
+    try:
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        return True
+    except (OSError, ValueError, RuntimeError) as e:
+        log("plot skipped: %s not written (%s: %s)"
+            % (path, type(e).__name__, e))
+        return False
+    finally:
+        plt.close(fig)
+
+
+def plot_curves(summaries, path, floor=None, offsets=None, log=print):
     """PNG of validation perplexity per epoch, one line per model.
 
     Args:
@@ -151,16 +181,16 @@ def plot_curves(summaries, path, floor=None, offsets=None):
       offsets: optional list (one per summary) of epochs to add to a
         run's epochs, e.g. a fine-tuning's starting epoch, so that it
         continues the curve it started from.
+      log: callable printing one line: why the plot was skipped
+        (matplotlib not installed, path not writable).
 
     Returns:
-      None; without matplotlib (the examples extra) nothing is drawn.
+      True when the PNG was written, False when skipped (never raises for
+      a missing matplotlib or an unwritable path).
     """
-    try:
-        import matplotlib
-    except ImportError:  # minimal for the no-extras wheel test; i31-fric
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot(path, log)
+    if plt is None:
+        return False
     fig, ax = plt.subplots(figsize=(6, 4))
     for s, offset in zip(summaries, offsets or [0] * len(summaries)):
         ep = [r["epoch"] + offset for r in s["epochs"]]
@@ -173,9 +203,7 @@ def plot_curves(summaries, path, floor=None, offsets=None):
     ax.set_ylabel("validation perplexity")
     ax.set_title(summaries[0]["corpus"] if summaries else "")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return _save(fig, plt, path, log)
 
 
 def _stage_ppl(summaries, stage):
@@ -287,7 +315,7 @@ def sparsity_table(series):
     return lines
 
 
-def plot_sparsity(summaries, path):
+def plot_sparsity(summaries, path, log=print):
     """PNG of test perplexity against the percentage of zero weights, one
     line per technique, the float model and the fine-tuned reference (the
     mean of the summaries' references, labelled so when they differ) as
@@ -296,17 +324,20 @@ def plot_sparsity(summaries, path):
     Args:
       summaries: compression summaries (see `sparsity_series`).
       path: output .png path.
+      log: callable printing one line when the plot is skipped
+        (matplotlib not installed, path not writable).
 
     Returns:
-      the `sparsity_series` drawn.
+      the `sparsity_series` drawn (also when the plot was skipped; then
+      with ``"written": False``).
 
     Raises:
       ValueError: see `sparsity_series`.
     """
     series = sparsity_series(summaries)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot(path, log)
+    if plt is None:
+        return dict(series, written=False)
     fig, ax = plt.subplots(figsize=(6, 4))
     for name in sorted(series["techniques"]):
         points = series["techniques"][name]
@@ -324,10 +355,7 @@ def plot_sparsity(summaries, path):
     ax.set_xlabel("% zero weights (embedding and LSTM kernels)")
     ax.set_ylabel("test perplexity")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return series
+    return dict(series, written=_save(fig, plt, path, log))
 
 
 def main(argv):
@@ -350,7 +378,8 @@ def main(argv):
             summaries.append(json.load(handle))
     series = plot_sparsity(summaries, args.sparsity_plot)
     print("\n".join(sparsity_table(series)))
-    print("wrote %s" % args.sparsity_plot)
+    if series["written"]:
+        print("wrote %s" % args.sparsity_plot)
     return 0
 
 

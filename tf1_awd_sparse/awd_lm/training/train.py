@@ -42,7 +42,8 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
            "perplexity", "diverged", "TrainingDiverged", "window", "evaluate",
            "train_epoch", "ppl", "fresh_state", "stop_reason",
-           "best_checkpoint", "CheckpointError", "Trainer", "run"]
+           "best_checkpoint", "CheckpointError", "RunDirError", "RUN_FILES",
+           "check_run_dir", "Trainer", "run"]
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -381,6 +382,45 @@ def best_checkpoint(run_dir):
     return os.path.join(run_dir, "best", "model.ckpt")
 
 
+class RunDirError(ValueError, Error):
+    """A run directory that already holds a run, given without resume or
+    overwrite (or with both); the message names the file found and the
+    two ways on."""
+
+
+# The files that mark a directory as holding a training run.
+RUN_FILES = (STATE_FILE, SUMMARY_FILE, "last", "best")
+
+
+def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
+                  ways=("resume=True", "overwrite=True"), label="run_dir"):
+    """Refuses to start a fresh run over ``run_dir``'s earlier one: the one
+    check behind `run` and the command line's ``--resume`` / ``--overwrite``.
+
+    Args:
+      run_dir: the directory (need not exist).
+      resume, overwrite: bools; with either the directory is accepted.
+      names: the files and folders in run_dir that mark a run.
+      ways: how the caller spells (resume, overwrite) in the message.
+      label: how the caller names run_dir in the message (e.g. ``--out``).
+
+    Raises:
+      RunDirError: both resume and overwrite, or a file of ``names`` in
+        run_dir without either.
+    """
+    if resume and overwrite:
+        raise RunDirError("%s continues the run in %s %s, %s replaces it: "
+                          "give one" % (ways[0], label, run_dir, ways[1]))
+    if resume or overwrite:
+        return
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if os.path.exists(path):
+            raise RunDirError("%s %s holds a run (%s): continue it with %s "
+                              "or replace it with %s"
+                              % (label, run_dir, path, ways[0], ways[1]))
+
+
 def _readable(prefix, what):
     """The variable names of the checkpoint ``prefix``, sorted.
 
@@ -407,9 +447,11 @@ class Trainer(object):
       params: full parameter dict (`awd_lm.presets.params_for`); checked
         with `presets.check_params`.
       run_dir: the run's directory.
-      resume: continue from run_dir's state.json if present; otherwise the
-        files of an earlier run there (last/, best/, state.json,
-        summary.json, events) are deleted first, and nothing else.
+      resume: continue from run_dir's state.json if present.
+      overwrite: start over: the files of an earlier run in run_dir
+        (last/, best/, state.json, summary.json, events) are deleted
+        first, and nothing else. Without resume or overwrite a run_dir
+        holding a run is refused (`check_run_dir`).
       threads: intra-op threads (0 lets TensorFlow choose).
       init_from: checkpoint prefix of a run of the same model whose model
         variables start this run (see `run`).
@@ -776,7 +818,8 @@ class Trainer(object):
 
 
 def run(corpus, params, run_dir, resume=False, log=print, progress=None,
-        threads=0, extra=None, init_from=None, on_record=None):
+        threads=0, extra=None, init_from=None, on_record=None,
+        overwrite=False):
     """Trains one model until the stopping rule, then scores its best checkpoint.
 
     Args:
@@ -784,9 +827,11 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       params: full parameter dict (`awd_lm.presets.params_for`).
       run_dir: directory for checkpoints (last/, best/), TensorBoard events,
         state.json and summary.json.
-      resume: continue from run_dir's state.json if present; otherwise the
-        files of an earlier run there (last/, best/, state.json,
-        summary.json, events) are deleted first, and nothing else.
+      resume: continue from run_dir's state.json if present.
+      overwrite: start over: the files of an earlier run in run_dir
+        (last/, best/, state.json, summary.json, events) are deleted
+        first, and nothing else. Without resume or overwrite a run_dir
+        holding a run is refused (`check_run_dir`).
       log: callable printing one line; used by the default record callback
         (`records.TableLog`).
       progress: None or a tqdm-like class for per-epoch progress bars.
@@ -816,6 +861,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     Raises:
       ValueError: invalid params (named), resume with changed
         parameters.
+      RunDirError: (a ValueError) run_dir holds a run and neither resume
+        nor overwrite was given, or both were; nothing is written.
       GraphModeError: eager execution is on (TF 2.x's default), named with
         the fix, before anything is written.
       CheckpointError: (a ValueError) an unreadable checkpoint or
@@ -826,6 +873,7 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         epoch and step; the previous epochs' checkpoints are kept.
     """
     _compat.require_graph_mode("awd_lm.train.run")
+    check_run_dir(run_dir, resume, overwrite)
     report = on_record if on_record is not None else records.TableLog(log)
     trainer = Trainer(corpus, params, run_dir, resume=resume,
                       threads=threads, init_from=init_from,
