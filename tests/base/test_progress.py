@@ -32,6 +32,19 @@ def test_lines_at_most_every_period_and_once_at_the_end():
         "score: 100/100 line (100%), 99 s elapsed"]
 
 
+def test_lines_show_the_training_loops_postfix():
+    # The training loop calls set_postfix on every bar it is given (a
+    # tqdm method): the plain lines take it and show it.
+    out, clock = io.StringIO(), _Clock()
+    lines = _progress.Lines(10, "epoch 1", "tok", out, every=30, clock=clock)
+    lines.update(4)
+    lines.set_postfix(tok_s="900", loss="4.125")
+    clock.now = 31.0
+    lines.update(6)
+    assert out.getvalue().splitlines() == [
+        "epoch 1: 10/10 tok (100%), 31 s elapsed, loss=4.125, tok_s=900"]
+
+
 def test_no_bar_when_the_stream_is_not_a_terminal():
     assert isinstance(_progress.bar(total=3, file=io.StringIO()),
                       _progress.Lines)

@@ -2,7 +2,8 @@
 (training epochs, compression stages, ``score``, ``--tune-cache``).
 
 `bar` is a tqdm-like callable (``bar(total=..., desc=..., unit=...)``
-returning an object with ``update(n)`` and ``close()``), so it goes where
+returning an object with ``update(n)``, ``set_postfix(**values)`` and
+``close()``), so it goes where
 the training loop and the exporter take a ``progress`` class:
 
 - stderr a terminal and tqdm installed: a tqdm bar;
@@ -40,6 +41,7 @@ class Lines(object):
         self.file = file if file is not None else sys.stderr
         self.every, self.clock = every, clock
         self.n = 0
+        self.postfix = ""
         self.start = self.last = clock()
         self.closed = False
 
@@ -48,9 +50,10 @@ class Lines(object):
                                                                self.total)
         share = (" (%.0f%%)" % (100.0 * self.n / self.total)
                  if self.total else "")
-        self.file.write("%s%s %s%s, %.0f s elapsed\n" % (
+        self.file.write("%s%s %s%s, %.0f s elapsed%s\n" % (
             self.desc + ": " if self.desc else "", done, self.unit, share,
-            self.clock() - self.start))
+            self.clock() - self.start,
+            ", " + self.postfix if self.postfix else ""))
         self.file.flush()
 
     def update(self, n=1):
@@ -61,6 +64,11 @@ class Lines(object):
         if now - self.last >= self.every:
             self.last = now
             self._line()
+
+    def set_postfix(self, **values):
+        """Keeps ``values`` (e.g. ``loss='4.1'``) for the next lines, as
+        tqdm's ``set_postfix`` shows them beside the bar."""
+        self.postfix = ", ".join("%s=%s" % kv for kv in sorted(values.items()))
 
     def close(self):
         """Writes the final line (once)."""
