@@ -140,6 +140,39 @@ def test_tuning_is_the_best_grid_point_on_validation(models):
         model.perplexity(valid), rel=1e-9)
 
 
+class _Recorder(object):
+    """A tqdm-like class that keeps what each display was told."""
+    made = []
+
+    def __init__(self, total=None, desc="", unit=""):
+        self.total, self.desc, self.n, self.closed = total, desc, 0, False
+        _Recorder.made.append(self)
+
+    def update(self, n=1):
+        self.n += n
+
+    def close(self):
+        self.closed = True
+
+
+def test_tuning_shows_its_progress_and_chooses_the_same(models):
+    model = models["load"]("float_dir")
+    valid = _split(models, "valid")
+    grid = dict(windows=(3, 20, 50), thetas=(0.1, 1.0), lambdas=(0.1, 0.4))
+    _Recorder.made = []
+    with_bar = model.tune_cache(valid, details=True, progress=_Recorder,
+                                **grid)
+    assert with_bar == model.tune_cache(valid, details=True, **grid)
+    read, windows = _Recorder.made
+    # Every scored token is counted once (the tokens the perplexity is
+    # over), and every window of the grid once.
+    assert (read.desc, read.n, read.total) == (
+        "tune-cache: read", with_bar[1]["tokens"], with_bar[1]["tokens"])
+    assert (windows.desc, windows.n, windows.total) == (
+        "tune-cache: grid", 3, 3)
+    assert read.closed and windows.closed
+
+
 def _cli(*args):
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.run([sys.executable, "-m",
@@ -160,6 +193,9 @@ def test_command_line_tunes_on_validation_only(models, tmp_path):
         assert result.returncode == 0, result.stderr
         printed.append(result.stdout.splitlines())
     assert printed[0][0] == printed[1][0]      # the same cache line
+    # stderr is a pipe: the progress is plain lines, one at each end.
+    assert "tune-cache: read" in result.stderr
+    assert "tune-cache: grid" in result.stderr and "\r" not in result.stderr
     assert printed[0][0].startswith("cache window ")
     window, theta, lambda_ = printed[0][0].split()[2::2]
     expected = models["load"]("float_dir").score(

@@ -93,7 +93,8 @@ def _tune(model, path):
     an unreadable file or one the model cannot score."""
     lines = _read_lines([path])
     try:
-        config, found = model.tune_cache(lines, details=True)
+        config, found = model.tune_cache(lines, details=True,
+                                         progress=_progress_class())
     except ValueError as e:  # OOVError, a .tflite without 'hidden'
         _cli.fail("--tune-cache %s: %s" % (path, e))
     print("cache window %d theta %g lambda %g" % config)
@@ -138,11 +139,17 @@ def _read_lines(paths):
     return lines
 
 
-def _progress(lines):
-    """The progress over the lines (`base._progress.bar`: a tqdm bar on a
-    terminal, else plain periodic lines), whatever the input's length."""
+def _progress_class():
+    """`base._progress.bar`: a tqdm bar on a terminal, else plain periodic
+    lines, whatever the input's length."""
+    # Here: --help does not need it.
     from tf1_awd_sparse.base import _progress as progress
-    return progress.bar(total=len(lines), desc="score", unit="line")
+    return progress.bar
+
+
+def _progress(lines):
+    """The progress over the lines (`_progress_class`)."""
+    return _progress_class()(total=len(lines), desc="score", unit="line")
 
 
 def main(argv=None):

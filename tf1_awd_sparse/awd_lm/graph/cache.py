@@ -159,13 +159,15 @@ def apply(config, log_vocab, hidden, targets, past=None):
 
 
 def grid_search(log_vocab, hidden, targets, windows=WINDOWS, thetas=THETAS,
-                lambdas=LAMBDAS):
+                lambdas=LAMBDAS, on_window=None):
     """The cache parameters of least cross-entropy over one stream (the
     validation text: choosing on test text would report a tuned figure).
 
     Args:
       log_vocab, hidden, targets: as `apply`, ``[n]``, ``[n, d]``, ``[n]``.
       windows, thetas, lambdas: the grid (non-empty sequences).
+      on_window: None or a callable called with no argument after each
+        window's part of the grid (a progress display's tick).
 
     Returns:
       ``(CacheConfig, its mean cross-entropy in nats, the model's alone)``;
@@ -194,4 +196,6 @@ def grid_search(log_vocab, hidden, targets, windows=WINDOWS, thetas=THETAS,
                 if xent < best[1]:
                     best = (CacheConfig(int(window), float(theta),
                                         float(lambda_)), xent)
+        if on_window is not None:
+            on_window()
     return best[0], best[1], -float(log_vocab.mean())

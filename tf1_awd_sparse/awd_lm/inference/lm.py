@@ -252,11 +252,12 @@ class LanguageModel(object):
         logits, state = self._backend.advance(ids, state)
         return log_softmax(logits), state
 
-    def _stream_log_probs(self, stream, state, hidden=False):
+    def _stream_log_probs(self, stream, state, hidden=False, on_chunk=None):
         """Log-probabilities of ``stream[:, 1:]`` given ``stream[:, :-1]``,
         read in chunks from ``state``: float64 ``[batch, length - 1]``, and
         the state after; with ``hidden`` also the top layer's outputs
-        ``[batch, length - 1, emb_size]`` (between the two)."""
+        ``[batch, length - 1, emb_size]`` (between the two). ``on_chunk``:
+        None or a callable given the tokens of each chunk read."""
         picked, tops = [], []
         chunk = self._backend.chunk(stream.shape[0], len(self.words))
         for start in range(0, stream.shape[1] - 1, chunk):
@@ -270,6 +271,8 @@ class LanguageModel(object):
             picked.append(np.take_along_axis(log_softmax(logits),
                                              targets[..., None],
                                              axis=2)[..., 0])
+            if on_chunk is not None:
+                on_chunk(targets.size)
         picked = np.concatenate(picked, axis=1)
         if hidden:
             return picked, np.concatenate(tops, axis=1), state
@@ -414,7 +417,7 @@ class LanguageModel(object):
 
     def tune_cache(self, texts, windows=pointer.WINDOWS,
                    thetas=pointer.THETAS, lambdas=pointer.LAMBDAS,
-                   details=False):
+                   details=False, progress=None):
         """The continuous cache's parameters chosen on validation text: the
         grid point of least cross-entropy over ``texts`` read as `score`
         reads a document (state and cache carried from line to line).
@@ -423,6 +426,10 @@ class LanguageModel(object):
           texts: the validation text (str or list of str, as `score`).
           windows, thetas, lambdas: the grid (`awd_lm.cache`'s defaults).
           details: also return the validation perplexities.
+          progress: None or a tqdm-like class (``progress(total=, desc=,
+            unit=)`` with ``update`` and ``close``, e.g.
+            ``base._progress.bar``): one display over the tokens read, one
+            over the grid's windows.
 
         Returns:
           `CacheConfig`; with ``details``, ``(CacheConfig, {"perplexity":
@@ -436,10 +443,20 @@ class LanguageModel(object):
         ids = [self.eos] + [i for words in self._lines(texts)
                             for i in self.encode(words) + [self.eos]]
         stream = np.asarray([ids], np.int32)
-        picked, top, _ = self._stream_log_probs(stream, self.zero_state(1),
-                                                True)
+        bar = (progress(total=stream.size - 1, desc="tune-cache: read",
+                        unit="tok") if progress is not None else None)
+        picked, top, _ = self._stream_log_probs(
+            stream, self.zero_state(1), True,
+            bar.update if bar is not None else None)
+        if bar is not None:
+            bar.close()
+            bar = progress(total=len(windows), desc="tune-cache: grid",
+                           unit="window")
         config, xent, base = pointer.grid_search(
-            picked[0], top[0], stream[0, 1:], windows, thetas, lambdas)
+            picked[0], top[0], stream[0, 1:], windows, thetas, lambdas,
+            (lambda: bar.update(1)) if bar is not None else None)
+        if bar is not None:
+            bar.close()
         if not details:
             return config
         return config, {"perplexity": float(np.exp(xent)),
