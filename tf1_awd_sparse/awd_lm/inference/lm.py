@@ -82,8 +82,9 @@ def _resolve(path):
             inside = modeldir.model_dirs_in(path)
             if inside:  # a run's --out: name its model directories
                 raise modeldir.ConfigError(
-                    "%s: a run directory, not a model directory; its model "
-                    "directories: %s" % (path, ", ".join(inside)))
+                    "%s: a run directory, not a model directory (no %s); "
+                    "its model directories: %s"
+                    % (path, modeldir.CONFIG_FILE, ", ".join(inside)))
             raise modeldir.ConfigError(
                 "%s: not a model directory (no %s; a run writes one when "
                 "it starts)" % (path, modeldir.CONFIG_FILE))
