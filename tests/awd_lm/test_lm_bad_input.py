@@ -373,10 +373,10 @@ def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
                                     if getattr(args, k) is not None},
                            str)
     # Both distributed command lines (the Estimator one where it exists).
-    for cli in [estimator] * _compat.estimator_available() + [monitored]:
+    for program in [estimator] * _compat.estimator_available() + [monitored]:
         with pytest.raises(ValueError, match="^--hparams hidden_size 5 has "
                            "no effect with --hparams num_layers 1"):
-            cli.prepare(cli.parse_args(
+            program.prepare(program.parse_args(
                 ["--model-dir", str(tmp_path / "m"), "--hparams",
                  "num_layers=1,hidden_size=5"]))
 
