@@ -64,6 +64,22 @@ def awd_lm(run, *args, script=False):
     return done.stdout
 
 
+def test_info_prints_the_config_json_figures(installed):
+    # Against the model directory's own config.json, read here.
+    import json
+    from tf1_awd_sparse.awd_lm.programs import info
+    model = os.path.join(str(installed["tmp"]), "RUN", "awd")
+    with open(os.path.join(model, "config.json")) as handle:
+        produced = json.load(handle)["produced_by"]
+    lines = info.model_lines(model)
+    assert "  test_ppl: %.2f" % produced["test_ppl"] in lines
+    assert "  valid_ppl: %.2f" % produced["valid_ppl"] in lines
+    assert "  stage: %s" % produced["stage"] in lines
+    run = info.run_lines(os.path.dirname(model), [model])
+    assert run[1].endswith("test_ppl %.2f" % produced["test_ppl"])
+    assert info.shown(None) == "-" and info.shown(0.951) == "0.95"
+
+
 def test_imported_from_the_installed_wheel(installed):
     out = subprocess.run(
         [sys.executable, "-c", "import tf1_awd_sparse; "

@@ -15,7 +15,18 @@ import sys
 from tf1_awd_sparse.base import _cli
 
 
-__all__ = ["model_lines", "run_lines", "info_lines", "main"]
+__all__ = ["shown", "model_lines", "run_lines", "info_lines", "main"]
+
+
+def shown(value):
+    """A config value as info prints it: floats to 2 decimals (a
+    perplexity, a sparsity as a fraction), None (not measured) as ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "%.2f" % value
+    return str(value)
+
 
 def _bytes(pattern):
     return sum(os.path.getsize(p) for p in glob.glob(pattern))
@@ -35,7 +46,7 @@ def model_lines(directory):
     lines = ["%s: model directory" % directory]
     for key in ("stage", "model", "technique", "sparsity", "valid_ppl",
                 "test_ppl"):
-        lines.append("  %s: %s" % (key, produced.get(key)))
+        lines.append("  %s: %s" % (key, shown(produced.get(key))))
     lines.append("  quant: %s" % bool(config["params"].get("quant")))
     lines.append("  checkpoint: %s (%d bytes)"
                  % (config["checkpoint"], _bytes(checkpoint + ".*")))
@@ -54,8 +65,9 @@ def run_lines(directory, inside):
         with open(os.path.join(path, modeldir.CONFIG_FILE)) as handle:
             produced = json.load(handle).get("produced_by", {})
         lines.append("  %s: stage %s, valid_ppl %s, test_ppl %s" % (
-            path, produced.get("stage"), produced.get("valid_ppl"),
-            produced.get("test_ppl")))
+            path, shown(produced.get("stage")),
+            shown(produced.get("valid_ppl")),
+            shown(produced.get("test_ppl"))))
     return lines
 
 
