@@ -276,27 +276,22 @@ def main(argv=None):
     except ValueError as e:  # data.DataError included
         _cli.fail(e)
     log(description)
-    progress = None
-    if not args.no_progress:
-        # The shared display: a bar on a terminal, plain lines otherwise.
-        progress = _progress.bar
+    # The shared display: a bar on a terminal, plain lines otherwise.
+    progress = None if args.no_progress else _progress.bar
+    runs = dict(resume=args.resume, overwrite=args.overwrite, log=log,
+                progress=progress, threads=args.threads,
+                extra={"floor_ppl": floor})
     start = time.time()
     summaries = []
     try:
         for float_params, quant_params in phases:
             float_dir = os.path.join(args.out, float_params["model"])
-            summaries.append(train.run(
-                corpus, float_params, float_dir, resume=args.resume,
-                overwrite=args.overwrite, log=log,
-                progress=progress, threads=args.threads,
-                extra={"floor_ppl": floor}))
+            summaries.append(train.run(corpus, float_params, float_dir,
+                                       **runs))
             if quant_params is not None:
                 summaries.append(train.run(
                     corpus, quant_params, float_dir + "_quant",
-                    resume=args.resume, overwrite=args.overwrite, log=log,
-                    progress=progress,
-                    threads=args.threads, extra={"floor_ppl": floor},
-                    init_from=train.best_checkpoint(float_dir)))
+                    init_from=train.best_checkpoint(float_dir), **runs))
             params = all_params[phases.index((float_params, quant_params))]
             if params["compress"]:
                 result = compress.run_pipeline(
