@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from support import ROOT
+from support.versions import IS_TF2
 from support.lm import write_ptb
 
 NO_EXTRAS = ("import builtins\n_real = builtins.__import__\n"
@@ -101,6 +102,12 @@ def test_the_lm_life_with_the_installed_command(installed):
     assert "tflite file" in awd_lm(run, "info", "exp/uint8.tflite")
     awd_lm(run, "score", "--model", "exp/uint8.tflite",
            str(run["data"] / "test.txt"))
+    if IS_TF2:   # int8 weights stored sparse (TF 2.x writes and runs them)
+        awd_lm(run, "export", "--model", "RUN/awd_compress/qat", "--format",
+               "int8", "--storage", "sparse", "--out", "exp/int8.tflite")
+        assert '"layout": "csr"' in awd_lm(run, "info", "exp/int8.tflite")
+        awd_lm(run, "score", "--model", "exp/int8.tflite",
+               str(run["data"] / "test.txt"))
     awd_lm(run, "generate", "--model", "RUN/awd", "--prompt", "the cat",
            "--num-words", "5", "--seed", "1")
     assert "export" in awd_lm(run, "--help", script=True)
@@ -123,10 +130,17 @@ def test_export_refuses_uint8_of_a_float_model(installed):
     assert not (installed["tmp"] / "x").exists()   # refused before work
 
 
-def test_export_refuses_int8_and_bad_out_before_work(installed):
-    status, line = failing(installed, "export", "--model", "RUN/awd",
-                           "--format", "int8", "--out", "y.tflite")
-    assert status == 2 and "issue 32" in line
+def test_export_refuses_what_tflite_cannot_run_and_bad_out_before_work(
+        installed):
+    status, line = failing(installed, "export", "--model", "RUN/awd_quant",
+                           "--format", "uint8", "--storage", "sparse",
+                           "--out", "y.tflite")
+    assert status == 2 and "no sparse uint8 kernel" in line
+    if not IS_TF2:
+        status, line = failing(installed, "export", "--model", "RUN/awd",
+                               "--format", "int8", "--out", "y.tflite")
+        assert status == 2 and "needs TensorFlow 2.x" in line
+    assert not (installed["tmp"] / "y.tflite").exists()
     (installed["tmp"] / "afile").write_text("")
     status, line = failing(installed, "export", "--model", "RUN/awd",
                            "--format", "float", "--out", "afile/f.tflite")

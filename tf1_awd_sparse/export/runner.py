@@ -3,13 +3,76 @@ interpreter chosen by `tf1_awd_sparse.base.compat.interpreter_class`,
 inputs quantized and outputs dequantized for uint8 models.
 """
 import os
+import struct
+import sys
 
 import numpy as np
 
 from tf1_awd_sparse.base.compat import interpreter_class
+from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME, OUTPUT_NAME
 
-__all__ = ["TFLiteRunner"]
+__all__ = ["TFLiteRunner", "open_interpreter"]
+
+
+def open_interpreter(path, interpreter=None, num_threads=None):
+    """An interpreter of the ``.tflite`` file at ``path`` (not allocated),
+    the one place the library opens a file.
+
+    A file that stores tensors sparse (`sparse_storage.stores_sparse`) is
+    opened with TFLite's built-in kernels only
+    (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``): the XNNPACK delegate, applied
+    by default, computes NaN from sparse float fully-connected weights and
+    refuses or miscomputes sparse int8 ones (measured with LiteRT 2.3 and
+    TF 2.15 / 2.21; docs/sparse_tflite.md).
+
+    Args:
+      path: the file.
+      interpreter: which interpreter class (`base.compat.interpreter_class`).
+      num_threads: passed on where given.
+
+    Returns:
+      the interpreter instance.
+
+    Raises:
+      ValueError: see `base.compat.interpreter_class`, or a file the
+        interpreter cannot load (its message included).
+      sparse_storage.SparseStorageError: a sparse file and an interpreter
+        that cannot run one (TF 1.x's ``tf.lite.Interpreter``).
+    """
+    make = interpreter_class(interpreter)
+    kwargs = {} if num_threads is None else {"num_threads": num_threads}
+    try:
+        sparse = sparse_storage.sparse_tensors(path)
+    except (sparse_storage.SparseStorageError, struct.error, IndexError):
+        sparse = []   # not a flatbuffer: the interpreter's own error says so
+    if sparse:
+        resolver = _builtin_only_resolver(make)
+        if resolver is None:
+            raise sparse_storage.SparseStorageError(
+                "%s stores %d tensors sparse (%s, ...), which this "
+                "TensorFlow's TFLite interpreter cannot read: run it with "
+                "TF 2.x's tf.lite or LiteRT (pip install ai-edge-litert)"
+                % (path, len(sparse), sparse[0]))
+        kwargs["experimental_op_resolver_type"] = resolver
+    try:
+        return make(model_path=path, **kwargs)
+    except ValueError as error:
+        raise ValueError("path %r is not a TFLite model the interpreter "
+                         "can load: %s" % (path, error))
+
+
+def _builtin_only_resolver(make):
+    """The op resolver type without default delegates of an interpreter
+    class (or of the class it derives from), or None where it has none
+    (TF 1.x, whose interpreter reads no sparsity)."""
+    for klass in getattr(make, "__mro__", (make,)):
+        module = sys.modules.get(klass.__module__)
+        resolver = getattr(module, "OpResolverType", None)
+        if resolver is not None:
+            return getattr(resolver, "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+                           None)
+    return None
 
 
 class TFLiteRunner(object):
@@ -43,12 +106,7 @@ class TFLiteRunner(object):
         if not isinstance(path, str) or not os.path.isfile(path):
             raise ValueError("path must name an existing .tflite file, got "
                              "%r" % (path,))
-        make = interpreter_class(interpreter)
-        try:
-            self.interpreter = make(model_path=path)
-        except ValueError as error:
-            raise ValueError("path %r is not a TFLite model the interpreter "
-                             "can load: %s" % (path, error))
+        self.interpreter = open_interpreter(path, interpreter)
         self.interpreter.allocate_tensors()
         self.inputs = {d["name"]: d
                        for d in self.interpreter.get_input_details()}

@@ -49,9 +49,9 @@ _TOP_KEYS = ("format", "params", "checkpoint", "tflite", "vocab",
              "produced_by")
 _PRODUCED_KEYS = ("stage", "technique", "model", "sparsity", "valid_ppl",
                   "test_ppl", "init_from", "epochs_run", "best_epoch",
-                  "corpus", "source", "data_dir", "training")
+                  "corpus", "source", "data_dir", "training", "storage")
 _TFLITE_KEYS = ("file", "batch", "window", "dtype", "inputs", "outputs",
-                "log_softmax")
+                "log_softmax", "storage")
 _TENSOR_KEYS = ("name", "shape", "dtype", "quantization")
 #: Parameters a config may hold: the presets', the model's own and a
 #: distilled run's teacher checkpoint.
@@ -82,8 +82,7 @@ def _check_keys(mapping, known, where, path):
 def produced_by(params, summary=None, stage=None, **extra):
     """What produced a model, for its config: stage (``float``,
     ``sparse``, ``pruned``, ``qat``, ``tflite_float``, ``tflite_uint8``,
-    ``saved_model``;
-    default from ``params``), technique, model label, sparsity and
+    ``tflite_int8``, ``saved_model``; default from ``params``), technique, model label, sparsity and
     perplexities (from a `train.run` summary when given)."""
     technique = params.get("sparsity") or (
         "magnitude" if params.get("pruning") == "magnitude" else None)
@@ -214,13 +213,16 @@ def sidecar_path(tflite_path):
 
 def write_tflite_sidecar(tflite_path, params, vocab, produced):
     """Writes ``<file>.tflite.json`` (and vocab.txt beside it): the model's
-    config plus its tensors, read from the file with the interpreter.
+    config plus its tensors, read from the file with the interpreter, and
+    what it stores sparse (``storage``: `sparse_storage.describe`, empty
+    for a dense file).
 
     Returns:
       the sidecar's path.
     """
-    from tf1_awd_sparse.base.compat import tf
-    interpreter = tf.lite.Interpreter(model_path=tflite_path)
+    # Imported here: reading a config loads no TensorFlow and no exporter.
+    from tf1_awd_sparse.export import runner, sparse_storage
+    interpreter = runner.open_interpreter(tflite_path, "tf")
     inputs = [_tensor_entry(d) for d in interpreter.get_input_details()]
     outputs = [_tensor_entry(d) for d in interpreter.get_output_details()]
     ids = [t for t in inputs if t["name"] == "inputs"][0]
@@ -229,7 +231,8 @@ def write_tflite_sidecar(tflite_path, params, vocab, produced):
              "batch": ids["shape"][0], "window": ids["shape"][1],
              "dtype": states[0]["dtype"] if states else "float32",
              "inputs": inputs, "outputs": outputs,
-             "log_softmax": "outside the model, on the dequantized logits"}
+             "log_softmax": "outside the model, on the dequantized logits",
+             "storage": sparse_storage.describe(tflite_path)}
     directory = os.path.dirname(os.path.abspath(tflite_path))
     return write_config(directory, params, vocab, produced, tflite=entry,
                         name=os.path.basename(sidecar_path(tflite_path)))

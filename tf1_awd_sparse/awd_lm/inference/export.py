@@ -26,14 +26,14 @@ import time
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.export import eval_graph, graphdef
-from tf1_awd_sparse.export.runner import TFLiteRunner
+from tf1_awd_sparse.export import sparse_storage
+from tf1_awd_sparse.export.runner import TFLiteRunner, open_interpreter
 
-__all__ = ["export_lm", "LMRunner", "tflite_perplexity", "weight_shapes",
+__all__ = ["export_lm", "WEIGHT_FORMATS", "STORAGES", "LMRunner", "tflite_perplexity", "weight_shapes",
            "weight_sparsity_of_tflite", "log_softmax"]
 
 LOGITS_NAME = "logits"
@@ -69,30 +69,89 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
             [logits, hidden] + eval_graph.final_state_outputs(state), cells)
 
 
-def export_lm(params, checkpoint, path, batch_size, num_steps):
+#: The file formats of `export_lm`: float32, TOCO's fully 8-bit uint8 (of
+#: a quantization-aware model) and int8 weights with float activations
+#: (TFLite's hybrid kernels; the format its sparse 8-bit kernel takes).
+WEIGHT_FORMATS = ("float", "uint8", "int8")
+#: How the weights are stored (`sparse_storage.store_sparse`).
+STORAGES = ("dense", "sparse")
+
+
+def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
+              storage="dense"):
     """Writes the language model of ``checkpoint`` as a TFLite file.
 
     Args:
-      params: the model's parameters (as trained: ``params['quant']``
-        makes a uint8 model, else a float one; ``pruning`` and the sizes as
-        in the checkpoint's model); dropout settings do not matter.
+      params: the model's parameters (as trained; ``pruning`` and the sizes
+        as in the checkpoint's model); dropout settings do not matter.
       checkpoint: checkpoint prefix holding the model's variables.
       path: the ``.tflite`` file to write.
       batch_size, num_steps: the model's fixed input shape.
+      weights: None (as trained: uint8 for ``params['quant']``, else
+        float), or one of `WEIGHT_FORMATS`: ``"int8"`` converts the float
+        graph of the model's weights (a quantization-aware model's too)
+        and stores every fully-connected weight as symmetric per-tensor
+        int8 (`sparse_storage.store_sparse`).
+      storage: ``"dense"``, or ``"sparse"`` (TF 2.x): the pruned weights in
+        TFLite's sparse format (not with uint8: TFLite runs no sparse
+        uint8 weights).
 
     Returns:
       the file size in bytes.
 
     Raises:
-      ValueError: bad sizes or params (named).
+      ValueError: bad sizes, params, ``weights`` or ``storage`` (named);
+        uint8 of a float model or float of a quantization-aware one.
+      sparse_storage.SparseStorageError: sparse storage or int8 on TF 1.x,
+        or sparse uint8.
       tf.errors.NotFoundError: the checkpoint lacks a variable of the model.
       tf.lite.ConverterError: TOCO rejected the graph.
     """
     batch_size = check_positive_int(batch_size, "batch_size")
     num_steps = check_positive_int(num_steps, "num_steps")
-    params = model.check_params(dict(params, use_vd=False,
-                                     quant_delay=0))
     quantized = bool(params.get("quant"))
+    weights = _check_formats(weights, storage, quantized)
+    if weights == "int8" or storage == "sparse":
+        sparse_storage.available_or_raise()   # before any conversion
+    params = model.check_params(dict(params, use_vd=False, quant_delay=0,
+                                     quant=weights == "uint8"))
+    model_bytes = _converted(params, checkpoint, batch_size, num_steps,
+                             weights == "uint8")
+    if weights == "int8" or storage == "sparse":
+        model_bytes, _ = sparse_storage.store_sparse(
+            model_bytes, weights="int8" if weights == "int8" else "float",
+            min_zeros=0.5 if storage == "sparse" else None)
+    with open(path, "wb") as handle:
+        handle.write(model_bytes)
+    return len(model_bytes)
+
+
+def _check_formats(weights, storage, quantized):
+    """The weight format to write (None resolved), or ValueError."""
+    if weights is None:
+        weights = "uint8" if quantized else "float"
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError("weights must be None or one of %s, got %r"
+                         % (", ".join(WEIGHT_FORMATS), weights))
+    if storage not in STORAGES:
+        raise ValueError("storage must be one of %s, got %r"
+                         % (", ".join(STORAGES), storage))
+    if weights == "uint8" and not quantized:
+        raise ValueError("weights='uint8' needs a quantization-aware model "
+                         "(params['quant']); this one is float")
+    if weights == "float" and quantized:
+        raise ValueError("weights='float' of a quantization-aware model: "
+                         "its files are uint8 or int8")
+    if weights == "uint8" and storage == "sparse":
+        raise sparse_storage.SparseStorageError(
+            "storage='sparse' with uint8 weights: TFLite has no sparse "
+            "uint8 kernel (and its DENSIFY op takes no uint8); use "
+            "weights='int8' (8-bit weights, stored sparse) or 'float'")
+    return weights
+
+
+def _converted(params, checkpoint, batch_size, num_steps, quantized):
+    """The converted model's bytes (TOCO's float or uint8 file)."""
     graph = tf.Graph()
     with graph.as_default():
         inputs, outputs, cells = _unrolled_model(params, batch_size,
@@ -105,10 +164,7 @@ def export_lm(params, checkpoint, path, batch_size, num_steps):
             if quantized:
                 stats = eval_graph.state_input_stats(cells, session)
                 stats[eval_graph.INPUT_NAME] = (0.0, 1.0)  # int32 ids
-            model_bytes = graphdef.convert(session, inputs, outputs, stats)
-    with open(path, "wb") as handle:
-        handle.write(model_bytes)
-    return len(model_bytes)
+            return graphdef.convert(session, inputs, outputs, stats)
 
 
 class LMRunner(object):
@@ -303,20 +359,36 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     Raises:
       ValueError: a shape with no tensor in the model.
     """
-    interpreter = _compat.interpreter_class(interpreter)(model_path=path)
-    interpreter.allocate_tensors()
-    details = interpreter.get_tensor_details()
     zeros = total = 0
+    tensors = _weight_tensors(path, interpreter)
     for shape in shapes:
-        found = [d for d in details if tuple(d["shape"]) == tuple(shape)]
+        found = [i for i, (tensor_shape, _) in enumerate(tensors)
+                 if tensor_shape == tuple(shape)]
         if not found:
             raise ValueError("%s has no tensor of shape %s"
                              % (path, tuple(shape)))
-        detail = found[0]
-        details.remove(detail)  # two kernels of one shape: two tensors
-        value = interpreter.get_tensor(detail["index"])
-        zero_point = detail["quantization"][1] \
-            if detail["dtype"] == np.uint8 else 0
+        # Two kernels of one shape are two tensors.
+        value, zero_point = tensors.pop(found[0])[1]()
         zeros += int(np.sum(value == zero_point))
         total += value.size
     return zeros, total
+
+
+def _weight_tensors(path, interpreter):
+    """[(shape, read)] of the file's tensors, ``read()`` giving (value,
+    zero point): a sparse file's constants decoded from the file (an
+    interpreter returns only their stored values), a dense file's read by
+    the interpreter."""
+    if sparse_storage.stores_sparse(path):
+        return [(value.shape, lambda v=value, z=zero_point: (v, z))
+                for _, value, zero_point
+                in sparse_storage.constant_arrays(path)]
+    reader = open_interpreter(path, interpreter)
+    reader.allocate_tensors()
+
+    def read(detail):
+        zero_point = detail["quantization"][1] \
+            if detail["dtype"] == np.uint8 else 0
+        return reader.get_tensor(detail["index"]), zero_point
+    return [(tuple(d["shape"]), lambda d=d: read(d))
+            for d in reader.get_tensor_details()]

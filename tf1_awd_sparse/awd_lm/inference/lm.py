@@ -589,7 +589,8 @@ def _scores(tokens, scored, oov):
                   sum(oov.values()), oov)
 
 
-def export_model(model_dir, path, batch_size=1, num_steps=10):
+def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
+                 storage="dense"):
     """Exports a run / stage directory's model as a TFLite file with its
     sidecar (``<path>.json``) and vocab.txt beside it.
 
@@ -597,6 +598,8 @@ def export_model(model_dir, path, batch_size=1, num_steps=10):
       model_dir: a directory with config.json (`LanguageModel.load`'s).
       path: the ``.tflite`` file to write.
       batch_size, num_steps: the file's fixed batch and window.
+      weights, storage: the file's weight format and storage
+        (`export.export_lm`: None is the model's own, float or uint8).
 
     Returns:
       the sidecar's path.
@@ -606,10 +609,13 @@ def export_model(model_dir, path, batch_size=1, num_steps=10):
     """
     config = modeldir.read_config(_resolve(model_dir)[0])
     checkpoint = os.path.join(config["directory"], config["checkpoint"])
-    export.export_lm(config["params"], checkpoint, path, batch_size,
-                     num_steps)
+    params = config["params"]
+    if weights is None:
+        weights = "uint8" if params.get("quant") else "float"
+    export.export_lm(params, checkpoint, path, batch_size, num_steps,
+                     weights=weights, storage=storage)
     produced = dict(config.get("produced_by", {}),
-                    stage="tflite_uint8" if config["params"].get("quant")
-                    else "tflite_float", source=os.path.abspath(model_dir))
-    return modeldir.write_tflite_sidecar(path, config["params"],
-                                         config["words"], produced)
+                    stage="tflite_" + weights, storage=storage,
+                    source=os.path.abspath(model_dir))
+    return modeldir.write_tflite_sidecar(path, params, config["words"],
+                                         produced)

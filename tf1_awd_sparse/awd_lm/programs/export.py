@@ -1,12 +1,16 @@
-"""``awd-lm export --model DIR --format float|uint8 --out PATH``: write a
-model directory's model as a TFLite file, with its sidecar
-``PATH.json`` and vocab.txt beside it (`lm.export_model`).
+"""``awd-lm export --model DIR --format float|uint8|int8 [--storage
+sparse] --out PATH``: write a model directory's model as a TFLite file,
+with its sidecar ``PATH.json`` and vocab.txt beside it
+(`lm.export_model`).
 
-uint8 needs a quantization-aware model directory (``train --quant`` makes
-``<out>/<model>_quant``); float needs a float one. int8 (full-integer)
-files are not made yet (issue 32). The output is checked (its folder
-created, or refused when it is not a writable directory; an existing file
-refused without --overwrite) before any conversion.
+uint8 (fully 8-bit, TOCO) needs a quantization-aware model directory
+(``train --quant`` makes ``<out>/<model>_quant``); float needs a float one;
+int8 (int8 weights, float activations: TFLite's hybrid kernels) takes
+either. ``--storage sparse`` stores the pruned weights in TFLite's sparse
+format (float or int8, TensorFlow 2.x; docs/sparse_tflite.md). The output
+is checked (its folder created, or refused when it is not a writable
+directory; an existing file refused without --overwrite) before any
+conversion.
 
 Exit status: 0 written; 2 bad input (one line naming the flag or path).
 """
@@ -15,9 +19,13 @@ import sys
 
 from tf1_awd_sparse.base import _cli
 
-__all__ = ["FORMATS", "parse_args", "check_out", "check_format", "main"]
+__all__ = ["FORMATS", "STORAGES", "parse_args", "check_out", "check_format",
+           "main"]
 
+# The same as export.WEIGHT_FORMATS / STORAGES (test_export_command checks),
+# spelled here so that --help loads no TensorFlow.
 FORMATS = ("float", "uint8", "int8")
+STORAGES = ("dense", "sparse")
 
 
 def parse_args(argv=None):
@@ -28,7 +36,11 @@ def parse_args(argv=None):
     p.add_argument("--model", required=True, help="model directory "
                    "(with config.json)")
     p.add_argument("--format", required=True, choices=FORMATS,
-                   help="float, uint8 (a --quant model) or int8 (not yet)")
+                   help="float, uint8 (a --quant model) or int8 (int8 "
+                   "weights, float activations)")
+    p.add_argument("--storage", choices=STORAGES, default="dense",
+                   help="sparse: pruned weights in TFLite's sparse format "
+                   "(float or int8; TensorFlow 2.x)")
     p.add_argument("--out", required=True, help="the .tflite file to write")
     p.add_argument("--batch-size", type=int, default=1,
                    help="the file's fixed batch (default 1)")
@@ -72,16 +84,27 @@ def check_out(path, overwrite):
         raise ValueError("--out %s: exists (--overwrite replaces it)" % path)
 
 
-def check_format(fmt, params, model):
-    """Refuses a format the model cannot give.
+def check_format(fmt, params, model, storage="dense"):
+    """Refuses a format or storage the model or this TensorFlow cannot
+    give.
 
     Raises:
-      ValueError: int8 (not available yet), uint8 of a float model or
-        float of a QAT model, naming the flag.
+      ValueError: uint8 of a float model, float of a QAT model, sparse
+        uint8, or int8 / sparse storage on TF 1.x, naming the flag.
     """
-    if fmt == "int8":
-        raise ValueError("--format int8: full-integer export is not "
-                         "available yet (issue 32); use uint8")
+    if fmt == "uint8" and storage == "sparse":
+        raise ValueError("--storage sparse --format uint8: TFLite has no "
+                         "sparse uint8 kernel; use --format int8 (8-bit "
+                         "weights) or float")
+    if fmt == "int8" or storage == "sparse":
+        from tf1_awd_sparse.export import sparse_storage
+        if not sparse_storage.available():
+            raise ValueError(
+                "--%s: needs TensorFlow 2.x (the TFLite schema module "
+                "that writes it, and an interpreter that reads it); TF %s "
+                "exports float or uint8, dense" % (
+                    "format int8" if fmt == "int8" else "storage sparse",
+                    _tf_version()))
     quant = bool(params.get("quant"))
     if fmt == "uint8" and not quant:
         raise ValueError("--format uint8 needs a quantization-aware model: "
@@ -91,6 +114,11 @@ def check_format(fmt, params, model):
         raise ValueError("--format float: %s is quantization-aware (its "
                          "file is uint8); give its float model directory"
                          % model)
+
+
+def _tf_version():
+    from tf1_awd_sparse.base.compat import tf
+    return tf.__version__
 
 
 def main(argv=None):
@@ -106,7 +134,8 @@ def main(argv=None):
             raise ValueError("--model %s: not a directory" % args.model)
         config = modeldir.read_config(os.path.join(args.model,
                                                    modeldir.CONFIG_FILE))
-        check_format(args.format, config["params"], args.model)
+        check_format(args.format, config["params"], args.model,
+                     args.storage)
         check_out(args.out, args.overwrite)
     except ValueError as e:  # modeldir.ConfigError included
         inside = modeldir.model_dirs_in(args.model)
@@ -117,11 +146,13 @@ def main(argv=None):
         _cli.fail(e)
     try:
         sidecar = lm.export_model(args.model, args.out, args.batch_size,
-                                  args.num_steps)
+                                  args.num_steps, weights=args.format,
+                                  storage=args.storage)
     except (ValueError, OSError) as e:
         _cli.fail(e)
-    print("%s: %d bytes (%s); sidecar %s" % (
-        args.out, os.path.getsize(args.out), args.format, sidecar))
+    print("%s: %d bytes (%s, %s); sidecar %s" % (
+        args.out, os.path.getsize(args.out), args.format, args.storage,
+        sidecar))
     return 0
 
 

@@ -1,0 +1,336 @@
+"""Sparse storage of a TFLite file (`export.sparse_storage`): the sparse
+file computes what the dense file computes, in both interpreters, for every
+weight format and layout; the stored encoding decodes back to the weights;
+the int8 weights are numpy's symmetric per-tensor quantization; and what
+TFLite cannot run is refused before any work, naming why.
+
+The references: the TFLite interpreter running the dense file (built once,
+from one pruned language-model checkpoint) and numpy."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from support.versions import IS_TF2
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.inference import export, lm
+from tf1_awd_sparse.export import sparse_storage as ss
+from tf1_awd_sparse.base.compat import interpreter_class
+from tf1_awd_sparse.export.runner import TFLiteRunner
+
+# Input dimensions 16 (the table) and 32 (the cells' [x, h]): every layout
+# applies; a 1 x 16 block of the 16-wide table is a whole row.
+VOCAB, EMB, B, T = 40, 16, 2, 3
+ZEROS = 0.9
+
+needs_schema = pytest.mark.skipif(
+    not IS_TF2, reason="sparse TFLite files are written with TF 2.x's "
+    "schema module and run by TF 2.x's interpreters; TF 1.x refuses them "
+    "(test_tf1_refuses_sparse_storage_naming_tf2)")
+INTERPRETERS = ["tf"] + (["litert"] if ss.available() and
+                         __import__("importlib").util.find_spec(
+                             "ai_edge_litert") else [])
+
+
+def _params(quant=False):
+    return dict(presets.params_for("demo", "awd", {
+        "emb_size": EMB, "hidden_size": EMB, "num_layers": 2}),
+        vocab_size=VOCAB, quant=quant, quant_delay=0)
+
+
+def _prune(values, rng):
+    """Zeroes ZEROS of each matrix by magnitude (ties broken at random)."""
+    if values.ndim != 2:
+        return values
+    noisy = np.abs(values) + 1e-6 * rng.rand(*values.shape)
+    cut = np.quantile(noisy, ZEROS)
+    return np.where(noisy > cut, values, 0).astype(values.dtype)
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory):
+    """(folder, params, checkpoint prefix, dense float file bytes): a
+    language model with 90 % of each matrix zero, exported once."""
+    folder = str(tmp_path_factory.mktemp("sparse_storage"))
+    params = _params()
+    rng = np.random.RandomState(0)
+    with tf.Graph().as_default():
+        tf.set_random_seed(0)
+        ids = tf.zeros([B, T], tf.int32)
+        model.build_lm({"inputs": ids, "targets": ids}, True,
+                       model.check_params(dict(params, use_vd=False)))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            for variable in tf.trainable_variables():
+                variable.load(_prune(session.run(variable), rng), session)
+            prefix = tf.train.Saver().save(session,
+                                           os.path.join(folder, "m.ckpt"))
+    dense = os.path.join(folder, "dense.tflite")
+    export.export_lm(params, prefix, dense, B, T)
+    with open(dense, "rb") as handle:
+        return folder, params, prefix, handle.read()
+
+
+def _ids():
+    return (np.arange(B * T, dtype=np.int32).reshape(B, T) * 7) % VOCAB
+
+
+def _builtin_only(interpreter):
+    """The interpreter class opening every file with TFLite's own kernels
+    (no XNNPACK), so that the dense reference runs the same arithmetic."""
+    base = interpreter_class(interpreter)
+    module = __import__(base.__module__, fromlist=["OpResolverType"])
+
+    class BuiltinOnly(base):
+        def __init__(self, model_path, **kwargs):
+            kwargs["experimental_op_resolver_type"] = \
+                module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+            super(BuiltinOnly, self).__init__(model_path=model_path,
+                                              **kwargs)
+    return BuiltinOnly
+
+
+def _outputs(path, interpreter):
+    got = TFLiteRunner(path, _builtin_only(interpreter)).run(_ids())
+    return {name: got[name] for name in ("logits", "hidden")}
+
+
+def _write(folder, name, model_bytes):
+    path = os.path.join(folder, name)
+    with open(path, "wb") as handle:
+        handle.write(model_bytes)
+    return path
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+@pytest.mark.parametrize("weights", ["float", "int8"])
+@pytest.mark.parametrize("layout", list(ss.LAYOUTS))
+def test_the_sparse_file_computes_what_the_dense_file_does(
+        pruned, weights, layout, interpreter):
+    folder, _, _, dense = pruned
+    # The dense reference of int8 weights: the same int8 weights, dense.
+    reference = dense if weights == "float" else ss.store_sparse(
+        dense, "int8", min_zeros=None)[0]
+    want = _outputs(_write(folder, "ref_%s.tflite" % weights, reference),
+                    interpreter)
+    sparse, report = ss.store_sparse(dense, weights, layout)
+    got = _outputs(_write(folder, "%s_%s.tflite" % (weights, layout),
+                          sparse), interpreter)
+    for name in want:
+        # Another order of the same products (the sparse kernels).
+        np.testing.assert_allclose(got[name], want[name], rtol=0,
+                                   atol=1e-5 * np.abs(want[name]).max(),
+                                   err_msg=name)
+    dtype = "float32" if weights == "float" else "int8"
+    # The table and both cell kernels, each stored sparse, and read by the
+    # kernel exactly where TFLite's fully-connected kernel computes the
+    # layout right (else through DENSIFY).
+    assert sorted(r["shape"] for r in report) == [
+        [VOCAB, EMB], [4 * EMB, 2 * EMB], [4 * EMB, 2 * EMB]]
+    for record in report:
+        assert record["dtype"] == dtype
+        if layout != "auto":
+            assert record["layout"] == layout
+        kernel = (dtype, record["layout"]) in ss.KERNEL_LAYOUTS
+        table = record["shape"] == [VOCAB, EMB]
+        assert ("kernel" in record["read_by"]) == kernel, record
+        assert ("densify" in record["read_by"]) == (table or not kernel)
+    # 1 x k blocks of unstructured zeros keep most blocks; CSR does not.
+    assert len(sparse) < (0.5 if layout in ("auto", "csr") else 1) * len(
+        dense)
+
+
+@needs_schema
+def test_auto_takes_the_fewest_bytes_and_the_report_counts_them(pruned):
+    _, _, _, dense = pruned
+    reports = {layout: {r["name"]: r for r in ss.store_sparse(
+        dense, "float", layout)[1]} for layout in ss.LAYOUTS}
+    for name, record in reports["auto"].items():
+        fewest = min(reports[layout][name]["bytes"]
+                     for layout in ("csr", "1x4", "1x16"))
+        assert record["bytes"] == fewest
+        # values (4 bytes each) + 1-byte indices: segments of rows + 1, an
+        # index per stored block.
+        block = 1 if record["layout"] == "csr" else int(
+            record["layout"][2:])
+        blocks = record["stored_values"] // block
+        assert record["bytes"] == (4 * record["stored_values"] + blocks
+                                   + record["shape"][0] + 1)
+
+
+@needs_schema
+@pytest.mark.parametrize("layout", ["csr", "1x4", "1x16"])
+@pytest.mark.parametrize("cols", [32, 320])   # 1- and 2-byte indices
+def test_encode_decodes_back_to_the_weights(layout, cols):
+    schema, _ = ss._schema()
+    rng = np.random.RandomState(cols)
+    weights = rng.randn(700, cols).astype(np.float32)
+    weights[rng.rand(700, cols) < 0.9] = 0
+    weights[3] = 0                                 # an empty row
+    sparsity, values = ss.encode(schema, weights, layout)
+    np.testing.assert_array_equal(
+        ss.dense_values(sparsity, values, weights.shape), weights)
+    block = {"csr": 1, "1x4": 4, "1x16": 16}[layout]
+    kept = np.any(weights.reshape(700, -1, block) != 0, axis=2)
+    assert values.size == kept.sum() * block
+    assert ss.encoded_bytes(weights, layout, 4) == (
+        4 * values.size + kept.sum() * (1 if cols // block <= 256 else 2)
+        + 701 * (2 if kept.sum() < 65535 else 4))
+
+
+@needs_schema
+def test_int8_weights_are_symmetric_per_tensor_of_the_float_ones(pruned):
+    _, _, _, dense = pruned
+    floats = {name: value for name, value, _ in ss.constant_arrays(dense)}
+    sparse, _ = ss.store_sparse(dense, "int8")
+    schema, _ = ss._schema()
+    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(sparse,
+                                                                   0))
+    scales = {t.name.decode(): t.quantization for t in
+              parsed.subgraphs[0].tensors if t.type == 9}
+    int8 = [(n, v) for n, v, _ in ss.constant_arrays(sparse)
+            if v.dtype == np.int8]
+    assert len(int8) == 3
+    for name, got in int8:
+        want = floats[name]
+        scale = np.abs(want).max() / 127.0
+        assert scales[name].scale[0] == pytest.approx(scale, rel=1e-6)
+        assert list(scales[name].zeroPoint) == [0]
+        np.testing.assert_array_equal(
+            got, np.clip(np.round(want / scale), -127, 127))
+        assert np.array_equal(got == 0, want == 0)  # no zero lost or made
+
+
+@needs_schema
+@pytest.mark.parametrize("min_zeros", [None, 0.5])
+def test_an_int8_lookup_dequantizes_the_rows_it_gathers(pruned, min_zeros):
+    """Not the table: DEQUANTIZE of a densified table (no constant) would
+    redo the whole table on every call."""
+    _, _, _, dense = pruned
+    schema, _ = ss._schema()
+    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
+        ss.store_sparse(dense, "int8", min_zeros=min_zeros)[0], 0))
+    graph = parsed.subgraphs[0]
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items()
+             if not k.startswith("_")}
+    ops = [(names[max(parsed.operatorCodes[o.opcodeIndex].builtinCode,
+                      parsed.operatorCodes[o.opcodeIndex]
+                      .deprecatedBuiltinCode)], o) for o in graph.operators]
+    dequantized = [list(graph.tensors[o.outputs[0]].shape)
+                   for name, o in ops if name == "DEQUANTIZE"]
+    assert dequantized == [[B, T, EMB]] or dequantized == [[B * T, EMB]]
+    gather = [o for name, o in ops if name == "GATHER"][0]
+    assert graph.tensors[gather.inputs[0]].type == 9   # int8 rows
+    position = [o for _, o in ops].index(gather)
+    assert ops[position + 1][0] == "DEQUANTIZE"
+
+
+@needs_schema
+def test_refusals_name_the_argument_or_the_reason(pruned, tmp_path):
+    _, _, _, dense = pruned
+    for kwargs, words in (({"weights": "uint8"}, "weights"),
+                          ({"layout": "2x2"}, "layout"),
+                          ({"min_zeros": 1.5}, "min_zeros"),
+                          ({"min_zeros": True}, "min_zeros")):
+        with pytest.raises(ss.SparseStorageError, match=words):
+            ss.store_sparse(dense, **kwargs)
+    sparse, _ = ss.store_sparse(dense)
+    with pytest.raises(ss.SparseStorageError, match="already stores"):
+        ss.store_sparse(sparse)
+    with pytest.raises(ss.SparseStorageError, match="TFL3"):
+        ss.store_sparse(b"not a model at all")
+
+
+@needs_schema
+def test_a_uint8_file_is_refused_naming_uint8(tmp_path):
+    params = _params(quant=True)
+    with tf.Graph().as_default():
+        ids = tf.zeros([B, T], tf.int32)
+        loss = model.build_lm({"inputs": ids, "targets": ids}, True,
+                              model.check_params(dict(params,
+                                                      use_vd=False))).loss
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(loss)
+            prefix = tf.train.Saver().save(session, str(tmp_path / "q"))
+    path = str(tmp_path / "u.tflite")
+    export.export_lm(params, prefix, path, B, T)
+    with open(path, "rb") as handle:
+        with pytest.raises(ss.SparseStorageError, match="uint8"):
+            ss.store_sparse(handle.read())
+    with pytest.raises(ss.SparseStorageError, match="no sparse uint8"):
+        export.export_lm(params, prefix, str(tmp_path / "v.tflite"), B, T,
+                         storage="sparse")
+    assert not (tmp_path / "v.tflite").exists()
+    # int8 of a quantization-aware model: its float graph's weights (not
+    # pruned here: nothing to store sparse).
+    export.export_lm(params, prefix, str(tmp_path / "i.tflite"), B, T,
+                     weights="int8", storage="sparse")
+    stored = ss.constant_arrays(str(tmp_path / "i.tflite"))
+    assert sum(value.dtype == np.int8 for _, value, _ in stored) == 3
+    assert not ss.stores_sparse(str(tmp_path / "i.tflite"))
+
+
+@needs_schema
+@pytest.mark.parametrize("weights", ["float", "int8"])
+def test_the_lm_exports_scores_and_records_its_sparse_file(pruned, weights):
+    folder, params, prefix, dense = pruned
+    path = os.path.join(folder, "lm_%s.tflite" % weights)
+    export.export_lm(params, prefix, path, B, T, weights=weights,
+                     storage="sparse")
+    dense_path = _write(folder, "lm_dense.tflite", dense)
+    stream = np.random.RandomState(3).randint(0, VOCAB, [B, 20])
+    want = export.tflite_perplexity(dense_path, stream)[0]
+    got = export.tflite_perplexity(path, stream)[0]
+    # float: the same model; int8: 8-bit weights of the same model.
+    assert got == pytest.approx(want, rel=1e-5 if weights == "float"
+                                else 2e-2)
+    shapes = export.weight_shapes(params)
+    assert export.weight_sparsity_of_tflite(path, shapes) == \
+        export.weight_sparsity_of_tflite(dense_path, shapes)
+    assert export.LMRunner(path).time_per_token(repeats=2) > 0
+
+
+@needs_schema
+def test_export_model_writes_the_storage_into_the_sidecar(pruned, tmp_path):
+    folder, params, prefix, _ = pruned
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    run = str(tmp_path / "model")
+    os.makedirs(run)
+    for name in os.listdir(folder):
+        if name.startswith("m.ckpt") or name == "checkpoint":
+            os.link(os.path.join(folder, name), os.path.join(run, name))
+    words = ["<unk>", "<eos>"] + ["w%d" % i for i in range(VOCAB - 2)]
+    modeldir.write_config(run, params, words,
+                          modeldir.produced_by(params), checkpoint="m.ckpt")
+    path = str(tmp_path / "out" / "lm.tflite")
+    os.makedirs(os.path.dirname(path))
+    sidecar = lm.export_model(run, path, weights="int8", storage="sparse")
+    with open(sidecar) as handle:
+        config = json.load(handle)
+    assert config["produced_by"]["stage"] == "tflite_int8"
+    assert config["produced_by"]["storage"] == "sparse"
+    assert config["tflite"]["storage"] == ss.describe(path)
+    assert len(config["tflite"]["storage"]) == 3
+    loaded = lm.LanguageModel.load(path)
+    assert np.isfinite(loaded.score(["w1 w2 w3 w4"]).perplexity)
+
+
+def test_the_reader_finds_no_sparse_tensor_in_a_dense_file(pruned):
+    _, _, _, dense = pruned
+    assert ss.sparse_tensors(dense) == [] and ss.describe(dense) == []
+
+
+@pytest.mark.skipif(IS_TF2, reason="TF 1.x's refusal; TF 2.x writes them")
+def test_tf1_refuses_sparse_storage_naming_tf2(pruned, tmp_path):
+    _, params, prefix, dense = pruned
+    with pytest.raises(ss.SparseStorageError, match="TensorFlow 2.x"):
+        ss.store_sparse(dense)
+    with pytest.raises(ss.SparseStorageError, match="TensorFlow 2.x"):
+        export.export_lm(params, prefix, str(tmp_path / "s.tflite"), B, T,
+                         storage="sparse")
+    assert not (tmp_path / "s.tflite").exists()   # refused before work
