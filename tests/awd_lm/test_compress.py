@@ -15,6 +15,7 @@ from tf1_awd_sparse.awd_lm.training import compress, train
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.export import sparse_storage
 from support.versions import needs_litert
 
 TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
@@ -56,8 +57,11 @@ def reference(tmp_path_factory):
 def test_rows_and_summary_json(reference):
     out, result = reference
     stages = [r["stage"] for r in result["stages"]]
+    # TF 2.x adds the int8 file stored sparse (TF 1.x cannot write it).
     assert stages == ["float", "reference", "sparse", "sparse", "sparse",
-                      "qat", "tflite_float", "tflite_uint8"]
+                      "qat", "tflite_float", "tflite_uint8"] + (
+                          ["tflite_int8"] if sparse_storage.available()
+                          else [])
     with open(os.path.join(out, "compress", "summary.json")) as handle:
         written = json.load(handle)
     assert written["stages"] == result["stages"]
@@ -232,6 +236,15 @@ def test_tflite_perplexity_equals_the_tf_graphs(reference):
         chosen["test_ppl"], rel=1e-4)
     assert rows["tflite_uint8"]["test_ppl"] == pytest.approx(
         rows["qat"]["test_ppl"], rel=2e-3)
+    if "tflite_int8" in rows:
+        # The QAT model's weights as int8, float activations, stored
+        # sparse: within 2 % of its fake-quant graph (issue 32), and
+        # smaller than the uint8 file, with every zero kept.
+        int8 = rows["tflite_int8"]
+        assert int8["test_ppl"] == pytest.approx(rows["qat"]["test_ppl"],
+                                                 rel=2e-2)
+        assert int8["bytes"] < rows["tflite_uint8"]["bytes"]
+        assert int8["nonzero_weights"] == rows["qat"]["nonzero_weights"]
     # Whole test stream, window by window.
     stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
     assert rows["tflite_uint8"]["tokens_scored"] == stream.shape[0] * (
@@ -268,6 +281,11 @@ class _Killed(Exception):
 # Every boundary between two stages, in pipeline order: after the float
 # model, between two fine-tunings, before the strip, before QAT, before
 # each export.
+#: The files made from the QAT checkpoint: uint8, and on TF 2.x the int8
+#: weights stored sparse.
+QAT_EXPORTS = ["tflite_uint8.tflite"] + (
+    ["tflite_int8.tflite"] if sparse_storage.available() else [])
+
 BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
               "before_prune",
               "before_qat", "before_float_export", "before_uint8_export"]
@@ -322,7 +340,7 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
         with pytest.raises(_Killed):
             _run(out, resume=i > 0, float_dir=float_dir)
     # The last resume redoes nothing that finished: no strip, and only the
-    # uint8 export (the kill came before it).
+    # exports from the QAT model (the kill came before them).
     calls = []
     monkeypatch.setattr(train, "run", originals[0])
     monkeypatch.setattr(compress, "prune_checkpoint",
@@ -334,7 +352,7 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
                                   originals[2](params, checkpoint, path, *a,
                                                **k)))
     resumed = _run(out, resume=True, float_dir=float_dir)
-    assert calls == ["tflite_uint8.tflite"]
+    assert calls == QAT_EXPORTS
     assert len(resumed["stages"]) == len(ref["stages"])
     for got, want in zip(resumed["stages"], ref["stages"]):
         for key in ("stage", "technique", "nonzero_weights", "bytes"):
@@ -374,7 +392,7 @@ def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
                                   original(params, checkpoint, path, *a,
                                            **k)))
     _run(out, resume=True, float_dir=os.path.join(ref_out, "float"))
-    assert calls == ["tflite_uint8.tflite"]
+    assert calls == QAT_EXPORTS
 
 
 def test_every_stage_opens_as_a_language_model(reference):

@@ -66,7 +66,8 @@ from tf1_awd_sparse.base.compat import tf
 PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
 
 __all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS",
-           "exact_keep_masks"]
+           "exact_keep_masks", "check_block", "block_scores",
+           "expand_blocks", "exact_block_keep_masks"]
 
 #: The histogram resolution the library prunes with (contrib's default 256
 #: bins leave a matrix up to ~1 % short of the target).
@@ -174,6 +175,83 @@ def exact_keep_masks(scores, target_sparsity):
     return masks if isinstance(scores, (list, tuple)) else masks[0]
 
 
+def check_block(block, shape, arg_name="block"):
+    """``block`` as a pair of ints ``(rows, cols)`` that divide ``shape``'s
+    two dimensions (a 2-D weight; ``shape`` None checks the pair only).
+
+    Raises:
+      ValueError: not a pair of positive ints, a weight that is not 2-D, or
+        a dimension the block does not divide (naming ``arg_name``).
+    """
+    if (not isinstance(block, (tuple, list)) or len(block) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool)
+                       and b >= 1 for b in block)):
+        raise ValueError("%s must be a pair of positive ints (rows, cols), "
+                         "got %r" % (arg_name, block))
+    if shape is None:
+        return int(block[0]), int(block[1])
+    shape = tuple(int(d) for d in shape)
+    if tuple(block) != (1, 1) and (len(shape) != 2 or shape[0] % block[0]
+                                   or shape[1] % block[1]):
+        raise ValueError("%s %dx%d does not divide a weight of shape %s"
+                         % (arg_name, block[0], block[1], shape))
+    return int(block[0]), int(block[1])
+
+
+def block_scores(scores, block):
+    """Mean of ``scores`` (a 2-D numpy array) over each ``block``
+    (``(rows, cols)`` dividing its shape): ``[R / rows, C / cols]``."""
+    rows, cols = check_block(block, np.shape(scores))
+    scores = np.asarray(scores)
+    if (rows, cols) == (1, 1):
+        return scores
+    r, c = scores.shape
+    return scores.reshape(r // rows, rows, c // cols, cols).mean(axis=(1, 3))
+
+
+def expand_blocks(mask, block):
+    """A per-block array repeated to the weight's shape."""
+    rows, cols = block
+    return np.repeat(np.repeat(np.asarray(mask), rows, axis=0), cols, axis=1)
+
+
+def exact_block_keep_masks(scores, target_sparsity, blocks):
+    """`exact_keep_masks` over whole blocks: each weight's scores averaged
+    per block (`block_scores`), ``round(target_sparsity * blocks)`` blocks
+    of lowest mean score zeroed (of each array, or of all of a list / dict
+    together: ``scores``' structure as in `exact_keep_masks`).
+
+    Args:
+      scores: an array, or a list / dict of arrays.
+      target_sparsity: the fraction of zeros (of blocks, hence of
+        entries), in ``[0, 1)``.
+      blocks: ``(rows, cols)`` for every array, or a list / dict of them in
+        ``scores``' structure.
+
+    Returns:
+      bool masks in ``scores``' structure and shapes.
+
+    Raises:
+      ValueError: as `exact_keep_masks`, or a block that does not divide.
+    """
+    if isinstance(scores, dict):
+        keys = sorted(scores)
+        per = blocks if isinstance(blocks, dict) else {k: blocks
+                                                       for k in keys}
+        masks = exact_block_keep_masks([scores[k] for k in keys],
+                                       target_sparsity,
+                                       [per[k] for k in keys])
+        return dict(zip(keys, masks))
+    single = not isinstance(scores, (list, tuple))
+    arrays = [scores] if single else list(scores)
+    per = [blocks] * len(arrays) if single or (
+        len(blocks) == 2 and isinstance(blocks[0], int)) else list(blocks)
+    pooled = [block_scores(a, b) for a, b in zip(arrays, per)]
+    kept = exact_keep_masks(pooled, target_sparsity)
+    masks = [expand_blocks(k, tuple(b)) for k, b in zip(kept, per)]
+    return masks[0] if single else masks
+
+
 class MagnitudePruning(object):
     """Gradual magnitude pruning of the registered masked weights.
 
@@ -192,6 +270,13 @@ class MagnitudePruning(object):
       name: variable scope of ``last_mask_update_step`` and name scope of
         the ops (the language model uses ``"lm_pruning"``; one name, one
         variable: two objects of one name share it).
+      block_shape: None or ``(1, 1)`` (each entry on its own), a pair
+        ``(rows, cols)`` for every weight, or a callable from a weight
+        variable to its pair: each block's mean magnitude is ranked, and
+        a block is kept or zeroed whole (TFLite's sparse kernels take
+        1 x 4 and 1 x 16 blocks along a fully-connected op's input
+        dimension: docs/sparse_tflite.md). A block that does not divide its
+        weight raises ValueError when the update op is built.
 
     Raises:
       ValueError: a bad argument, naming it, what was expected and what
@@ -200,7 +285,8 @@ class MagnitudePruning(object):
 
     def __init__(self, begin_step, end_step, frequency, target_sparsity,
                  nbins=DEFAULT_NBINS, sparsity_begin_step=None,
-                 sparsity_end_step=None, exponent=3, name="model_pruning"):
+                 sparsity_end_step=None, exponent=3, name="model_pruning",
+                 block_shape=None):
         self.begin_step = check_nonnegative_int(begin_step, "begin_step")
         self.end_step = check_int(end_step, "end_step")
         if self.end_step <= self.begin_step:
@@ -225,6 +311,9 @@ class MagnitudePruning(object):
         if not isinstance(name, str) or not name:
             raise ValueError("name must be a non-empty str, got %r" % (name,))
         self.name = name
+        if block_shape is not None and not callable(block_shape):
+            check_block(block_shape, None, "block_shape")
+        self.block_shape = block_shape
         _compat.require_graph_mode("MagnitudePruning")
         with tf.variable_scope(name, reuse=tf.AUTO_REUSE):
             #: int32 variable: the global step of the last mask update.
@@ -342,18 +431,50 @@ class MagnitudePruning(object):
                             mask_dtype):
         name = (weight.name if isinstance(weight, _compat.PartitionedVariable)
                 else weight.op.name)
+        variable = weight
         if isinstance(weight, _compat.PartitionedVariable):
             weight = weight.as_tensor()
+        block = self._block_of(variable, weight.shape, name)
         weight = check_tensor(weight, "weight %s" % name, kind="float")
         with tf.name_scope(name.replace(":", "_") + "_pruning_ops"):
-            magnitude = tf.abs(weight)
+            magnitude = _pooled(tf.abs(weight), block)
             if self.nbins is None:
                 threshold, keep = _quantile_threshold(magnitude, sparsity)
             else:
                 threshold, keep = _histogram_threshold(magnitude, sparsity,
                                                        self.nbins)
             return (tf.cast(threshold, threshold_dtype),
-                    tf.cast(keep, mask_dtype))
+                    tf.cast(_expanded(keep, block), mask_dtype))
+
+    def _block_of(self, variable, shape, name):
+        block = self.block_shape
+        if callable(block):
+            block = block(variable)
+        if block is None:
+            return (1, 1)
+        return check_block(block, shape.as_list(),
+                           "block_shape of weight %s" % name)
+
+
+def _pooled(magnitude, block):
+    """Mean magnitude per block (the weight itself for 1 x 1)."""
+    rows, cols = block
+    if block == (1, 1):
+        return magnitude
+    r, c = magnitude.shape.as_list()
+    return tf.reduce_mean(tf.reshape(magnitude, [r // rows, rows,
+                                                 c // cols, cols]),
+                          axis=[1, 3])
+
+
+def _expanded(keep, block):
+    """A per-block mask repeated to the weight's shape."""
+    rows, cols = block
+    if block == (1, 1):
+        return keep
+    r, c = keep.shape.as_list()
+    tiled = tf.tile(keep[:, None, :, None], [1, rows, 1, cols])
+    return tf.reshape(tiled, [r * rows, c * cols])
 
 
 def _histogram_threshold(magnitude, sparsity, nbins):

@@ -73,6 +73,11 @@ DEFAULTS = {
     # survivors, QAT; not the reference's): fewer weights, less to
     # regularize
     "finetune_dropout_scale": 0.5,
+    # pruning and the exact cut in 1 x k blocks along each matrix's input
+    # dimension (1: entry by entry; 4: TFLite's float sparse kernel, 16:
+    # its int8 one; docs/sparse_tflite.md); a matrix whose input dimension
+    # k does not divide is cut entry by entry
+    "pruning_block": 1,
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
     # the reference, which starts from the float model's averaged weights)
     "average_from_start": False,
@@ -123,7 +128,8 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "target_sparsity", "compress_sparsity_weight",
                  "compress_controller", "cut_scope", "distill_weight",
                  "distill_temperature", "distill_teacher",
-                 "finetune_optimizer", "finetune_dropout_scale")
+                 "finetune_optimizer", "finetune_dropout_scale",
+                 "pruning_block")
 
 
 def split_quant(params):
@@ -283,6 +289,7 @@ CHECKS = {
     "finetune_dropout_scale": functools.partial(check_real, low=0.0,
                                                 high=1.0),
     "average_from_start": check_bool,
+    "pruning_block": check_positive_int,
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,

@@ -35,6 +35,7 @@ from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
            "build_lm", "embedding_table", "make_layer", "decoder_logits",
+           "pruning_block",
            "CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
            "magnitude_pruning_op", "sparsity_report", "quant_range_variables",
            "build_train_op", "build_train_step"]
@@ -490,18 +491,35 @@ def magnitude_pruning_op(params, global_step, train_op):
         return None
     # nbins: the threshold is a histogram quantile; contrib's default 256
     # bins leave a matrix up to ~1 % short of the target.
+    k = int(params.get("pruning_block", 1))
     pruning = magnitude_pruning.MagnitudePruning(
         begin_step=params["pruning_begin_step"],
         end_step=params["pruning_end_step"],
         frequency=params["pruning_frequency"],
         target_sparsity=float(params["target_sparsity"]),
-        nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning")
+        nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning",
+        block_shape=lambda weight: pruning_block(
+            weight.op.name, weight.shape.as_list(), k))
     # Built after the step: the op reads the global step (its sparsity
     # schedule and its update condition); outside this scope that read
     # would race with the step's increment, and the masks would depend on
     # the scheduler (seen on TF 1.15 with contrib's Pruning).
     with tf.control_dependencies([train_op]):
         return pruning.conditional_mask_update_op(global_step)
+
+
+def pruning_block(name, shape, k):
+    """The ``(rows, cols)`` block of a 1 x ``k`` block along the input
+    dimension of the fully-connected product that uses weight ``name`` (of
+    ``shape``), as TFLite stores it: a cell's kernel ``[input + units, 4 *
+    units]`` multiplies from the right (its rows are the input: ``(k,
+    1)``); the embedding ``[vocab, emb]`` is the decoder's ``[out, in]``
+    (``(1, k)``). ``(1, 1)`` where ``k`` does not divide the input
+    dimension (or is 1)."""
+    rows, cols = shape
+    if "embedding" in name.split("/")[-1]:
+        return (1, k) if k > 1 and cols % k == 0 else (1, 1)
+    return (k, 1) if k > 1 and rows % k == 0 else (1, 1)
 
 
 def sparsity_report(params):

@@ -93,6 +93,9 @@ HELP = {
     "finetune_dropout_scale": "--compress: factor in [0, 1] on every "
     "dropout rate in the compressed model's fine-tunings (not the "
     "reference's)",
+    "pruning_block": "--compress: prune and cut in 1 x k blocks along each "
+    "matrix's input dimension (1: entry by entry; 4 and 16: the blocks "
+    "TFLite's float and int8 sparse kernels take)",
     "average_from_start": "NT-ASGD averaging from the first step (true/false; "
     "the pipeline sets it for the reference, which starts from averaged "
     "weights)",

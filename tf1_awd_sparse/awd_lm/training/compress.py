@@ -59,6 +59,7 @@ from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.ops.sparse import common as sparse_common
+from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.export import strip as sparse_strip
 from tf1_awd_sparse.transforms import techniques as sparse_techniques
 from tf1_awd_sparse import transforms
@@ -76,9 +77,11 @@ __all__ = ["run_pipeline", "finetune_params", "survivors_params",
 
 SUMMARY_FILE = "summary.json"
 STATE_FILE = "pipeline.json"
-#: Stage names of the rows, in order.
+#: Stage names of the rows, in order (``tflite_int8``: the QAT model's
+#: int8 weights stored sparse, on TensorFlow 2.x only, which writes and
+#: runs such files; docs/sparse_tflite.md).
 STAGES = ("float", "reference", "sparse", "qat", "tflite_float",
-          "tflite_uint8")
+          "tflite_uint8", "tflite_int8")
 #: Scopes of the exact cut: each weight matrix, or all of them at once.
 CUT_SCOPES = ("matrix", "global")
 _SHORT = {"variational_dropout": "vd", "l0": "l0", "magnitude": "mag"}
@@ -365,11 +368,14 @@ def _dense_survivors(values, params, target, scope):
     else:
         kept = _effective(values, params)
         scores = {n: np.abs(w) for n, w in kept.items()}
+    k = int(params.get("pruning_block", 1))
+    blocks = {n: model.pruning_block(n, kept[n].shape, k) for n in names}
     if scope == "global":
-        masks = magnitude_pruning.exact_keep_masks(scores, target)
+        masks = magnitude_pruning.exact_block_keep_masks(scores, target,
+                                                         blocks)
     else:
-        masks = {n: magnitude_pruning.exact_keep_masks(scores[n], target)
-                 for n in names}
+        masks = {n: magnitude_pruning.exact_block_keep_masks(
+            scores[n], target, blocks[n]) for n in names}
     return {n: (kept[n] * masks[n]).astype(np.float32) for n in names}
 
 
@@ -379,7 +385,10 @@ def cut_checkpoint(checkpoint, params, target, output_prefix,
     of ``checkpoint`` as dense weights with fixed pruning masks holding
     exactly ``round(target * n)`` zeros (up to ties, `magnitude_pruning.
     exact_keep_masks`) of each weight matrix (``scope='matrix'``) or of
-    all of them together (``'global'``, one threshold).
+    all of them together (``'global'``, one threshold); with
+    ``params['pruning_block']`` k > 1, whole 1 x k blocks along each
+    matrix's input dimension (`model.pruning_block`), ranked by their mean
+    score.
 
     What is cut: magnitude pruning, the smallest ``|w * mask|``; variational
     dropout, the largest log alpha; L0, the gates of lowest probability
@@ -780,8 +789,9 @@ def _tflite_row(stage, technique, ppl, float_ppl, counts, shapes, extra):
 
 
 def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
-    """Stages 5 and 6: exports both TFLite models (unless done) and scores
-    them with the interpreter over the whole test stream."""
+    """Stages 5 to 7: exports the TFLite models (unless done) and scores
+    them with the interpreter over the whole test stream: float, uint8 and
+    (TF 2.x) the QAT model's int8 weights stored sparse."""
     params = pruned[0]
     # A short window keeps the unrolled graph (each step adds its ops to
     # the file) small beside the weights; the state carries across.
@@ -789,12 +799,16 @@ def _tflite_rows(pipeline, technique, pruned, quant, progress=None):
                                                    EXPORT_STEPS)
     test = data.batchify(pipeline.corpus.test, batch)
     rows, runners = [], {}
-    for stage, (stage_params, checkpoint) in (("tflite_float", pruned),
-                                               ("tflite_uint8", quant)):
+    files = [("tflite_float", pruned, {}), ("tflite_uint8", quant, {})]
+    if sparse_storage.available():
+        files.append(("tflite_int8", quant,
+                      {"weights": "int8", "storage": "sparse"}))
+    for stage, (stage_params, checkpoint), formats in files:
         path = os.path.join(pipeline.out_dir, "%s.tflite" % stage)
         made_from = _made_from(technique, checkpoint)
         if pipeline.done.get(stage) != made_from or not os.path.exists(path):
-            export.export_lm(stage_params, checkpoint, path, batch, steps)
+            export.export_lm(stage_params, checkpoint, path, batch, steps,
+                             **formats)
             pipeline.record(stage, made_from)
         ppl, _, tokens = export.tflite_perplexity(path, test, progress)
         shapes = export.weight_shapes(stage_params)

@@ -1,0 +1,133 @@
+"""Pruning in 1 x k blocks (`magnitude_pruning.block_scores`,
+`exact_block_keep_masks`, ``MagnitudePruning(block_shape=)``, the
+language model's `model.pruning_block` and the pipeline's cut): whole
+blocks kept or zeroed, ranked by their mean magnitude. The references are
+numpy loops over the blocks and the closed-form count of zeroed blocks."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.training import compress
+from tf1_awd_sparse.transforms import magnitude_pruning as mp
+from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
+
+
+def _loop_block_means(values, block):
+    rows, cols = block
+    out = np.zeros([values.shape[0] // rows, values.shape[1] // cols])
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = np.mean(values[i * rows:(i + 1) * rows,
+                                       j * cols:(j + 1) * cols])
+    return out
+
+
+def _is_block_constant(mask, block):
+    rows, cols = block
+    r, c = mask.shape
+    tiles = mask.reshape(r // rows, rows, c // cols, cols)
+    return bool(np.all(tiles == tiles[:, :1, :, :1]))
+
+
+@pytest.mark.parametrize("block", [(1, 4), (4, 1), (1, 16), (2, 2), (1, 1)])
+@pytest.mark.parametrize("target", [0.5, 0.9, 0.95])
+def test_the_exact_block_cut_zeroes_the_lowest_mean_blocks(block, target):
+    rng = np.random.RandomState(7)
+    scores = np.abs(rng.randn(64, 48))
+    np.testing.assert_allclose(mp.block_scores(scores, block),
+                               _loop_block_means(scores, block))
+    keep = mp.exact_block_keep_masks(scores, target, block)
+    assert keep.shape == scores.shape and _is_block_constant(keep, block)
+    means = _loop_block_means(scores, block).ravel()
+    zeroed = int(round(target * means.size))
+    # The zeroed blocks are exactly the `zeroed` lowest means.
+    lowest = set(np.argsort(means, kind="stable")[:zeroed])
+    kept_blocks = mp.block_scores(keep.astype(float), block).ravel() == 1
+    assert set(np.nonzero(~kept_blocks)[0]) == lowest
+    assert np.sum(~keep) == zeroed * block[0] * block[1]
+
+
+def test_a_global_block_cut_ranks_all_matrices_together():
+    rng = np.random.RandomState(3)
+    scores = {"a": np.abs(rng.randn(8, 16)), "b": 3 + np.abs(rng.randn(16, 4))}
+    blocks = {"a": (1, 4), "b": (4, 1)}
+    keep = mp.exact_block_keep_masks(scores, 0.5, blocks)
+    # 32 + 16 blocks, 24 zeroed: all of "a"'s lowest, none of "b" (>= 3).
+    assert keep["b"].all()
+    assert np.sum(~keep["a"]) == 24 * 4
+    with pytest.raises(ValueError, match="does not divide"):
+        mp.exact_block_keep_masks(scores["a"], 0.5, (3, 1))
+    with pytest.raises(ValueError, match="pair of positive ints"):
+        mp.check_block((0, 4), None)
+
+
+@pytest.mark.parametrize("nbins", [None, mp.DEFAULT_NBINS])
+def test_the_op_prunes_whole_blocks_to_the_target(nbins):
+    """MagnitudePruning(block_shape=(4, 1)) at the end of its ramp: a
+    block-constant mask with round(target * blocks) zero blocks (the
+    quantile) or within one histogram bin of them, the lowest means."""
+    target, block = 0.75, (4, 1)
+    value = np.random.RandomState(0).randn(32, 8).astype(np.float32)
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        weight = tf.get_variable("w", initializer=value)
+        mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(
+            value), trainable=False)
+        threshold = tf.get_variable("w_pruning_threshold", [],
+                                    trainable=False,
+                                    initializer=tf.zeros_initializer())
+        _register_for_model_pruning(weight, mask, threshold, weight * mask)
+        pruning = mp.MagnitudePruning(0, 1, 1, target, nbins=nbins,
+                                      block_shape=block)
+        update = pruning.mask_update_op(step)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(tf.assign(step, 1))
+            session.run(update)
+            got = session.run(mask).astype(bool)
+    assert _is_block_constant(got, block)
+    means = _loop_block_means(np.abs(value), block).ravel()
+    zero_blocks = ~mp.block_scores(got.astype(float), block).ravel().astype(
+        bool)
+    want = int(round(target * means.size))
+    if nbins is None:
+        assert zero_blocks.sum() == want
+    else:
+        assert abs(int(zero_blocks.sum()) - want) <= 1
+    # Every zeroed block's mean is below every kept block's.
+    assert means[zero_blocks].max() < means[~zero_blocks].min()
+
+
+def test_the_language_model_blocks_run_along_each_input_dimension():
+    # A cell's kernel [input + units, 4 units] (rows are the input), the
+    # embedding [vocab, emb] (the decoder's [out, in]).
+    assert model.pruning_block("lm/layer_0/lstm_0/kernel", [400, 800], 4) \
+        == (4, 1)
+    assert model.pruning_block("lm/embedding", [6990, 200], 4) == (1, 4)
+    assert model.pruning_block("lm/embedding", [6990, 200], 16) == (1, 1)
+    assert model.pruning_block("lm/layer_1/lstm_1/kernel", [400, 800],
+                               16) == (16, 1)
+    assert model.pruning_block("lm/embedding", [6990, 200], 1) == (1, 1)
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_the_pipelines_cut_keeps_whole_blocks(k):
+    params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
+              "num_layers": 1, "model": "awd", "pruning": "magnitude",
+              "pruning_block": k}
+    names = compress.weight_names(params)
+    rng = np.random.RandomState(k)
+    shapes = {names[0]: (50, 32), names[1]: (48, 64)}
+    values = {}
+    for name in names:
+        values[name] = rng.randn(*shapes[name]).astype(np.float32)
+        values[compress._mask_name(name)] = np.ones(shapes[name],
+                                                    np.float32)
+    out = compress._dense_survivors(values, params, 0.9, "matrix")
+    for name in names:
+        block = model.pruning_block(name, shapes[name], k)
+        assert _is_block_constant(out[name] != 0, block)
+        blocks = np.prod(shapes[name]) // (block[0] * block[1])
+        assert np.sum(out[name] == 0) == int(round(0.9 * blocks)) * (
+            block[0] * block[1])
