@@ -1,5 +1,6 @@
 """Interleaved timing shared by the benchmarks: ratios to a baseline
 measured in the same rounds, robust to a shared machine's load."""
+import argparse
 import time
 
 import numpy as np
@@ -92,3 +93,16 @@ def regression_task(batch, time_steps, units):
     target = tf.constant(rng.randn(batch, time_steps, units).astype(
         np.float32))
     return x, target
+
+
+def stream_arguments(doc, rounds, tokens):
+    """The command line of a streaming benchmark: ``--rounds``,
+    ``--tokens`` (per row per round) and ``--tiny`` (a tiny model for a
+    quick check or a test)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--tokens", type=int, default=tokens,
+                        help="tokens per row per round")
+    parser.add_argument("--tiny", action="store_true",
+                        help="a tiny model (for a quick check or a test)")
+    return parser

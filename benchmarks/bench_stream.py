@@ -30,7 +30,6 @@ for uint8), file bytes and the tensors stored in sparse format.
 Run: ``.venv/bin/python benchmarks/run.py bench_stream``
 (or ``python benchmarks/bench_stream.py [--rounds N] [--tiny]``).
 """
-import argparse
 import contextlib
 import inspect
 import os
@@ -52,6 +51,7 @@ from tf1_awd_sparse.awd_lm.inference import lm  # noqa: E402
 from tf1_awd_sparse.awd_lm.config import modeldir, presets  # noqa: E402
 from tf1_awd_sparse.awd_lm.training import train  # noqa: E402
 from tf1_awd_sparse.export import graphdef  # noqa: E402
+import _timing  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 
 FULL = dict(vocab=7000, units=200, layers=2)
@@ -365,12 +365,7 @@ def report(rows, wall, cpu, sizes, failed, rounds, tokens):
 
 
 def main(argv=()):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--tokens", type=int, default=40,
-                        help="tokens per row per round")
-    parser.add_argument("--tiny", action="store_true",
-                        help="a tiny model (for the test)")
+    parser = _timing.stream_arguments(__doc__, 21, 40)
     args = parser.parse_args(list(argv))
     shape = TINY if args.tiny else FULL
     print("model: vocab %(vocab)d tied to a %(units)d-d embedding, "
