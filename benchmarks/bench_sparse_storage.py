@@ -91,6 +91,8 @@ FILES = [
     ("float 1x4", "1x4 blocks", ("float", "1x4", 0.5), "dense float"),
     ("int8 csr", "unstructured", ("int8", "csr", 0.5), "int8 dense"),
     ("int8 1x16", "1x16 blocks", ("int8", "1x16", 0.5), "int8 dense"),
+    # int8 1 x 16 where 16 divides the input dimension, float 1 x 4 else.
+    ("int8 fast", "1x16 blocks", ("int8", "fast", 0.5), "dense float"),
 ]
 BASELINE = "dense uint8"
 
@@ -128,7 +130,9 @@ def weight_sets(variables, values, shapes):
             else:
                 raise ValueError("%s %s is no fully-connected weight %s"
                                  % (var.name, value.shape, shapes))
-            k = block if value.shape[axis] % block == 0 else 1
+            # As model.pruning_block: 1 x 4 where 16 does not divide.
+            k = block if value.shape[axis] % block == 0 else (
+                4 if block > 4 and value.shape[axis] % 4 == 0 else 1)
             sets[name][var] = masked(value, axis, k, SPARSITY)
     return sets
 

@@ -131,10 +131,12 @@ def test_the_sparse_file_computes_what_the_dense_file_does(
     # layout right (else through DENSIFY).
     assert sorted(r["shape"] for r in report) == [
         [VOCAB, EMB], [4 * EMB, 2 * EMB], [4 * EMB, 2 * EMB]]
+    want_layout = {"fast": "1x16" if weights == "int8" else "1x4"}.get(
+        layout, layout)
     for record in report:
         assert record["dtype"] == dtype
         if layout != "auto":
-            assert record["layout"] == layout
+            assert record["layout"] == want_layout
         kernel = (dtype, record["layout"]) in ss.KERNEL_LAYOUTS
         table = record["shape"] == [VOCAB, EMB]
         assert ("kernel" in record["read_by"]) == kernel, record
@@ -142,6 +144,44 @@ def test_the_sparse_file_computes_what_the_dense_file_does(
     # 1 x k blocks of unstructured zeros keep most blocks; CSR does not.
     assert len(sparse) < (0.5 if layout in ("auto", "csr") else 1) * len(
         dense)
+
+
+def _pruned_file(folder, emb):
+    """The dense float file of a pruned model of width ``emb``."""
+    params = dict(_params(), emb_size=emb, hidden_size=emb)
+    rng = np.random.RandomState(1)
+    with tf.Graph().as_default():
+        ids = tf.zeros([B, T], tf.int32)
+        model.build_lm({"inputs": ids, "targets": ids}, True,
+                       model.check_params(dict(params, use_vd=False)))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            for variable in tf.trainable_variables():
+                variable.load(_prune(session.run(variable), rng), session)
+            prefix = tf.train.Saver().save(session,
+                                           os.path.join(folder, "w.ckpt"))
+    path = os.path.join(folder, "dense%d.tflite" % emb)
+    export.export_lm(params, prefix, path, B, T)
+    return path
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+def test_fast_keeps_float_1x4_where_16_does_not_divide(pruned, interpreter):
+    """Width 20: no 1 x 16 blocks; "fast" in an int8 file stores every
+    weight as float 1 x 4 (the float kernel reads it), so the file computes
+    the dense float file's outputs."""
+    folder = pruned[0]
+    dense_path = _pruned_file(folder, 20)
+    with open(dense_path, "rb") as handle:
+        sparse, report = ss.store_sparse(handle.read(), "int8", "fast")
+    assert [(r["dtype"], r["layout"], "kernel" in r["read_by"])
+            for r in report] == [("float32", "1x4", True)] * 3
+    want = _outputs(dense_path, interpreter)
+    got = _outputs(_write(folder, "fast20.tflite", sparse), interpreter)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=0,
+                                   atol=1e-5 * np.abs(want[name]).max())
 
 
 @needs_schema
@@ -318,6 +358,13 @@ def test_export_model_writes_the_storage_into_the_sidecar(pruned, tmp_path):
     assert len(config["tflite"]["storage"]) == 3
     loaded = lm.LanguageModel.load(path)
     assert np.isfinite(loaded.score(["w1 w2 w3 w4"]).perplexity)
+
+
+def test_the_command_line_spells_the_librarys_choices():
+    from tf1_awd_sparse.awd_lm.programs import export as command
+    assert command.FORMATS == export.WEIGHT_FORMATS
+    assert command.STORAGES == export.STORAGES
+    assert command.LAYOUTS == ss.LAYOUTS
 
 
 def test_the_reader_finds_no_sparse_tensor_in_a_dense_file(pruned):

@@ -38,9 +38,11 @@ __all__ = ["LAYOUTS", "KERNEL_LAYOUTS", "SparseStorageError", "store_sparse",
            "constant_arrays", "encoded_bytes", "describe", "available",
            "available_or_raise"]
 
-#: Stored layouts: None (``"auto"``: the smallest encoding), unstructured
-#: CSR, or 1 x k blocks along the input dimension.
-LAYOUTS = ("auto", "csr", "1x4", "1x16")
+#: Stored layouts: ``"auto"`` (per tensor, the smallest encoding),
+#: ``"fast"`` (per tensor, the layout a sparse kernel reads: int8 1 x 16,
+#: else float 1 x 4, else CSR), unstructured CSR, or 1 x k blocks along the
+#: input dimension.
+LAYOUTS = ("auto", "fast", "csr", "1x4", "1x16")
 
 #: (weight dtype, layout) pairs that TFLite's fully-connected kernels read
 #: sparse and compute right; any other stored layout is read through
@@ -235,6 +237,16 @@ def encoded_bytes(weights, layout, itemsize):
             + (rows + 1) * width(stored + 1))
 
 
+def _fast_layout(weights, cols):
+    """``(weights, layout)`` of ``layout="fast"`` for a tensor whose input
+    dimension is ``cols``: int8 in 1 x 16 blocks (the hybrid sparse
+    kernel) where 16 divides it, else float in 1 x 4 blocks (the float
+    block kernel) where 4 does, else float CSR: a kernel reads each."""
+    if weights == "int8" and cols % 16 == 0:
+        return "int8", "1x16"
+    return "float", "1x4" if cols % 4 == 0 else "csr"
+
+
 def _layout_for(weights, layout, itemsize):
     """The layout to store ``weights`` in: ``layout`` where the input
     dimension divides into its blocks, else (and for ``"auto"``) the one
@@ -405,11 +417,13 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
     value = np.frombuffer(bytes(bytearray(buffer.data)),
                           np.float32).reshape(tensor.shape)
     zeros = float(np.mean(value == 0)) if value.size else 0.0
+    sparse = min_zeros is not None and value.ndim == 2 and zeros > 0 \
+        and zeros >= min_zeros
+    if sparse and layout == "fast":
+        weights, layout = _fast_layout(weights, value.shape[1])
     if weights == "int8":
         value = _as_int8(schema, tensor, value)
     dtype = str(value.dtype)
-    sparse = min_zeros is not None and value.ndim == 2 and zeros > 0 \
-        and zeros >= min_zeros
     chosen = _layout_for(value, layout, value.itemsize) if sparse \
         else "dense"
     if sparse:
@@ -463,7 +477,10 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
         per-tensor int8, zero point 0: TFLite's hybrid kernels, float
         activations; lookups of such a table read it through DEQUANTIZE).
       layout: ``"auto"`` (per tensor, the layout of fewest bytes among
-        those its input dimension allows), ``"csr"``, ``"1x4"`` or
+        those its input dimension allows), ``"fast"`` (per sparse tensor,
+        one a kernel reads: int8 1 x 16 where 16 divides its input
+        dimension, else float 1 x 4, else float CSR: such a tensor stays
+        float in an int8 file), ``"csr"``, ``"1x4"`` or
         ``"1x16"`` (1 x k blocks along the input dimension, for each tensor
         whose input dimension k divides; the others take ``"auto"``'s).
         A layout the fully-connected kernel does not compute right

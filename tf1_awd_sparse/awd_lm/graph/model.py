@@ -514,12 +514,16 @@ def pruning_block(name, shape, k):
     ``shape``), as TFLite stores it: a cell's kernel ``[input + units, 4 *
     units]`` multiplies from the right (its rows are the input: ``(k,
     1)``); the embedding ``[vocab, emb]`` is the decoder's ``[out, in]``
-    (``(1, k)``). ``(1, 1)`` where ``k`` does not divide the input
-    dimension (or is 1)."""
+    (``(1, k)``). Where ``k`` does not divide the input dimension, 4 if
+    it is larger and 4 does (the float block kernel's blocks, which
+    ``sparse_storage``'s ``"fast"`` layout gives such a tensor), else
+    ``(1, 1)``."""
     rows, cols = shape
-    if "embedding" in name.split("/")[-1]:
-        return (1, k) if k > 1 and cols % k == 0 else (1, 1)
-    return (k, 1) if k > 1 and rows % k == 0 else (1, 1)
+    table = "embedding" in name.split("/")[-1]
+    depth = cols if table else rows
+    if k > 1 and depth % k:
+        k = 4 if k > 4 and depth % 4 == 0 else 1
+    return (1, k) if table else (k, 1)
 
 
 def sparsity_report(params):

@@ -78,7 +78,7 @@ STORAGES = ("dense", "sparse")
 
 
 def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
-              storage="dense"):
+              storage="dense", layout="auto"):
     """Writes the language model of ``checkpoint`` as a TFLite file.
 
     Args:
@@ -95,12 +95,16 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
       storage: ``"dense"``, or ``"sparse"`` (TF 2.x): the pruned weights in
         TFLite's sparse format (not with uint8: TFLite runs no sparse
         uint8 weights).
+      layout: the sparse layout (`sparse_storage.store_sparse`): ``"auto"``
+        (fewest bytes), ``"fast"`` (what TFLite's sparse kernels read), or
+        one of its fixed layouts.
 
     Returns:
       the file size in bytes.
 
     Raises:
-      ValueError: bad sizes, params, ``weights`` or ``storage`` (named);
+      ValueError: bad sizes, params, ``weights``, ``storage`` or
+        ``layout`` (named);
         uint8 of a float model or float of a quantization-aware one.
       sparse_storage.SparseStorageError: sparse storage or int8 on TF 1.x,
         or sparse uint8.
@@ -111,6 +115,9 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     num_steps = check_positive_int(num_steps, "num_steps")
     quantized = bool(params.get("quant"))
     weights = _check_formats(weights, storage, quantized)
+    if layout not in sparse_storage.LAYOUTS:
+        raise ValueError("layout must be one of %s, got %r"
+                         % (", ".join(sparse_storage.LAYOUTS), layout))
     if weights == "int8" or storage == "sparse":
         sparse_storage.available_or_raise()   # before any conversion
     params = model.check_params(dict(params, use_vd=False, quant_delay=0,
@@ -120,7 +127,7 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     if weights == "int8" or storage == "sparse":
         model_bytes, _ = sparse_storage.store_sparse(
             model_bytes, weights="int8" if weights == "int8" else "float",
-            min_zeros=0.5 if storage == "sparse" else None)
+            layout=layout, min_zeros=0.5 if storage == "sparse" else None)
     with open(path, "wb") as handle:
         handle.write(model_bytes)
     return len(model_bytes)

@@ -590,7 +590,7 @@ def _scores(tokens, scored, oov):
 
 
 def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
-                 storage="dense"):
+                 storage="dense", layout="auto"):
     """Exports a run / stage directory's model as a TFLite file with its
     sidecar (``<path>.json``) and vocab.txt beside it.
 
@@ -598,8 +598,9 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
       model_dir: a directory with config.json (`LanguageModel.load`'s).
       path: the ``.tflite`` file to write.
       batch_size, num_steps: the file's fixed batch and window.
-      weights, storage: the file's weight format and storage
-        (`export.export_lm`: None is the model's own, float or uint8).
+      weights, storage, layout: the file's weight format, storage and
+        sparse layout (`export.export_lm`: None is the model's own, float
+        or uint8).
 
     Returns:
       the sidecar's path.
@@ -613,7 +614,7 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
     if weights is None:
         weights = "uint8" if params.get("quant") else "float"
     export.export_lm(params, checkpoint, path, batch_size, num_steps,
-                     weights=weights, storage=storage)
+                     weights=weights, storage=storage, layout=layout)
     produced = dict(config.get("produced_by", {}),
                     stage="tflite_" + weights, storage=storage,
                     source=os.path.abspath(model_dir))

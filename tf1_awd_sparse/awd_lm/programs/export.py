@@ -22,10 +22,12 @@ from tf1_awd_sparse.base import _cli
 __all__ = ["FORMATS", "STORAGES", "parse_args", "check_out", "check_format",
            "main"]
 
-# The same as export.WEIGHT_FORMATS / STORAGES (test_export_command checks),
+# The same as export.WEIGHT_FORMATS / STORAGES and sparse_storage.LAYOUTS
+# (tests/export/test_sparse_storage.py checks),
 # spelled here so that --help loads no TensorFlow.
 FORMATS = ("float", "uint8", "int8")
 STORAGES = ("dense", "sparse")
+LAYOUTS = ("auto", "fast", "csr", "1x4", "1x16")
 
 
 def parse_args(argv=None):
@@ -41,6 +43,10 @@ def parse_args(argv=None):
     p.add_argument("--storage", choices=STORAGES, default="dense",
                    help="sparse: pruned weights in TFLite's sparse format "
                    "(float or int8; TensorFlow 2.x)")
+    p.add_argument("--layout", choices=LAYOUTS, default="auto",
+                   help="with --storage sparse: auto (fewest bytes), fast "
+                   "(the layouts TFLite's sparse kernels read: int8 1x16, "
+                   "else float 1x4), or one layout")
     p.add_argument("--out", required=True, help="the .tflite file to write")
     p.add_argument("--batch-size", type=int, default=1,
                    help="the file's fixed batch (default 1)")
@@ -147,12 +153,12 @@ def main(argv=None):
     try:
         sidecar = lm.export_model(args.model, args.out, args.batch_size,
                                   args.num_steps, weights=args.format,
-                                  storage=args.storage)
+                                  storage=args.storage, layout=args.layout)
     except (ValueError, OSError) as e:
         _cli.fail(e)
-    print("%s: %d bytes (%s, %s); sidecar %s" % (
+    print("%s: %d bytes (%s, %s%s); sidecar %s" % (
         args.out, os.path.getsize(args.out), args.format, args.storage,
-        sidecar))
+        ", " + args.layout if args.storage == "sparse" else "", sidecar))
     return 0
 
 
