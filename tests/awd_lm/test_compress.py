@@ -57,11 +57,15 @@ def reference(tmp_path_factory):
 def test_rows_and_summary_json(reference):
     out, result = reference
     stages = [r["stage"] for r in result["stages"]]
-    # TF 2.x adds the int8 file stored sparse (TF 1.x cannot write it).
+    # TF 2.x adds the int8 file stored sparse (TF 1.x cannot write it,
+    # and the table says so).
     assert stages == ["float", "reference", "sparse", "sparse", "sparse",
                       "qat", "tflite_float", "tflite_uint8"] + (
                           ["tflite_int8"] if sparse_storage.available()
                           else [])
+    assert result["table"][-1].startswith("tflite_int8")
+    assert ("needs TensorFlow 2.x" in result["table"][-1]) != \
+        sparse_storage.available()
     with open(os.path.join(out, "compress", "summary.json")) as handle:
         written = json.load(handle)
     assert written["stages"] == result["stages"]

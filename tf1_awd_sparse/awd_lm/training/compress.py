@@ -860,6 +860,13 @@ def format_table(rows):
                 "%.4f" % r["ms_per_token"] if "ms_per_token" in r
                 else "-"))
     lines += [_reference_line(r) for r in rows if r.get("reference_is")]
+    stages = {r["stage"] for r in rows}
+    if "tflite_int8" in stages:
+        lines.append("tflite_int8: the qat model's int8 weights (float "
+                     "activations) stored sparse (docs/sparse_tflite.md)")
+    elif "tflite_uint8" in stages:
+        lines.append("tflite_int8 (int8 weights stored sparse): needs "
+                     "TensorFlow 2.x to write and run (make demo-tf2)")
     return lines
 
 
