@@ -243,12 +243,14 @@ def test_tflite_perplexity_equals_the_tf_graphs(reference):
     if "tflite_int8" in rows:
         # The QAT model's weights as int8, float activations, stored
         # sparse: within 2 % of its fake-quant graph (issue 32), and
-        # smaller than the uint8 file, with every zero kept.
+        # smaller than the uint8 file, with every zero kept (and, as in the
+        # uint8 file, a few small weights rounded to zero).
         int8 = rows["tflite_int8"]
         assert int8["test_ppl"] == pytest.approx(rows["qat"]["test_ppl"],
                                                  rel=2e-2)
         assert int8["bytes"] < rows["tflite_uint8"]["bytes"]
-        assert int8["nonzero_weights"] == rows["qat"]["nonzero_weights"]
+        assert 0.98 * rows["qat"]["nonzero_weights"] <= \
+            int8["nonzero_weights"] <= rows["qat"]["nonzero_weights"]
     # Whole test stream, window by window.
     stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
     assert rows["tflite_uint8"]["tokens_scored"] == stream.shape[0] * (
