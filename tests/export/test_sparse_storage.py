@@ -50,15 +50,11 @@ def _prune(values, rng):
     return np.where(noisy > cut, values, 0).astype(values.dtype)
 
 
-@pytest.fixture(scope="module")
-def pruned(tmp_path_factory):
-    """(folder, params, checkpoint prefix, dense float file bytes): a
-    language model with 90 % of each matrix zero, exported once."""
-    folder = str(tmp_path_factory.mktemp("sparse_storage"))
-    params = _params()
-    rng = np.random.RandomState(0)
+def _pruned_checkpoint(folder, params, name, seed):
+    """A checkpoint of a language model with 90 % of each matrix zero."""
+    rng = np.random.RandomState(seed)
     with tf.Graph().as_default():
-        tf.set_random_seed(0)
+        tf.set_random_seed(seed)
         ids = tf.zeros([B, T], tf.int32)
         model.build_lm({"inputs": ids, "targets": ids}, True,
                        model.check_params(dict(params, use_vd=False)))
@@ -66,8 +62,17 @@ def pruned(tmp_path_factory):
             session.run(tf.global_variables_initializer())
             for variable in tf.trainable_variables():
                 variable.load(_prune(session.run(variable), rng), session)
-            prefix = tf.train.Saver().save(session,
-                                           os.path.join(folder, "m.ckpt"))
+            return tf.train.Saver().save(session,
+                                         os.path.join(folder, name))
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory):
+    """(folder, params, checkpoint prefix, dense float file bytes): a
+    language model with 90 % of each matrix zero, exported once."""
+    folder = str(tmp_path_factory.mktemp("sparse_storage"))
+    params = _params()
+    prefix = _pruned_checkpoint(folder, params, "m.ckpt", 0)
     dense = os.path.join(folder, "dense.tflite")
     export.export_lm(params, prefix, dense, B, T)
     with open(dense, "rb") as handle:
@@ -149,17 +154,7 @@ def test_the_sparse_file_computes_what_the_dense_file_does(
 def _pruned_file(folder, emb):
     """The dense float file of a pruned model of width ``emb``."""
     params = dict(_params(), emb_size=emb, hidden_size=emb)
-    rng = np.random.RandomState(1)
-    with tf.Graph().as_default():
-        ids = tf.zeros([B, T], tf.int32)
-        model.build_lm({"inputs": ids, "targets": ids}, True,
-                       model.check_params(dict(params, use_vd=False)))
-        with tf.Session() as session:
-            session.run(tf.global_variables_initializer())
-            for variable in tf.trainable_variables():
-                variable.load(_prune(session.run(variable), rng), session)
-            prefix = tf.train.Saver().save(session,
-                                           os.path.join(folder, "w.ckpt"))
+    prefix = _pruned_checkpoint(folder, params, "w.ckpt", 1)
     path = os.path.join(folder, "dense%d.tflite" % emb)
     export.export_lm(params, prefix, path, B, T)
     return path
