@@ -295,7 +295,8 @@ def test_a_uint8_file_is_refused_naming_uint8(tmp_path):
     path = str(tmp_path / "u.tflite")
     export.export_lm(params, prefix, path, B, T)
     with open(path, "rb") as handle:
-        with pytest.raises(ss.SparseStorageError, match="uint8"):
+        with pytest.raises(ss.SparseStorageError,
+                           match="is uint8, not float32"):
             ss.store_sparse(handle.read())
     with pytest.raises(ss.SparseStorageError, match="no sparse uint8"):
         export.export_lm(params, prefix, str(tmp_path / "v.tflite"), B, T,
@@ -376,3 +377,54 @@ def test_tf1_refuses_sparse_storage_naming_tf2(pruned, tmp_path):
         export.export_lm(params, prefix, str(tmp_path / "s.tflite"), B, T,
                          storage="sparse")
     assert not (tmp_path / "s.tflite").exists()   # refused before work
+
+
+def _matmuls_file(*weights):
+    """A float TFLite file of ``x_i @ w_i`` for each weight (its own
+    input), converted by the library's converter."""
+    from tf1_awd_sparse.export import graphdef
+    with tf.Graph().as_default(), tf.Session() as session:
+        inputs = [tf.placeholder(tf.float32, [1, w.shape[0]], name="x%d" % i)
+                  for i, w in enumerate(weights)]
+        outputs = [tf.matmul(x, tf.constant(w), name="y%d" % i)
+                   for i, (x, w) in enumerate(zip(inputs, weights))]
+        return graphdef.convert(session, inputs, outputs, None)
+
+
+@needs_schema
+def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
+    """The converter may give two equal-byte weights one buffer: each is
+    rewritten on its own copy. An all-zero weight stays dense (a sparse
+    one would have no values, which TFLite takes for no constant)."""
+    rng = np.random.RandomState(0)
+    first = rng.randn(16, 8).astype(np.float32)
+    first[np.abs(first) < 1.0] = 0
+    # The second fully-connected weight ([out, in] = first.T reshaped)
+    # holds the first one's bytes.
+    second = np.ascontiguousarray(first.T).reshape(16, 8).T.copy()
+    zero = np.zeros([8, 4], np.float32)
+    dense = _matmuls_file(first, second, zero)
+    sparse, report = ss.store_sparse(dense, "float", "csr", min_zeros=0.3)
+    assert sorted(r["shape"] for r in report) == [[8, 16], [16, 8]]
+    path = str(tmp_path / "s.tflite")
+    with open(path, "wb") as handle:
+        handle.write(sparse)
+    runner = TFLiteRunner(path, _builtin_only("tf"))
+    interpreter = runner.interpreter
+    for i, weight in enumerate((first, second, zero)):
+        x = rng.randn(1, weight.shape[0]).astype(np.float32)
+        detail = [d for d in interpreter.get_input_details()
+                  if d["name"] == "x%d" % i][0]
+        interpreter.set_tensor(detail["index"], x)
+    interpreter.invoke()
+    got = {d["name"]: interpreter.get_tensor(d["index"])
+           for d in interpreter.get_output_details()}
+    inputs = {d["name"]: interpreter.get_tensor(d["index"])
+              for d in interpreter.get_input_details()}
+    for i, weight in enumerate((first, second, zero)):
+        np.testing.assert_allclose(got["y%d" % i], inputs["x%d" % i] @ weight,
+                                   rtol=1e-5, atol=1e-6)
+    bad = first.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ss.SparseStorageError, match="non-finite"):
+        ss.store_sparse(_matmuls_file(bad))

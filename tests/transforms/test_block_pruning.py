@@ -40,12 +40,15 @@ def test_the_exact_block_cut_zeroes_the_lowest_mean_blocks(block, target):
     keep = mp.exact_block_keep_masks(scores, target, block)
     assert keep.shape == scores.shape and _is_block_constant(keep, block)
     means = _loop_block_means(scores, block).ravel()
-    zeroed = int(round(target * means.size))
+    size = block[0] * block[1]
+    # The fewest blocks holding round(target * n) zeros: never short.
+    zeroed = -(-int(round(target * scores.size)) // size)
     # The zeroed blocks are exactly the `zeroed` lowest means.
     lowest = set(np.argsort(means, kind="stable")[:zeroed])
     kept_blocks = mp.block_scores(keep.astype(float), block).ravel() == 1
     assert set(np.nonzero(~kept_blocks)[0]) == lowest
-    assert np.sum(~keep) == zeroed * block[0] * block[1]
+    assert np.sum(~keep) == zeroed * size
+    assert 0 <= np.sum(~keep) - round(target * scores.size) < size
 
 
 def test_a_global_block_cut_ranks_all_matrices_together():
@@ -58,6 +61,35 @@ def test_a_global_block_cut_ranks_all_matrices_together():
     assert np.sum(~keep["a"]) == 24 * 4
     with pytest.raises(ValueError, match="does not divide"):
         mp.exact_block_keep_masks(scores["a"], 0.5, (3, 1))
+    with pytest.raises(ValueError, match="a pair per array"):
+        mp.exact_block_keep_masks([scores["a"]] * 3, 0.5, [(1, 4)] * 2)
+    with pytest.raises(ValueError, match="blocks must have a pair"):
+        mp.exact_block_keep_masks(scores, 0.5, {"a": (1, 4)})
+    # numpy ints are a pair too.
+    assert np.array_equal(
+        mp.exact_block_keep_masks(scores["a"], 0.5, (np.int64(1),
+                                                     np.int64(4))),
+        mp.exact_block_keep_masks(scores["a"], 0.5, (1, 4)))
+
+
+def test_blocks_of_different_sizes_cut_together_reach_the_target():
+    """A 1 x 16 matrix beside an entry-by-entry one (ptb-small's
+    --pruning-block 16: 1 x 4 table, 16 x 1 kernels): the zeros are
+    counted in entries, not in blocks."""
+    rng = np.random.RandomState(0)
+    scores = {"a": np.abs(rng.randn(8, 64)), "b": np.abs(rng.randn(64, 8))}
+    keep = mp.exact_block_keep_masks(scores, 0.5, {"a": (1, 16),
+                                                   "b": (1, 1)})
+    zeros = sum(int(np.sum(~k)) for k in keep.values())
+    assert 0 <= zeros - 512 < 16
+    assert _is_block_constant(keep["a"], (1, 16))
+    # Every zeroed block's mean is below every kept one's.
+    means = np.concatenate([_loop_block_means(scores["a"], (1, 16)).ravel(),
+                            scores["b"].ravel()])
+    alive = np.concatenate([
+        mp.block_scores(keep["a"].astype(float), (1, 16)).ravel() == 1,
+        keep["b"].ravel()])
+    assert means[~alive].max() <= means[alive].min()
     with pytest.raises(ValueError, match="pair of positive ints"):
         mp.check_block((0, 4), None)
 
@@ -99,6 +131,33 @@ def test_the_op_prunes_whole_blocks_to_the_target(nbins):
     assert means[zero_blocks].max() < means[~zero_blocks].min()
 
 
+def test_a_callable_block_shape_and_a_block_that_does_not_divide():
+    value = np.random.RandomState(1).randn(8, 12).astype(np.float32)
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        weight = tf.get_variable("w", initializer=value)
+        mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(
+            value), trainable=False)
+        threshold = tf.get_variable("w_pruning_threshold", [],
+                                    trainable=False,
+                                    initializer=tf.zeros_initializer())
+        _register_for_model_pruning(weight, mask, threshold, weight * mask)
+        seen = []
+        pruning = mp.MagnitudePruning(
+            0, 1, 1, 0.5, nbins=None, name="p1",
+            block_shape=lambda w: seen.append(w.name) or (1, 4))
+        update = pruning.mask_update_op(step)
+        assert seen == ["w:0"]
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(tf.assign(step, 1))
+            session.run(update)
+            assert _is_block_constant(session.run(mask), (1, 4))
+        with pytest.raises(ValueError, match="does not divide"):
+            mp.MagnitudePruning(0, 1, 1, 0.5, name="p2",
+                                block_shape=(1, 5)).mask_update_op(step)
+
+
 def test_the_language_model_blocks_run_along_each_input_dimension():
     # A cell's kernel [input + units, 4 units] (rows are the input), the
     # embedding [vocab, emb] (the decoder's [out, in]).
@@ -130,6 +189,6 @@ def test_the_pipelines_cut_keeps_whole_blocks(k):
     for name in names:
         block = model.pruning_block(name, shapes[name], k)
         assert _is_block_constant(out[name] != 0, block)
-        blocks = np.prod(shapes[name]) // (block[0] * block[1])
-        assert np.sum(out[name] == 0) == int(round(0.9 * blocks)) * (
-            block[0] * block[1])
+        size = block[0] * block[1]
+        wanted = int(round(0.9 * np.prod(shapes[name])))
+        assert np.sum(out[name] == 0) == -(-wanted // size) * size

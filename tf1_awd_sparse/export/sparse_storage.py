@@ -27,6 +27,7 @@ The rewrite needs TensorFlow 2.x's flatbuffer schema module and the
 read the result); :func:`sparse_tensors` reads any file with the standard
 library only, so TF 1.x can say why it cannot run one.
 """
+import os
 import struct
 
 import numpy as np
@@ -129,6 +130,14 @@ def _string(buf, table, field):
     return bytes(buf[start + 4:start + 4 + size]).decode("utf-8", "replace")
 
 
+def _read(model):
+    """A model's bytes, from bytes or a path."""
+    if isinstance(model, (str, os.PathLike)):
+        with open(model, "rb") as handle:
+            return handle.read()
+    return model
+
+
 def sparse_tensors(model):
     """Names of the tensors a TFLite model stores sparse.
 
@@ -146,10 +155,7 @@ def sparse_tensors(model):
     Raises:
       SparseStorageError: bytes that are not a TFLite flatbuffer.
     """
-    if isinstance(model, str):
-        with open(model, "rb") as handle:
-            model = handle.read()
-    buf = memoryview(model)
+    buf = memoryview(_read(model))
     if len(buf) < 8 or bytes(buf[4:8]) != b"TFL3":
         raise SparseStorageError("model is not a TFLite flatbuffer (no "
                                  "'TFL3' identifier)")
@@ -404,10 +410,22 @@ def _as_int8(schema, tensor, values):
     return np.clip(np.round(values / scale), -127, 127).astype(np.int8)
 
 
+def _own_buffer(rewrite, tensor):
+    """``tensor``'s buffer, copied first when another tensor shares it
+    (the converter de-duplicates equal constant buffers)."""
+    shared = sum(t.buffer == tensor.buffer for t in rewrite.graph.tensors)
+    if shared > 1:
+        copy = rewrite.schema.BufferT()
+        copy.data = rewrite.model.buffers[tensor.buffer].data
+        rewrite.model.buffers.append(copy)
+        tensor.buffer = len(rewrite.model.buffers) - 1
+    return rewrite.model.buffers[tensor.buffer]
+
+
 def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
     """Rewrites the weight tensor ``index`` and re-points its ``uses``."""
     schema, tensor = rewrite.schema, rewrite.graph.tensors[index]
-    buffer = rewrite.model.buffers[tensor.buffer]
+    buffer = _own_buffer(rewrite, tensor)
     if tensor.type != _FLOAT32:
         raise SparseStorageError(
             "tensor %r is %s, not float32: sparse storage rewrites float "
@@ -416,8 +434,13 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
             "weights='int8'" % (tensor.name.decode(), _type_name(tensor.type)))
     value = np.frombuffer(bytes(bytearray(buffer.data)),
                           np.float32).reshape(tensor.shape)
+    if not np.all(np.isfinite(value)):
+        raise SparseStorageError("tensor %r has non-finite weights"
+                                 % tensor.name.decode())
     zeros = float(np.mean(value == 0)) if value.size else 0.0
-    sparse = min_zeros is not None and value.ndim == 2 and zeros > 0 \
+    # An all-zero matrix stays dense: a sparse one would store no values,
+    # and TFLite takes a tensor with an empty buffer for no constant.
+    sparse = min_zeros is not None and value.ndim == 2 and 0 < zeros < 1 \
         and zeros >= min_zeros
     if sparse and layout == "fast":
         weights, layout = _fast_layout(weights, value.shape[1])
@@ -497,7 +520,13 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
       SparseStorageError: bad arguments (named); a model that is not a
         TFLite flatbuffer, has several subgraphs, already stores a tensor
         sparse, or has non-float32 fully-connected weights (a uint8 file:
-        TFLite runs no sparse uint8 weights); TF 1.x (no schema module).
+        TFLite runs no sparse uint8 weights) or non-finite ones; TF 1.x (no
+        schema module).
+
+    The operator codes keep their versions: the file runs on the runtimes
+    measured here (docs/sparse_tflite.md), which register every version;
+    a runtime that checks versions against its own may not know that a
+    fully-connected op reads sparse weights.
     """
     _check_args(weights, layout, min_zeros)
     if sparse_tensors(model):
@@ -519,8 +548,9 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
 
 
 def constant_arrays(model):
-    """The dense value of every constant tensor of a TFLite model, sparse
-    ones decoded (`dense_values`), in the file's order.
+    """The dense value of every float32, uint8 and int8 constant tensor of
+    a TFLite model's (first) subgraph, sparse ones decoded
+    (`dense_values`), in the file's order.
 
     Args:
       model: the file's bytes, or a path to it.
@@ -533,9 +563,7 @@ def constant_arrays(model):
     Raises:
       SparseStorageError: TF 1.x (no schema module).
     """
-    if isinstance(model, str):
-        with open(model, "rb") as handle:
-            model = handle.read()
+    model = _read(model)
     schema, _ = _schema()
     parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(model, 0))
     dtypes = {_FLOAT32: np.float32, _UINT8: np.uint8, _INT8: np.int8}
@@ -569,9 +597,7 @@ def describe(model):
     Raises:
       SparseStorageError: a sparse file on TF 1.x (no schema module).
     """
-    if isinstance(model, str):
-        with open(model, "rb") as handle:
-            model = handle.read()
+    model = _read(model)
     if not sparse_tensors(model):
         return []
     schema, _ = _schema()

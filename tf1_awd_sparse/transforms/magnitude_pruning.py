@@ -40,6 +40,10 @@ The mask of one weight ``w`` at an update, with ``s = s(t)``:
   largest ``|w|`` (k at least 1) and mask = ``|w| >= threshold``, so ties at
   the threshold are all kept.
 
+With ``block_shape`` the same rules rank each block's mean ``|w|``
+instead of each entry, the threshold variable holds that mean's
+threshold, and a block is kept or zeroed whole.
+
 The threshold is stored in the weight's threshold variable (the
 ``thresholds`` collection), the mask in its mask variable; the mask keeps
 the largest magnitudes of the weight *variable* (not of the masked weight),
@@ -52,6 +56,8 @@ Which weights. The four graph collections `PRUNING_COLLECTIONS` -
 ``PruningMask``. They are read when the op is built.
 """
 from __future__ import absolute_import, division, print_function
+
+import numbers
 
 import numpy as np
 
@@ -216,39 +222,75 @@ def expand_blocks(mask, block):
 
 
 def exact_block_keep_masks(scores, target_sparsity, blocks):
-    """`exact_keep_masks` over whole blocks: each weight's scores averaged
-    per block (`block_scores`), ``round(target_sparsity * blocks)`` blocks
-    of lowest mean score zeroed (of each array, or of all of a list / dict
-    together: ``scores``' structure as in `exact_keep_masks`).
+    """The exact cut over whole blocks: each weight's scores averaged per
+    block (`block_scores`), and the blocks of lowest mean score zeroed, in
+    that order, until at least ``round(target_sparsity * n)`` of the ``n``
+    entries are zero (of each array, or of all of a list / dict together:
+    ``scores``' structure as in `exact_keep_masks`). Blocks count by their
+    entries, so blocks of different sizes cut together reach the target,
+    and a matrix's last block may overshoot it by less than a block (never
+    short of it). With 1 x 1 blocks this is `exact_keep_masks`.
 
     Args:
       scores: an array, or a list / dict of arrays.
-      target_sparsity: the fraction of zeros (of blocks, hence of
-        entries), in ``[0, 1)``.
-      blocks: ``(rows, cols)`` for every array, or a list / dict of them in
-        ``scores``' structure.
+      target_sparsity: the fraction of zeros, in ``[0, 1)``.
+      blocks: ``(rows, cols)`` for every array, or a list / dict of pairs
+        in ``scores``' structure.
 
     Returns:
       bool masks in ``scores``' structure and shapes.
 
     Raises:
-      ValueError: as `exact_keep_masks`, or a block that does not divide.
+      ValueError: as `exact_keep_masks`; ``blocks`` not in ``scores``'
+        structure, or a block that does not divide its array.
     """
     if isinstance(scores, dict):
         keys = sorted(scores)
         per = blocks if isinstance(blocks, dict) else {k: blocks
                                                        for k in keys}
+        missing = [k for k in keys if k not in per]
+        if missing:
+            raise ValueError("blocks must have a pair for every array of "
+                             "scores; none for %s" % missing)
         masks = exact_block_keep_masks([scores[k] for k in keys],
                                        target_sparsity,
                                        [per[k] for k in keys])
         return dict(zip(keys, masks))
     single = not isinstance(scores, (list, tuple))
     arrays = [scores] if single else list(scores)
-    per = [blocks] * len(arrays) if single or (
-        len(blocks) == 2 and isinstance(blocks[0], int)) else list(blocks)
+    one_pair = len(blocks) == 2 and all(isinstance(b, numbers.Integral)
+                                        for b in blocks)
+    per = [blocks] * len(arrays) if single or one_pair else list(blocks)
+    if len(per) != len(arrays):
+        raise ValueError("blocks must be one pair or a pair per array of "
+                         "scores (%d), got %d" % (len(arrays), len(per)))
+    per = [check_block(tuple(int(d) for d in b) if isinstance(
+        b, (tuple, list)) else b, np.shape(a), "blocks")
+        for a, b in zip(arrays, per)]
+    if all(b == (1, 1) for b in per):
+        masks = exact_keep_masks(arrays, target_sparsity)
+        return masks[0] if single else masks
+    target = check_real(target_sparsity, "target_sparsity", low=0.0,
+                        high=1.0, high_open=True)
     pooled = [block_scores(a, b) for a, b in zip(arrays, per)]
-    kept = exact_keep_masks(pooled, target_sparsity)
-    masks = [expand_blocks(k, tuple(b)) for k, b in zip(kept, per)]
+    means = np.concatenate([p.reshape(-1) for p in pooled])
+    if not np.all(np.isfinite(means)):
+        raise ValueError("scores must be finite")
+    sizes = np.concatenate([np.full(p.size, b[0] * b[1])
+                            for p, b in zip(pooled, per)])
+    wanted = int(round(target * sizes.sum()))
+    # The fewest lowest blocks whose entries reach the wanted zeros (ties
+    # in the stable order of the arrays and their blocks).
+    order = np.argsort(means, kind="stable")
+    count = 0 if wanted == 0 else int(np.searchsorted(
+        np.cumsum(sizes[order]), wanted)) + 1
+    kept = np.ones(means.size, bool)
+    kept[order[:count]] = False
+    masks, start = [], 0
+    for p, b in zip(pooled, per):
+        masks.append(expand_blocks(kept[start:start + p.size].reshape(
+            p.shape), b))
+        start += p.size
     return masks[0] if single else masks
 
 

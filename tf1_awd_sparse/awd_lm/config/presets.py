@@ -75,8 +75,8 @@ DEFAULTS = {
     "finetune_dropout_scale": 0.5,
     # pruning and the exact cut in 1 x k blocks along each matrix's input
     # dimension (1: entry by entry; 4: TFLite's float sparse kernel, 16:
-    # its int8 one; docs/sparse_tflite.md); a matrix whose input dimension
-    # k does not divide is cut entry by entry
+    # its int8 one; docs/sparse_tflite.md); where k does not divide a
+    # matrix's input dimension, 1 x 4 blocks if 4 does, else entry by entry
     "pruning_block": 1,
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
     # the reference, which starts from the float model's averaged weights)

@@ -498,8 +498,9 @@ def magnitude_pruning_op(params, global_step, train_op):
         frequency=params["pruning_frequency"],
         target_sparsity=float(params["target_sparsity"]),
         nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning",
+        # .name, not .op.name: a partitioned variable has no op.
         block_shape=lambda weight: pruning_block(
-            weight.op.name, weight.shape.as_list(), k))
+            weight.name.split(":")[0], weight.get_shape().as_list(), k))
     # Built after the step: the op reads the global step (its sparsity
     # schedule and its update condition); outside this scope that read
     # would race with the step's increment, and the masks would depend on
