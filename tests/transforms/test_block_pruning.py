@@ -94,6 +94,18 @@ def test_blocks_of_different_sizes_cut_together_reach_the_target():
         mp.check_block((0, 4), None)
 
 
+def _masked_weight(value):
+    """A weight ``w`` of ``value`` registered for pruning, as the
+    embedding is; returns its mask variable."""
+    weight = tf.get_variable("w", initializer=value)
+    mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(
+        value), trainable=False)
+    threshold = tf.get_variable("w_pruning_threshold", [], trainable=False,
+                                initializer=tf.zeros_initializer())
+    _register_for_model_pruning(weight, mask, threshold, weight * mask)
+    return mask
+
+
 @pytest.mark.parametrize("nbins", [None, mp.DEFAULT_NBINS])
 def test_the_op_prunes_whole_blocks_to_the_target(nbins):
     """MagnitudePruning(block_shape=(4, 1)) at the end of its ramp: a
@@ -103,13 +115,7 @@ def test_the_op_prunes_whole_blocks_to_the_target(nbins):
     value = np.random.RandomState(0).randn(32, 8).astype(np.float32)
     with tf.Graph().as_default():
         step = tf.train.get_or_create_global_step()
-        weight = tf.get_variable("w", initializer=value)
-        mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(
-            value), trainable=False)
-        threshold = tf.get_variable("w_pruning_threshold", [],
-                                    trainable=False,
-                                    initializer=tf.zeros_initializer())
-        _register_for_model_pruning(weight, mask, threshold, weight * mask)
+        mask = _masked_weight(value)
         pruning = mp.MagnitudePruning(0, 1, 1, target, nbins=nbins,
                                       block_shape=block)
         update = pruning.mask_update_op(step)
@@ -135,13 +141,7 @@ def test_a_callable_block_shape_and_a_block_that_does_not_divide():
     value = np.random.RandomState(1).randn(8, 12).astype(np.float32)
     with tf.Graph().as_default():
         step = tf.train.get_or_create_global_step()
-        weight = tf.get_variable("w", initializer=value)
-        mask = tf.get_variable("w_pruning_mask", initializer=np.ones_like(
-            value), trainable=False)
-        threshold = tf.get_variable("w_pruning_threshold", [],
-                                    trainable=False,
-                                    initializer=tf.zeros_initializer())
-        _register_for_model_pruning(weight, mask, threshold, weight * mask)
+        mask = _masked_weight(value)
         seen = []
         pruning = mp.MagnitudePruning(
             0, 1, 1, 0.5, nbins=None, name="p1",
