@@ -192,3 +192,17 @@ def test_the_pipelines_cut_keeps_whole_blocks(k):
         size = block[0] * block[1]
         wanted = int(round(0.9 * np.prod(shapes[name])))
         assert np.sum(out[name] == 0) == -(-wanted // size) * size
+
+
+@pytest.mark.parametrize("technique", ["magnitude", "l0",
+                                       "variational_dropout"])
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_the_block_reaches_the_ramp_and_its_cut(technique, k):
+    # The command line's --pruning-block is a compression key, which the
+    # stages' parameters drop; the ramp's pruning and the cut read it
+    # from the ramp's parameters, so it must be carried there.
+    from tf1_awd_sparse.awd_lm.config import presets
+    params = dict(presets.DEFAULTS, pruning_block=k, target_sparsity=0.9,
+                  compress=technique, vocab_size=50)
+    ramp = compress.finetune_params(params, technique, 10)
+    assert ramp["pruning_block"] == k

@@ -197,7 +197,8 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
 
     Returns:
       dict: ``max_epochs = ramp_epochs(...)`` at ``finetune_lr``, plain
-      SGD, the dropout rates scaled (`_compressed_dropout`); magnitude: the gradual schedule over all of it; VD / L0: the KL
+      SGD, the dropout rates scaled (`_compressed_dropout`), the
+      ``pruning_block`` of the ramp's pruning and cut; magnitude: the gradual schedule over all of it; VD / L0: the KL
       / L0 weight ramped over all of it, the controller's factor
       ``sparsity_controller`` and the auxiliary learning-rate scale; only
       the last epoch selectable (the cut reads the last checkpoint); the
@@ -211,6 +212,9 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
     epochs = ramp_epochs(float_params)
     params = _finetune_base(float_params, epochs)
     steps = max(1, epochs * steps_per_epoch)
+    # The ramp's pruning and the exact cut read the block from these
+    # parameters; `split_quant` strips it with the other compression keys.
+    params["pruning_block"] = int(float_params.get("pruning_block", 1))
     if technique == "magnitude":
         params.update(pruning="magnitude", pruning_begin_step=0,
                       pruning_end_step=steps,
