@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.training import compress
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
@@ -201,7 +202,6 @@ def test_the_block_reaches_the_ramp_and_its_cut(technique, k):
     # The command line's --pruning-block is a compression key, which the
     # stages' parameters drop; the ramp's pruning and the cut read it
     # from the ramp's parameters, so it must be carried there.
-    from tf1_awd_sparse.awd_lm.config import presets
     params = dict(presets.DEFAULTS, pruning_block=k, target_sparsity=0.9,
                   compress=technique, vocab_size=50)
     ramp = compress.finetune_params(params, technique, 10)
