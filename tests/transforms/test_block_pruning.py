@@ -15,8 +15,9 @@ from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 
 
 def _loop_block_means(values, block):
+    """Means over each block, a partial last block's over its entries."""
     rows, cols = block
-    out = np.zeros([values.shape[0] // rows, values.shape[1] // cols])
+    out = np.zeros([-(-values.shape[0] // rows), -(-values.shape[1] // cols)])
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
             out[i, j] = np.mean(values[i * rows:(i + 1) * rows,
@@ -25,10 +26,11 @@ def _loop_block_means(values, block):
 
 
 def _is_block_constant(mask, block):
+    """Every block (a partial last one too) all kept or all zero."""
     rows, cols = block
-    r, c = mask.shape
-    tiles = mask.reshape(r // rows, rows, c // cols, cols)
-    return bool(np.all(tiles == tiles[:, :1, :, :1]))
+    return all(len(np.unique(mask[i:i + rows, j:j + cols])) == 1
+               for i in range(0, mask.shape[0], rows)
+               for j in range(0, mask.shape[1], cols))
 
 
 @pytest.mark.parametrize("block", [(1, 4), (4, 1), (1, 16), (2, 2), (1, 1)])
@@ -60,8 +62,8 @@ def test_a_global_block_cut_ranks_all_matrices_together():
     # 32 + 16 blocks, 24 zeroed: all of "a"'s lowest, none of "b" (>= 3).
     assert keep["b"].all()
     assert np.sum(~keep["a"]) == 24 * 4
-    with pytest.raises(ValueError, match="does not divide"):
-        mp.exact_block_keep_masks(scores["a"], 0.5, (3, 1))
+    with pytest.raises(ValueError, match="needs a 2-D weight"):
+        mp.exact_block_keep_masks(np.ones([4, 4, 4]), 0.5, (1, 4))
     with pytest.raises(ValueError, match="a pair per array"):
         mp.exact_block_keep_masks([scores["a"]] * 3, 0.5, [(1, 4)] * 2)
     with pytest.raises(ValueError, match="blocks must have a pair"):
@@ -93,6 +95,40 @@ def test_blocks_of_different_sizes_cut_together_reach_the_target():
     assert means[~alive].max() <= means[alive].min()
     with pytest.raises(ValueError, match="pair of positive ints"):
         mp.check_block((0, 4), None)
+
+
+@pytest.mark.parametrize("block", [(1, 16), (16, 1), (3, 5)])
+@pytest.mark.parametrize("target", [0.5, 0.95])
+def test_a_block_that_does_not_divide_ends_in_a_partial_block(block,
+                                                              target):
+    """ptb-small's 200-wide table in 1 x 16 blocks: twelve of 16 and one
+    of 8. The partial block is ranked by the mean of its entries and
+    counts its entries toward the target."""
+    rng = np.random.RandomState(11)
+    scores = np.abs(rng.randn(40, 200)) if block[1] > 1 else \
+        np.abs(rng.randn(200, 40))
+    if block == (3, 5):
+        scores = np.abs(rng.randn(10, 12))
+    means = _loop_block_means(scores, block)
+    np.testing.assert_allclose(mp.block_scores(scores, block), means)
+    sizes = np.array([[scores[i:i + block[0], j:j + block[1]].size
+                       for j in range(0, scores.shape[1], block[1])]
+                      for i in range(0, scores.shape[0], block[0])])
+    np.testing.assert_array_equal(mp.block_sizes(scores.shape, block), sizes)
+    keep = mp.exact_block_keep_masks(scores, target, block)
+    assert keep.shape == scores.shape and _is_block_constant(keep, block)
+    # The lowest means zeroed, in order, until their entries reach the
+    # wanted zeros: a numpy walk over the sorted blocks.
+    wanted = int(round(target * scores.size))
+    order = np.argsort(means.ravel(), kind="stable")
+    reached = np.cumsum(sizes.ravel()[order])
+    zeroed = order[:int(np.searchsorted(reached, wanted)) + 1]
+    expected = np.ones(means.size, bool)
+    expected[zeroed] = False
+    np.testing.assert_array_equal(
+        keep, mp.expand_blocks(expected.reshape(means.shape), block,
+                               scores.shape))
+    assert 0 <= np.sum(~keep) - wanted < block[0] * block[1]
 
 
 def _masked_weight(value):
@@ -139,6 +175,9 @@ def test_the_op_prunes_whole_blocks_to_the_target(nbins):
 
 
 def test_a_callable_block_shape_and_a_block_that_does_not_divide():
+    """A callable gives each weight its block; a block that does not
+    divide the weight (1 x 5 of 12 columns) ends in a partial block, ranked
+    by its mean as the exact cut ranks it."""
     value = np.random.RandomState(1).randn(8, 12).astype(np.float32)
     with tf.Graph().as_default():
         step = tf.train.get_or_create_global_step()
@@ -154,9 +193,18 @@ def test_a_callable_block_shape_and_a_block_that_does_not_divide():
             session.run(tf.assign(step, 1))
             session.run(update)
             assert _is_block_constant(session.run(mask), (1, 4))
-        with pytest.raises(ValueError, match="does not divide"):
-            mp.MagnitudePruning(0, 1, 1, 0.5, name="p2",
-                                block_shape=(1, 5)).mask_update_op(step)
+            partial = mp.MagnitudePruning(0, 1, 1, 0.5, name="p2", nbins=None,
+                                          block_shape=(1, 5))
+            session.run(tf.variables_initializer(tf.global_variables(
+                "p2")))
+            session.run(partial.mask_update_op(step))
+            got = session.run(mask).astype(bool)
+    assert _is_block_constant(got, (1, 5))
+    means = _loop_block_means(np.abs(value), (1, 5))
+    kept = got[:, ::5]
+    assert means[~kept].max() < means[kept].min()
+    # The quantile rule over the 8 x 3 block means: 12 of 24 blocks kept.
+    assert kept.sum() == 12
 
 
 def test_the_language_model_blocks_run_along_each_input_dimension():
@@ -165,9 +213,10 @@ def test_the_language_model_blocks_run_along_each_input_dimension():
     assert model.pruning_block("lm/layer_0/lstm_0/kernel", [400, 800], 4) \
         == (4, 1)
     assert model.pruning_block("lm/embedding", [6990, 200], 4) == (1, 4)
-    # 16 does not divide 200: the float kernel's 1 x 4 blocks.
-    assert model.pruning_block("lm/embedding", [6990, 200], 16) == (1, 4)
-    assert model.pruning_block("lm/embedding", [6990, 202], 16) == (1, 1)
+    # 16 does not divide 200: a partial last block (the fast export pads
+    # the table to 208 columns for the int8 1 x 16 kernel).
+    assert model.pruning_block("lm/embedding", [6990, 200], 16) == (1, 16)
+    assert model.pruning_block("lm/embedding", [6990, 202], 4) == (1, 4)
     assert model.pruning_block("lm/layer_1/lstm_1/kernel", [400, 800],
                                16) == (16, 1)
     assert model.pruning_block("lm/embedding", [6990, 200], 1) == (1, 1)

@@ -41,8 +41,9 @@ The mask of one weight ``w`` at an update, with ``s = s(t)``:
   the threshold are all kept.
 
 With ``block_shape`` the same rules rank each block's mean ``|w|``
-instead of each entry, the threshold variable holds that mean's
-threshold, and a block is kept or zeroed whole.
+instead of each entry (a partial last block, where the block does not
+divide the weight, by the mean of its entries), the threshold variable
+holds that mean's threshold, and a block is kept or zeroed whole.
 
 The threshold is stored in the weight's threshold variable (the
 ``thresholds`` collection), the mask in its mask variable; the mask keeps
@@ -73,7 +74,7 @@ PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
 
 __all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS",
            "exact_keep_masks", "check_block", "block_scores",
-           "expand_blocks", "exact_block_keep_masks"]
+           "expand_blocks", "block_sizes", "exact_block_keep_masks"]
 
 #: The histogram resolution the library prunes with (contrib's default 256
 #: bins leave a matrix up to ~1 % short of the target).
@@ -182,43 +183,70 @@ def exact_keep_masks(scores, target_sparsity):
 
 
 def check_block(block, shape, arg_name="block"):
-    """``block`` as a pair of ints ``(rows, cols)`` that divide ``shape``'s
-    two dimensions (a 2-D weight; ``shape`` None checks the pair only).
+    """``block`` as a pair of positive ints ``(rows, cols)`` for a 2-D
+    weight of ``shape`` (None checks the pair only). A block need not
+    divide the weight: where it does not, the last block along that
+    dimension is partial (ptb-small's 200-wide table in 1 x 16 blocks:
+    twelve of 16 columns and one of 8, the blocks a sparse TFLite file
+    stores once the input dimension is padded to 208).
 
     Raises:
-      ValueError: not a pair of positive ints, a weight that is not 2-D, or
-        a dimension the block does not divide (naming ``arg_name``).
+      ValueError: not a pair of positive ints, or a weight that is not 2-D
+        (naming ``arg_name``).
     """
     if (not isinstance(block, (tuple, list)) or len(block) != 2
-            or not all(isinstance(b, int) and not isinstance(b, bool)
+            or not all(isinstance(b, numbers.Integral)
+                       and not isinstance(b, bool)
                        and b >= 1 for b in block)):
         raise ValueError("%s must be a pair of positive ints (rows, cols), "
                          "got %r" % (arg_name, block))
-    if shape is None:
-        return int(block[0]), int(block[1])
-    shape = tuple(int(d) for d in shape)
-    if tuple(block) != (1, 1) and (len(shape) != 2 or shape[0] % block[0]
-                                   or shape[1] % block[1]):
-        raise ValueError("%s %dx%d does not divide a weight of shape %s"
-                         % (arg_name, block[0], block[1], shape))
-    return int(block[0]), int(block[1])
+    block = int(block[0]), int(block[1])
+    if shape is not None and block != (1, 1) and len(shape) != 2:
+        raise ValueError("%s %dx%d needs a 2-D weight, got shape %s"
+                         % (arg_name, block[0], block[1], tuple(shape)))
+    return block
+
+
+def _blocks_along(shape, block):
+    """Blocks per dimension, a partial last block counted: ``ceil``."""
+    return [-(-int(d) // b) for d, b in zip(shape, block)]
+
+
+def block_sizes(shape, block):
+    """Entries of each ``block`` of a weight of ``shape``: ``[ceil(R /
+    rows), ceil(C / cols)]`` ints, ``rows * cols`` but in a partial last
+    block (`check_block`)."""
+    rows, cols = check_block(block, shape)
+    r, c = (int(d) for d in shape)
+    n_r, n_c = _blocks_along(shape, (rows, cols))
+    in_rows = np.minimum(rows, r - rows * np.arange(n_r))
+    in_cols = np.minimum(cols, c - cols * np.arange(n_c))
+    return np.outer(in_rows, in_cols)
 
 
 def block_scores(scores, block):
     """Mean of ``scores`` (a 2-D numpy array) over each ``block``
-    (``(rows, cols)`` dividing its shape): ``[R / rows, C / cols]``."""
+    (``(rows, cols)``; a partial last block's mean is over its entries):
+    ``[ceil(R / rows), ceil(C / cols)]``."""
     rows, cols = check_block(block, np.shape(scores))
     scores = np.asarray(scores)
     if (rows, cols) == (1, 1):
         return scores
-    r, c = scores.shape
-    return scores.reshape(r // rows, rows, c // cols, cols).mean(axis=(1, 3))
+    n_r, n_c = _blocks_along(scores.shape, (rows, cols))
+    padded = np.zeros([n_r * rows, n_c * cols], np.float64)
+    padded[:scores.shape[0], :scores.shape[1]] = scores
+    sums = padded.reshape(n_r, rows, n_c, cols).sum(axis=(1, 3))
+    return sums / block_sizes(scores.shape, (rows, cols))
 
 
-def expand_blocks(mask, block):
-    """A per-block array repeated to the weight's shape."""
+def expand_blocks(mask, block, shape=None):
+    """A per-block array repeated to the weight's shape (``shape``: cut a
+    partial last block's padding off; default the whole blocks')."""
     rows, cols = block
-    return np.repeat(np.repeat(np.asarray(mask), rows, axis=0), cols, axis=1)
+    out = np.repeat(np.repeat(np.asarray(mask), rows, axis=0), cols, axis=1)
+    if shape is not None:
+        out = out[:int(shape[0]), :int(shape[1])]
+    return out
 
 
 def exact_block_keep_masks(scores, target_sparsity, blocks):
@@ -235,14 +263,15 @@ def exact_block_keep_masks(scores, target_sparsity, blocks):
       scores: an array, or a list / dict of arrays.
       target_sparsity: the fraction of zeros, in ``[0, 1)``.
       blocks: ``(rows, cols)`` for every array, or a list / dict of pairs
-        in ``scores``' structure.
+        in ``scores``' structure; where one does not divide its array, the
+        last block along that dimension is partial and counts its entries.
 
     Returns:
       bool masks in ``scores``' structure and shapes.
 
     Raises:
       ValueError: as `exact_keep_masks`; ``blocks`` not in ``scores``'
-        structure, or a block that does not divide its array.
+        structure, or not pairs of positive ints (`check_block`).
     """
     if isinstance(scores, dict):
         keys = sorted(scores)
@@ -276,8 +305,8 @@ def exact_block_keep_masks(scores, target_sparsity, blocks):
     means = np.concatenate([p.reshape(-1) for p in pooled])
     if not np.all(np.isfinite(means)):
         raise ValueError("scores must be finite")
-    sizes = np.concatenate([np.full(p.size, b[0] * b[1])
-                            for p, b in zip(pooled, per)])
+    sizes = np.concatenate([block_sizes(np.shape(a), b).reshape(-1)
+                            for a, b in zip(arrays, per)])
     wanted = int(round(target * sizes.sum()))
     # The fewest lowest blocks whose entries reach the wanted zeros (ties
     # in the stable order of the arrays and their blocks).
@@ -287,9 +316,9 @@ def exact_block_keep_masks(scores, target_sparsity, blocks):
     kept = np.ones(means.size, bool)
     kept[order[:count]] = False
     masks, start = [], 0
-    for p, b in zip(pooled, per):
+    for a, p, b in zip(arrays, pooled, per):
         masks.append(expand_blocks(kept[start:start + p.size].reshape(
-            p.shape), b))
+            p.shape), b, np.shape(a)))
         start += p.size
     return masks[0] if single else masks
 
@@ -317,8 +346,9 @@ class MagnitudePruning(object):
         variable to its pair: each block's mean magnitude is ranked, and
         a block is kept or zeroed whole (TFLite's sparse kernels take
         1 x 4 and 1 x 16 blocks along a fully-connected op's input
-        dimension: docs/sparse_tflite.md). A block that does not divide its
-        weight raises ValueError when the update op is built.
+        dimension: docs/sparse_tflite.md). Where a block does not divide
+        its weight, the last block along that dimension is partial
+        (`check_block`).
 
     Raises:
       ValueError: a bad argument, naming it, what was expected and what
@@ -486,7 +516,8 @@ class MagnitudePruning(object):
                 threshold, keep = _histogram_threshold(magnitude, sparsity,
                                                        self.nbins)
             return (tf.cast(threshold, threshold_dtype),
-                    tf.cast(_expanded(keep, block), mask_dtype))
+                    tf.cast(_expanded(keep, block, weight.shape.as_list()),
+                            mask_dtype))
 
     def _block_of(self, variable, shape, name):
         block = self.block_shape
@@ -499,24 +530,28 @@ class MagnitudePruning(object):
 
 
 def _pooled(magnitude, block):
-    """Mean magnitude per block (the weight itself for 1 x 1)."""
-    rows, cols = block
+    """Mean magnitude per block (the weight itself for 1 x 1; a partial
+    last block's mean over its entries, as `block_scores`)."""
     if block == (1, 1):
         return magnitude
-    r, c = magnitude.shape.as_list()
-    return tf.reduce_mean(tf.reshape(magnitude, [r // rows, rows,
-                                                 c // cols, cols]),
-                          axis=[1, 3])
+    rows, cols = block
+    shape = magnitude.shape.as_list()
+    n_r, n_c = _blocks_along(shape, block)
+    padded = tf.pad(magnitude, [[0, n_r * rows - shape[0]],
+                                [0, n_c * cols - shape[1]]])
+    sums = tf.reduce_sum(tf.reshape(padded, [n_r, rows, n_c, cols]),
+                         axis=[1, 3])
+    return sums / tf.constant(block_sizes(shape, block), sums.dtype)
 
 
-def _expanded(keep, block):
-    """A per-block mask repeated to the weight's shape."""
+def _expanded(keep, block, shape):
+    """A per-block mask repeated to the weight's ``shape``."""
     rows, cols = block
     if block == (1, 1):
         return keep
     r, c = keep.shape.as_list()
     tiled = tf.tile(keep[:, None, :, None], [1, rows, 1, cols])
-    return tf.reshape(tiled, [r * rows, c * cols])
+    return tf.reshape(tiled, [r * rows, c * cols])[:shape[0], :shape[1]]
 
 
 def _histogram_threshold(magnitude, sparsity, nbins):
