@@ -160,23 +160,77 @@ def _pruned_file(folder, emb):
     return path
 
 
+def _op_names(model_bytes):
+    """``(parsed model, [(builtin name, operator)])`` in the run order."""
+    schema, _ = ss._schema()
+    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
+        model_bytes, 0))
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items()
+             if not k.startswith("_")}
+    return parsed, [(names[max(parsed.operatorCodes[o.opcodeIndex]
+                               .builtinCode, parsed.operatorCodes[
+                                   o.opcodeIndex].deprecatedBuiltinCode)], o)
+                    for o in parsed.subgraphs[0].operators]
+
+
 @needs_schema
 @pytest.mark.parametrize("interpreter", INTERPRETERS)
-def test_fast_keeps_float_1x4_where_16_does_not_divide(pruned, interpreter):
-    """Width 20: no 1 x 16 blocks; "fast" in an int8 file stores every
-    weight as float 1 x 4 (the float kernel reads it), so the file computes
-    the dense float file's outputs."""
+def test_fast_pads_to_1x16_where_16_does_not_divide(pruned, interpreter):
+    """Width 20 (the table) and 40 (the cells' [x, h]): "fast" in an int8
+    file pads each weight with zero columns to 32 and 48 and stores it int8
+    1 x 16 (the hybrid kernel reads it), a PAD before each fully-connected
+    op and a SLICE after the lookup; the file computes what the dense int8
+    file of the same weights computes, and decodes to those weights."""
     folder = pruned[0]
-    dense_path = _pruned_file(folder, 20)
-    with open(dense_path, "rb") as handle:
-        sparse, report = ss.store_sparse(handle.read(), "int8", "fast")
-    assert [(r["dtype"], r["layout"], "kernel" in r["read_by"])
-            for r in report] == [("float32", "1x4", True)] * 3
-    want = _outputs(dense_path, interpreter)
+    with open(_pruned_file(folder, 20), "rb") as handle:
+        dense = handle.read()
+    sparse, report = ss.store_sparse(dense, "int8", "fast")
+    assert sorted((r["shape"], r["dtype"], r["layout"], "kernel" in
+                   r["read_by"]) for r in report) == [
+        ([VOCAB, 32], "int8", "1x16", True)] + [
+        ([80, 48], "int8", "1x16", True)] * 2
+    reference = ss.store_sparse(dense, "int8", min_zeros=None)[0]
+    want = _outputs(_write(folder, "int8_20.tflite", reference),
+                    interpreter)
     got = _outputs(_write(folder, "fast20.tflite", sparse), interpreter)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=0,
                                    atol=1e-5 * np.abs(want[name]).max())
+    unpadded = {n: v for n, v, _ in ss.constant_arrays(reference)
+                if v.dtype == np.int8}
+    for name, value, _ in ss.constant_arrays(sparse):
+        if value.dtype == np.int8:
+            cols = unpadded[name].shape[1]
+            np.testing.assert_array_equal(value[:, :cols], unpadded[name])
+            assert not value[:, cols:].any()
+    _, ops = _op_names(sparse)
+    kinds = [name for name, _ in ops]
+    assert kinds.count("PAD") == kinds.count("FULLY_CONNECTED")
+    gather = kinds.index("GATHER")
+    assert kinds[gather + 1:gather + 3] == ["SLICE", "DEQUANTIZE"]
+
+
+@needs_schema
+def test_fast_keeps_float_where_a_padded_weight_has_another_reader():
+    """A weight read by a fully-connected op and by an op that is no
+    lookup of its rows cannot be padded: "fast" stores it float 1 x 4."""
+    rng = np.random.RandomState(2)
+    weight = rng.randn(8, 20).astype(np.float32)   # [out, in], as the table
+    weight[np.abs(weight) < 1.2] = 0
+    from tf1_awd_sparse.export import graphdef
+    with tf.Graph().as_default(), tf.Session() as session:
+        x = tf.placeholder(tf.float32, [1, 20], name="x")
+        z = tf.placeholder(tf.float32, [8, 20], name="z")
+        w = tf.constant(weight)
+        y = tf.matmul(x, w, transpose_b=True, name="y")
+        dense = graphdef.convert(session, [x, z], [y, tf.multiply(
+            w, z, name="m")], None)
+    _, ops = _op_names(dense)
+    fc = [o for name, o in ops if name == "FULLY_CONNECTED"][0]
+    assert any(fc.inputs[1] in o.inputs for name, o in ops if name == "MUL")
+    _, report = ss.store_sparse(dense, "int8", "fast", min_zeros=0.3)
+    assert [(r["shape"], r["dtype"], r["layout"]) for r in report] == [
+        ([8, 20], "float32", "1x4")]
 
 
 @needs_schema
@@ -246,15 +300,9 @@ def test_an_int8_lookup_dequantizes_the_rows_it_gathers(pruned, min_zeros):
     """Not the table: DEQUANTIZE of a densified table (no constant) would
     redo the whole table on every call."""
     _, _, _, dense = pruned
-    schema, _ = ss._schema()
-    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
-        ss.store_sparse(dense, "int8", min_zeros=min_zeros)[0], 0))
+    parsed, ops = _op_names(ss.store_sparse(dense, "int8",
+                                            min_zeros=min_zeros)[0])
     graph = parsed.subgraphs[0]
-    names = {v: k for k, v in vars(schema.BuiltinOperator).items()
-             if not k.startswith("_")}
-    ops = [(names[max(parsed.operatorCodes[o.opcodeIndex].builtinCode,
-                      parsed.operatorCodes[o.opcodeIndex]
-                      .deprecatedBuiltinCode)], o) for o in graph.operators]
     dequantized = [list(graph.tensors[o.outputs[0]].shape)
                    for name, o in ops if name == "DEQUANTIZE"]
     assert dequantized == [[B, T, EMB]] or dequantized == [[B * T, EMB]]

@@ -41,8 +41,8 @@ __all__ = ["LAYOUTS", "KERNEL_LAYOUTS", "SparseStorageError", "store_sparse",
 
 #: Stored layouts: ``"auto"`` (per tensor, the smallest encoding),
 #: ``"fast"`` (per tensor, the layout a sparse kernel reads: int8 1 x 16,
-#: else float 1 x 4, else CSR), unstructured CSR, or 1 x k blocks along the
-#: input dimension.
+#: padded to a multiple of 16 where needed, else float 1 x 4, else CSR),
+#: unstructured CSR, or 1 x k blocks along the input dimension.
 LAYOUTS = ("auto", "fast", "csr", "1x4", "1x16")
 
 #: (weight dtype, layout) pairs that TFLite's fully-connected kernels read
@@ -55,7 +55,8 @@ _BLOCK = {"csr": 1, "1x4": 4, "1x16": 16}
 
 # Builtin operator codes and tensor types of the TFLite schema.
 _FULLY_CONNECTED, _DENSIFY, _DEQUANTIZE, _GATHER = 9, 124, 6, 36
-_FLOAT32, _UINT8, _INT8 = 0, 3, 9
+_PAD, _SLICE = 34, 65
+_FLOAT32, _INT32, _UINT8, _INT8 = 0, 2, 3, 9
 
 
 class SparseStorageError(ValueError, Error):
@@ -243,14 +244,17 @@ def encoded_bytes(weights, layout, itemsize):
             + (rows + 1) * width(stored + 1))
 
 
-def _fast_layout(weights, cols):
-    """``(weights, layout)`` of ``layout="fast"`` for a tensor whose input
-    dimension is ``cols``: int8 in 1 x 16 blocks (the hybrid sparse
-    kernel) where 16 divides it, else float in 1 x 4 blocks (the float
-    block kernel) where 4 does, else float CSR: a kernel reads each."""
-    if weights == "int8" and cols % 16 == 0:
-        return "int8", "1x16"
-    return "float", "1x4" if cols % 4 == 0 else "csr"
+def _fast_layout(weights, cols, paddable):
+    """``(weights, layout, padding)`` of ``layout="fast"`` for a tensor
+    whose input dimension is ``cols``: int8 in 1 x 16 blocks (the hybrid
+    sparse kernel) where 16 divides it, or where it does not but the
+    tensor can be padded (``paddable``: `_paddable`) with ``padding``
+    zero columns to the next multiple of 16; else float in 1 x 4 blocks
+    (the float block kernel) where 4 divides it, else float CSR: a kernel
+    reads each."""
+    if weights == "int8" and (cols % 16 == 0 or paddable):
+        return "int8", "1x16", -cols % 16
+    return "float", "1x4" if cols % 4 == 0 else "csr", 0
 
 
 def _layout_for(weights, layout, itemsize):
@@ -343,6 +347,7 @@ class _Rewrite(object):
         self.schema, self.model = schema, model
         self.graph = model.subgraphs[0]
         self.new_ops = []        # run first (their inputs are constants)
+        self.before = {}         # id(op) -> ops to run right before it
         self.after = {}          # id(op) -> ops to run right after it
 
     def builtin(self, op):
@@ -353,44 +358,105 @@ class _Rewrite(object):
         """The rewritten graph's operators, in an order that runs."""
         ordered = list(self.new_ops)
         for op in self.graph.operators:
+            ordered.extend(self.before.get(id(op), []))
             ordered.append(op)
             ordered.extend(self.after.get(id(op), []))
         return ordered
 
-    def dequantize_after(self, gather, table):
+    def tensor(self, shape, dtype, name, quantization=None, data=None):
+        """A new tensor (a constant of ``data``'s bytes, if given); returns
+        its index."""
+        schema, graph = self.schema, self.graph
+        tensor = schema.TensorT()
+        tensor.shape, tensor.type = [int(d) for d in shape], dtype
+        tensor.name, tensor.quantization, tensor.buffer = name, \
+            quantization, 0
+        if data is not None:
+            buffer = schema.BufferT()
+            buffer.data = np.frombuffer(np.ascontiguousarray(data)
+                                        .tobytes(), np.uint8)
+            self.model.buffers.append(buffer)
+            tensor.buffer = len(self.model.buffers) - 1
+        graph.tensors.append(tensor)
+        return len(graph.tensors) - 1
+
+    def operator(self, builtin, inputs, outputs):
+        op = self.schema.OperatorT()
+        op.opcodeIndex = _opcode(self.schema, self.model, builtin)
+        op.inputs, op.outputs = list(inputs), list(outputs)
+        return op
+
+    def pad_input(self, fc, padding):
+        """A PAD of ``padding`` zero columns on the last dimension of the
+        fully-connected op ``fc``'s input, run right before it (its
+        weights were padded to match)."""
+        graph = self.graph
+        source = graph.tensors[fc.inputs[0]]
+        rank = len(source.shape)
+        paddings = np.zeros([rank, 2], np.int32)
+        paddings[-1, 1] = padding
+        shape = list(source.shape)
+        shape[-1] += padding
+        constant = self.tensor([rank, 2], _INT32,
+                               source.name + b"/padding", data=paddings)
+        padded = self.tensor(shape, source.type, source.name + b"/padded",
+                             source.quantization)
+        self.before.setdefault(id(fc), []).append(
+            self.operator(_PAD, [fc.inputs[0], constant], [padded]))
+        fc.inputs = [padded] + list(fc.inputs)[1:]
+
+    def dequantize_after(self, gather, table, padding=0):
         """``gather`` reads the int8 ``table`` and a DEQUANTIZE after it
         makes its float output: only the gathered rows are dequantized,
         per call (dequantizing the densified table would redo the whole
-        table every call: its input is no constant)."""
-        schema, graph = self.schema, self.graph
+        table every call: its input is no constant). A table padded with
+        ``padding`` zero columns has them sliced off the gathered rows
+        first."""
+        graph = self.graph
         output = gather.outputs[0]
-        rows = schema.TensorT()
-        rows.shape = list(graph.tensors[output].shape)
-        rows.type = _INT8
-        rows.quantization = graph.tensors[table].quantization
-        rows.name, rows.buffer = graph.tensors[output].name + b"/int8", 0
-        graph.tensors.append(rows)
+        shape = list(graph.tensors[output].shape)
+        name = graph.tensors[output].name
+        quantization = graph.tensors[table].quantization
+        rows = self.tensor(shape, _INT8, name + b"/int8", quantization)
+        ops = []
+        if padding:
+            wide = self.tensor(shape[:-1] + [shape[-1] + padding], _INT8,
+                               name + b"/int8_padded", quantization)
+            begin = self.tensor([len(shape)], _INT32, name + b"/begin",
+                                data=np.zeros(len(shape), np.int32))
+            size = self.tensor([len(shape)], _INT32, name + b"/size",
+                               data=np.array([-1] * (len(shape) - 1)
+                                             + [shape[-1]], np.int32))
+            ops.append(self.operator(_SLICE, [wide, begin, size], [rows]))
+            gather.outputs = [wide]
+        else:
+            gather.outputs = [rows]
         gather.inputs = [table] + list(gather.inputs)[1:]
-        gather.outputs = [len(graph.tensors) - 1]
-        op = schema.OperatorT()
-        op.opcodeIndex = _opcode(schema, self.model, _DEQUANTIZE)
-        op.inputs, op.outputs = [len(graph.tensors) - 1], [output]
-        self.after.setdefault(id(gather), []).append(op)
+        ops.append(self.operator(_DEQUANTIZE, [rows], [output]))
+        self.after.setdefault(id(gather), []).extend(ops)
 
     def read_through(self, index, builtin, suffix, dtype, quantization):
         """A new tensor = ``builtin(tensor index)``; returns its index."""
-        schema, graph = self.schema, self.graph
-        like = graph.tensors[index]
-        tensor = schema.TensorT()
-        tensor.shape, tensor.type = list(like.shape), dtype
-        tensor.name = like.name + suffix
-        tensor.quantization, tensor.buffer = quantization, 0
-        graph.tensors.append(tensor)
-        op = schema.OperatorT()
-        op.opcodeIndex = _opcode(schema, self.model, builtin)
-        op.inputs, op.outputs = [index], [len(graph.tensors) - 1]
-        self.new_ops.append(op)
-        return len(graph.tensors) - 1
+        like = self.graph.tensors[index]
+        tensor = self.tensor(like.shape, dtype, like.name + suffix,
+                             quantization)
+        self.new_ops.append(self.operator(builtin, [index], [tensor]))
+        return tensor
+
+
+def _paddable(rewrite, uses, cols):
+    """Whether a weight of input dimension ``cols`` can be stored padded
+    with zero columns: each use is a fully-connected op's weights whose
+    input's last dimension is ``cols`` (a PAD before it widens the input)
+    or a GATHER of its rows (a SLICE after it narrows them again)."""
+    for op, position, is_fc in uses:
+        if is_fc:
+            shape = rewrite.graph.tensors[op.inputs[0]].shape
+            if shape is None or not len(shape) or int(shape[-1]) != cols:
+                return False
+        elif not (rewrite.builtin(op) == _GATHER and position == 0):
+            return False
+    return True
 
 
 def _redirect(uses, source):
@@ -442,8 +508,16 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
     # and TFLite takes a tensor with an empty buffer for no constant.
     sparse = min_zeros is not None and value.ndim == 2 and 0 < zeros < 1 \
         and zeros >= min_zeros
+    padding = 0
     if sparse and layout == "fast":
-        weights, layout = _fast_layout(weights, value.shape[1])
+        weights, layout, padding = _fast_layout(
+            weights, value.shape[1],
+            _paddable(rewrite, uses, value.shape[1]))
+    if padding:
+        # Zero columns up to the next multiple of 16, so that the int8
+        # 1 x 16 kernel reads the tensor; its readers are adapted below.
+        value = np.pad(value, [[0, 0], [0, padding]])
+        tensor.shape = list(value.shape)
     if weights == "int8":
         value = _as_int8(schema, tensor, value)
     dtype = str(value.dtype)
@@ -452,12 +526,26 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
     if sparse:
         tensor.sparsity, value = encode(schema, value, chosen)
     buffer.data = np.frombuffer(value.tobytes(), np.uint8)
-    kernel = [u for u in uses if u[2] and (
-        not sparse or (dtype, chosen) in KERNEL_LAYOUTS)]
+    _read_by(rewrite, index, uses, weights, padding,
+             kernel_reads=not sparse or (dtype, chosen) in KERNEL_LAYOUTS)
+
+
+def _read_by(rewrite, index, uses, weights, padding, kernel_reads):
+    """Points the ``uses`` of the rewritten weight ``index`` at what reads
+    it: the stored tensor (a fully-connected op whose kernel reads its
+    layout: ``kernel_reads``), a DENSIFY copy (other fully-connected ops,
+    and lookups of a sparse tensor), gathered int8 rows dequantized, and a
+    PAD before each fully-connected op / a SLICE after each gather for a
+    tensor stored with ``padding`` zero columns."""
+    sparse = rewrite.graph.tensors[index].sparsity is not None
+    kernel = [u for u in uses if u[2] and kernel_reads]
     densified = [u for u in uses if u[2] and u not in kernel]
     lookups = [u for u in uses if not u[2]]
+    for op, _, _ in kernel + densified if padding else ():
+        rewrite.pad_input(op, padding)
     dense_copy = None
     if sparse and (densified or lookups):
+        tensor = rewrite.graph.tensors[index]
         dense_copy = rewrite.read_through(index, _DENSIFY, b"/densified",
                                           tensor.type, tensor.quantization)
         _redirect(densified, dense_copy)
@@ -466,7 +554,7 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
         gathers = [u for u in lookups
                    if rewrite.builtin(u[0]) == _GATHER and u[1] == 0]
         for op, _, _ in gathers:
-            rewrite.dequantize_after(op, source)
+            rewrite.dequantize_after(op, source, padding)
         lookups = [u for u in lookups if u not in gathers]
         if lookups:   # another reader: one float copy of the table
             source = rewrite.read_through(source, _DEQUANTIZE,
@@ -501,9 +589,12 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
         activations; lookups of such a table read it through DEQUANTIZE).
       layout: ``"auto"`` (per tensor, the layout of fewest bytes among
         those its input dimension allows), ``"fast"`` (per sparse tensor,
-        one a kernel reads: int8 1 x 16 where 16 divides its input
-        dimension, else float 1 x 4, else float CSR: such a tensor stays
-        float in an int8 file), ``"csr"``, ``"1x4"`` or
+        one a kernel reads: int8 1 x 16, the input dimension padded with
+        zero columns to a multiple of 16 where 16 does not divide it (a
+        PAD before each fully-connected op that reads it, a SLICE after
+        each lookup of its rows); where it cannot be padded (another
+        reader), float 1 x 4, else float CSR: such a tensor stays float in
+        an int8 file), ``"csr"``, ``"1x4"`` or
         ``"1x16"`` (1 x k blocks along the input dimension, for each tensor
         whose input dimension k divides; the others take ``"auto"``'s).
         A layout the fully-connected kernel does not compute right
