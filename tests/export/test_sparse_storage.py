@@ -203,6 +203,13 @@ def test_fast_pads_to_1x16_where_16_does_not_divide(pruned, interpreter):
             cols = unpadded[name].shape[1]
             np.testing.assert_array_equal(value[:, :cols], unpadded[name])
             assert not value[:, cols:].any()
+    # Read back, the padding is no weight.
+    shapes = export.weight_shapes(dict(_params(), emb_size=20,
+                                       hidden_size=20))
+    assert export.weight_sparsity_of_tflite(
+        _write(folder, "fast20.tflite", sparse), shapes) == \
+        export.weight_sparsity_of_tflite(_write(
+            folder, "int8_20.tflite", reference), shapes)
     _, ops = _op_names(sparse)
     kinds = [name for name, _ in ops]
     assert kinds.count("PAD") == kinds.count("FULLY_CONNECTED")

@@ -96,8 +96,9 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
         TFLite's sparse format (not with uint8: TFLite runs no sparse
         uint8 weights).
       layout: the sparse layout (`sparse_storage.store_sparse`): ``"auto"``
-        (fewest bytes), ``"fast"`` (what TFLite's sparse kernels read), or
-        one of its fixed layouts.
+        (fewest bytes), ``"fast"`` (what TFLite's sparse kernels read: int8
+        1 x 16, a table or kernel whose input width 16 does not divide
+        padded with zero columns), or one of its fixed layouts.
 
     Returns:
       the file size in bytes.
@@ -357,7 +358,9 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     Args:
       path: a ``.tflite`` file.
       shapes: the weight tensors' shapes (`weight_shapes`); each is matched
-        to a different tensor of that shape, in the file's order.
+        to a different tensor of that shape (or of its input width padded
+        to a multiple of 16, as ``layout="fast"`` stores it; the padding
+        is not counted), in the file's order.
       interpreter: which interpreter reads the file (see `LMRunner`).
 
     Returns:
@@ -369,13 +372,18 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     zeros = total = 0
     tensors = _weight_tensors(path, interpreter)
     for shape in shapes:
-        found = [i for i, (tensor_shape, _) in enumerate(tensors)
-                 if tensor_shape == tuple(shape)]
+        rows, cols = (int(d) for d in shape)
+        # A "fast" sparse file stores a weight whose input width 16 does
+        # not divide padded with zero columns to a multiple of 16.
+        wanted = [(rows, cols), (rows, cols + -cols % 16)]
+        found = [i for want in wanted for i, (tensor_shape, _) in
+                 enumerate(tensors) if tensor_shape == want]
         if not found:
             raise ValueError("%s has no tensor of shape %s"
                              % (path, tuple(shape)))
         # Two kernels of one shape are two tensors.
         value, zero_point = tensors.pop(found[0])[1]()
+        value = value[:, :cols]
         zeros += int(np.sum(value == zero_point))
         total += value.size
     return zeros, total

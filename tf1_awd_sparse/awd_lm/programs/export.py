@@ -46,7 +46,8 @@ def parse_args(argv=None):
     p.add_argument("--layout", choices=LAYOUTS, default="auto",
                    help="with --storage sparse: auto (fewest bytes), fast "
                    "(the layouts TFLite's sparse kernels read: int8 1x16, "
-                   "else float 1x4), or one layout")
+                   "a width 16 does not divide padded to a multiple of "
+                   "16; float 1x4), or one layout")
     p.add_argument("--out", required=True, help="the .tflite file to write")
     p.add_argument("--batch-size", type=int, default=1,
                    help="the file's fixed batch (default 1)")
