@@ -33,7 +33,9 @@ sparse files only without it, as ``runner.open_interpreter`` opens them
 (XNNPACK computes NaN from sparse weights; checked here: one short stream
 through each sparse file with XNNPACK on).
 
-A token is one call: ids set, the last call's final states fed back,
+A token is one call: ids set (a cycle of 97 random ids from a random
+state: a constant id can make every product zero, which the hybrid int8
+kernels skip), the last call's final states fed back,
 ``invoke``, every output read. Per model and interpreter, the rows with
 XNNPACK and those without it are timed in two groups, each with the
 baseline (dense uint8 with XNNPACK) in the same interleaved rounds
@@ -81,6 +83,8 @@ MODELS = [("demo", (1000, 128, 256, 2)), ("ptb-small", (6990, 200, 200, 2))]
 TINY = [("tiny", (60, 16, 32, 2))]
 #: Stream of the logits check (ids modulo the vocabulary).
 CHECK_IDS = (1, 7, 42, 3, 99, 5)
+#: Random ids of the timed stream (cycled), the same in every file.
+TIMED_IDS = 97
 
 #: (file, weight set, store_sparse arguments or None for an export, the
 #: reference file of its logits check)
@@ -245,11 +249,36 @@ class Stream(object):
         self.loop = {self.outputs["final" + n[len("state"):]]["index"]:
                      d["index"] for n, d in self.inputs.items()
                      if n.startswith("state_")}
+        self.ids, self.calls = [], 0
+
+    def stream_ids(self, count=TIMED_IDS, seed=0):
+        """Gives the timed calls a stream of ``count`` random ids (cycled)
+        and a random starting state. A constant id would time a stream that
+        the hybrid int8 kernels do not compute: they skip an all-zero input
+        vector, and a block-pruned table's row can be all zero (at 95 %
+        zeros in 1 x 16 blocks, half of a 200-wide table's rows are), so
+        with zero states every product of such a stream is zero."""
+        rng = np.random.RandomState(seed)
+        vocab = int(self.outputs["logits"]["shape"][-1])
+        shape = self.inputs["inputs"]["shape"]
+        self.ids = [np.full(shape, i, np.int32)
+                    for i in rng.randint(0, vocab, count)]
+        for name, detail in sorted(self.inputs.items()):
+            if name.startswith("state_"):
+                self.raw[detail["index"]] = _to_input(
+                    (0.5 * rng.randn(*detail["shape"])).astype(np.float32),
+                    detail)
+        return self
 
     def token(self):
-        """The timed call: every input set, invoke, every output read (the
-        final states kept as the next call's)."""
+        """The timed call: every input set (the next id of `stream_ids`'s,
+        if given), invoke, every output read (the final states kept as the
+        next call's)."""
         interpreter = self.interpreter
+        if self.ids:
+            index = self.inputs["inputs"]["index"]
+            self.raw[index] = self.ids[self.calls % len(self.ids)]
+            self.calls += 1
         for index, value in self.raw.items():
             interpreter.set_tensor(index, value)
         interpreter.invoke()
@@ -518,7 +547,8 @@ def _time_group(spec, out):
     for i, (path, runtime, xnn) in enumerate(spec["rows"]):
         make, resolver = found[runtime]
         kwargs = {} if xnn else {"experimental_op_resolver_type": resolver}
-        stream = Stream(make(model_path=path, num_threads=1, **kwargs))
+        stream = Stream(make(model_path=path, num_threads=1,
+                             **kwargs)).stream_ids()
         built.append((i, (Calls(), stream.token)))
     wall, cpu = interleaved_times(built, spec["rounds"], spec["tokens"])
     np.savez(out, wall=np.array([wall[i] for i, _ in built]),

@@ -383,7 +383,16 @@ def test_the_lm_exports_scores_and_records_its_sparse_file(pruned, weights):
     shapes = export.weight_shapes(params)
     assert export.weight_sparsity_of_tflite(path, shapes) == \
         export.weight_sparsity_of_tflite(dense_path, shapes)
-    assert export.LMRunner(path).time_per_token(repeats=2) > 0
+    timed = export.LMRunner(path)
+    seen, run = [], timed.runner.run
+    timed.runner.run = lambda ids, state=None: seen.append(
+        (ids.copy(), dict(state or {}))) or run(ids, state)
+    assert timed.time_per_token(repeats=3) > 0
+    # Random ids, the state carried: zeros would let the hybrid kernels
+    # skip every product of a block-pruned model.
+    assert all(0 <= ids.min() and ids.max() < VOCAB for ids, _ in seen)
+    assert len({ids.tobytes() for ids, _ in seen}) == 3
+    assert not seen[0][1] and sorted(seen[1][1]) == timed.state_names
 
 
 @needs_schema
