@@ -26,7 +26,8 @@ at the first invoke); int8 1x16 (read sparse by the hybrid kernel; a
 tensor whose input dimension 16 does not divide takes ``auto``'s layout,
 read through DENSIFY); int8 fast (``layout="fast"``: every weight int8
 1 x 16, ptb-small's 200-wide table padded to 208 columns, a PAD before the
-decoder and a SLICE after the lookup). Each file runs in LiteRT (``ai_edge_litert``) and
+decoder and a SLICE after the lookup). Each file runs in LiteRT
+(``ai_edge_litert``) and
 TF's ``tf.lite.Interpreter``, ``num_threads=1``, with the XNNPACK delegate
 (the default) and without it (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``); the
 sparse files only without it, as ``runner.open_interpreter`` opens them

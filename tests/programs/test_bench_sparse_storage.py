@@ -1,7 +1,8 @@
 """benchmarks/bench_sparse_storage.py: its block mask zeroes the blocks of
-smallest mean magnitude (numpy loop reference), and in its tiny configuration it
-runs end to end (TF 2.x), printing a row per file whose sparse files agree
-with their dense twins; TF 1.x prints why it does not run."""
+smallest mean magnitude (numpy loop reference), and in its tiny
+configuration it runs end to end (TF 2.x), printing a row per file whose
+sparse files agree with their dense twins; TF 1.x prints why it does not
+run."""
 import io
 import os
 import contextlib
