@@ -51,7 +51,9 @@ same weights, in the same interpreter and delegate setting.
 
 Run: ``TF_USE_LEGACY_KERAS=1 .venv-tf2/bin/python benchmarks/run.py
 bench_sparse_storage`` (or ``python benchmarks/bench_sparse_storage.py
-[--rounds N] [--tokens N] [--tiny]``); TensorFlow 2.x only.
+[--rounds N] [--tokens N] [--tiny] [--model QAT_DIR]``: ``--model`` times
+the files of a trained quantization-aware model directory, pruned as it
+was trained, instead); TensorFlow 2.x only.
 """
 import argparse
 import json
@@ -340,14 +342,38 @@ def sparse_summary(described):
     return "; ".join(parts)
 
 
-def bench_model(label, sizes, root, rounds, tokens):
-    """Builds, checks, times and prints one model."""
+def trained_model(directory):
+    """``(sizes, params, {weight set: prefix})`` of a trained model
+    directory (``--model``, a quantization-aware one: its uint8 file is the
+    baseline): every weight set is its checkpoint, pruned as it was
+    trained."""
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    config = modeldir.read_config(os.path.join(directory,
+                                               modeldir.CONFIG_FILE))
+    params = dict(config["params"], quant_delay=0)
+    if not params.get("quant"):
+        raise SystemExit("--model %s: not a quantization-aware model (its "
+                         "uint8 file is the baseline): give a compression "
+                         "run's qat directory" % directory)
+    prefix = os.path.join(config["directory"], config["checkpoint"])
+    sizes = (params["vocab_size"], params["emb_size"],
+             params["hidden_size"], params["num_layers"])
+    return sizes, params, {name: prefix for name in (
+        "unstructured", "1x4 blocks", "1x16 blocks")}
+
+
+def bench_model(label, sizes, root, rounds, tokens, trained=None):
+    """Builds, checks, times and prints one model (``trained``: the params
+    and prefixes of `trained_model`, else random weights of ``sizes``)."""
     vocab, emb, hidden, layers = sizes
-    params = dict(presets.params_for("demo", "awd", {
-        "emb_size": emb, "hidden_size": hidden, "num_layers": layers}),
-        vocab_size=vocab, quant_delay=0)
-    params = model.check_params(dict(params, use_vd=False))
-    prefixes = checkpoints(root, params)
+    if trained is None:
+        params = dict(presets.params_for("demo", "awd", {
+            "emb_size": emb, "hidden_size": hidden, "num_layers": layers}),
+            vocab_size=vocab, quant_delay=0)
+        params = model.check_params(dict(params, use_vd=False))
+        prefixes = checkpoints(root, params)
+    else:
+        params, prefixes = trained
     paths, refs, described = build_files(root, params, prefixes)
     names = [f[0] for f in FILES]
     sparse = {n for n in names if sparse_storage.stores_sparse(paths[n])}
@@ -571,6 +597,10 @@ def main(argv=()):
     parser.add_argument("--xnnpack-check", nargs=4, default=None,
                         metavar=("PATH", "RUNTIME", "NPZ", "OUT"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--model", default=None, metavar="QAT_DIR",
+                        help="a trained quantization-aware model directory "
+                        "(a compression run's qat/) instead of the random "
+                        "models")
     parser.add_argument("--time-group", nargs=2, default=None,
                         metavar=("JSON", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
@@ -584,10 +614,17 @@ def main(argv=()):
         print("bench_sparse_storage needs TensorFlow 2.x (sparse TFLite "
               "storage); this is TensorFlow %s" % tf.__version__)
         return
-    for label, sizes in (TINY if args.tiny else MODELS):
+    models = [(label, sizes, None) for label, sizes in (
+        TINY if args.tiny else MODELS)]
+    if args.model:
+        sizes, params, prefixes = trained_model(args.model)
+        models = [(args.model + " (trained; every weight set is its own)",
+                   sizes, (params, prefixes))]
+    for label, sizes, trained in models:
         root = tempfile.mkdtemp(prefix="bench_sparse_storage_")
         try:
-            bench_model(label, sizes, root, args.rounds, args.tokens)
+            bench_model(label, sizes, root, args.rounds, args.tokens,
+                        trained)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         sys.stdout.flush()

@@ -56,3 +56,34 @@ def test_the_tiny_run_prints_every_file():
                 not in line and "ms" not in line:
             figures = [f for f in line.split()[4:] if f != "-"]
             assert figures and all(float(f) < 1e-5 for f in figures), line
+
+
+@pytest.mark.skipif(not sparse_storage.available(),
+                    reason="the bench runs on TF 2.x only")
+def test_a_trained_model_directory_is_timed_as_it_was_pruned(tmp_path):
+    """--model QAT_DIR: the files of that model's own weights (here a tiny
+    quantization-aware model in 1 x 16 blocks), each sparse one agreeing
+    with its dense twin."""
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    vocab, emb, hidden, layers = bench.TINY[0][1]
+    params = dict(bench.presets.params_for("demo", "awd", {
+        "emb_size": emb, "hidden_size": hidden, "num_layers": layers}),
+        vocab_size=vocab, quant_delay=0, quant=True)
+    prefix = bench.checkpoints(str(tmp_path), bench.model.check_params(
+        dict(params, use_vd=False)))["1x16 blocks"]
+    run = os.path.dirname(prefix)
+    words = ["<unk>", "<eos>"] + ["w%d" % i for i in range(vocab - 2)]
+    modeldir.write_config(run, params, words, modeldir.produced_by(params),
+                          checkpoint=os.path.basename(prefix))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.main(["--model", run, "--rounds", "2", "--tokens", "3"])
+    text = out.getvalue()
+    assert text.startswith(run + " (trained")
+    fast = [line for line in text.splitlines()
+            if line.startswith("  int8 fast ") and "fill" in line][0]
+    assert "int8 1x16 densify+kernel" in fast
+    twins = [line for line in text.splitlines()
+             if line.startswith("  int8 fast ") and "int8 dense" in line]
+    assert twins and all(float(f) == 0 for f in twins[0].split()[6:]
+                         if f != "-"), twins
