@@ -66,9 +66,11 @@ def test_cache_scores_equal_the_formula(models):
     plain = np.concatenate(model.score(lines).log_probs)
     assert not np.allclose(np.concatenate(got.log_probs), plain)
     # The history carries from one block of lines to the next.
+    # float32 rounding only (blocks run other window shapes: 3.5e-7 seen
+    # once on TF 1.15); a history lost between blocks moves them by far more.
     blocks = [s for _, s in model.iter_scores(lines, block=5, cache=CONFIG)]
     np.testing.assert_allclose(np.concatenate(blocks),
-                               np.concatenate(got.log_probs), rtol=1e-12)
+                               np.concatenate(got.log_probs), rtol=1e-6)
     # Per line: each line from the zero state and an empty cache.
     per_line = model.score(lines[:4], per_line=True, cache=CONFIG)
     for line, scored in zip(lines[:4], per_line.log_probs):
