@@ -68,8 +68,11 @@ def one_error_line(capsys, call):
 #: max in nats, and the perplexities' relative difference; with the cache
 #: alike): TF 1.13.1 8e-5 / 0.009, 8e-5; 1.15.5 3.1e-4 / 0.030, 6e-5;
 #: 2.15.1 3.8e-4 / 0.027, 5e-5; 2.21 1.6e-4 / 0.027, 4e-5 (the logits are
-#: 8 bits and the state is re-quantized at every window boundary). Allowed:
-#: about 2.5 times the worst (the allowance was 0.01 / 0.25 and 0.005).
+#: 8 bits and the state is re-quantized at every window boundary). On an
+#: AMD EPYC machine without AVX-512 (2026-12-03) TFLite's uint8 kernels
+#: round otherwise: the perplexities of 2.15.1 differed by 4.0e-4, with and
+#: without the cache. Allowed: about 2.5 times the worst (the allowance
+#: was 0.01 / 0.25 and 0.005).
 UINT8_TOKEN_ATOL = 0.075
 UINT8_TOKEN_MEAN = 1e-3
-UINT8_PPL_RTOL = 2e-4
+UINT8_PPL_RTOL = 1e-3
