@@ -246,7 +246,12 @@ def test_score_command_line(models):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     scores = models["load"]("float_dir").score(_test_text(models))
-    assert lines[-1] == "perplexity %.4f" % scores.perplexity
+    # The float file against the TF graph: equal to float32 rounding,
+    # which can move the printed fourth decimal (14.2970 against 14.2969
+    # on TF 2.21, an AMD machine).
+    word, printed = lines[-1].split()
+    assert word == "perplexity" and len(printed.split(".")[1]) == 4
+    assert float(printed) == pytest.approx(scores.perplexity, abs=2e-4)
     assert lines[-2] == "tokens %d oov %d" % (scores.num_tokens,
                                               scores.oov)
     assert len(lines) == len(scores.totals) + 2
