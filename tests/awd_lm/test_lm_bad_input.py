@@ -569,6 +569,63 @@ def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
     assert runner.vocab_size == PARAMS["vocab_size"] == 11
 
 
+#: Runs ``awd-lm ARGS`` (the command's ``main``) in a child process with
+#: the default interpreter, then with LiteRT made uninstalled (so with
+#: ``tf.lite.Interpreter``, as on TF 1.x); prints ``[status, stdout,
+#: stderr]`` of each.
+_AWD_LM_ON_EACH_INTERPRETER = """
+import contextlib, io, json, sys
+from tf1_awd_sparse.awd_lm.programs import main
+for hide_litert in (False, True):
+    if hide_litert:
+        sys.modules["ai_edge_litert"] = None
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main.main(json.loads(sys.argv[1]))
+        except SystemExit as stop:
+            status = stop.code
+    print(json.dumps([status, out.getvalue(), err.getvalue()]), flush=True)
+"""
+
+
+def test_score_of_a_truncated_tflite_exits_2_with_one_line(tflite_files,
+                                                           tmp_path):
+    # Issue 42: the first bytes of a language-model file (its sidecar
+    # intact) made tf.lite (TF 1.x, and TF 2.x without LiteRT) read outside
+    # the file and the process die of a segmentation fault (status 139);
+    # the file is now checked before any interpreter reads it. A child
+    # process: a signal fails this test instead of ending pytest.
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    path = str(tmp_path / "lm.tflite")
+    shutil.copy(tflite_files["lm"], path)
+    words = ["<eos>", "<unk>"] + ["w%d" % i for i in range(9)]
+    params = dict(PARAMS, model="awd")
+    modeldir.write_tflite_sidecar(path, params, words,
+                                  modeldir.produced_by(params))
+    with open(path, "rb") as handle:
+        whole = handle.read()
+    with open(path, "wb") as handle:
+        handle.write(whole[:len(whole) // 2])
+    text = tmp_path / "test.txt"
+    text.write_text("w1 w2 w3\nw4 w5\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _AWD_LM_ON_EACH_INTERPRETER, json.dumps(
+            ["score", "--model", path, str(text)])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=ROOT, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stdout,
+                                  done.stderr[-2000:])
+    runs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(runs) == 2
+    for status, out, err in runs:
+        lines = err.strip().splitlines()
+        assert status == 2 and out == "" and len(lines) == 1, (status, err)
+        assert lines[0].startswith("error: %r is not a whole TFLite file "
+                                   "(truncated or damaged): " % path), lines
+
+
 def test_train_run_refuses_a_run_dir_holding_a_run(tmp_path):
     # The Python API refuses what the command line refuses (one check,
     # `train.check_run_dir`), before it reads the corpus or deletes files.

@@ -17,7 +17,7 @@ from support.versions import IS_TF2
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export, lm
-from tf1_awd_sparse.export import sparse_storage as ss
+from tf1_awd_sparse.export import sparse_storage as ss, tflite_file
 from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
@@ -331,7 +331,9 @@ def test_refusals_name_the_argument_or_the_reason(pruned, tmp_path):
     sparse, _ = ss.store_sparse(dense)
     with pytest.raises(ss.SparseStorageError, match="already stores"):
         ss.store_sparse(sparse)
-    with pytest.raises(ss.SparseStorageError, match="TFL3"):
+    # Bytes that are not a TFLite file: the file check's error, as for
+    # every reader of a file (export.tflite_file).
+    with pytest.raises(tflite_file.TFLiteFileError, match="TFL3"):
         ss.store_sparse(b"not a model at all")
 
 

@@ -1,9 +1,9 @@
 """Runs a ``.tflite`` file written by the exporter on float arrays: the
 interpreter chosen by `tf1_awd_sparse.base.compat.interpreter_class`,
-inputs quantized and outputs dequantized for uint8 models.
+inputs quantized and outputs dequantized for uint8 models. Every file is
+checked (`tflite_file.verify`) before an interpreter reads it.
 """
 import os
-import struct
 import sys
 
 import numpy as np
@@ -18,6 +18,11 @@ __all__ = ["TFLiteRunner", "open_interpreter"]
 def open_interpreter(path, interpreter=None, num_threads=None):
     """An interpreter of the ``.tflite`` file at ``path`` (not allocated),
     the one place the library opens a file.
+
+    The file is checked first (`tflite_file.verify`: every offset, length
+    and index of its flatbuffer inside the file), on every interpreter:
+    TF 1.x's and TF 2.x's ``tf.lite.Interpreter`` do not verify a file, and
+    a truncated or damaged one crashed the process (a segmentation fault).
 
     A file that stores tensors sparse (`sparse_storage.stores_sparse`) is
     opened with TFLite's built-in kernels only
@@ -35,17 +40,21 @@ def open_interpreter(path, interpreter=None, num_threads=None):
       the interpreter instance.
 
     Raises:
+      tflite_file.TFLiteFileError (a ValueError): not a whole TFLite file
+        (too short, no ``TFL3`` identifier, truncated or damaged: the
+        message names the field and the bytes).
       ValueError: see `base.compat.interpreter_class`, or a file the
         interpreter cannot load (its message included).
       sparse_storage.SparseStorageError: a sparse file and an interpreter
         that cannot run one (TF 1.x's ``tf.lite.Interpreter``).
+      OSError: a path that cannot be read.
     """
     make = interpreter_class(interpreter)
     kwargs = {} if num_threads is None else {"num_threads": num_threads}
-    try:
-        sparse = sparse_storage.sparse_tensors(path)
-    except (sparse_storage.SparseStorageError, struct.error, IndexError):
-        sparse = []   # not a flatbuffer: the interpreter's own error says so
+    # sparse_tensors reads the file through tflite_file.verify (one
+    # check, one read): a damaged file is refused here, before any
+    # interpreter reads it.
+    sparse = sparse_storage.sparse_tensors(path)
     if sparse:
         resolver = _builtin_only_resolver(make)
         if resolver is None:
@@ -95,6 +104,8 @@ class TFLiteRunner(object):
       ValueError: ``path`` is not an existing file, or not a TFLite model
         the interpreter can load (its message included); an unknown or
         uninstalled ``interpreter``.
+      tflite_file.TFLiteFileError (a ValueError): a truncated or damaged
+        file (`open_interpreter`).
 
     Attributes:
       interpreter: the allocated interpreter instance.

@@ -25,14 +25,13 @@ opened without it (`tf1_awd_sparse.export.runner.open_interpreter`).
 The rewrite needs TensorFlow 2.x's flatbuffer schema module and the
 ``flatbuffers`` package (TF 1.x has neither, and its interpreter cannot
 read the result); :func:`sparse_tensors` reads any file with the standard
-library only, so TF 1.x can say why it cannot run one.
+library only (`tf1_awd_sparse.export.tflite_file`, which verifies it
+first), so TF 1.x can say why it cannot run one.
 """
-import os
-import struct
-
 import numpy as np
 
 from tf1_awd_sparse.base.errors import Error
+from tf1_awd_sparse.export import tflite_file
 
 __all__ = ["LAYOUTS", "KERNEL_LAYOUTS", "SparseStorageError", "store_sparse",
            "sparse_tensors", "stores_sparse", "encode", "dense_values",
@@ -97,55 +96,13 @@ def _schema():
 
 # --- reading, standard library only --------------------------------------
 
-def _table_field(buf, table, field):
-    """Absolute position of ``field`` of the table at ``table``, or None."""
-    vtable = table - struct.unpack_from("<i", buf, table)[0]
-    vtable_size = struct.unpack_from("<H", buf, vtable)[0]
-    slot = 4 + 2 * field
-    if slot >= vtable_size:
-        return None
-    offset = struct.unpack_from("<H", buf, vtable + slot)[0]
-    return table + offset if offset else None
-
-
-def _deref(buf, position):
-    return position + struct.unpack_from("<I", buf, position)[0]
-
-
-def _vector(buf, table, field):
-    """Positions of a vector-of-tables field's elements (empty if unset)."""
-    position = _table_field(buf, table, field)
-    if position is None:
-        return []
-    start = _deref(buf, position)
-    count = struct.unpack_from("<I", buf, start)[0]
-    return [_deref(buf, start + 4 + 4 * i) for i in range(count)]
-
-
-def _string(buf, table, field):
-    position = _table_field(buf, table, field)
-    if position is None:
-        return ""
-    start = _deref(buf, position)
-    size = struct.unpack_from("<I", buf, start)[0]
-    return bytes(buf[start + 4:start + 4 + size]).decode("utf-8", "replace")
-
-
-def _read(model):
-    """A model's bytes, from bytes or a path."""
-    if isinstance(model, (str, os.PathLike)):
-        with open(model, "rb") as handle:
-            return handle.read()
-    return model
-
-
 def sparse_tensors(model):
     """Names of the tensors a TFLite model stores sparse.
 
     Reads only the flatbuffer's tables (Model.subgraphs -> SubGraph.tensors
-    -> Tensor.sparsity), with the standard library: it works on every
-    TensorFlow version, including those whose interpreter cannot run such
-    a file.
+    -> Tensor.sparsity) with `tflite_file`'s reader, after its `verify`:
+    it works on every TensorFlow version, including those whose interpreter
+    cannot run such a file.
 
     Args:
       model: the file's bytes, or a path to it.
@@ -154,23 +111,27 @@ def sparse_tensors(model):
       a list of tensor names, in the file's order (empty for a dense file).
 
     Raises:
-      SparseStorageError: bytes that are not a TFLite flatbuffer.
+      tflite_file.TFLiteFileError: bytes that are not a whole TFLite
+        flatbuffer (no ``TFL3`` identifier, truncated or damaged).
     """
-    buf = memoryview(_read(model))
-    if len(buf) < 8 or bytes(buf[4:8]) != b"TFL3":
-        raise SparseStorageError("model is not a TFLite flatbuffer (no "
-                                 "'TFL3' identifier)")
-    root = _deref(buf, 0)
+    buf = tflite_file.verify(model)
     names = []
-    for subgraph in _vector(buf, root, 2):          # Model.subgraphs
-        for tensor in _vector(buf, subgraph, 0):    # SubGraph.tensors
-            if _table_field(buf, tensor, 6) is not None:  # Tensor.sparsity
-                names.append(_string(buf, tensor, 3))     # Tensor.name
+    for graph in tflite_file.tables(buf, tflite_file.root(buf), "Model",
+                                    "subgraphs"):
+        for tensor in tflite_file.tables(buf, graph, "SubGraph", "tensors"):
+            if tflite_file.field(buf, tensor, "Tensor",
+                                 "sparsity") is not None:
+                names.append(tflite_file.string(buf, tensor, "Tensor",
+                                                "name"))
     return names
 
 
 def stores_sparse(path):
-    """Whether the ``.tflite`` file at ``path`` stores a tensor sparse."""
+    """Whether the ``.tflite`` file at ``path`` stores a tensor sparse.
+
+    Raises:
+      tflite_file.TFLiteFileError: see `sparse_tensors`.
+    """
     return bool(sparse_tensors(path))
 
 
@@ -608,11 +569,12 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
       (one dict per tensor stored sparse).
 
     Raises:
-      SparseStorageError: bad arguments (named); a model that is not a
-        TFLite flatbuffer, has several subgraphs, already stores a tensor
-        sparse, or has non-float32 fully-connected weights (a uint8 file:
-        TFLite runs no sparse uint8 weights) or non-finite ones; TF 1.x (no
-        schema module).
+      SparseStorageError: bad arguments (named); a model that has several
+        subgraphs, already stores a tensor sparse, or has non-float32
+        fully-connected weights (a uint8 file: TFLite runs no sparse uint8
+        weights) or non-finite ones; TF 1.x (no schema module).
+      tflite_file.TFLiteFileError: bytes that are not a whole TFLite
+        flatbuffer (`tflite_file.verify`).
 
     The operator codes keep their versions: the file runs on the runtimes
     measured here (docs/sparse_tflite.md), which register every version;
@@ -653,8 +615,9 @@ def constant_arrays(model):
 
     Raises:
       SparseStorageError: TF 1.x (no schema module).
+      tflite_file.TFLiteFileError: not a whole TFLite flatbuffer.
     """
-    model = _read(model)
+    model = tflite_file.verify(model)
     schema, _ = _schema()
     parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(model, 0))
     dtypes = {_FLOAT32: np.float32, _UINT8: np.uint8, _INT8: np.int8}
@@ -687,8 +650,9 @@ def describe(model):
 
     Raises:
       SparseStorageError: a sparse file on TF 1.x (no schema module).
+      tflite_file.TFLiteFileError: not a whole TFLite flatbuffer.
     """
-    model = _read(model)
+    model = tflite_file.model_bytes(model)
     if not sparse_tensors(model):
         return []
     schema, _ = _schema()
