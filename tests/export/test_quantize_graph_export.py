@@ -183,7 +183,7 @@ def test_per_channel_weight_ranges(per_channel):
 @pytest.mark.skipif(
     not IS_TF2, reason="int8 export: TF 1.13's converter has no int8 type and TF 1.15's "
            "TOCO writes an int8 file that its interpreter cannot run")
-def test_per_channel_weights_export_to_int8(per_channel):
+def test_per_channel_weights_export_to_int8(per_channel, tmp_path):
     graph = tf.Graph()
     with graph.as_default():
         tf.import_graph_def(per_channel["frozen"], name="")
@@ -193,7 +193,8 @@ def test_per_channel_weights_export_to_int8(per_channel):
     scale, zero_point = nudged_quantization(*INPUT_RANGE)
     # int8 codes are the uint8 ones less 128.
     converter.quantized_input_stats = {"x": (zero_point - 128, 1.0 / scale)}
-    interpreter = tf.lite.Interpreter(model_content=converter.convert())
+    model = converter.convert()
+    interpreter = tf.lite.Interpreter(model_content=model)
     interpreter.allocate_tensors()
     channels = sorted(len(d["quantization_parameters"]["scales"])
                       for d in interpreter.get_tensor_details()
@@ -213,3 +214,12 @@ def test_per_channel_weights_export_to_int8(per_channel):
     print("int8 per-channel TFLite vs graph: mean %.3f, max %.2f steps"
           % (error.mean(), error.max()))
     assert error.mean() < 1.0
+    # TFLiteRunner quantizes the int8 input and dequantizes the int8 output
+    # as above (it returned the output's raw codes, issue 42): the same
+    # bound against the graph.
+    path = str(tmp_path / "int8.tflite")
+    with open(path, "wb") as handle:
+        handle.write(model)
+    ran = TFLiteRunner(path).run(per_channel["data"])["out"]
+    error = np.abs(ran - per_channel["expected"]) / out_scale
+    assert error.mean() < 1.0, error

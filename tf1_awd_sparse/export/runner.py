@@ -1,18 +1,31 @@
 """Runs a ``.tflite`` file written by the exporter on float arrays: the
 interpreter chosen by `tf1_awd_sparse.base.compat.interpreter_class`,
-inputs quantized and outputs dequantized for uint8 models. Every file is
+inputs quantized and outputs dequantized for 8-bit models. Every file is
 checked (`tflite_file.verify`) before an interpreter reads it.
 """
 import os
+import re
 import sys
 
 import numpy as np
 
 from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export import sparse_storage
-from tf1_awd_sparse.export.eval_graph import INPUT_NAME, OUTPUT_NAME
+from tf1_awd_sparse.export.eval_graph import OUTPUT_NAME
 
-__all__ = ["TFLiteRunner", "open_interpreter"]
+__all__ = ["TFLiteRunner", "open_interpreter", "is_state_input"]
+
+#: The exporters' state inputs (`eval_graph.state_inputs`, the language
+#: model's): ``state_<layer>_c`` and ``state_<layer>_h``.
+_STATE_NAME = re.compile(r"^state_\d+_[ch]$")
+
+
+def is_state_input(name):
+    """Whether a model input named ``name`` is a recurrent state
+    (``state_<layer>_c`` / ``state_<layer>_h``, as the exporters name
+    them), which `TFLiteRunner.run` feeds zeros when not given; every other
+    input is a data input, which it never fills in."""
+    return bool(_STATE_NAME.match(name))
 
 
 def open_interpreter(path, interpreter=None, num_threads=None):
@@ -86,12 +99,15 @@ def _builtin_only_resolver(make):
 
 class TFLiteRunner(object):
     """Runs an exported model with a TFLite interpreter on float arrays,
-    quantizing inputs and dequantizing outputs for uint8 models.
+    quantizing inputs and dequantizing outputs of 8-bit models.
 
     Args:
-      path: a ``.tflite`` file written by
-        `tf1_awd_sparse.export.tflite.export_tflite` (or another model with
-        an ``inputs`` input, such as ``awd_lm.export.export_lm``'s).
+      path: a ``.tflite`` file: one written by
+        `tf1_awd_sparse.export.tflite.export_tflite` or
+        ``awd_lm.export.export_lm`` (data input ``inputs``, states
+        ``state_<l>_c`` / ``state_<l>_h``), or any other model (e.g. a conv
+        net converted with `export.graphdef.convert` whose input is
+        ``images``).
       interpreter: which interpreter runs it
         (`tf1_awd_sparse.base.compat.interpreter_class`). The
         default, None or ``"auto"``, is LiteRT's
@@ -111,6 +127,10 @@ class TFLiteRunner(object):
       interpreter: the allocated interpreter instance.
       inputs, outputs: dict tensor name -> the interpreter's tensor
         details (``shape``, ``dtype``, ``quantization``, ``index``).
+      data_inputs: the names of the inputs that are not states
+        (`is_state_input`), in the model's order: what ``run``'s
+        ``inputs`` feeds.
+      state_inputs: the names of the state inputs, in the model's order.
     """
 
     def __init__(self, path, interpreter=None):
@@ -119,64 +139,148 @@ class TFLiteRunner(object):
                              "%r" % (path,))
         self.interpreter = open_interpreter(path, interpreter)
         self.interpreter.allocate_tensors()
-        self.inputs = {d["name"]: d
-                       for d in self.interpreter.get_input_details()}
+        details = self.interpreter.get_input_details()
+        self.inputs = {d["name"]: d for d in details}
         self.outputs = {d["name"]: d
                         for d in self.interpreter.get_output_details()}
+        self.data_inputs = [d["name"] for d in details
+                            if not is_state_input(d["name"])]
+        self.state_inputs = [d["name"] for d in details
+                             if is_state_input(d["name"])]
 
-    def output_quantization(self, name=OUTPUT_NAME):
-        """``(scale, zero_point)`` of an output (``(0.0, 0)`` if float)."""
+    def output_quantization(self, name=None):
+        """``(scale, zero_point)`` of an output (``(0.0, 0)`` if float).
+
+        Args:
+          name: the output's name; None: ``outputs`` (`export_tflite`'s
+            output) where the model has it, else the model's only output.
+
+        Raises:
+          ValueError: a name that is not an output of the model, or None
+            for a model with several outputs and none named ``outputs``
+            (the message names them).
+        """
+        if name is None:
+            if OUTPUT_NAME in self.outputs or len(self.outputs) != 1:
+                name = OUTPUT_NAME
+            else:
+                name, = self.outputs
+        if name not in self.outputs:
+            raise ValueError("name: %r is not an output of the model; its "
+                             "outputs: %s" % (name, ", ".join(
+                                 sorted(self.outputs))))
         return self.outputs[name]["quantization"]
 
     def run(self, inputs, state=None):
         """One call of the model.
 
         Args:
-          inputs: ``[batch, steps, depth]`` float array, the model's fixed
-            shape, finite values.
-          state: optional dict input name (``'state_0_c'``...) -> float
-            array of that input's shape; zeros for missing entries.
+          inputs: the model's data inputs (`data_inputs`: every input that
+            is not a state): where it has one, a float array of its fixed
+            shape, whatever the input's name (``inputs`` of the exporters,
+            ``images``, ...); or a dict naming each data input -> array
+            (required where it has several). A data input is never filled
+            in.
+          state: optional dict state input name (``'state_0_c'``...) ->
+            float array of that input's shape; zeros for the states it
+            does not name.
 
         Raises:
-          ValueError: a ``state`` key that is not an input of the model,
-            or an array (named) that is not numeric, of another shape than
-            the model's input or not finite (a NaN has no uint8 code, and a
-            float model would only return NaN).
+          ValueError: ``inputs`` as one array for a model with several data
+            inputs (or none), a dict that misses or adds a data input, a
+            ``state`` key that is not a state input of the model (each
+            message names the model's inputs), or an array (named) that is
+            not numeric, of another shape than the model's input or not
+            finite (a NaN has no 8-bit code, and a float model would only
+            return NaN); an 8-bit input without quantization parameters.
 
         Returns:
-          dict output name -> float array.
+          dict output name -> array: float32 for float and 8-bit outputs
+          (dequantized: ``(code - zero_point) * scale``), others as the
+          model returns them.
         """
+        feeds = self._feeds(inputs, state)
+        for name, detail in self.inputs.items():
+            value, arg_name = feeds[name]
+            value = _input_array(value, detail["shape"], arg_name)
+            self.interpreter.set_tensor(detail["index"],
+                                        _quantized(value, detail, arg_name))
+        self.interpreter.invoke()
+        return {name: _dequantized(self.interpreter.get_tensor(
+            detail["index"]), detail)
+            for name, detail in self.outputs.items()}
+
+    def _feeds(self, inputs, state):
+        """{input name: (value, argument name for errors)} of every input:
+        the data inputs from ``inputs``, the states from ``state`` or
+        zeros."""
         if not isinstance(state, (dict, type(None))):
             raise ValueError("state must be a dict input name -> array, got "
                              "%r" % (state,))
-        state = dict(state or {})
-        unknown = sorted(set(state) - set(self.inputs))
+        state = state or {}
+        unknown = sorted(set(state) - set(self.state_inputs))
         if unknown:
-            raise ValueError("state: %s not among the model's inputs %s"
-                             % (", ".join(map(repr, unknown)),
-                                sorted(self.inputs)))
-        if INPUT_NAME in state:
-            raise ValueError("state: %r is the inputs argument, not a state"
-                             % (INPUT_NAME,))
-        state[INPUT_NAME] = inputs
-        for name, detail in self.inputs.items():
-            value = _input_array(
-                state.get(name, np.zeros(detail["shape"])), detail["shape"],
-                "inputs" if name == INPUT_NAME else "state[%r]" % (name,))
-            if detail["dtype"] == np.uint8:
-                scale, zero_point = detail["quantization"]
-                value = np.clip(np.round(value / scale + zero_point), 0, 255)
-            self.interpreter.set_tensor(detail["index"],
-                                        value.astype(detail["dtype"]))
-        self.interpreter.invoke()
-        result = {}
-        for name, detail in self.outputs.items():
-            value = self.interpreter.get_tensor(detail["index"])
-            if detail["dtype"] == np.uint8:
-                scale, zero_point = detail["quantization"]
-                value = (value.astype(np.float32) - zero_point) * scale
-            result[name] = value
-        return result
+            raise ValueError(
+                "state: %s not among the model's state inputs [%s] (its "
+                "data inputs [%s] go in inputs)" % (
+                    ", ".join(map(repr, unknown)),
+                    ", ".join(self.state_inputs),
+                    ", ".join(self.data_inputs)))
+        if isinstance(inputs, dict):
+            names = set(self.data_inputs)
+            if set(inputs) != names:
+                raise ValueError(
+                    "inputs must name each data input of the model [%s] "
+                    "(states go in state), got %s" % (
+                        ", ".join(self.data_inputs),
+                        sorted(inputs, key=str)))
+            feeds = {name: (inputs[name], "inputs[%r]" % (name,))
+                     for name in self.data_inputs}
+        elif len(self.data_inputs) == 1:
+            name, = self.data_inputs
+            feeds = {name: (inputs, "inputs (the model's input %r)"
+                            % (name,))}
+        else:
+            raise ValueError(
+                "inputs: the model has %d data inputs [%s], not one: pass a "
+                "dict input name -> array (its states: [%s])" % (
+                    len(self.data_inputs), ", ".join(self.data_inputs),
+                    ", ".join(self.state_inputs)))
+        for name in self.state_inputs:
+            if name in state:
+                feeds[name] = (state[name], "state[%r]" % (name,))
+            else:
+                feeds[name] = (np.zeros(self.inputs[name]["shape"]),
+                               "state[%r]" % (name,))
+        return feeds
+
+
+def _quantized(value, detail, arg_name):
+    """A float array as the input's type: the codes of an 8-bit input
+    (``round(value / scale + zero_point)``, clipped to the type's range),
+    else a plain cast (float32, the int32 ids of a language model)."""
+    dtype = np.dtype(detail["dtype"])
+    if dtype not in (np.uint8, np.int8):
+        return value.astype(dtype)
+    scale, zero_point = detail["quantization"]
+    if not scale:
+        raise ValueError("%s: the model's %s input has no quantization "
+                         "parameters (scale 0), so floats have no codes"
+                         % (arg_name, dtype.name))
+    limits = np.iinfo(dtype)
+    return np.clip(np.round(value / scale + zero_point), limits.min,
+                   limits.max).astype(dtype)
+
+
+def _dequantized(value, detail):
+    """An output as floats: ``(code - zero_point) * scale`` for an 8-bit
+    output with quantization parameters; other outputs (and an 8-bit one
+    without: its codes are its values) as they are."""
+    dtype = np.dtype(detail["dtype"])
+    scale, zero_point = detail["quantization"]
+    if dtype in (np.uint8, np.int8) and scale:
+        return (value.astype(np.float32) - zero_point) * scale
+    return value
 
 
 def _input_array(value, shape, arg_name):

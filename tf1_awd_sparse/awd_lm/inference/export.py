@@ -205,8 +205,7 @@ class LMRunner(object):
         self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
         self.vocab_size = int(
             self.runner.outputs[LOGITS_NAME]["shape"][-1])
-        self.state_names = sorted(n for n in self.runner.inputs
-                                  if n.startswith("state_"))
+        self.state_names = sorted(self.runner.state_inputs)
 
     def windows(self, stream):
         """The windows of ``stream`` scored, the state carried between

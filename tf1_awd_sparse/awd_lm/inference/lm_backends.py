@@ -170,9 +170,12 @@ class TFLiteBackend(object):
     the next ones.
 
     Raises:
-      ValueError: a file the interpreter cannot load, or one without the
-        language model's inputs; modeldir.ConfigError (a ValueError): a
-        file whose vocabulary or layers differ from its sidecar's.
+      ValueError: a file the interpreter cannot load (a truncated or
+        damaged one: `tflite_file.TFLiteFileError`), or one whose data
+        inputs are not the language model's one ``inputs``;
+        modeldir.ConfigError (a ValueError): a file whose vocabulary,
+        layers (state inputs and ``final_`` outputs) differ from its
+        sidecar's.
     """
 
     kind = "tflite"
@@ -180,9 +183,11 @@ class TFLiteBackend(object):
     def __init__(self, path, config, threads=1):
         del threads  # the runner's interpreter is single-threaded
         self.runner, self.path = TFLiteRunner(path), path
-        if INPUT_NAME not in self.runner.inputs:
-            raise ValueError("%s: no %r input (not a language model of "
-                             "export_lm)" % (path, INPUT_NAME))
+        if self.runner.data_inputs != [INPUT_NAME]:
+            raise ValueError("%s: data inputs [%s], not the one %r of a "
+                             "language model of export_lm" % (
+                                 path, ", ".join(self.runner.data_inputs),
+                                 INPUT_NAME))
         shape = self.runner.inputs[INPUT_NAME]["shape"]
         self.batch_limit, self.window = int(shape[0]), int(shape[1])
         self.sizes = model.layer_sizes(config["params"])
@@ -190,13 +195,21 @@ class TFLiteBackend(object):
                       for part in ("c", "h")]
         logits = self.runner.outputs.get(export_logits(), {}).get("shape")
         vocab = config["params"]["vocab_size"]
-        if logits is None or int(logits[-1]) != vocab or any(
-                "state_" + n not in self.runner.inputs for n in self.names):
+        # Every state the file reads and returns: a state input it lacked
+        # would be fed nothing, a final output read as a KeyError.
+        if logits is None or int(logits[-1]) != vocab or \
+                set(self.runner.state_inputs) != {"state_" + n
+                                                  for n in self.names} or any(
+                    "final_" + n not in self.runner.outputs
+                    for n in self.names):
             raise modeldir.ConfigError(
                 "%s: not the model its sidecar describes (expected logits "
-                "over %d words and state inputs %s)" % (
+                "over %d words, state inputs %s and their final_ outputs; "
+                "the file has inputs %s and outputs %s)" % (
                     path, vocab, ", ".join("state_" + n
-                                           for n in self.names)))
+                                           for n in self.names),
+                    ", ".join(self.runner.inputs),
+                    ", ".join(sorted(self.runner.outputs))))
 
     def zero_arrays(self, batch):
         """Zero c and h per layer, ``[batch, units]`` float32."""
