@@ -3,7 +3,10 @@ schema's tables as this library knows them (:data:`TABLES` and
 :data:`UNIONS`, the one registry), readers of a table's fields
 (:func:`root`, :func:`field`, :func:`scalar`, :func:`tables`,
 :func:`ints`, :func:`string`) and :func:`verify`, which checks every offset
-and length in a file before an interpreter reads it.
+and length in a file before an interpreter reads it. The readers take
+bytes that :func:`verify` passed (on other bytes they may raise
+``struct.error`` or read garbage); their ``kind`` and ``name`` are a table
+and a field of :data:`TABLES` (a KeyError otherwise).
 
 Why the check: the interpreters of TF 1.13, TF 1.15 and TF 2.x's
 ``tf.lite`` build a model from a file without verifying its flatbuffer, so
@@ -173,7 +176,7 @@ def model_bytes(model):
     return model
 
 
-# --- reading (of a verified file) ----------------------------------------
+# --- reading (of bytes that verify passed) -------------------------------
 
 def root(buf):
     """Position of the ``Model`` table of a file's bytes."""
