@@ -18,7 +18,7 @@ subcommand's (0 done, 2 bad input with one line naming the flag or file,
 import importlib
 import sys
 
-__all__ = ["PROGRAMS", "main"]
+__all__ = ["PROGRAMS", "WITHOUT_TENSORFLOW", "main"]
 
 # The one table of subcommands: the module (imported only when chosen, so
 # --help and info stay fast) whose main(argv) runs it.
@@ -33,6 +33,10 @@ PROGRAMS = {
     "monitored": "tf1_awd_sparse.awd_lm.monitored",
     "estimator": "tf1_awd_sparse.awd_lm.estimator",
 }
+
+#: The subcommands that never import TensorFlow (info reads JSON files):
+#: TensorFlow's quieting (`base._quiet`, which imports it) is skipped.
+WITHOUT_TENSORFLOW = ("info",)
 
 
 def main(argv=None):
@@ -54,7 +58,8 @@ def main(argv=None):
         print("error: unknown subcommand %r; one of: %s"
               % (name, ", ".join(sorted(PROGRAMS))), file=sys.stderr)
         return 2
-    import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
     sys.argv[0] = "awd-lm " + name   # the programs' usage line
+    if name not in WITHOUT_TENSORFLOW:
+        import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
     status = importlib.import_module(PROGRAMS[name]).main(rest)
     return 0 if status is None else status

@@ -1,0 +1,71 @@
+"""What ``awd-lm`` says when a path or TensorFlow fails it (issue 42):
+one line, exit status 2, never a traceback; ``info`` reads its JSON files
+without TensorFlow. On a model directory written by hand (no training):
+each test runs in well under 5 s (a subprocess here imports TensorFlow
+only in the TF 2.16+ test)."""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from support import ROOT
+from support.lm_api import tiny_params
+from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.programs import export, main as awd_lm_main
+from tf1_awd_sparse.base import compat as _compat
+
+WORDS = ["<eos>", "<unk>", "the", "cat", "sat"]
+NO_TENSORFLOW = "import sys; sys.modules['tensorflow'] = None\n"
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    """A float model directory's config.json and vocab.txt (its checkpoint
+    is never read here)."""
+    directory = tmp_path / "model"
+    directory.mkdir()
+    params = dict(tiny_params(), model="awd", vocab_size=len(WORDS))
+    modeldir.write_run_dir(str(directory), params, WORDS)
+    return str(directory)
+
+
+def _awd_lm(args, prelude="", env=None):
+    """``python -m tf1_awd_sparse.awd_lm ARGS`` after ``prelude``."""
+    code = (prelude + "import runpy, sys\nsys.argv = ['awd-lm'] + %r\n"
+            "runpy.run_module('tf1_awd_sparse.awd_lm', run_name='__main__',"
+            " alter_sys=True)\n" % (list(args),))
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=120,
+                          env=env or dict(os.environ, PYTHONPATH=ROOT))
+
+
+def test_info_imports_no_tensorflow(model_dir):
+    # TensorFlow made unimportable: info reads config.json without it.
+    done = _awd_lm(["info", model_dir], NO_TENSORFLOW)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "%s: model directory" % model_dir, "  stage: float"]
+    done = _awd_lm(["info", os.path.dirname(model_dir)], NO_TENSORFLOW)
+    assert done.returncode == 0, done.stderr
+    assert "1 model directories" in done.stdout
+
+
+def test_the_sparsity_choices_a_config_reads_are_the_cells():
+    from tf1_awd_sparse.transforms.kernel import SPARSITY_CHOICES
+    assert presets.SPARSITY_CHOICES == SPARSITY_CHOICES
+
+
+def _one_line(capsys, call):
+    with pytest.raises(SystemExit) as stop:
+        call()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("work began before the paths were checked")
