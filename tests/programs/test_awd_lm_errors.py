@@ -58,6 +58,31 @@ def test_the_sparsity_choices_a_config_reads_are_the_cells():
     assert presets.SPARSITY_CHOICES == SPARSITY_CHOICES
 
 
+def test_a_missing_tensorflow_is_one_line(model_dir):
+    done = _awd_lm(["score", "--model", model_dir, "x.txt"], NO_TENSORFLOW)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: awd-lm score needs TensorFlow: import of tensorflow halted; "
+        "None in sys.modules"]
+
+
+@pytest.mark.skipif(_compat.TF_VERSION < (2, 16),
+                    reason="Keras 3 is tf.keras only from TF 2.16")
+def test_keras_3_is_one_line(model_dir):
+    # TF 2.21 without tf-keras (hidden as tests/base/test_compat.py does)
+    # and without TF_USE_LEGACY_KERAS: the library's refusal, one line.
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    env["PYTHONPATH"] = ROOT
+    text = os.path.join(model_dir, "vocab.txt")   # words to score
+    done = _awd_lm(["score", "--model", model_dir, text],
+                   "import sys; sys.modules['tf_keras'] = None\n", env)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: tf1_awd_sparse needs Keras 2 on TensorFlow 2."), lines
+    assert "pip install tf-keras~=" in lines[0]
+
+
 def _one_line(capsys, call):
     with pytest.raises(SystemExit) as stop:
         call()

@@ -5,13 +5,15 @@ argparse's own ``error`` prints the whole usage first (several lines); this
 parser prints only ``error: <what>``. Flag values are checked after parsing
 with the library's argument checks (`tf1_awd_sparse.base.checks`, or the
 language model's parameter table), each given the flag's name.
+
+This module imports no TensorFlow (``awd-lm info`` runs without it).
 """
 from __future__ import absolute_import, division, print_function
 
 import argparse
 import sys
 
-__all__ = ["ArgumentParser", "fail"]
+__all__ = ["ArgumentParser", "fail", "requirement_line"]
 
 
 def fail(message, status=2):
@@ -25,6 +27,24 @@ def fail(message, status=2):
     lines = str(message).strip().splitlines() or [""]
     print("error: %s" % lines[0], file=sys.stderr)
     raise SystemExit(status)
+
+
+def requirement_line(error, program):
+    """The one line for an ``ImportError`` of what every program needs:
+    TensorFlow itself, or the library's own refusal of this TensorFlow
+    (`tf1_awd_sparse.base.compat`, which names the fix); None for any
+    other ``ImportError`` (a bug, shown with its traceback).
+
+    Args:
+      error: the ``ImportError``.
+      program: the program's name (e.g. ``awd-lm score``).
+    """
+    name = getattr(error, "name", None)
+    if name == "tensorflow":
+        return "%s needs TensorFlow: %s" % (program, error)
+    if name == "tf1_awd_sparse.base.compat":
+        return str(error)
+    return None
 
 
 class ArgumentParser(argparse.ArgumentParser):

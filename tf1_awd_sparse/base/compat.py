@@ -13,7 +13,8 @@ reaches ``tf.contrib`` on import or on a path that 2.x lacks.
 
 Importing this module raises :class:`ImportError` at once, with one line
 saying what to install and set, when TensorFlow is too old, or when it is
-2.16+ with Keras 3 (whose ``tf.compat.v1.nn.rnn_cell`` has no cells).
+2.16+ with Keras 3 (whose ``tf.compat.v1.nn.rnn_cell`` has no cells); its
+``name`` is this module's (the command lines print the line alone).
 ``tests/base/test_compat.py`` runs on every supported version.
 """
 from __future__ import absolute_import, division, print_function
@@ -51,7 +52,7 @@ if TF_VERSION < (1, 13):
     raise ImportError(
         "tf1_awd_sparse needs TensorFlow 1.13 - 1.15 or 2.15 - 2.21, not %s: "
         "pip install tensorflow==1.13.1 (CPython 3.7) or tensorflow-cpu==2.15.1"
-        % _tf.__version__)
+        % _tf.__version__, name=__name__)
 
 
 def _keras_3_message():
@@ -81,7 +82,7 @@ if IS_TF2:
         # Resolving the v1 cell base class is what fails under Keras 3.
         _RNN_CELL = tf.nn.rnn_cell.RNNCell
     except Exception:  # pylint: disable=broad-except
-        raise ImportError(_keras_3_message()) from None
+        raise ImportError(_keras_3_message(), name=__name__) from None
 else:
     tf = _tf
 

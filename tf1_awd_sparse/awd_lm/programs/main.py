@@ -13,10 +13,14 @@ command (also ``python -m tf1_awd_sparse.awd_lm``).
 
 ``awd-lm SUBCOMMAND --help`` shows each one's flags. Exit status: the
 subcommand's (0 done, 2 bad input with one line naming the flag or file,
-1 a diverged training run).
+1 a diverged training run). A TensorFlow that is missing or that the
+library refuses ends any of them with one line and status 2, never a
+traceback.
 """
 import importlib
 import sys
+
+from tf1_awd_sparse.base import _cli
 
 __all__ = ["PROGRAMS", "WITHOUT_TENSORFLOW", "main"]
 
@@ -59,7 +63,13 @@ def main(argv=None):
               % (name, ", ".join(sorted(PROGRAMS))), file=sys.stderr)
         return 2
     sys.argv[0] = "awd-lm " + name   # the programs' usage line
-    if name not in WITHOUT_TENSORFLOW:
-        import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
-    status = importlib.import_module(PROGRAMS[name]).main(rest)
+    try:
+        if name not in WITHOUT_TENSORFLOW:
+            import tf1_awd_sparse.base._quiet  # noqa: F401  (before TF)
+        status = importlib.import_module(PROGRAMS[name]).main(rest)
+    except ImportError as e:
+        line = _cli.requirement_line(e, sys.argv[0])
+        if line is None:
+            raise
+        _cli.fail(line)
     return 0 if status is None else status
