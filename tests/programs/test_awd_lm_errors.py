@@ -94,3 +94,35 @@ def _one_line(capsys, call):
 
 def _never(*args, **kwargs):
     raise AssertionError("work began before the paths were checked")
+
+
+def test_an_os_error_while_exporting_names_the_flag(
+        model_dir, tmp_path, capsys, monkeypatch):
+    # What the file system says when the file is written (after the
+    # conversion): here a full disk.
+    from tf1_awd_sparse.awd_lm.inference import lm
+    out = str(tmp_path / "x.tflite")
+
+    def full(model, path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(lm, "export_model", full)
+    line = _one_line(capsys, lambda: export.main(
+        ["--model", model_dir, "--format", "float", "--out", out]))
+    assert line == ("error: --out %s: cannot write: No space left on device"
+                    % out)
+
+
+def test_an_os_error_no_program_caught_is_one_line(model_dir, capsys,
+                                                   monkeypatch):
+    # Any subcommand: awd-lm's own handling (programs/main.py).
+    from tf1_awd_sparse.awd_lm.programs import info
+    config = os.path.join(model_dir, "config.json")
+
+    def unreadable(path):
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES), config)
+
+    monkeypatch.setattr(info, "info_lines", unreadable)
+    line = _one_line(capsys, lambda: awd_lm_main.main(["info", model_dir]))
+    assert line == "error: %s: cannot read %s: Permission denied" % (
+        model_dir, config)

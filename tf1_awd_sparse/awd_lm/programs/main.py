@@ -13,9 +13,9 @@ command (also ``python -m tf1_awd_sparse.awd_lm``).
 
 ``awd-lm SUBCOMMAND --help`` shows each one's flags. Exit status: the
 subcommand's (0 done, 2 bad input with one line naming the flag or file,
-1 a diverged training run). A TensorFlow that is missing or that the
-library refuses ends any of them with one line and status 2, never a
-traceback.
+1 a diverged training run). A path that cannot be read or written, and a
+TensorFlow that is missing or that the library refuses, end any of them
+with one line and status 2, never a traceback.
 """
 import importlib
 import sys
@@ -67,6 +67,8 @@ def main(argv=None):
         if name not in WITHOUT_TENSORFLOW:
             import tf1_awd_sparse.base._quiet  # noqa: F401  (before TF)
         status = importlib.import_module(PROGRAMS[name]).main(rest)
+    except OSError as e:   # a path no program's own checks caught
+        _cli.fail(e)
     except ImportError as e:
         line = _cli.requirement_line(e, sys.argv[0])
         if line is None:
