@@ -92,6 +92,19 @@ def _one_line(capsys, call):
     return err[0]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="no /proc")
+def test_export_to_proc_is_refused_before_any_conversion(
+        model_dir, capsys, monkeypatch):
+    # /proc takes no new file, even from root, whom os.access allows it.
+    from tf1_awd_sparse.awd_lm.inference import lm
+    monkeypatch.setattr(lm, "export_model", _never)
+    line = _one_line(capsys, lambda: export.main(
+        ["--model", model_dir, "--format", "float", "--out",
+         "/proc/x.tflite"]))
+    assert line == ("error: --out /proc/x.tflite: cannot write: No such "
+                    "file or directory")
+
+
 def _never(*args, **kwargs):
     raise AssertionError("work began before the paths were checked")
 
@@ -126,3 +139,21 @@ def test_an_os_error_no_program_caught_is_one_line(model_dir, capsys,
     line = _one_line(capsys, lambda: awd_lm_main.main(["info", model_dir]))
     assert line == "error: %s: cannot read %s: Permission denied" % (
         model_dir, config)
+
+
+def test_train_refuses_an_out_under_a_file_before_reading_the_corpus(
+        model_dir, capsys, monkeypatch):
+    # --out names a model directory's config.json (a file): refused
+    # before the corpus is read (a real one, here, would be read first).
+    from tf1_awd_sparse.awd_lm.corpus import runtime
+    from tf1_awd_sparse.awd_lm.programs import train
+    monkeypatch.setattr(runtime, "load_corpus", _never)
+    config = os.path.join(model_dir, "config.json")
+    line = _one_line(capsys, lambda: train.main(
+        ["--out", config, "--data-dir", model_dir, "--max-epochs", "1"]))
+    assert line == "error: --out %s: %s is a file, not a directory" % (
+        config, config)
+    out = os.path.join(config, "runs")
+    line = _one_line(capsys, lambda: train.main(["--out", out]))
+    assert line == "error: --out %s: %s is a file, not a directory" % (
+        out, config)

@@ -17,7 +17,9 @@ from __future__ import absolute_import, division, print_function
 
 import math
 import numbers
+import os
 import sys
+import tempfile
 
 import numpy as np
 from tf1_awd_sparse.base import names as _names
@@ -28,7 +30,8 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_int", "check_real", "check_number", "check_keep_prob",
            "check_num_bits", "check_interval", "check_graph", "check_bool",
            "check_choice", "check_tensor", "check_shape",
-           "check_float_dtype", "check_dim", "check_ids", "check_id_array"]
+           "check_float_dtype", "check_dim", "check_ids", "check_id_array",
+           "check_writable_dir"]
 
 
 def _tf():
@@ -607,6 +610,41 @@ def check_choice(value, choices, arg_name):
                          % (arg_name, ", ".join(repr(c) for c in choices),
                             value))
     return value
+
+
+def check_writable_dir(path, what):
+    """Refuses, before any work, a directory that cannot be made or
+    written: a file where it or a folder above it would be, or a nearest
+    existing folder that refuses a new file (a read-only or virtual file
+    system: ``/proc`` refuses one even to root, whom ``os.access`` allows
+    everything). Nothing is left behind: the folder is not made, the
+    probe file is deleted.
+
+    Args:
+      path: the directory (need not exist).
+      what: how the caller names it in the message (e.g. ``--out
+        runs/x``).
+
+    Returns:
+      ``path``.
+
+    Raises:
+      ValueError: naming ``what``, the file in the way or why a file
+        cannot be written (e.g. ``--out /proc/x: cannot write: No such
+        file or directory``).
+    """
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError("%s: %s is a file, not a directory"
+                         % (what, existing))
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise ValueError("%s: cannot write: %s" % (what, e.strerror or e))
+    return path
 
 
 def __getattr__(name):
