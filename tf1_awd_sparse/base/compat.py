@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 import inspect
 import os
+import warnings
 
 import tensorflow as _tf
 from tf1_awd_sparse.base.errors import Error
@@ -32,7 +33,7 @@ __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "in_function_graph", "CONTROL_FLOW_GRAPHS",
            "GraphModeError", "do_not_convert",
            "estimator_available", "replica_values", "scale_replica_loss",
-           "INTERPRETERS", "interpreter_class"]
+           "INTERPRETERS", "interpreter_class", "TF_INTERPRETER_WARNING"]
 
 
 def _parse_version(text):
@@ -176,6 +177,11 @@ def scale_replica_loss(loss):
 #: The interpreters a ``.tflite`` file can be run with (`interpreter_class`).
 INTERPRETERS = ("auto", "tf", "litert")
 
+#: The start of the warning ``tf.lite.Interpreter`` gives at every
+#: construction from TF 2.20 on (five lines: deprecated, use LiteRT's),
+#: which `interpreter_class` silences when it hands out that class.
+TF_INTERPRETER_WARNING = r"\s*Warning: tf\.lite\.Interpreter is deprecated"
+
 
 def _litert_interpreter():
     """LiteRT's ``Interpreter`` class, or None where ``ai-edge-litert`` is
@@ -201,7 +207,11 @@ def interpreter_class(interpreter=None):
         as it is).
 
     Returns:
-      the class (not an instance: call it with ``model_path=``).
+      the class (not an instance: call it with ``model_path=``). When it
+      is ``tf.lite.Interpreter``, its deprecation warning (TF 2.20+, at
+      every construction: `TF_INTERPRETER_WARNING`) is silenced for the
+      rest of the process (that warning only, by a ``warnings`` filter):
+      the choice is made here, and the docs say to install LiteRT.
 
     Raises:
       ValueError: another value; ``"tf"`` on a TensorFlow without
@@ -229,6 +239,8 @@ def interpreter_class(interpreter=None):
     if tf_class is None:
         raise ValueError("interpreter='tf': this TensorFlow has no "
                          "tf.lite.Interpreter; use interpreter='litert'")
+    warnings.filterwarnings("ignore", message=TF_INTERPRETER_WARNING,
+                            category=UserWarning)
     return tf_class
 
 
