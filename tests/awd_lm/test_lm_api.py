@@ -126,6 +126,25 @@ def test_whole_file_evaluation_equals_the_training_loop(models):
         pytest.approx(quant_ppl, rel=1e-5)
 
 
+class _NoBackend(object):
+    kind, batch_limit = "none", None
+
+
+@pytest.mark.parametrize("params,batch_size,message", [
+    ({"eval_batch_size": 3}, 0, "batch_size must be a positive int, got 0"),
+    ({"eval_batch_size": 3}, -2, "batch_size must be a positive int"),
+    ({}, None, "batch_size: the model's params name no eval_batch_size"),
+])
+def test_evaluate_refuses_rows_it_would_replace(params, batch_size,
+                                                message):
+    # batch_size=0 fell back to eval_batch_size, and params without it
+    # to 1 row, silently. (Refused before the model is used.)
+    model = LanguageModel({"params": params, "words": [data.EOS, "a"]},
+                          _NoBackend())
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        model.evaluate(np.array([0, 1, 1, 0]), batch_size=batch_size)
+
+
 def test_tf_and_float_tflite_give_the_same_scores(models):
     text = _test_text(models)
     for per_line in (False, True):
