@@ -157,3 +157,17 @@ def test_train_refuses_an_out_under_a_file_before_reading_the_corpus(
     line = _one_line(capsys, lambda: train.main(["--out", out]))
     assert line == "error: --out %s: %s is a file, not a directory" % (
         out, config)
+
+
+def test_info_names_a_bad_config_in_a_run_directory(model_dir, capsys):
+    # A run's --out listed through the one config reader: a model
+    # directory whose config.json is not JSON is named (it was a bare
+    # "Expecting value: line 1 column 1 (char 0)").
+    from tf1_awd_sparse.awd_lm.programs import info
+    broken = os.path.join(os.path.dirname(model_dir), "broken")
+    os.mkdir(broken)
+    with open(os.path.join(broken, "config.json"), "w") as handle:
+        handle.write("{")
+    line = _one_line(capsys, lambda: info.main([os.path.dirname(model_dir)]))
+    assert line.startswith("error: %s: not JSON" % os.path.join(
+        broken, "config.json")), line
