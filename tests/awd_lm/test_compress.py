@@ -562,6 +562,43 @@ def test_a_reference_that_validates_worse_is_the_float_model():
         "/ref: the float model fine-tuned for the same budget")
 
 
+def test_the_pipelines_reference_row_is_the_better_validated_model(
+        reference):
+    """The pipeline's own reference row against the two runs' summaries,
+    read here: the fine-tuned float model where its validation beat the
+    float model's, else the float model's figures; reference_is and the
+    table's footnote say which. (With best_reference's arguments swapped
+    in run_pipeline every figure stays, but not these.)"""
+    out, result = reference
+    runs = {}
+    for name, path in (("float", ("float",)),
+                       ("tuned", ("compress", "reference"))):
+        with open(os.path.join(out, *(path + ("summary.json",)))) as f:
+            runs[name] = json.load(f)
+    float_valid = runs["float"]["best_valid_ppl"]
+    tuned_valid = runs["tuned"]["best_valid_ppl"]
+    float_row, row = result["stages"][:2]
+    assert row["stage"] == "reference"
+    assert float_row["valid_ppl"] == pytest.approx(float_valid)
+    if tuned_valid < float_valid:
+        assert row["reference_is"] == "fine-tuned"
+        assert (row["valid_ppl"], row["test_ppl"]) == pytest.approx(
+            (tuned_valid, runs["tuned"]["test_ppl"]))
+        footnote = ("/ref: the float model fine-tuned for the same budget, "
+                    "averaging from its first step (validation %.2f)"
+                    % tuned_valid)
+    else:
+        assert row["reference_is"] == "float"
+        assert (row["valid_ppl"], row["test_ppl"]) == (
+            float_row["valid_ppl"], float_row["test_ppl"])
+        assert row["finetuned_valid_ppl"] == pytest.approx(tuned_valid)
+        footnote = ("* /ref is the float model itself: its fine-tuning for "
+                    "the same budget validated worse (%.2f against %.2f)"
+                    % (tuned_valid, float_valid))
+    assert [line for line in result["table"] if "/ref" in line
+            and not line.startswith("stage")] == [footnote]
+
+
 def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
     # Three 5-weight matrices with 2 zeros each at target 0.5: the exact
     # per-matrix cut makes round(2.5) = 2 zeros per matrix (6 in all), the

@@ -126,6 +126,25 @@ def test_whole_file_evaluation_equals_the_training_loop(models):
         pytest.approx(quant_ppl, rel=1e-5)
 
 
+class _NoBackend(object):
+    kind, batch_limit = "none", None
+
+
+@pytest.mark.parametrize("params,batch_size,message", [
+    ({"eval_batch_size": 3}, 0, "batch_size must be a positive int, got 0"),
+    ({"eval_batch_size": 3}, -2, "batch_size must be a positive int"),
+    ({}, None, "batch_size: the model's params name no eval_batch_size"),
+])
+def test_evaluate_refuses_rows_it_would_replace(params, batch_size,
+                                                message):
+    # batch_size=0 fell back to eval_batch_size, and params without it
+    # to 1 row, silently. (Refused before the model is used.)
+    model = LanguageModel({"params": params, "words": [data.EOS, "a"]},
+                          _NoBackend())
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        model.evaluate(np.array([0, 1, 1, 0]), batch_size=batch_size)
+
+
 def test_tf_and_float_tflite_give_the_same_scores(models):
     text = _test_text(models)
     for per_line in (False, True):
@@ -199,14 +218,57 @@ def test_batch_one_equals_batch_k_and_token_by_token(models, key):
     np.testing.assert_allclose(streamed, batched, rtol=1e-5, atol=1e-6)
 
 
-def test_greedy_text_is_the_same_from_tf_and_tflite(models):
-    for tf_key, lite_key in (("float_dir", "float_tflite"),
-                             ("quant_dir", "uint8_tflite")):
-        texts = [models["load"](k).generate("the", 15, temperature=0)
-                 for k in (tf_key, lite_key)]
-        assert texts[0] == texts[1]
-        assert models["load"](lite_key).generate(
-            "the", 15, top_k=1, seed=5) == texts[1]
+def _greedy_path(first, second, prompt, num_words):
+    """``first``'s greedy words after ``prompt`` and, at each step, the
+    margin of its two most likely words and the largest difference of
+    the two models' log-probabilities (both read ``first``'s words)."""
+    ids = np.asarray([[first.eos] + first.encode(prompt.split())])
+    (a, state_a), (b, state_b) = first.step(ids, None), second.step(ids, None)
+    words, margins, differences = [], [], []
+    for _ in range(num_words):
+        top_two = np.sort(a[0, -1])[-2:]
+        margins.append(top_two[1] - top_two[0])
+        differences.append(np.abs(a[0, -1] - b[0, -1]).max())
+        words.append(int(np.argmax(a[0, -1])))
+        a, state_a = first.step(np.asarray([[words[-1]]]), state_a)
+        b, state_b = second.step(np.asarray([[words[-1]]]), state_b)
+    return words, margins, differences
+
+
+#: How far the float file's log-probabilities may be from the TF graph's
+#: (float32 rounding: measured at most 1.0e-6 nats on this model).
+FLOAT_LOG_PROB_ATOL = 1e-4
+
+
+@pytest.mark.parametrize("tf_key,lite_key,bound", [
+    ("float_dir", "float_tflite", FLOAT_LOG_PROB_ATOL),
+    ("quant_dir", "uint8_tflite", UINT8_TOKEN_ATOL)])
+def test_greedy_text_agrees_while_the_top_two_words_are_apart(
+        models, tf_key, lite_key, bound):
+    """Greedy generation from a TF checkpoint and from its file gives the
+    same words as long as the checkpoint's most likely word leads the
+    next by more than twice what a log-probability may move between them
+    (``bound``: then neither can overtake the other), not always: the
+    uint8 file's logits are 8 bits, and where two words are closer than
+    about a grid step the file may pick the other and go on differently
+    (issue 42: the demo's QAT directory and uint8 file parted after about
+    ten words; docs/awd_lm.md). This tiny model's margins stay wide (at
+    least 0.17 nats against 2 x 0.075; its uint8 log-probabilities on
+    these paths measured equal to its QAT graph's), so here the texts
+    agree throughout."""
+    first, second = models["load"](tf_key), models["load"](lite_key)
+    for prompt in ("the", "a big", ""):
+        words, margins, differences = _greedy_path(first, second, prompt,
+                                                   15)
+        assert max(differences) <= bound, (prompt, max(differences))
+        apart = next((i for i, m in enumerate(margins) if m <= 2 * bound),
+                     len(margins))
+        texts = [model.generate(prompt, 15, temperature=0)
+                 for model in (first, second)]
+        assert texts[0] == first.decode(words)
+        assert texts[1].startswith(first.decode(words[:apart])), (
+            prompt, apart, texts)
+        assert second.generate(prompt, 15, top_k=1, seed=5) == texts[1]
 
 
 def test_same_seed_same_text(models):

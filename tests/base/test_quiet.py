@@ -77,14 +77,22 @@ def test_the_log_level_is_tensorflows_rule():
 
 
 def test_a_program_prints_only_its_own_lines(tmp_path):
-    """The real import in a fresh process: nothing but the program's own
-    output on stdout and stderr, on every supported version."""
+    """The real import in a fresh process, and a real conversion (TF 2.15
+    wrote its summary of the non-converted ops there; 1.x and 2.21 write
+    none): nothing but the program's own output on stdout and stderr, on
+    every supported version."""
     program = ("import tf1_awd_sparse.base._quiet\n"
                "import sys\n"
+               "import numpy as np\n"
                "import tensorflow.compat.v1 as tf\n"
+               "from tf1_awd_sparse.export import graphdef\n"
                "tf.disable_v2_behavior()\n"
+               "x = tf.placeholder(tf.float32, [1, 4], 'x')\n"
+               "w = tf.constant(np.ones([4, 3], np.float32))\n"
+               "y = tf.identity(tf.matmul(x, w) + [1., 2., 3.], 'y')\n"
                "with tf.Session() as sess:\n"
                "    print(sess.run(tf.constant(2) * 3))\n"
+               "    print(len(graphdef.convert(sess, [x], [y], None)) > 0)\n"
                "sys.stderr.write('own line\\n')\n")
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
@@ -94,7 +102,7 @@ def test_a_program_prints_only_its_own_lines(tmp_path):
                           universal_newlines=True, env=env, timeout=120,
                           cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "6\n"
+    assert proc.stdout == "6\nTrue\n"
     assert proc.stderr == "own line\n"
 
 
@@ -111,3 +119,27 @@ def test_v1_deprecation_notices_are_silenced_other_warnings_not():
                       "unknown shape.", UserWarning)
     assert [str(w.message) for w in caught] == [
         "Converting sparse IndexedSlices to a dense Tensor of unknown shape."]
+
+
+#: What TF 2.15.1's converter wrote at the conversion of a uint8 language
+#: model (an `awd-lm export`): about 20 lines per conversion.
+SUMMARY = [
+    "Summary on the non-converted ops:",
+    "---------------------------------",
+    " * Accepted dialects: tfl, builtin, func",
+    " * Non-Converted Ops: 13, Total Ops 324, % non-converted = 4.01 %",
+    " * 13 ARITH ops", "",
+    "- arith.constant:   13 occurrences  (i32: 13)", "", "", "",
+    "  (uq_8: 20)", "  (uq_8: 21)", "  (uq_8: 3, uq_32: 21)", "  (f32: 40)",
+]
+
+
+def test_the_converter_summary_goes_other_lines_stay(capfd):
+    from tf1_awd_sparse.base import _stderr
+    text = "\n".join(REAL[:1] + SUMMARY + REAL[1:] + SUMMARY) + "\n"
+    assert _stderr.drop_converter_summary(text).splitlines() == REAL
+    # Around a conversion, at the file descriptor (where the converter's
+    # C++ writes): this process imported _quiet (conftest.py).
+    with _stderr.converter_output():
+        os.write(2, text.encode())
+    assert capfd.readouterr().err.splitlines() == REAL

@@ -33,6 +33,7 @@ PROGRAM = os.path.join(ROOT, "tests", "support", "eager_cases.py")
 CASES = [
     "same_as_lstmcell_kr1", "same_as_lstmcell_eval", "layer_same_as_lstmcell",
     "dropconnect_mask_statistics", "one_run_block_is_one_run",
+    "nested_one_run_blocks_are_the_outermost",
     "held_mask_resampled_by_its_update",
     "gradients_reach_the_kernel", "trains_with_a_tf_train_optimizer",
     "checkpoints_move_between_graph_and_eager",

@@ -215,6 +215,28 @@ def one_run_block_is_one_run():
 
 
 @case
+def nested_one_run_blocks_are_the_outermost():
+    """Eagerly, WeightDropLSTM's call opens a one_run block of its own;
+    inside an outer block the outermost is the run (docs/cells.md): two
+    calls of the layer and a step of its cell share one dropped kernel,
+    and a call after the block draws another."""
+    tf.set_random_seed(42)
+    layer = WeightDropLSTM(UNITS, weight_drop_kr=0.5, name="nested")
+    inputs = _inputs()
+    kernels = []
+    with one_run():
+        for _ in range(2):
+            layer(inputs)
+            kernels.append(layer.cell.effective_kernel.numpy())
+        layer.cell(inputs[:, 0], layer.cell.zero_state(BATCH, tf.float32))
+        kernels.append(layer.cell.effective_kernel.numpy())
+    assert all((k == kernels[0]).all() for k in kernels), \
+        "two runs inside one outer one_run block"
+    layer(inputs)
+    assert (layer.cell.effective_kernel.numpy() != kernels[0]).any()
+
+
+@case
 def held_mask_resampled_by_its_update():
     """use_vd=True eagerly: the mask stays until the update op (a callable
     eagerly) is called; VariationalDropout's the same."""

@@ -2,7 +2,7 @@
 command (`programs.main`)."""
 import sys
 
-import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
+# TensorFlow is quieted by main, for the subcommands that import it.
 from tf1_awd_sparse.awd_lm.programs.main import main
 
 if __name__ == "__main__":

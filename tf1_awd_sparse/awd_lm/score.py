@@ -75,8 +75,7 @@ def parse_args(argv):
                          given))
     args.cache = None
     if given:
-        # Here, not at the top: it loads TensorFlow (base.checks), which
-        # --help and a bad flag do not need.
+        # Here, not at the top: --help and a bad flag need none of it.
         from tf1_awd_sparse.awd_lm.graph import cache
         try:
             args.cache = cache.check_config(
@@ -108,7 +107,7 @@ def _as_training(model, lines, cache=None):
     them over the lines' words (an ``<eos>`` after each line)."""
     import collections
     oov = collections.Counter()
-    # Here: it loads TensorFlow (base.checks); --help does not need it.
+    # Here: --help does not need it.
     from tf1_awd_sparse.awd_lm.corpus import data
     words = [w for line in lines if line.split()
              for w in line.split() + [data.EOS]]

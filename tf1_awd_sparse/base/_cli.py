@@ -5,13 +5,29 @@ argparse's own ``error`` prints the whole usage first (several lines); this
 parser prints only ``error: <what>``. Flag values are checked after parsing
 with the library's argument checks (`tf1_awd_sparse.base.checks`, or the
 language model's parameter table), each given the flag's name.
+
+An ``OSError`` handed to `fail` (a path that cannot be read or written,
+wherever the program met it) becomes one line naming the flag whose path
+it concerns: ``error: --out /proc/x.tflite: cannot write: No such file or
+directory``. The parser remembers the paths it parsed for that.
+
+This module imports no TensorFlow (``awd-lm info`` runs without it).
 """
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import os
 import sys
 
-__all__ = ["ArgumentParser", "fail"]
+__all__ = ["ArgumentParser", "fail", "os_error_line", "requirement_line",
+           "WRITTEN"]
+
+#: The destinations of the flags the programs write to (an ``OSError`` on
+#: their paths "cannot write"; on any other flag's, "cannot read").
+WRITTEN = ("out", "compress_out", "model_dir")
+
+# (flag, path, written) of the last command line parsed (`ArgumentParser`).
+_PATHS = []
 
 
 def fail(message, status=2):
@@ -22,9 +38,78 @@ def fail(message, status=2):
     Raises:
       SystemExit: always, with code ``status``.
     """
+    if isinstance(message, OSError):
+        message = os_error_line(message)
     lines = str(message).strip().splitlines() or [""]
     print("error: %s" % lines[0], file=sys.stderr)
     raise SystemExit(status)
+
+
+def _within(path, folder):
+    """Whether ``path`` is ``folder`` or lies inside it (absolute paths)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _flag_of(filename):
+    """(flag, path, written) of the parsed path that ``filename`` is, lies
+    in (the deepest such), or, for a path written, contains (a folder
+    above it that could not be made); None when none does."""
+    target = os.path.abspath(filename)
+    inside = [(len(os.path.abspath(p)), (f, p, w)) for f, p, w in _PATHS
+              if _within(target, os.path.abspath(p))]
+    if inside:
+        return max(inside, key=lambda found: found[0])[1]
+    for flag, path, written in _PATHS:
+        if written and _within(os.path.abspath(path), target):
+            return flag, path, written
+    return None
+
+
+def os_error_line(error):
+    """One line for an ``OSError``: the flag and path it concerns, what
+    could not be done, and why.
+
+    Args:
+      error: the ``OSError`` (its ``filename`` names the path, where the
+        call that raised it knew one).
+
+    Returns:
+      e.g. ``--out /proc/x.tflite: cannot write: No such file or
+      directory``; ``--model runs/m: cannot read runs/m/vocab.txt:
+      Permission denied`` for a file inside a flag's folder; ``FILE: why``
+      for a path no flag gave; ``why`` without a path.
+    """
+    why = error.strerror or str(error)
+    filename = error.filename
+    if not isinstance(filename, str):
+        return why
+    found = _flag_of(filename)
+    if found is None:
+        return "%s: %s" % (filename, why)
+    flag, path, written = found
+    other = ("" if os.path.abspath(filename) == os.path.abspath(path)
+             else " " + filename)
+    return "%s%s: cannot %s%s: %s" % ("" if flag is None else flag + " ",
+                                      path, "write" if written else "read",
+                                      other, why)
+
+
+def requirement_line(error, program):
+    """The one line for an ``ImportError`` of what every program needs:
+    TensorFlow itself, or the library's own refusal of this TensorFlow
+    (`tf1_awd_sparse.base.compat`, which names the fix); None for any
+    other ``ImportError`` (a bug, shown with its traceback).
+
+    Args:
+      error: the ``ImportError``.
+      program: the program's name (e.g. ``awd-lm score``).
+    """
+    name = getattr(error, "name", None)
+    if name == "tensorflow":
+        return "%s needs TensorFlow: %s" % (program, error)
+    if name == "tf1_awd_sparse.base.compat":
+        return str(error)
+    return None
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -37,6 +122,23 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message):
         """Ends the program with ``error: <message>``, exit status 2."""
         fail(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's, remembering the paths given (every str value of a
+        flag or argument without fixed choices) for `os_error_line`."""
+        parsed, rest = super(ArgumentParser, self).parse_known_args(
+            args, namespace)
+        del _PATHS[:]
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if action.choices is not None or action.dest == "help":
+                continue
+            values = value if isinstance(value, list) else [value]
+            flag = (action.option_strings[0] if action.option_strings
+                    else None)   # a positional: the path alone names it
+            _PATHS.extend((flag, v, action.dest in WRITTEN)
+                          for v in values if isinstance(v, str))
+        return parsed, rest
 
     def format_help(self):
         """The help text, every flag with a default showing it as

@@ -28,17 +28,23 @@ What is silenced, on every supported version, and nothing else:
   UserWarnings "```tf.nn.rnn_cell.LSTMCell`` is deprecated and will be
   removed in a future version...") and its Python log below ERROR.
 
+* The TFLite converter's "Summary on the non-converted ops" (TF 2.15's
+  MLIR converter writes it to stderr at every conversion, about 20 lines,
+  with no logger a log level could quiet): dropped from what each
+  conversion of the library writes (`base._stderr.converter_output`).
+
 Only what TensorFlow writes to stderr while it is imported (and, on 2.x,
-while it looks for devices, where cuInit runs) is filtered; every other
-line of that output is written out unchanged after the import, and
-nothing later is touched. ``TF1_AWD_QUIET=0`` in the environment turns the
-filter off (the log level default and the warning filters stay).
+while it looks for devices, where cuInit runs) and while the library
+converts a model is filtered (`base._stderr.filtered_fd2`); every other
+line of that output is written out unchanged at the end, and nothing
+else is touched. ``TF1_AWD_QUIET=0`` in the environment turns both
+filters off (the log level default and the warning filters stay).
 """
 import os
 import re
-import sys
-import tempfile
 import warnings
+
+from tf1_awd_sparse.base import _stderr
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 #: The Python warnings silenced: (category, regex the message starts with).
@@ -142,30 +148,12 @@ def _import_filtered():
     file descriptor 2 (unless ``TF1_AWD_QUIET=0``)."""
     if os.environ.get("TF1_AWD_QUIET") == "0":
         return _start_tensorflow(list_devices=False)
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no fd 2 to capture
+    with _stderr.filtered_fd2(filter_startup_output):
         return _start_tensorflow()
-    with tempfile.TemporaryFile() as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            return _start_tensorflow()
-        finally:
-            try:
-                sys.stderr.flush()
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-            capture.seek(0)
-            kept = filter_startup_output(
-                capture.read().decode("utf-8", "replace"))
-            if kept:
-                sys.stderr.write(kept)
-                sys.stderr.flush()
 
 
 tf = _import_filtered()
+_stderr.quiet_converter()
 from tensorflow.python.util import deprecation  # noqa: E402
 
 # tf.compat.v1.logging (in 1.13 too): on 1.15 the tf.logging name itself

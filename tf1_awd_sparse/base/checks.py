@@ -17,11 +17,12 @@ from __future__ import absolute_import, division, print_function
 
 import math
 import numbers
+import os
+import sys
+import tempfile
 
 import numpy as np
-from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base import names as _names
-from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
@@ -29,7 +30,28 @@ __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_int", "check_real", "check_number", "check_keep_prob",
            "check_num_bits", "check_interval", "check_graph", "check_bool",
            "check_choice", "check_tensor", "check_shape",
-           "check_float_dtype", "check_dim", "check_ids", "check_id_array"]
+           "check_float_dtype", "check_dim", "check_ids", "check_id_array",
+           "check_writable_dir"]
+
+
+def _tf():
+    """TensorFlow's v1 API (`compat.tf`), imported by the checks of
+    tensors, dtypes and graphs when they run, not with this module: the
+    scalar checks (a config's parameters, the corpus') need no TensorFlow,
+    so that reading a model directory's config.json (``awd-lm info``)
+    does not import it."""
+    from tf1_awd_sparse.base import compat
+    return compat.tf
+
+
+def _is_tensor(value):
+    """Whether ``value`` is a tensor or a variable (`compat.TENSOR_TYPES`);
+    False without importing TensorFlow when nothing has imported it (no
+    value can be one then)."""
+    if "tensorflow" not in sys.modules:
+        return False
+    from tf1_awd_sparse.base import compat
+    return isinstance(value, compat.TENSOR_TYPES)
 
 
 class TrainingFlagError(TypeError, ValueError, Error):
@@ -77,7 +99,8 @@ def check_training(training, arg_name="training"):
         return True
     if isinstance(training, (bool, np.bool_)):
         return bool(training)
-    if isinstance(training, TENSOR_TYPES):
+    if _is_tensor(training):
+        tf = _tf()
         if training.dtype.base_dtype != tf.bool:
             raise TrainingFlagError(
                 "%s must be a Python bool or a scalar tf.bool tensor, got a "
@@ -96,6 +119,7 @@ def check_training(training, arg_name="training"):
 def _scalar_at_run_time(flag, arg_name):
     """``flag`` (a bool tensor of unknown rank) through an assertion that it
     is a scalar when the graph runs."""
+    tf = _tf()
     with tf.name_scope("%s_is_scalar" % arg_name):
         check = tf.debugging.assert_rank(
             flag, 0, message="%s must be a scalar bool (shape []), fed a "
@@ -265,7 +289,9 @@ def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
         a tensor of known rank other than 0.
       TypeError: a tensor that is not of a float dtype.
     """
-    if allow_tensor and isinstance(keep_prob, TENSOR_TYPES):
+    if allow_tensor and _is_tensor(keep_prob):
+        from tf1_awd_sparse.base import control_flow
+        tf = _tf()
         if getattr(keep_prob, _CHECKED_KEEP_PROB, False):
             return keep_prob
         keep_prob = check_tensor(keep_prob, arg_name, kind="float", rank=0)
@@ -300,7 +326,7 @@ _CHECKED_KEEP_PROB = "_tf1_awd_checked_keep_prob"
 
 _KINDS = {"float": ("a float", lambda d: d.is_floating),
           "int": ("an int32 or int64",
-                  lambda d: d in (tf.int32, tf.int64))}
+                  lambda d: d in (_tf().int32, _tf().int64))}
 
 
 def check_tensor(value, arg_name, kind=None, dtype=None, dtype_of=None,
@@ -329,6 +355,7 @@ def check_tensor(value, arg_name, kind=None, dtype=None, dtype_of=None,
         tensor, or a dtype of the wrong kind or other than ``dtype``.
       ValueError: a wrong (or, with ``min_rank``, unknown) rank.
     """
+    tf = _tf()
     try:
         tensor = tf.convert_to_tensor(value)
     except (TypeError, ValueError) as error:
@@ -363,7 +390,7 @@ def check_shape(shape, arg_name="shape"):
       ValueError: anything else (a string, -1, 2.5, None entries...).
     """
     try:
-        dims = tf.TensorShape(shape)
+        dims = _tf().TensorShape(shape)
     except (TypeError, ValueError) as error:
         raise ValueError("%s must be a fully defined shape (a list of ints "
                          ">= 0), got %r (%s)" % (arg_name, shape, error))
@@ -384,7 +411,7 @@ def check_float_dtype(dtype, arg_name="dtype"):
         float one.
     """
     try:
-        dtype = tf.as_dtype(dtype)
+        dtype = _tf().as_dtype(dtype)
     except TypeError:
         raise DtypeError("%s must be a float dtype, got %r" % (arg_name,
                                                                 dtype))
@@ -443,6 +470,8 @@ def check_ids(ids, vocab_size, arg_name="ids"):
       TypeError: ids that are not int32 / int64.
     """
     ids = check_tensor(ids, arg_name, kind="int")
+    from tf1_awd_sparse.base import control_flow
+    tf = _tf()
     vocab = tf.cast(vocab_size, ids.dtype)
     if control_flow.in_xla_context():
         return tf.clip_by_value(ids, tf.zeros([], ids.dtype), vocab - 1)
@@ -524,6 +553,7 @@ def check_interval(low, high, low_name, high_name, dtype=None):
     """
     low = check_real(low, low_name)
     high = check_real(high, high_name)
+    tf = _tf() if dtype else None
     cast = tf.as_dtype(dtype).as_numpy_dtype if dtype else float
     if not cast(low) < cast(high):
         raise ValueError("%s must be < %s%s, got %r and %r"
@@ -542,6 +572,7 @@ def check_graph(graph, arg_name="graph"):
     Raises:
       ValueError: anything but None or a ``tf.Graph``.
     """
+    tf = _tf()
     if graph is None:
         return tf.get_default_graph()
     if not isinstance(graph, tf.Graph):
@@ -579,6 +610,41 @@ def check_choice(value, choices, arg_name):
                          % (arg_name, ", ".join(repr(c) for c in choices),
                             value))
     return value
+
+
+def check_writable_dir(path, what):
+    """Refuses, before any work, a directory that cannot be made or
+    written: a file where it or a folder above it would be, or a nearest
+    existing folder that refuses a new file (a read-only or virtual file
+    system: ``/proc`` refuses one even to root, whom ``os.access`` allows
+    everything). Nothing is left behind: the folder is not made, the
+    probe file is deleted.
+
+    Args:
+      path: the directory (need not exist).
+      what: how the caller names it in the message (e.g. ``--out
+        runs/x``).
+
+    Returns:
+      ``path``.
+
+    Raises:
+      ValueError: naming ``what``, the file in the way or why a file
+        cannot be written (e.g. ``--out /proc/x: cannot write: No such
+        file or directory``).
+    """
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError("%s: %s is a file, not a directory"
+                         % (what, existing))
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise ValueError("%s: cannot write: %s" % (what, e.strerror or e))
+    return path
 
 
 def __getattr__(name):

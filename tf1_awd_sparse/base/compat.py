@@ -13,13 +13,15 @@ reaches ``tf.contrib`` on import or on a path that 2.x lacks.
 
 Importing this module raises :class:`ImportError` at once, with one line
 saying what to install and set, when TensorFlow is too old, or when it is
-2.16+ with Keras 3 (whose ``tf.compat.v1.nn.rnn_cell`` has no cells).
+2.16+ with Keras 3 (whose ``tf.compat.v1.nn.rnn_cell`` has no cells); its
+``name`` is this module's (the command lines print the line alone).
 ``tests/base/test_compat.py`` runs on every supported version.
 """
 from __future__ import absolute_import, division, print_function
 
 import inspect
 import os
+import warnings
 
 import tensorflow as _tf
 from tf1_awd_sparse.base.errors import Error
@@ -31,7 +33,7 @@ __all__ = ["tf", "TF_VERSION", "IS_TF2", "nest", "get_static_value",
            "in_function_graph", "CONTROL_FLOW_GRAPHS",
            "GraphModeError", "do_not_convert",
            "estimator_available", "replica_values", "scale_replica_loss",
-           "INTERPRETERS", "interpreter_class"]
+           "INTERPRETERS", "interpreter_class", "TF_INTERPRETER_WARNING"]
 
 
 def _parse_version(text):
@@ -51,7 +53,7 @@ if TF_VERSION < (1, 13):
     raise ImportError(
         "tf1_awd_sparse needs TensorFlow 1.13 - 1.15 or 2.15 - 2.21, not %s: "
         "pip install tensorflow==1.13.1 (CPython 3.7) or tensorflow-cpu==2.15.1"
-        % _tf.__version__)
+        % _tf.__version__, name=__name__)
 
 
 def _keras_3_message():
@@ -81,7 +83,7 @@ if IS_TF2:
         # Resolving the v1 cell base class is what fails under Keras 3.
         _RNN_CELL = tf.nn.rnn_cell.RNNCell
     except Exception:  # pylint: disable=broad-except
-        raise ImportError(_keras_3_message()) from None
+        raise ImportError(_keras_3_message(), name=__name__) from None
 else:
     tf = _tf
 
@@ -175,6 +177,11 @@ def scale_replica_loss(loss):
 #: The interpreters a ``.tflite`` file can be run with (`interpreter_class`).
 INTERPRETERS = ("auto", "tf", "litert")
 
+#: The start of the warning ``tf.lite.Interpreter`` gives at every
+#: construction from TF 2.20 on (five lines: deprecated, use LiteRT's),
+#: which `interpreter_class` silences when it hands out that class.
+TF_INTERPRETER_WARNING = r"\s*Warning: tf\.lite\.Interpreter is deprecated"
+
 
 def _litert_interpreter():
     """LiteRT's ``Interpreter`` class, or None where ``ai-edge-litert`` is
@@ -200,7 +207,11 @@ def interpreter_class(interpreter=None):
         as it is).
 
     Returns:
-      the class (not an instance: call it with ``model_path=``).
+      the class (not an instance: call it with ``model_path=``). When it
+      is ``tf.lite.Interpreter``, its deprecation warning (TF 2.20+, at
+      every construction: `TF_INTERPRETER_WARNING`) is silenced for the
+      rest of the process (that warning only, by a ``warnings`` filter):
+      the choice is made here, and the docs say to install LiteRT.
 
     Raises:
       ValueError: another value; ``"tf"`` on a TensorFlow without
@@ -228,6 +239,8 @@ def interpreter_class(interpreter=None):
     if tf_class is None:
         raise ValueError("interpreter='tf': this TensorFlow has no "
                          "tf.lite.Interpreter; use interpreter='litert'")
+    warnings.filterwarnings("ignore", message=TF_INTERPRETER_WARNING,
+                            category=UserWarning)
     return tf_class
 
 

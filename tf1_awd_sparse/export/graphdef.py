@@ -22,6 +22,7 @@ import shutil
 import sys
 
 import numpy as np
+from tf1_awd_sparse.base import _stderr
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import check_interval, check_num_bits
@@ -343,5 +344,7 @@ def convert(session, input_tensors, output_tensors, quantized_input_stats):
         if quantized_input_stats is not None:
             converter.inference_type = tf.uint8
             converter.quantized_input_stats = quantized_input_stats
-        with _toco_on_path():
+        # The converter's summary of the ops it left (TF 2.15: about 20
+        # lines per conversion) dropped, where the program asked for quiet.
+        with _toco_on_path(), _stderr.converter_output():
             return converter.convert()

@@ -17,7 +17,7 @@ __all__ = ["DEFAULTS", "PRESETS", "MODEL_OVERRIDES", "QUANT_KEYS",
            "COMPRESS_KEYS", "split_quant", "params_for", "COMPRESS_TECHNIQUES",
            "CHECKS", "check_params", "REQUIRED_PARAMS", "check_model_params",
            "check_used", "unknown_key", "text_type", "parse_bool",
-           "parse_value", "label"]
+           "parse_value", "label", "SPARSITY_CHOICES"]
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
@@ -198,11 +198,15 @@ def _choice(choices):
     return lambda value, name: check_choice(value, choices, name)
 
 
+#: The cell's sparsity techniques (``transforms.kernel.SPARSITY_CHOICES``,
+#: which owns the list; tests/awd_lm/test_lm_command_errors.py checks they
+#: are the same), spelled here so that reading a config imports no
+#: TensorFlow.
+SPARSITY_CHOICES = (None, "variational_dropout", "l0")
+
+
 def _sparsity(value, name):
-    # The cell owns the list of techniques; imported here so that reading
-    # the presets does not build the cell module.
-    from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
-    return check_choice(value, weight_drop_lstm.SPARSITY_CHOICES, name)
+    return check_choice(value, SPARSITY_CHOICES, name)
 
 
 #: Compression techniques (--compress): sparse variational dropout, L0

@@ -489,7 +489,7 @@ class LanguageModel(object):
         Args:
           source: a PTB-layout file's path (e.g. a corpus' test.txt), or a
             1-D array of ids.
-          batch_size: rows (default ``params['eval_batch_size']``).
+          batch_size: rows, an int >= 1 (None: ``params['eval_batch_size']``).
           cache: None or a `CacheConfig`: the continuous cache pointer,
             one per row (`awd_lm.cache`).
 
@@ -497,9 +497,12 @@ class LanguageModel(object):
           dict with perplexity, xent (nats per token), tokens, oov.
 
         Raises:
-          ValueError: no such file, or bad ids; data.DataError: an
-            unreadable file or a stream too short for ``batch_size``.
+          ValueError: no such file, or bad ids; a ``batch_size`` that is not
+            a positive int, or None with params that name no
+            ``eval_batch_size``; data.DataError: an unreadable file or a
+            stream too short for ``batch_size``.
         """
+        rows = self._eval_rows(batch_size)
         oov = collections.Counter()
         if isinstance(source, str):
             if not os.path.isfile(source):
@@ -507,7 +510,6 @@ class LanguageModel(object):
             ids = self.encode(data.read_words(source), oov)
         else:
             ids = self._check_ids(source)[:, 0].tolist()
-        rows = batch_size or self.params.get("eval_batch_size", 1)
         stream = data.batchify(np.asarray(ids, np.int32), rows)
         if cache is not None:
             cache = pointer.check_config(cache)
@@ -521,6 +523,17 @@ class LanguageModel(object):
         xent = -float(picked.mean())
         return {"perplexity": float(np.exp(xent)), "xent": xent,
                 "tokens": int(picked.size), "oov": sum(oov.values())}
+
+    def _eval_rows(self, batch_size):
+        """`evaluate`'s rows: ``batch_size`` checked, or the model's
+        ``eval_batch_size`` (never a silent stand-in: 0 is refused, and
+        params without it name the argument to give)."""
+        if batch_size is None:
+            batch_size = self.params.get("eval_batch_size")
+            if batch_size is None:
+                raise ValueError("batch_size: the model's params name no "
+                                 "eval_batch_size; give batch_size")
+        return check_positive_int(batch_size, "batch_size")
 
     # -- generation -------------------------------------------------------
 

@@ -18,6 +18,7 @@ import os
 import sys
 
 from tf1_awd_sparse.base import _cli
+from tf1_awd_sparse.base.checks import check_writable_dir
 
 __all__ = ["FORMATS", "STORAGES", "parse_args", "check_out", "check_format",
            "main"]
@@ -72,19 +73,18 @@ def check_out(path, overwrite):
     """Creates ``path``'s folder or refuses it, before any work.
 
     Raises:
-      ValueError: the folder is not a directory or not writable, or the
-        file exists (without ``overwrite``) or is a directory; named --out.
+      ValueError: the folder is (or lies under) a file, or cannot be made
+        or written (`checks.check_writable_dir`: a new file is tried),
+        or the file exists (without ``overwrite``) or is a directory;
+        named --out.
     """
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise ValueError("--out %s: %s is not a directory" % (path, folder))
+    check_writable_dir(folder, "--out %s" % path)
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
         raise ValueError("--out %s: cannot create %s (%s)"
                          % (path, folder, e.strerror or e))
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError("--out %s: %s is not writable" % (path, folder))
     if os.path.isdir(path):
         raise ValueError("--out %s: is a directory" % path)
     if os.path.exists(path) and not overwrite:

@@ -8,7 +8,6 @@
 Exit status: 0; 2 (one line naming the path) when it is none of these.
 """
 import glob
-import json
 import os
 import sys
 
@@ -57,13 +56,17 @@ def model_lines(directory):
 
 
 def run_lines(directory, inside):
-    """One line per model directory of a run's --out."""
+    """One line per model directory of a run's --out.
+
+    Raises:
+      modeldir.ConfigError: a bad config.json (named), as `model_lines`.
+    """
     lines = ["%s: run directory, %d model directories" % (directory,
                                                           len(inside))]
     from tf1_awd_sparse.awd_lm.config import modeldir  # no TF for --help
     for path in inside:
-        with open(os.path.join(path, modeldir.CONFIG_FILE)) as handle:
-            produced = json.load(handle).get("produced_by", {})
+        produced = modeldir.read_config(os.path.join(
+            path, modeldir.CONFIG_FILE)).get("produced_by", {})
         lines.append("  %s: stage %s, valid_ppl %s, test_ppl %s" % (
             path, shown(produced.get("stage")),
             shown(produced.get("valid_ppl")),

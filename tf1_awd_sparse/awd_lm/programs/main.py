@@ -13,12 +13,16 @@ command (also ``python -m tf1_awd_sparse.awd_lm``).
 
 ``awd-lm SUBCOMMAND --help`` shows each one's flags. Exit status: the
 subcommand's (0 done, 2 bad input with one line naming the flag or file,
-1 a diverged training run).
+1 a diverged training run). A path that cannot be read or written, and a
+TensorFlow that is missing or that the library refuses, end any of them
+with one line and status 2, never a traceback.
 """
 import importlib
 import sys
 
-__all__ = ["PROGRAMS", "main"]
+from tf1_awd_sparse.base import _cli
+
+__all__ = ["PROGRAMS", "WITHOUT_TENSORFLOW", "main"]
 
 # The one table of subcommands: the module (imported only when chosen, so
 # --help and info stay fast) whose main(argv) runs it.
@@ -33,6 +37,10 @@ PROGRAMS = {
     "monitored": "tf1_awd_sparse.awd_lm.monitored",
     "estimator": "tf1_awd_sparse.awd_lm.estimator",
 }
+
+#: The subcommands that never import TensorFlow (info reads JSON files):
+#: TensorFlow's quieting (`base._quiet`, which imports it) is skipped.
+WITHOUT_TENSORFLOW = ("info",)
 
 
 def main(argv=None):
@@ -54,7 +62,16 @@ def main(argv=None):
         print("error: unknown subcommand %r; one of: %s"
               % (name, ", ".join(sorted(PROGRAMS))), file=sys.stderr)
         return 2
-    import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
     sys.argv[0] = "awd-lm " + name   # the programs' usage line
-    status = importlib.import_module(PROGRAMS[name]).main(rest)
+    try:
+        if name not in WITHOUT_TENSORFLOW:
+            import tf1_awd_sparse.base._quiet  # noqa: F401  (before TF)
+        status = importlib.import_module(PROGRAMS[name]).main(rest)
+    except OSError as e:   # a path no program's own checks caught
+        _cli.fail(e)
+    except ImportError as e:
+        line = _cli.requirement_line(e, sys.argv[0])
+        if line is None:
+            raise
+        _cli.fail(line)
     return 0 if status is None else status

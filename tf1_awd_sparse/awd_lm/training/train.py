@@ -30,7 +30,8 @@ from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
-from tf1_awd_sparse.base.checks import check_nonnegative_int
+from tf1_awd_sparse.base.checks import (check_nonnegative_int,
+                                        check_writable_dir)
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.graph import distill, model, ntasgd
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
@@ -398,16 +399,23 @@ def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
     check behind `run` and the command line's ``--resume`` / ``--overwrite``.
 
     Args:
-      run_dir: the directory (need not exist).
-      resume, overwrite: bools; with either the directory is accepted.
+      run_dir: the directory (need not exist; it must be one that can be
+        made and written, `checks.check_writable_dir`).
+      resume, overwrite: bools; with either a directory holding a run is
+        accepted.
       names: the files and folders in run_dir that mark a run.
       ways: how the caller spells (resume, overwrite) in the message.
       label: how the caller names run_dir in the message (e.g. ``--out``).
 
     Raises:
       RunDirError: both resume and overwrite, or a file of ``names`` in
-        run_dir without either.
+        run_dir without either; a run_dir that is (or lies under) a file,
+        or where no file can be written.
     """
+    try:
+        check_writable_dir(run_dir, "%s %s" % (label, run_dir))
+    except ValueError as e:
+        raise RunDirError(str(e))
     if resume and overwrite:
         raise RunDirError("%s continues the run in %s %s, %s replaces it: "
                           "give one" % (ways[0], label, run_dir, ways[1]))
