@@ -77,6 +77,11 @@ PYTEST_ARGS ?=
 # SLOW=1, on the other versions (docs/testing.md names each and says why
 # the other versions can do without it).
 NOT_SLOW    = $(if $(SLOW),,-m 'not slow')
+# The tests marked per_python depend on the CPython and the package, not on
+# the TensorFlow version (the installed wheel): they run in the suite of
+# each Python's reference TensorFlow, `make test` (3.7) and `make test-tf2`
+# (3.11), and with SLOW=1 on the other two as well.
+NOT_SLOW_NOR_PER_PYTHON = $(if $(SLOW),,-m 'not slow and not per_python')
 
 # TF1_AWD_CONSTRAINTS: tests/base/test_environment.py checks the installed
 # versions against the environment's pins.
@@ -98,13 +103,13 @@ test: env
 	$(call pytest,$(PY),TF1_AWD_CONSTRAINTS=$(PINS))
 
 test-tf115: env-tf115
-	$(call pytest,$(PY115),TF1_AWD_CONSTRAINTS=$(PINS115),$(NOT_SLOW))
+	$(call pytest,$(PY115),TF1_AWD_CONSTRAINTS=$(PINS115),$(NOT_SLOW_NOR_PER_PYTHON))
 
 test-tf2: env-tf2
 	$(call pytest,$(PY2),TF1_AWD_CONSTRAINTS=$(PINS2),$(NOT_SLOW))
 
 test-tf2-latest: env-tf2-latest
-	$(call pytest,$(PY2L),$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L),$(NOT_SLOW))
+	$(call pytest,$(PY2L),$(LEGACY_KERAS) TF1_AWD_CONSTRAINTS=$(PINS2L),$(NOT_SLOW_NOR_PER_PYTHON))
 
 test-all: test test-tf115 test-tf2 test-tf2-latest
 

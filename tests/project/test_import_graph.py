@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from support import ROOT
 PACKAGES = ("sparse_layers", "tf1_awd_sparse")
 TOP_MODULES = ("weight_drop_lstm", "variational_dropout")
@@ -128,6 +130,7 @@ def upward_edges(edges):
     return out
 
 
+@pytest.mark.per_python
 def test_imports_only_go_down_the_floors():
     edges = import_edges()
     floors = {floor_of(m) for m in edges}
@@ -135,6 +138,7 @@ def test_imports_only_go_down_the_floors():
     assert upward_edges(edges) == []
 
 
+@pytest.mark.per_python
 def test_the_floor_check_finds_a_climb_and_a_facade():
     edges = {"tf1_awd_sparse.ops.a": {"tf1_awd_sparse.layers.b"},
              "tf1_awd_sparse.layers.b": {"tf1_awd_sparse.ops.a",
@@ -181,6 +185,7 @@ def awd_lm_upward_edges(edges):
     return out
 
 
+@pytest.mark.per_python
 def test_awd_lm_imports_only_go_down_its_floors():
     edges = import_edges()
     floors = {awd_lm_floor_of(m) for m in edges}
@@ -188,6 +193,7 @@ def test_awd_lm_imports_only_go_down_its_floors():
     assert awd_lm_upward_edges(edges) == []
 
 
+@pytest.mark.per_python
 def test_the_distributed_programs_share_a_command_line_not_each_other():
     """estimator and monitored both use distributed.cli; neither imports the
     other (a TF 2.16+ run of monitored must not depend on the estimator
@@ -200,6 +206,7 @@ def test_the_distributed_programs_share_a_command_line_not_each_other():
     assert shared in edges[monitored] and shared in edges[estimator]
 
 
+@pytest.mark.per_python
 def test_the_awd_lm_floor_check_finds_a_climb():
     lm = AWD_LM + ".inference.lm"
     edges = {AWD_LM + ".corpus.data": {AWD_LM + ".graph.model"},
@@ -213,12 +220,14 @@ def test_the_awd_lm_floor_check_finds_a_climb():
         (lm, AWD_LM + ".score")]
 
 
+@pytest.mark.per_python
 def test_no_import_circle():
     edges = import_edges()
     assert len(edges) > 40   # the walk found the library
     assert _circles(edges) == []
 
 
+@pytest.mark.per_python
 def test_the_circle_check_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
         ["a", "b", "c"]]

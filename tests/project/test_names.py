@@ -66,6 +66,7 @@ def old_names_used(source):
     return sorted(u for u in used if u in old)
 
 
+@pytest.mark.per_python
 def test_the_checker_finds_old_names():
     some_module, some_attr = sorted(names.REMOVED_ATTRIBUTES)[0]
     source = ("import tf1_awd_sparse.mask_placement\n"
@@ -81,6 +82,7 @@ def test_the_checker_finds_old_names():
                           "mask_placement.mask_variables()\n") == []
 
 
+@pytest.mark.per_python
 def test_the_project_imports_no_old_name():
     found = {}
     for path in _python_files():
@@ -91,6 +93,7 @@ def test_the_project_imports_no_old_name():
     assert found == {}
 
 
+@pytest.mark.per_python
 def test_the_docs_name_no_old_name():
     pattern = re.compile(r"\b(%s)\b(?!\.\w)" % "|".join(
         re.escape(n) for n in sorted(set(names.DEPRECATED_MODULES)
