@@ -384,8 +384,8 @@ def best_checkpoint(run_dir):
 
 class RunDirError(ValueError, Error):
     """A run directory that already holds a run, given without resume or
-    overwrite (or with both); the message names the file found and the
-    two ways on."""
+    overwrite (or with both); the message names the file found, resume
+    and a new directory (never the way that deletes the run)."""
 
 
 # The files that mark a directory as holding a training run.
@@ -409,16 +409,18 @@ def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
         run_dir without either.
     """
     if resume and overwrite:
-        raise RunDirError("%s continues the run in %s %s, %s replaces it: "
-                          "give one" % (ways[0], label, run_dir, ways[1]))
+        raise RunDirError("%s continues the run in %s %s: leave %s out, "
+                          "which would delete it" % (ways[0], label, run_dir,
+                                                     ways[1]))
     if resume or overwrite:
         return
     for name in names:
         path = os.path.join(run_dir, name)
         if os.path.exists(path):
-            raise RunDirError("%s %s holds a run (%s): continue it with %s "
-                              "or replace it with %s"
-                              % (label, run_dir, path, ways[0], ways[1]))
+            # Never the way that deletes it: the run may be a trained model.
+            raise RunDirError("%s %s holds a run (%s): continue it with %s, "
+                              "or give a new %s for a new run"
+                              % (label, run_dir, path, ways[0], label))
 
 
 def _readable(prefix, what):
@@ -542,9 +544,9 @@ class Trainer(object):
                          and k not in ("max_epochs", "quant_epochs"))
         if changed:
             raise ValueError("resume: %s was made with different parameters "
-                             "(%s): start it over (--overwrite; resume=False) "
-                             "or use another directory" % (self.run_dir,
-                                                ", ".join(changed)))
+                             "(%s): resume it with its own, or train these "
+                             "in a new directory; nothing was changed"
+                             % (self.run_dir, ", ".join(changed)))
         if old["max_epochs"] != self.params["max_epochs"]:
             old["max_epochs"] = self.params["max_epochs"]
             if state["done"] and stop_reason(state, self.params) is None:
