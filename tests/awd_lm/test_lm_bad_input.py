@@ -185,16 +185,17 @@ def test_truncated_checkpoint_then_resume(capsys, copied_run, damage):
 def test_resume_with_other_parameters_names_them_and_the_way_out(
         capsys, copied_run):
     """A run made by other parameters (or an older version's pipeline):
-    one line naming the parameters and a way on that keeps the run (never
-    --overwrite, which deletes it: issue 42); nothing lost."""
+    one line naming the flag, the run's value and a way on that keeps the
+    run (never --overwrite, which deletes it: issue 42); nothing lost."""
     data_dir, out = copied_run
     before = tree_bytes(out)
     capsys.readouterr()
     line = one_error_line(capsys, lambda: script.main(
         TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
                 "--max-epochs", "2", "--resume", "--lr", "3.5"]))
-    assert "made with different parameters (lr)" in line, line
-    assert "a new directory" in line and "--overwrite" not in line, line
+    assert ("--lr 3.5 contradicts the run in %s (made with --lr 5.0)"
+            % os.path.join(out, "plain")) in line, line
+    assert "a new --out" in line and "--overwrite" not in line, line
     assert tree_bytes(out) == before
 
 
@@ -368,7 +369,7 @@ def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
     # One layer without --hidden-size, and --hidden-size with two, parse.
     for argv in (["--num-layers", "1"], ["--hidden-size", "999"]):
         args = script.parse_args(argv)
-        params = presets.params_for(args.preset, "awd", {
+        params = presets.params_for(args.preset or "demo", "awd", {
             k: getattr(args, k) for k in presets.DEFAULTS})
         presets.check_used(params, {k for k in presets.DEFAULTS
                                     if getattr(args, k) is not None},

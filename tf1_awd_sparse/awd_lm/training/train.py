@@ -821,7 +821,7 @@ class Trainer(object):
 
 def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         threads=0, extra=None, init_from=None, on_record=None,
-        overwrite=False):
+        overwrite=False, produced=None):
     """Trains one model until the stopping rule, then scores its best checkpoint.
 
     Args:
@@ -848,6 +848,11 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       on_record: callable receiving every record ('start' / 'resume',
         'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
         default: ``records.TableLog(log)``, the training table.
+      produced: dict of more ``produced_by`` entries for config.json,
+        recording how the run was made: ``data_dir``, the corpus
+        directory's absolute path (None: the embedded corpus), is what
+        ``awd-lm compress`` and ``train --resume`` read back
+        (`awd_lm.config.runrecord`).
 
     run_dir also gets config.json and vocab.txt (`awd_lm.modeldir`) when
     the run starts and again, with its perplexities, when it ends, so that
@@ -885,11 +890,13 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         report(opening)
     # The run directory describes itself (config.json, vocab.txt) from the
     # start, so its best checkpoint opens while training goes on.
-    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab)
+    produced = dict(produced or {}, corpus=corpus.name)
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, **produced)
     while not trainer.finished():
         report(trainer.epoch())
     summary = trainer.finish(extra)
-    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary)
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary,
+                           **produced)
     report(dict(summary, event="end"))
     return summary
 
