@@ -15,8 +15,8 @@ with the TFLite interpreter; the demo ends with that table (also in
 compress/summary.json).  Outputs (checkpoints, TensorBoard events,
 summaries, valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder
 per model inside it, with the run's own output in train.log, and
-compress/).  Other arguments are passed to both runs (e.g. `--resume`, or
-`--overwrite` to start a finished demo over).
+compress/).  Other arguments are passed to both runs (e.g. `--resume`; a
+new demo goes to a new `--out DIR`, which keeps the trained one).
 The embedded corpus is written first as text in the PTB layout
 (``data/{train,valid,test}.txt``), to score or train on; the demo ends
 with a few sentences drawn from the uint8 TFLite model

@@ -185,15 +185,17 @@ def test_truncated_checkpoint_then_resume(capsys, copied_run, damage):
 def test_resume_with_other_parameters_names_them_and_the_way_out(
         capsys, copied_run):
     """A run made by other parameters (or an older version's pipeline):
-    one line naming the parameters and how to start over; nothing lost."""
+    one line naming the flag, the run's value and a way on that keeps the
+    run (never --overwrite, which deletes it: issue 42); nothing lost."""
     data_dir, out = copied_run
     before = tree_bytes(out)
     capsys.readouterr()
     line = one_error_line(capsys, lambda: script.main(
         TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
                 "--max-epochs", "2", "--resume", "--lr", "3.5"]))
-    assert "made with different parameters (lr)" in line, line
-    assert "--overwrite" in line, line
+    assert ("--lr 3.5 contradicts the run in %s (made with --lr 5.0)"
+            % os.path.join(out, "plain")) in line, line
+    assert "a new --out" in line and "--overwrite" not in line, line
     assert tree_bytes(out) == before
 
 
@@ -367,7 +369,7 @@ def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
     # One layer without --hidden-size, and --hidden-size with two, parse.
     for argv in (["--num-layers", "1"], ["--hidden-size", "999"]):
         args = script.parse_args(argv)
-        params = presets.params_for(args.preset, "awd", {
+        params = presets.params_for(args.preset or "demo", "awd", {
             k: getattr(args, k) for k in presets.DEFAULTS})
         presets.check_used(params, {k for k in presets.DEFAULTS
                                     if getattr(args, k) is not None},
@@ -470,7 +472,7 @@ def test_finished_out_is_not_overwritten(capsys, tmp_path, copied_run):
         TINY + ["--model", "plain", "--data-dir", data_dir, "--out", out,
                 "--max-epochs", "2"]))
     assert line == ("error: --out %s holds a run (%s): continue it with "
-                    "--resume or replace it with --overwrite"
+                    "--resume, or give a new --out for a new run"
                     % (out, os.path.join(out, "summary.json"))), line
     assert tree_bytes(out) == before
     # A partial run (a killed first run: only its run directory's files).
@@ -482,7 +484,7 @@ def test_finished_out_is_not_overwritten(capsys, tmp_path, copied_run):
     assert str(partial / "plain" / "last") in line, line
     line = one_error_line(capsys, lambda: script.main(
         ["--out", out, "--resume", "--overwrite"]))
-    assert "--resume" in line and "--overwrite" in line, line
+    assert line.endswith("leave --overwrite out, which would delete it"), line
 
 
 def test_compress_out_with_a_pipeline_is_not_overwritten(capsys, tmp_path,
@@ -634,12 +636,13 @@ def test_train_run_refuses_a_run_dir_holding_a_run(tmp_path):
     (run_dir / "best").mkdir(parents=True)
     (run_dir / "summary.json").write_text("{}")
     with pytest.raises(train.RunDirError,
-                       match=r"run_dir .*run holds a run .*resume=True.*"
-                             r"overwrite=True") as info:
+                       match=r"run_dir .*run holds a run .*resume=True, or "
+                             r"give a new run_dir for a new run$") as info:
         train.run(None, {}, str(run_dir), log=lambda _: None)
     assert isinstance(info.value, tf1_awd_sparse.Error)
     assert isinstance(info.value, ValueError)
-    with pytest.raises(train.RunDirError, match="give one"):
+    with pytest.raises(train.RunDirError,
+                       match="leave overwrite=True out, which would delete"):
         train.run(None, {}, str(run_dir), resume=True, overwrite=True)
     assert sorted(os.listdir(str(run_dir))) == ["best", "summary.json"]
     # An empty or missing directory is a fresh run's, and accepted.

@@ -235,8 +235,8 @@ def test_command_line_refuses_to_overwrite(runs, tmp_path):
     open(marker, "w").close()
     refused, errors = _cli("--model", runs["float"], "--out", out)
     assert refused.returncode == 2
-    assert errors == ["error: --out %s exists: replace it with --overwrite"
-                      % out]
+    assert errors == ["error: --out %s exists: give a new --out, or "
+                      "replace this SavedModel with --overwrite" % out]
     assert os.path.isfile(marker)
     replaced, _ = _cli("--model", runs["float"], "--out", out,
                        "--overwrite")

@@ -79,6 +79,11 @@ def _signatures(params):
             "serving_default": next_token}
 
 
+def _is_saved_model(path):
+    """Whether ``path`` is a SavedModel directory (saved_model.pb)."""
+    return os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
 def _check_out(path, overwrite):
     """Refuses an existing ``path`` unless ``overwrite`` and it is a
     SavedModel (or empty), so that nothing else is ever deleted."""
@@ -88,9 +93,12 @@ def _check_out(path, overwrite):
     if not os.path.lexists(path):
         return
     if not overwrite:
+        # overwrite=True only where it would replace a SavedModel: never
+        # suggested on a directory that may hold a trained model.
         raise ValueError("path %r exists: a SavedModel is written into a "
-                         "new directory (overwrite=True replaces one)"
-                         % (path,))
+                         "new directory%s" % (path, (
+                             " (overwrite=True replaces this SavedModel)"
+                             if _is_saved_model(path) else "")))
     if not os.path.isdir(path) or os.path.islink(path) or (
             os.listdir(path) and not os.path.isfile(
                 os.path.join(path, "saved_model.pb"))):
@@ -174,7 +182,10 @@ def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     args = parse_args(argv)
     if os.path.lexists(args.out) and not args.overwrite:
-        _cli.fail("--out %s exists: replace it with --overwrite" % args.out)
+        # --overwrite is suggested only where it replaces a SavedModel.
+        _cli.fail("--out %s exists: give a new --out%s" % (args.out, (
+            ", or replace this SavedModel with --overwrite"
+            if _is_saved_model(args.out) else "")))
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()
     try:

@@ -88,7 +88,18 @@ def check_out(path, overwrite):
     if os.path.isdir(path):
         raise ValueError("--out %s: is a directory" % path)
     if os.path.exists(path) and not overwrite:
-        raise ValueError("--out %s: exists (--overwrite replaces it)" % path)
+        raise ValueError("--out %s: exists: give a new --out%s" % (path, (
+            ", or replace this file with --overwrite" if _replaceable(path)
+            else "")))
+
+
+def _replaceable(path):
+    """Whether an existing --out may be offered for --overwrite: a
+    ``.tflite`` file that is no described model (no sidecar: e.g. not a
+    compression pipeline's) and not inside a model directory."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return (path.endswith(".tflite") and not os.path.exists(path + ".json")
+            and not os.path.exists(os.path.join(folder, "config.json")))
 
 
 def check_format(fmt, params, model, storage="dense"):

@@ -2,7 +2,7 @@
 command (also ``python -m tf1_awd_sparse.awd_lm``).
 
   train       train a model (and --quant QAT, --compress compression)
-  compress    ``train --resume --compress ...`` on a finished run's --out
+  compress    compress the trained model of a finished run's --out
   export      write a model directory's model as a float / uint8 .tflite
   savedmodel  write a model directory's model as a SavedModel
   score       perplexity of text files under a model directory / .tflite

@@ -8,15 +8,23 @@ layout directory (train.txt valid.txt test.txt, or ptb.*.txt).
 
   awd-lm train --model both --preset demo
   awd-lm train --model awd --preset awd-ptb --data-dir DIR
-  awd-lm train ... --resume      # continue a killed run
-  awd-lm train ... --overwrite   # start over in the same --out
+  awd-lm train --out RUN --resume   # continue a killed run as it was made
   awd-lm train ... --quant       # then fine-tune it 8-bit QAT
   awd-lm train --model awd ... --compress l0,magnitude
                                                # then compress it (see below)
 
 An --out (or --compress-out) that holds a finished or partial run is
-refused unless --resume (continue it) or --overwrite (delete its run files
-and start over) is given.
+refused unless --resume (continue it) is given; a new run goes to a new
+--out. (--overwrite deletes the run files in --out and starts over; a new
+--out keeps the trained models instead.)
+
+--resume reads the run back (`tf1_awd_sparse.awd_lm.config.runrecord`):
+each model's recorded parameters (sizes, epochs, preset), its --quant
+phase and its corpus (the --data-dir it was trained on, or the embedded
+one); no other flag is needed. A flag given that contradicts the run is
+refused (exit 2, one line naming it), except --max-epochs and
+--quant-epochs, which extend it. --out's summary.json keeps the rows of
+the models not run again.
 
 Exit status: 0 done; 1 training diverged (one line naming the epoch and
 step; the checkpoints of the epochs before are kept, nothing diverged is
@@ -45,7 +53,7 @@ import time
 
 from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.training import compress, records, train
 
@@ -152,8 +160,9 @@ def check_out(args, all_params):
     or --overwrite (a fresh run deletes the files of the one before).
 
     Raises:
-      ValueError: naming the flag, the file found and both flags; or
-        --resume with --overwrite.
+      ValueError: naming the flag, the file found, --resume and a new
+        directory (never --overwrite: the run may hold trained models);
+        or --resume with --overwrite.
     """
     ways = ("--resume", "--overwrite")
     train.check_run_dir(args.out, args.resume, args.overwrite, names=(),
@@ -190,12 +199,14 @@ def parse_args(argv=None):
     """
     p = _cli.ArgumentParser(
         prog="awd-lm train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", choices=["awd", "plain", "both"], default="awd",
-                   help="model(s) to train (default awd)")
+    p.add_argument("--model", choices=["awd", "plain", "both"], default=None,
+                   help="model(s) to train (default awd; with --resume the "
+                   "models --out holds; compress: its one trained model)")
     p.add_argument("--preset", choices=sorted(presets.PRESETS),
-                   default="demo", help="hyper-parameter set (default demo)")
+                   default=None, help="hyper-parameter set (default demo; "
+                   "with --resume the run's)")
     p.add_argument("--data-dir", help="PTB-layout corpus directory; default: "
-                   "the embedded HMM corpus")
+                   "the embedded HMM corpus (with --resume: the run's)")
     p.add_argument("--out", default="runs/awd_lm",
                    help="output directory (default runs/awd_lm)")
     p.add_argument("--resume", action="store_true",
@@ -243,82 +254,246 @@ def parse_args(argv=None):
     return p.check_flags(p.parse_args(argv), checks)
 
 
-def main(argv=None):
+def _models(args, compress_only):
+    """The float models to run: ``--model``; without it, with --resume,
+    those ``--out`` holds (compress: its one trained model), else awd.
+
+    Raises:
+      ValueError: compress on an --out holding none, or two without
+        --model.
+    """
+    if args.model:
+        return ["plain", "awd"] if args.model == "both" else [args.model]
+    found = runrecord.trained_models(args.out) if args.resume else []
+    if compress_only and not found:
+        raise ValueError("--out %s holds no trained model (awd/ or plain/ "
+                         "with a config.json): train one first (awd-lm "
+                         "train --out %s ...)" % (args.out, args.out))
+    if compress_only and len(found) > 1:
+        raise ValueError("--out %s holds two trained models (%s): give "
+                         "--model %s or both" % (args.out, ", ".join(found),
+                                                 " or ".join(found)))
+    return found or ["awd"]
+
+
+#: What an error on contradicting flags suggests (never a deleting step):
+#: one flag, several.
+_REMEDY = ("leave it out (the run's own value is used), or train with it "
+           "in a new --out")
+_REMEDIES = ("leave them out (the run's own values are used), or train "
+             "with them in a new --out")
+
+
+def _model_params(args, model, record, explicit, compress_only):
+    """One model's parameters: with a recorded run (--resume, compress),
+    the run's own (`runrecord.recorded_overrides`), explicit flags only
+    where they agree with it (--resume may change --max-epochs and
+    --quant-epochs); else the preset's and the flags'.
+
+    Raises:
+      ValueError: compress of a model --out does not hold, or explicit
+        flags (--preset included) that contradict the run, all named in
+        one line.
+    """
+    if record is None:
+        if compress_only:
+            raise ValueError("--model %s: --out %s holds no trained %s "
+                             "model (it holds: %s)" % (
+                                 model, args.out, model, ", ".join(
+                                     runrecord.trained_models(args.out))
+                                 or "none"))
+        return presets.params_for(args.preset or "demo", model, explicit)
+    may_change = () if compress_only else ("max_epochs", "quant_epochs")
+    conflicts = runrecord.explicit_conflicts(record, explicit, may_change)
+    preset = record.params.get("preset", "demo")
+    if args.preset and args.preset != preset:
+        conflicts.insert(0, ("preset", args.preset, preset))
+    if conflicts:
+        raise ValueError(runrecord.conflict_line(
+            record.run_dir, conflicts, _flag,
+            _REMEDY if len(conflicts) == 1 else _REMEDIES))
+    overrides = dict(runrecord.recorded_overrides(record), **explicit)
+    return presets.params_for(preset, model, overrides)
+
+
+def _previous_models(out):
+    """The model summaries of ``out``'s summary.json ([] without one).
+
+    Raises:
+      ValueError: it is unreadable (named; nothing is trained)."""
+    path = os.path.join(out, "summary.json")
+    if not os.path.isfile(path):
+        return []
+    try:
+        with open(path) as f:
+            return list(json.load(f)["models"])
+    except (IOError, OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError("%s: unreadable run summary (%s: %s); nothing was "
+                         "changed" % (path, type(e).__name__, e))
+
+
+def _corpus_dir(args, records):
+    """The corpus directory of the run (None: the embedded corpus): the
+    recorded runs' (`runrecord.corpus_dir`), else --data-dir."""
+    found = {runrecord.corpus_dir(r, args.data_dir)
+             for r in records.values() if r is not None}
+    if len(found) > 1:
+        raise ValueError("--out %s: its models were trained on different "
+                         "corpora (%s): give --model" % (args.out, ", ".join(
+                             sorted(d or "the embedded corpus"
+                                    for d in found))))
+    return found.pop() if found else args.data_dir
+
+
+def _check_vocab(corpus, record, data_dir):
+    """Refuses a corpus whose vocabulary is not the recorded run's."""
+    if record is None or record.words is None or \
+            list(corpus.vocab) == list(record.words):
+        return
+    raise ValueError(
+        "%s: its vocabulary (%d words) is not the one %s was trained on "
+        "(%s, %d words): give --data-dir with the run's corpus" % (
+            data_dir or "the embedded corpus", len(corpus.vocab),
+            record.run_dir, modeldir.VOCAB_FILE, len(record.words)))
+
+
+def _plan(args, compress_only):
+    """Everything decided before anything is trained or written: the
+    models, their parameters and phases, the recorded runs, the corpus
+    and the summaries already in --out.
+
+    Raises:
+      ValueError: bad input (data.DataError included), one line.
+    """
+    explicit = {k: getattr(args, k) for k in presets.DEFAULTS
+                if getattr(args, k) is not None}
+    models = _models(args, compress_only)
+    records = {m: runrecord.read(args.out, m) if args.resume else None
+               for m in models}
+    all_params = [_model_params(args, m, records[m], explicit,
+                                compress_only) for m in models]
+    if args.compress_out and all_params[0]["compress"] and len(models) > 1:
+        raise ValueError(
+            "--compress-out names one directory but --model both "
+            "compresses two models: leave it out (each gets "
+            "<out>/<model>_compress) or give one --model")
+    check_out(args, all_params)
+    for params in all_params:
+        presets.check_used(params, set(explicit), _flag)
+    # compress trains no float model: each must have finished (its
+    # summary is read here, before anything is written).
+    finished = {m: records[m] for m in models
+                if compress_only and records[m].summary()}
+    data_dir = _corpus_dir(args, records)
+    corpus, floor, description = runtime.load_corpus(data_dir,
+                                                     all_params[0])
+    for model, params in zip(models, all_params):
+        runtime.check_corpus(corpus, params, data_dir, _flag)
+        _check_vocab(corpus, records[model], data_dir)
+    return {"models": models, "params": all_params, "finished": finished,
+            "phases": [presets.split_quant(p) for p in all_params],
+            "data_dir": os.path.abspath(data_dir) if data_dir else None,
+            "corpus": corpus, "floor": floor, "description": description,
+            "previous": _previous_models(args.out)}
+
+
+def _run_model(args, plan, index, runs):
+    """One model's phases: the float run (compress: read back, its files
+    untouched), --quant's (read back too when compress finds it
+    finished), then the compression pipeline. Returns the float and
+    quantized summaries."""
+    params, (float_params, quant_params) = (plan["params"][index],
+                                            plan["phases"][index])
+    corpus, model = plan["corpus"], plan["models"][index]
+    float_dir = os.path.join(args.out, float_params["model"])
+    record = plan["finished"].get(model)
+    float_summary = (record.summary() if record else train.run(
+        corpus, float_params, float_dir, **runs))
+    summaries = [float_summary]
+    if record and record.quant_finished and quant_params is not None:
+        summaries.append(record.summary(quant=True))
+    elif quant_params is not None:   # continued, or added by --quant
+        summaries.append(train.run(
+            corpus, quant_params, float_dir + "_quant",
+            init_from=train.best_checkpoint(float_dir), **runs))
+    if params["compress"]:
+        result = compress.run_pipeline(
+            corpus, params, float_summary, float_dir,
+            args.compress_out or (float_dir + "_compress"),
+            params["compress"].split(","), resume=args.resume,
+            log=runs["log"], threads=max(1, args.threads),
+            progress=runs["progress"])
+        print("\n".join(result["table"]))
+    return summaries
+
+
+def _write_results(args, plan, summaries, seconds):
+    """Prints the results table and writes --out's summary.json and
+    valid_ppl.png: the summaries of this command merged into those
+    already there (`records.merge_summaries`; --overwrite drops the rows
+    of the models it retrained)."""
+    merged = records.merge_summaries(
+        plan["previous"], summaries,
+        dropped=plan["models"] if args.overwrite else ())
+    floor, corpus = plan["floor"], plan["corpus"]
+    lines = records.results_table(merged, floor)
+    print("\n" + "\n".join(lines))
+    print("total %.0f s; outputs in %s" % (seconds, args.out))
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump({"floor_ppl": floor, "corpus": corpus.name,
+                   "data_dir": plan["data_dir"], "models": merged,
+                   "table": lines}, f, indent=1)
+    records.plot_curves(merged, os.path.join(args.out, "valid_ppl.png"),
+                        floor, log=print)
+
+
+def main(argv=None, compress_only=False):
     """Trains the chosen models and prints the results table.
+
+    With --resume the run in --out is read back (`awd_lm.config.
+    runrecord`): each model's recorded parameters, phases and corpus
+    (never the embedded corpus for a run made on --data-dir); explicit
+    flags must agree with them, but --max-epochs and --quant-epochs may
+    extend it.
+
+    Args:
+      argv: the flags (default ``sys.argv[1:]``).
+      compress_only: ``awd-lm compress``: no float model is trained (each
+        must have finished; its summary is read, its files untouched) and
+        --max-epochs / --quant-epochs may not change either.
 
     Returns:
       0; bad input (a flag, the corpus, an unreadable checkpoint or run
-      state, --resume with changed parameters) exits 2 with one line on
-      stderr naming the flag or file; training that diverges (a loss NaN,
-      infinite or too large for a float perplexity, `train.TrainingDiverged`)
-      exits 1 with one line naming the epoch and step, good checkpoints kept.
+      state, a flag contradicting the recorded run) exits 2 with one line
+      on stderr naming the flag or file, nothing deleted; training that
+      diverges (a loss NaN, infinite or too large for a float perplexity,
+      `train.TrainingDiverged`) exits 1 with one line naming the epoch and
+      step, good checkpoints kept.
     """
     args = parse_args(argv)
     _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
-    log = print
-    models = ["plain", "awd"] if args.model == "both" else [args.model]
-    overrides = {k: getattr(args, k) for k in presets.DEFAULTS}
     try:
-        all_params = [presets.params_for(args.preset, m, overrides)
-                      for m in models]
-        if args.compress_out and all_params[0]["compress"] and \
-                len(models) > 1:
-            raise ValueError(
-                "--compress-out names one directory but --model both "
-                "compresses two models: leave it out (each gets "
-                "<out>/<model>_compress) or give one --model")
-        check_out(args, all_params)
-        given = {k for k, v in overrides.items() if v is not None}
-        for params in all_params:
-            presets.check_used(params, given, _flag)
-        phases = [presets.split_quant(p) for p in all_params]
-        corpus, floor, description = runtime.load_corpus(args.data_dir,
-                                                         all_params[0])
-        for params in all_params:
-            runtime.check_corpus(corpus, params, args.data_dir, _flag)
-    except ValueError as e:  # data.DataError included
+        plan = _plan(args, compress_only)
+    except ValueError as e:  # data.DataError, modeldir.ConfigError included
         _cli.fail(e)
-    log(description)
-    # The shared display: a bar on a terminal, plain lines otherwise.
-    progress = None if args.no_progress else _progress.bar
-    runs = dict(resume=args.resume, overwrite=args.overwrite, log=log,
-                progress=progress, threads=args.threads,
-                extra={"floor_ppl": floor})
+    print(plan["description"])
+    runs = dict(resume=args.resume, overwrite=args.overwrite, log=print,
+                # The shared display: a bar on a terminal, plain lines.
+                progress=None if args.no_progress else _progress.bar,
+                threads=args.threads, extra={"floor_ppl": plan["floor"]},
+                produced={"data_dir": plan["data_dir"]})
     start = time.time()
     summaries = []
     try:
-        for float_params, quant_params in phases:
-            float_dir = os.path.join(args.out, float_params["model"])
-            summaries.append(train.run(corpus, float_params, float_dir,
-                                       **runs))
-            if quant_params is not None:
-                summaries.append(train.run(
-                    corpus, quant_params, float_dir + "_quant",
-                    init_from=train.best_checkpoint(float_dir), **runs))
-            params = all_params[phases.index((float_params, quant_params))]
-            if params["compress"]:
-                result = compress.run_pipeline(
-                    corpus, params, summaries[-1 if quant_params is None
-                                              else -2],
-                    float_dir, args.compress_out or (float_dir + "_compress"),
-                    params["compress"].split(","), resume=args.resume,
-                    log=log, threads=max(1, args.threads),
-                    progress=progress)
-                print("\n".join(result["table"]))
+        for index in range(len(plan["models"])):
+            summaries += _run_model(args, plan, index, runs)
     except train.TrainingDiverged as e:
         _cli.fail(e, status=1)   # not bad input: status 1
     except (ValueError, OSError) as e:
         # --resume with changed parameters, an unreadable checkpoint or
         # run state, an --out that cannot be written.
         _cli.fail(e)
-    lines = records.results_table(summaries, floor)
-    print("\n" + "\n".join(lines))
-    print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"floor_ppl": floor, "corpus": corpus.name,
-                   "models": summaries, "table": lines}, f, indent=1)
-    records.plot_curves(summaries, os.path.join(args.out, "valid_ppl.png"),
-                        floor, log=log)
+    _write_results(args, plan, summaries, time.time() - start)
     return 0
 
 

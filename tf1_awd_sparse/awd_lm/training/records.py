@@ -34,10 +34,12 @@ prints their table (`sparsity_table`) and draws the PNG (`plot_sparsity`).
 """
 from __future__ import absolute_import, division, print_function
 
+import collections
+
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
-           "results_table", "plot_curves", "sparsity_series",
-           "sparsity_table", "plot_sparsity", "reached", "target_zeros",
-           "main"]
+           "results_table", "merge_summaries", "plot_curves",
+           "sparsity_series", "sparsity_table", "plot_sparsity", "reached",
+           "target_zeros", "main"]
 
 _COLUMNS = "%-7s | %5s | %9s | %9s | %6s | %7s | %s"
 _ROW = "%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s"
@@ -139,6 +141,33 @@ def results_table(summaries, floor):
                          " %.3f" % (name, by[name + "+q"]["test_ppl"]
                                     / by[name]["test_ppl"]))
     return lines
+
+
+def merge_summaries(previous, summaries, dropped=()):
+    """A run's model summaries after a command ran some of its models
+    again: ``previous`` (those of --out's summary.json) with each model
+    in ``summaries`` replaced in place, the new ones appended, and no
+    other row lost (``awd-lm compress`` without --quant keeps ``awd+q``).
+
+    Args:
+      previous: the summaries already recorded, in order.
+      summaries: this command's, in order.
+      dropped: float models retrained from scratch (--overwrite): the
+        previous rows of their phases (``awd``, ``awd+q``, ...) that this
+        command did not make again are dropped, being of the deleted run.
+
+    Returns:
+      list of summaries.
+    """
+    new = collections.OrderedDict((s["model"], s) for s in summaries)
+    merged = []
+    for s in previous:
+        label = s.get("model", "")
+        if label in new:
+            merged.append(new.pop(label))
+        elif label.split("+")[0] not in dropped:
+            merged.append(s)
+    return merged + list(new.values())
 
 
 def _pyplot(path, log):

@@ -385,8 +385,8 @@ def best_checkpoint(run_dir):
 
 class RunDirError(ValueError, Error):
     """A run directory that already holds a run, given without resume or
-    overwrite (or with both); the message names the file found and the
-    two ways on."""
+    overwrite (or with both); the message names the file found, resume
+    and a new directory (never the way that deletes the run)."""
 
 
 # The files that mark a directory as holding a training run.
@@ -417,16 +417,18 @@ def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
     except ValueError as e:
         raise RunDirError(str(e))
     if resume and overwrite:
-        raise RunDirError("%s continues the run in %s %s, %s replaces it: "
-                          "give one" % (ways[0], label, run_dir, ways[1]))
+        raise RunDirError("%s continues the run in %s %s: leave %s out, "
+                          "which would delete it" % (ways[0], label, run_dir,
+                                                     ways[1]))
     if resume or overwrite:
         return
     for name in names:
         path = os.path.join(run_dir, name)
         if os.path.exists(path):
-            raise RunDirError("%s %s holds a run (%s): continue it with %s "
-                              "or replace it with %s"
-                              % (label, run_dir, path, ways[0], ways[1]))
+            # Never the way that deletes it: the run may be a trained model.
+            raise RunDirError("%s %s holds a run (%s): continue it with %s, "
+                              "or give a new %s for a new run"
+                              % (label, run_dir, path, ways[0], label))
 
 
 def _readable(prefix, what):
@@ -550,9 +552,9 @@ class Trainer(object):
                          and k not in ("max_epochs", "quant_epochs"))
         if changed:
             raise ValueError("resume: %s was made with different parameters "
-                             "(%s): start it over (--overwrite; resume=False) "
-                             "or use another directory" % (self.run_dir,
-                                                ", ".join(changed)))
+                             "(%s): resume it with its own, or train these "
+                             "in a new directory; nothing was changed"
+                             % (self.run_dir, ", ".join(changed)))
         if old["max_epochs"] != self.params["max_epochs"]:
             old["max_epochs"] = self.params["max_epochs"]
             if state["done"] and stop_reason(state, self.params) is None:
@@ -827,7 +829,7 @@ class Trainer(object):
 
 def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         threads=0, extra=None, init_from=None, on_record=None,
-        overwrite=False):
+        overwrite=False, produced=None):
     """Trains one model until the stopping rule, then scores its best checkpoint.
 
     Args:
@@ -854,6 +856,11 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       on_record: callable receiving every record ('start' / 'resume',
         'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
         default: ``records.TableLog(log)``, the training table.
+      produced: dict of more ``produced_by`` entries for config.json,
+        recording how the run was made: ``data_dir``, the corpus
+        directory's absolute path (None: the embedded corpus), is what
+        ``awd-lm compress`` and ``train --resume`` read back
+        (`awd_lm.config.runrecord`).
 
     run_dir also gets config.json and vocab.txt (`awd_lm.modeldir`) when
     the run starts and again, with its perplexities, when it ends, so that
@@ -891,11 +898,13 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         report(opening)
     # The run directory describes itself (config.json, vocab.txt) from the
     # start, so its best checkpoint opens while training goes on.
-    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab)
+    produced = dict(produced or {}, corpus=corpus.name)
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, **produced)
     while not trainer.finished():
         report(trainer.epoch())
     summary = trainer.finish(extra)
-    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary)
+    modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary,
+                           **produced)
     report(dict(summary, event="end"))
     return summary
 
