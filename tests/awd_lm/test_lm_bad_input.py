@@ -26,7 +26,7 @@ from weight_drop_lstm import WeightDropLSTMCell
 from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook
 from support import ROOT
 from support.lm import (PARAMS, SCRIPT, TINY, make_features, one_error_line,
-                        script, write_ptb)
+                        script, untrained_lm_file, write_ptb)
 from tf1_awd_sparse.base import compat as _compat
 from support.versions import needs_estimator
 from support.lm_api import tree_bytes
@@ -521,15 +521,7 @@ def tflite_files(tmp_path_factory):
     """A tiny language model exported with export_lm (untrained: only its
     signature matters here) and a cell stack exported with export_tflite."""
     folder = tmp_path_factory.mktemp("tflite")
-    params = dict(PARAMS, model="awd")
-    with tf.Graph().as_default():
-        features, _ = make_features()
-        model.build_lm(features, "eval", params)
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            checkpoint = tf.train.Saver().save(sess, str(folder / "lm"))
-    lm_path = str(folder / "lm.tflite")
-    export.export_lm(params, checkpoint, lm_path, batch_size=2, num_steps=4)
+    lm_path = untrained_lm_file(folder, 4)
     stack_path = str(folder / "stack.tflite")
     with tf.Graph().as_default():
         cell = WeightDropLSTMCell(4)

@@ -17,10 +17,8 @@ import tensorflow.compat.v1 as tf
 
 import tf1_awd_sparse
 from support import ROOT
-from support.lm import PARAMS, make_features
+from support.lm import untrained_lm_file
 from support.versions import IS_TF2
-from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.export import sparse_storage, tflite_file
 from tf1_awd_sparse.export.runner import open_interpreter
 
@@ -29,16 +27,7 @@ from tf1_awd_sparse.export.runner import open_interpreter
 def lm_file(tmp_path_factory):
     """The bytes of a tiny language model exported with export_lm
     (untrained: only the file's structure matters here)."""
-    folder = tmp_path_factory.mktemp("tflite_file")
-    params = dict(PARAMS, model="awd")
-    with tf.Graph().as_default():
-        features, _ = make_features()
-        model.build_lm(features, "eval", params)
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            checkpoint = tf.train.Saver().save(sess, str(folder / "lm"))
-    path = str(folder / "lm.tflite")
-    export.export_lm(params, checkpoint, path, batch_size=2, num_steps=3)
+    path = untrained_lm_file(tmp_path_factory.mktemp("tflite_file"), 3)
     with open(path, "rb") as handle:
         return handle.read()
 

@@ -53,6 +53,28 @@ def make_features(batch=3, steps=5, seed=0):
             "targets": tf.constant(ids[:, 1:], tf.int32)}, ids
 
 
+def untrained_lm_file(folder, num_steps, batch_size=2):
+    """Exports a language model of PARAMS with its initial (untrained)
+    weights to ``folder/lm.tflite`` and returns its path: for tests where
+    only the file's structure or signature matters."""
+    # Imported here: the harness is loaded by tests of every floor, and
+    # the exporter is the awd_lm's inference floor.
+    from tf1_awd_sparse.awd_lm.graph import model
+    from tf1_awd_sparse.awd_lm.inference import export
+    params = dict(PARAMS, model="awd")
+    with tf.Graph().as_default():
+        features, _ = make_features()
+        model.build_lm(features, "eval", params)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            checkpoint = tf.train.Saver().save(
+                sess, os.path.join(str(folder), "lm"))
+    path = os.path.join(str(folder), "lm.tflite")
+    export.export_lm(params, checkpoint, path, batch_size=batch_size,
+                     num_steps=num_steps)
+    return path
+
+
 def one_error_line(capsys, call):
     """Runs ``call``; returns the one stderr line it ended with (exit 2)."""
     with pytest.raises(SystemExit) as stop:
