@@ -499,46 +499,65 @@ def _print_xnnpack_check(names, paths, sparse, logits, ids, state, root):
     print("  the sparse files run without XNNPACK: it computes NaN from "
           "sparse float weights and refuses or miscomputes int8 ones; "
           "checked, one %d-token stream with XNNPACK on:" % len(ids))
-    for name in names:
-        if name not in sparse:
-            continue
-        found = []
-        for runtime, _, _ in runtimes():
-            on, error = xnnpack_logits(paths[name], runtime, ids, state,
-                                       root)
+    checked = [name for name in names if name in sparse]
+    found = {name: [] for name in checked}
+    for runtime, _, _ in runtimes():
+        results = xnnpack_logits([paths[n] for n in checked], runtime, ids,
+                                 state, root)
+        for name, (on, error) in zip(checked, results):
             if on is None:
-                found.append("%s: %s" % (runtime, error))
+                found[name].append("%s: %s" % (runtime, error))
                 continue
             off = logits[name, runtime, False]
             finite = bool(np.all(np.isfinite(on)))
-            found.append("%s: %s, %s" % (
+            found[name].append("%s: %s, %s" % (
                 runtime, "finite" if finite else "%d of %d NaN/inf" % (
                     int(np.sum(~np.isfinite(on))), on.size),
                 "max diff %.2g to no XNNPACK" % np.max(np.abs(on - off))
                 if finite else "not equal"))
-        print("    %-12s %s" % (name, "; ".join(found)))
+    for name in checked:
+        print("    %-12s %s" % (name, "; ".join(found[name])))
 
 
-def xnnpack_logits(path, runtime, ids, state, root):
-    """``(logits, None)`` of `Stream.logits` of a file opened with the
-    interpreter's defaults (XNNPACK on), or ``(None, what went wrong)``:
-    run in a child process, which a crash of the interpreter ends."""
+def xnnpack_logits(paths, runtime, ids, state, root):
+    """``[(logits, None) or (None, what went wrong)]``, one per file of
+    ``paths``: `Stream.logits` of the file opened with the interpreter's
+    defaults (XNNPACK on). The files are read in child processes, which a
+    crash of the interpreter ends: one child for all of them while none
+    crashes (a child's start-up, TensorFlow's import, costs more than its
+    work); a crash is that file's result, and a new child takes the files
+    after it."""
     arrays = os.path.join(root, "check_in.npz")
-    out = os.path.join(root, "check_out.npy")
     np.savez(arrays, ids=np.asarray(ids), **state)
-    if os.path.exists(out):
-        os.remove(out)
-    child = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--xnnpack-check", path,
-         runtime, arrays, out], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
-    if child.returncode < 0:
-        return None, "the process crashed (signal %d)" % -child.returncode
-    if child.returncode != 0 or not os.path.exists(out):
-        lines = [l for l in child.stderr.splitlines() if l.strip()]
-        return None, "fails: %s" % (lines[-1][:100] if lines else
-                                    "exit status %d" % child.returncode)
-    return np.load(out), None
+    results = []
+    while len(results) < len(paths):
+        todo = paths[len(results):]
+        outs = [os.path.join(root, "check_out_%d.npz" % (len(results) + i))
+                for i in range(len(todo))]
+        for out in outs:
+            if os.path.exists(out):
+                os.remove(out)
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--xnnpack-check",
+             runtime, arrays, json.dumps(list(zip(todo, outs)))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=600)
+        for out in outs:
+            if not os.path.exists(out):
+                break
+            with np.load(out) as loaded:
+                results.append((loaded["logits"], None) if "logits" in
+                               loaded.files else (None, str(loaded["error"])))
+        if len(results) < len(paths):
+            # The child ended on the next file, before its result.
+            if child.returncode < 0:
+                error = "the process crashed (signal %d)" % -child.returncode
+            else:
+                lines = [l for l in child.stderr.splitlines() if l.strip()]
+                error = "fails: %s" % (lines[-1][:100] if lines else
+                                       "exit status %d" % child.returncode)
+            results.append((None, error))
+    return results
 
 
 def timed_group(rows, rounds, tokens, root):
@@ -582,20 +601,31 @@ def _time_group(spec, out):
              cpu=np.array([cpu[i] for i, _ in built]))
 
 
-def _xnnpack_check(path, runtime, arrays, out):
-    """The child of `xnnpack_logits`."""
+def _xnnpack_check(runtime, arrays, files):
+    """The child of `xnnpack_logits`: ``files`` is JSON, ``[[path, out],
+    ...]``; each file's logits (or its error) are written to its ``out``
+    as soon as they are known, so a crash loses only the file being read."""
     make = {label: cls for label, cls, _ in runtimes()}[runtime]
     with np.load(arrays) as loaded:
         ids = [int(i) for i in loaded["ids"]]
         state = {n: loaded[n] for n in loaded.files if n != "ids"}
-    np.save(out, Stream(make(model_path=path, num_threads=1)).logits(
-        ids, state))
+    for path, out in json.loads(files):
+        try:
+            found = {"logits": Stream(make(model_path=path, num_threads=1))
+                     .logits(ids, state)}
+        except Exception as error:  # pylint: disable=broad-except
+            # What the interpreter refuses is that file's result.
+            lines = [l for l in str(error).splitlines() if l.strip()]
+            found = {"error": np.array("fails: %s" % ("%s: %s" % (
+                type(error).__name__, lines[-1]) if lines else
+                type(error).__name__)[:100])}
+        np.savez(out, **found)
 
 
 def main(argv=()):
     parser = _timing.stream_arguments(__doc__, 31, 100)
-    parser.add_argument("--xnnpack-check", nargs=4, default=None,
-                        metavar=("PATH", "RUNTIME", "NPZ", "OUT"),
+    parser.add_argument("--xnnpack-check", nargs=3, default=None,
+                        metavar=("RUNTIME", "NPZ", "FILES_JSON"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, metavar="QAT_DIR",
                         help="a trained quantization-aware model directory "

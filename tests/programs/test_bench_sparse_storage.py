@@ -49,6 +49,16 @@ def test_the_tiny_run_prints_every_file():
         return
     for name, _, _, _ in bench.FILES:
         assert text.count("  %-12s " % name) >= 3, name
+    # The XNNPACK check: one line per sparse file, a result per runtime
+    # (read in one child process per runtime).
+    labels = [label for label, _, _ in bench.runtimes()]
+    for name, _, stored, _ in bench.FILES:
+        if stored is None or name.startswith(("dense", "int8 dense")):
+            continue
+        line = [l for l in text.splitlines()
+                if l.startswith("    %-12s " % name)]
+        assert len(line) == 1 and all(
+            "%s: " % label in line[0] for label in labels), (name, line)
     # Sparse files against their dense twins: float to ~1e-8, int8 exactly.
     for line in text.splitlines():
         if line.startswith(("  float csr ", "  int8 csr ")) and \
@@ -87,3 +97,17 @@ def test_a_trained_model_directory_is_timed_as_it_was_pruned(tmp_path):
              if line.startswith("  int8 fast ") and "int8 dense" in line]
     assert twins and all(float(f) == 0 for f in twins[0].split()[6:]
                          if f != "-"), twins
+
+
+@pytest.mark.skipif(not sparse_storage.available(),
+                    reason="the bench runs on TF 2.x only")
+def test_a_child_that_ends_before_a_result_is_that_files_result(tmp_path):
+    """The XNNPACK check reads its files in one child process; a child
+    that ends on a file (here: a runtime it does not know, before the
+    first file) gives that file its error and a new child the rest."""
+    missing = str(tmp_path / "missing.tflite")
+    results = bench.xnnpack_logits([missing], "no-such-runtime", [1, 2],
+                                   {}, str(tmp_path))
+    assert len(results) == 1 and results[0][0] is None
+    assert results[0][1].startswith("fails: ") and "KeyError" in \
+        results[0][1], results
