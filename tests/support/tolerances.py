@@ -58,6 +58,22 @@ def gamma(n_terms, dtype=np.float32):
     return nu / (1.0 - nu)
 
 
+#: The probabilistic bound's lambda (Higham and Mary, "A new approach to
+#: probabilistic rounding error analysis", SISC 2019): with roundings
+#: independent and of mean zero, a sum of n terms is within lambda sqrt(n) u
+#: sum |term| with probability >= 1 - 2 exp(-lambda**2 / 2) (6: 3e-8 per
+#: element).
+PROBABLE_LAMBDA = 6.0
+
+
+def probable_gamma(n_terms, dtype=np.float32):
+    """The probabilistic counterpart of ``gamma``: lambda sqrt(n) u. For
+    chains of many sums (a stacked LSTM over many steps) where the worst
+    case, every rounding the same way, is too loose to catch a wrong
+    answer."""
+    return PROBABLE_LAMBDA * math.sqrt(n_terms) * unit_roundoff(dtype)
+
+
 def float32_sum_rtol(n_terms):
     """Relative tolerance of a float32 sum / dot product of ``n_terms``
     (relative to the sum of |terms|; for same-signed terms, to the sum)."""
@@ -92,7 +108,7 @@ def conv2d_atol(images, filters, dtype=np.float32, per_unit_roundoff=False):
     return size if per_unit_roundoff else gamma(k + 1, dtype) * size
 
 
-def lstm_atol(steps, terms, magnitude, dtype=np.float32):
+def lstm_atol(steps, terms, magnitude, dtype=np.float32, probable=False):
     """An LSTM of ``steps`` time steps whose gate pre-activations are sums
     of ``terms`` products (input depth + units (+ 1 bias)) of size at most
     ``magnitude`` in sum |term| (times ``dtype``'s rounding) against another
@@ -102,11 +118,47 @@ def lstm_atol(steps, terms, magnitude, dtype=np.float32):
     size, plus the c update's product and sum); c' = f c + i g with |f| <=
     1 carries an earlier error at most unchanged, so errors add over the
     steps: at most ``steps`` times the per-step bound (h = o tanh(c) reads
-    it through Lipschitz-1 maps)."""
+    it through Lipschitz-1 maps). With ``probable``, the sums' bound is
+    ``probable_gamma`` and the steps' independent errors add in quadrature
+    (sqrt(steps)); the transcendental kernels' errors stay worst-case."""
     u = unit_roundoff(dtype)
+    if probable:
+        return (math.sqrt(steps) * probable_gamma(terms, dtype) * magnitude
+                + steps * (transcendental_rtol(dtype, ops=5) + 4 * u))
     per_step = (gamma(terms, dtype) * magnitude
                 + transcendental_rtol(dtype, ops=5) + 4 * u)
     return steps * per_step
+
+
+def lstm_magnitude(kernel, bias=None, input_max=1.0):
+    """The largest sum |term| of an LSTM's gate pre-activations: for each
+    gate column, max(|input|, |h| <= 1) times sum |kernel| plus |bias|
+    (``kernel`` [depth + units, 4 units]; peepholes and a projection add
+    terms of size <= |c|, a few: count them in the kernel's rows)."""
+    kernel = np.abs(np.asarray(kernel, np.float64))
+    size = max(float(input_max), 1.0) * kernel.sum(0)
+    if bias is not None:
+        size = size + np.abs(np.asarray(bias, np.float64))
+    return float(size.max())
+
+
+def stacked_lstm_atol(steps, layers, input_max, dtype=np.float32):
+    """Probable ``lstm_atol`` of a stack (the worst case compounds over
+    layers and steps to ~1e-2 for two layers of 12 steps, too loose to
+    catch a wrong answer): ``layers`` is [(kernel, bias, depth)] from the
+    bottom; each layer's own rounding plus the error of the h it reads from
+    below, which enters its steps' sums through its input rows (times their
+    largest column sum |W|), independent from step to step."""
+    error, size = 0.0, input_max
+    for kernel, bias, depth in layers:
+        kernel = np.abs(np.asarray(kernel, np.float64))
+        own = lstm_atol(steps, kernel.shape[0] + 1,
+                        lstm_magnitude(kernel, bias, size), dtype,
+                        probable=True)
+        error = own + math.sqrt(steps) * float(
+            kernel[:depth].sum(0).max()) * error
+        size = 1.0  # |h| <= 1 above the bottom layer
+    return error
 
 
 def quant_step(scale):
