@@ -94,18 +94,16 @@ def matmul_atol(a, b, dtype=np.float32):
     return gamma(k + 1, dtype) * float(np.max(a @ b))
 
 
-def conv2d_atol(images, filters, dtype=np.float32, per_unit_roundoff=False):
+def conv2d_atol(images, filters, dtype=np.float32):
     """Elementwise bound on a float32 ``conv2d(images, filters)`` (NHWC,
     HWIO) against the exact one, summed in any order: gamma(K + 1), K =
     the filter's taps times input channels, times the largest sum |term|
-    (at most max |image| times the largest output channel's sum |filter|).
-    ``per_unit_roundoff``: that largest sum |term| alone (to scale by
-    another relative error)."""
+    (at most max |image| times the largest output channel's sum |filter|)."""
     filters = np.abs(np.asarray(filters, np.float64))
     k = int(np.prod(filters.shape[:-1]))
     size = float(np.abs(images).max()) * float(
         filters.reshape(k, -1).sum(0).max())
-    return size if per_unit_roundoff else gamma(k + 1, dtype) * size
+    return gamma(k + 1, dtype) * size
 
 
 def lstm_atol(steps, terms, magnitude, dtype=np.float32, probable=False):
