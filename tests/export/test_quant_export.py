@@ -14,6 +14,8 @@ from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export.stack import read_cell_values
 from support.references import (learned_grid, lstm_float_step,
                                 state_grid_errors)
+from support.tolerances import (lstm_atol, lstm_magnitude,
+                                stacked_lstm_atol)
 from support.versions import IS_TF2, needs_litert
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -118,6 +120,20 @@ def _assert_steps(runner, got, want, test):
         "%.3f steps mean, %.1f max; allowed %s" % (mean, worst, allowed))
 
 
+def _float_atol(cells, sess, layers, inputs, steps):
+    """Two float32 evaluations of the float stack (the TF graph or numpy
+    float32, and the float file: XNNPACK sums in other orders): twice
+    stacked_lstm_atol over ``steps``, sized by the cells' weights."""
+    stack = []
+    for cell, kwargs in zip(cells, layers):
+        values = dict(zip(relative_variable_names(cell.weights),
+                          sess.run(cell.weights)))
+        kernel = values["kernel"]
+        stack.append((kernel, values["bias"],
+                      kernel.shape[0] - (kwargs.get("num_proj") or N)))
+    return 2 * stacked_lstm_atol(steps, stack, np.abs(inputs).max())
+
+
 def test_uint8_model_agrees_with_fake_quant_graph(trained):
     runner = TFLiteRunner(trained["quant"])
     assert runner.inputs["inputs"]["dtype"] == np.uint8
@@ -130,7 +146,9 @@ def test_float_model_matches_lstmcell(trained):
     got = TFLiteRunner(trained["float"]).run(
         trained["data"][:, :T])["outputs"]
     want = trained["float_eval"](trained["data"][:, :T])
-    np.testing.assert_allclose(got, want, atol=2e-5)
+    atol = _float_atol(trained["cells"], trained["sess"], STACK,
+                       trained["data"], T)
+    np.testing.assert_allclose(got, want, atol=atol)
 
 
 def test_state_in_state_out_runs_window_by_window(trained):
@@ -146,7 +164,8 @@ def test_state_in_state_out_runs_window_by_window(trained):
         if path == trained["quant"]:
             _assert_steps(runner, got, want, "state")
         else:
-            np.testing.assert_allclose(got, want, atol=2e-5)
+            np.testing.assert_allclose(got, want, atol=_float_atol(
+                trained["cells"], trained["sess"], STACK, data, 2 * T))
 
 
 def test_uint8_state_inputs_are_on_the_state_outputs_grids(trained):
@@ -200,7 +219,13 @@ def test_hard_activation_models(tmp_path):
                                values["bias"], hard=True)
         outputs.append(h)
     got = TFLiteRunner(paths[0]).run(inputs)["outputs"]
-    np.testing.assert_allclose(got, np.stack(outputs, 1), atol=2e-5)
+    # numpy float32 against the file's float32. ReLU: |h| and |c| are not
+    # bounded by 1 (1.14 on TF 1.13.1): the roundings scale with them.
+    size = max(1.0, np.abs(got).max())
+    np.testing.assert_allclose(got, np.stack(outputs, 1), atol=2 * size * (
+        lstm_atol(T, values["kernel"].shape[0] + 1, lstm_magnitude(
+            values["kernel"], values["bias"],
+            max(np.abs(inputs).max(), size)))))
 
 
 def test_uint8_file_is_at_most_30_percent_of_float(sess, tmp_path):
@@ -376,8 +401,12 @@ def test_litert_runs_both_files_as_tf_lite_does(trained):
                 if path == trained["quant"]:
                     np.testing.assert_array_equal(got[name], want[name])
                 else:
+                    # Two builds of the float kernels: as float vs graph.
                     np.testing.assert_allclose(got[name], want[name],
-                                               rtol=1e-5, atol=1e-6)
+                                               atol=_float_atol(
+                                                   trained["cells"],
+                                                   trained["sess"], STACK,
+                                                   data, 2 * T))
 
 
 def test_toco_on_path_restores_path(monkeypatch):

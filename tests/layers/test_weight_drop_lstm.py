@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 from weight_drop_lstm import WeightDropLSTMCell
 from support import ROOT
 from support.references import (BATCH, DEPTH, TIME, UNITS, lstm_inputs,
-                                np_lstm)
+                                lstm_tolerance, np_lstm)
 
 
 def _copy_weights(sess, src_scope, dst_scope):
@@ -32,10 +32,11 @@ LSTM_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("dtype,tol", [(tf.float32, 1e-6),
-                                       (tf.float64, 1e-12)])
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
 @pytest.mark.parametrize("kwargs", LSTM_CONFIGS)
-def test_equals_lstm_cell_at_keep_one_and_in_eval(sess, kwargs, dtype, tol):
+def test_equals_lstm_cell_at_keep_one_and_in_eval(sess, kwargs, dtype):
+    # Two graphs of the same function (the kernel split otherwise).
+    tol = lstm_tolerance(dtype, evaluations=2)
     x = lstm_inputs(dtype)
     init = tf.random_uniform_initializer(-0.8, 0.8, seed=3)
     ref = tf.nn.rnn_cell.LSTMCell(UNITS, initializer=init, **kwargs)
@@ -72,7 +73,9 @@ def test_checkpoint_moves_between_lstm_cell_and_weight_drop(sess, tmp_path):
         cell = WeightDropLSTMCell(UNITS, weight_drop_kr=0.4, is_train=False)
         out = tf.nn.dynamic_rnn(cell, lstm_inputs(), dtype=tf.float32)[0]
         tf.train.Saver().restore(sess2, path)
-        np.testing.assert_allclose(sess2.run(out), want, atol=1e-6)
+        # Another graph of the same function: float32 rounding, twice.
+        np.testing.assert_allclose(sess2.run(out), want,
+                                   atol=lstm_tolerance(tf.float32, 2))
 
 
 def _train_cell(**kwargs):
@@ -96,7 +99,8 @@ def test_one_mask_for_all_steps_and_examples_new_each_run(sess):
     for outputs, kernel in runs:
         # Every step and example matches a numpy LSTM with this one kernel.
         np.testing.assert_allclose(
-            outputs, np_lstm(sess.run(x), kernel, bias), atol=1e-10)
+            outputs, np_lstm(sess.run(x), kernel, bias),
+            atol=lstm_tolerance(tf.float64))
     assert not np.array_equal(runs[0][1], runs[1][1])
 
 
@@ -120,8 +124,9 @@ def test_same_cell_in_dynamic_static_and_while_loop_shares_the_run_mask(
     sess.run(tf.global_variables_initializer())
     a, b, c, kernel, plain = sess.run([dyn, static, loop,
                                        cell.effective_kernel, cell._kernel])
-    np.testing.assert_allclose(b, a, atol=1e-6)
-    np.testing.assert_allclose(c, a, atol=1e-6)
+    # Three graphs of one function (grappler may fuse each otherwise).
+    np.testing.assert_allclose(b, a, atol=lstm_tolerance(tf.float32, 2))
+    np.testing.assert_allclose(c, a, atol=lstm_tolerance(tf.float32, 2))
     assert (kernel == 0).any() and not (plain == 0).any()
 
 
@@ -181,12 +186,13 @@ def test_is_train_tensor_serves_train_and_eval(sess):
     plain = sess.run(cell._kernel)
     assert (train_kernel == 0).any()
     np.testing.assert_allclose(
-        train_out, np_lstm(sess.run(x), train_kernel, bias), atol=1e-5)
+        train_out, np_lstm(sess.run(x), train_kernel, bias),
+        atol=lstm_tolerance(tf.float32))
     feed = {is_train: False}
     eval_out, eval_kernel = sess.run([out, cell.effective_kernel], feed)
     np.testing.assert_array_equal(eval_kernel, plain)
     np.testing.assert_allclose(eval_out, np_lstm(sess.run(x), plain, bias),
-                               atol=1e-5)
+                               atol=lstm_tolerance(tf.float32))
 
 
 def _loss_and_train(outputs):

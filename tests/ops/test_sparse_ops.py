@@ -6,6 +6,8 @@ import tensorflow.compat.v1 as tf
 from sparse_layers import common, layer_utils
 from sparse_layers.l0_regularization import nn as l0
 from sparse_layers.variational_dropout import nn as vd
+from support.tolerances import (U32, conv2d_atol, matmul_atol,
+                                transcendental_rtol)
 from support.versions import needs_xla_compile, xla_compile
 from tf1_awd_sparse.base import control_flow
 
@@ -49,19 +51,31 @@ def test_log_alpha_log_sigma2_and_mean_gate_match_numpy(sess):
     p_nonzero = common.hard_concrete_nonzero_probability(la_none)
     got = sess.run([la_clip, la_none, la_zero, back, mean, p_nonzero])
     ref = _np_log_alpha(log_sigma2.astype(np.float64), theta)
-    np.testing.assert_allclose(got[0], np.clip(ref, -8, 8), rtol=1e-5,
-                               atol=1e-4)
-    np.testing.assert_allclose(got[1], ref, rtol=1e-5, atol=1e-4)
+    # float32 log_sigma2 - log(theta^2 + eps): each term rounded (the
+    # square, the sum, the log a few ulp) and the difference, relative to
+    # the terms' size (up to 40 and |log 1e-8| = 18.4): a few 2**-24 of
+    # that; back = log_alpha + log(theta^2 + eps) adds as many again.
+    terms = np.abs(log_sigma2) + np.abs(np.log(theta.astype(np.float64) ** 2
+                                               + EPS))
+    log_atol = float(terms.max()) * (4 * U32 + transcendental_rtol())
+    np.testing.assert_allclose(got[0], np.clip(ref, -8, 8), rtol=0,
+                               atol=log_atol)
+    np.testing.assert_allclose(got[1], ref, rtol=0, atol=log_atol)
     np.testing.assert_array_equal(got[2], np.zeros_like(ref))
-    np.testing.assert_allclose(got[3], log_sigma2, rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(got[4], _np_mean_gate(ref), atol=1e-6)
+    np.testing.assert_allclose(got[3], log_sigma2, rtol=0, atol=2 * log_atol)
+    # sigmoid (Lipschitz 1/4, a few ulp) of log_alpha off by log_atol,
+    # then an affine map and a clip to [0, 1]: 1e-6 was below that bound.
+    gate_atol = 0.25 * log_atol * (common.ZETA - common.GAMMA) + \
+        transcendental_rtol(ops=2)
+    np.testing.assert_allclose(got[4], _np_mean_gate(ref), atol=gate_atol)
     np.testing.assert_allclose(
         got[5], _np_sigmoid(ref - common.BETA * np.log(0.1 / 1.1)),
-        atol=1e-6)
-    # The numpy backend (used by the checkpoint report) gives the same.
+        atol=gate_atol)
+    # The numpy backend (used by the checkpoint report) gives the same, in
+    # float64: a sigmoid (a few ulp) and an affine map of values <= 1.1.
     np.testing.assert_allclose(
         common.hard_concrete_mean(ref, math=common.NUMPY_MATH),
-        _np_mean_gate(ref), atol=1e-12)
+        _np_mean_gate(ref), rtol=0, atol=transcendental_rtol(np.float64, 4))
 
 
 def test_hard_concrete_sample_statistics(sess):
@@ -145,18 +159,33 @@ def test_negative_dkl_is_summed_kl_and_l0_norm(sess):
         vd.negative_dkl()
 
 
-def _check_eval_outputs(got, x, x3, weights, conv_ref, lookup_ref):
+def _check_eval_outputs(got, x, x3, weights, conv_ref, lookup_ref, images,
+                        filters, weight_atol=0.0):
     """got = [matmul, transposed matmul, broadcast, conv NHWC, conv NCHW,
-    lookup int32, lookup int64] against numpy / tf.nn references."""
-    np.testing.assert_allclose(got[0], x @ weights, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[1], x @ weights, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[2], np.tensordot(x3, weights, 1),
-                               rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[3], conv_ref, rtol=1e-5, atol=1e-5)
+    lookup int32, lookup int64] against numpy / tf.nn references.
+    ``weight_atol``: how far the op's weights may be from ``weights`` /
+    ``filters`` (0: the same by construction)."""
+    # The matmuls against the exact product (float64 numpy) of the
+    # reference weights: a float32 sum of the products in whatever order
+    # the kernel picks, plus the weights' own difference.
+    x64, x3_64 = x.astype(np.float64), x3.astype(np.float64)
+    atol = matmul_atol(x, weights) + weight_atol * max(
+        np.abs(x).sum(-1).max(), np.abs(x3).sum(-1).max())
+    np.testing.assert_allclose(got[0], x64 @ weights, rtol=0, atol=atol)
+    np.testing.assert_allclose(got[1], x64 @ weights, rtol=0, atol=atol)
+    np.testing.assert_allclose(got[2], np.tensordot(x3_64, weights, 1),
+                               rtol=0, atol=atol)
+    # The convolutions against tf.nn.conv2d's, both float32 (the NCHW one
+    # may sum in another order): twice one's bound.
+    taps = int(np.prod(np.shape(filters)[:-1]))
+    atol = 2 * conv2d_atol(images, filters) + weight_atol * taps * float(
+        np.abs(images).max())
+    np.testing.assert_allclose(got[3], conv_ref, rtol=0, atol=atol)
     np.testing.assert_allclose(got[4], conv_ref.transpose(0, 3, 1, 2),
-                               rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got[5], lookup_ref, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(got[6], lookup_ref, rtol=1e-6, atol=1e-6)
+                               rtol=0, atol=atol)
+    # Lookups copy the rows of the weights (exact where weight_atol = 0).
+    np.testing.assert_allclose(got[5], lookup_ref, rtol=0, atol=weight_atol)
+    np.testing.assert_allclose(got[6], lookup_ref, rtol=0, atol=weight_atol)
 
 
 # ------------------------------------------------------------ VD eval ops
@@ -187,7 +216,9 @@ def test_vd_eval_ops_equal_dense_ops_on_masked_weights(sess):
     conv_ref = tf.nn.conv2d(ximg, cmasked, [1, 2, 2, 1], "SAME")
     lookup_ref = tf.nn.embedding_lookup(masked, ids32)
     got, conv_ref, lookup_ref = sess.run([ops, conv_ref, lookup_ref])
-    _check_eval_outputs(got, x, x3, masked, conv_ref, lookup_ref)
+    # theta times a 0/1 mask on both sides: the same weights exactly.
+    _check_eval_outputs(got, x, x3, masked, conv_ref, lookup_ref, ximg,
+                        cmasked)
     assert ops[2].shape.as_list() == [4, 2, 3]
     # Eval is deterministic.
     np.testing.assert_array_equal(sess.run(ops[0]), sess.run(ops[0]))
@@ -207,7 +238,9 @@ def test_vd_eval_drops_weights_from_log_alpha_3(sess):
              * rng.choice([-1.0, 1.0], [len(log_alpha), 2]))
     log_sigma2 = log_alpha[:, None] + np.log(theta ** 2 + EPS)
     theta, log_sigma2 = theta.astype(np.float32), log_sigma2.astype(np.float32)
-    # float32 keeps every log(alpha) well on its side of 3.
+    # float32 keeps every log(alpha) well on its side of 3 (the nearest is
+    # 0.01 away; the difference of two float32 terms of size <= 13 is
+    # within a few 2**-24 of that: 1e-5 is far below 0.01 and above it).
     np.testing.assert_allclose(_np_log_alpha(log_sigma2, theta),
                                np.repeat(log_alpha[:, None], 2, 1),
                                atol=1e-5)
@@ -223,7 +256,9 @@ def test_vd_eval_drops_weights_from_log_alpha_3(sess):
     for name, value in zip(["eval_weights", "matmul_eval",
                             "embedding_lookup_eval", "vd_eval_weights"], got):
         np.testing.assert_array_equal(value != 0, want != 0, err_msg=name)
-        np.testing.assert_allclose(value, want, rtol=1e-6, err_msg=name)
+        # theta times a 0/1 mask (an identity matmul adds exact zeros to
+        # one exact product; a lookup copies): the same floats.
+        np.testing.assert_array_equal(value, want, err_msg=name)
 
 
 # ----------------------------------------------------------- VD train ops
@@ -345,7 +380,16 @@ def test_l0_eval_ops_equal_dense_ops_on_mean_gated_weights(sess):
     refs = [tf.nn.conv2d(img, ctheta * _np_mean_gate(clog), [1, 1, 1, 1],
                          "VALID"), tf.nn.embedding_lookup(gated, ids)]
     got, (conv_ref, lookup_ref) = sess.run([ops, refs])
-    _check_eval_outputs(got, x, x3, gated, conv_ref, lookup_ref)
+    # The gates: TF's sigmoid against numpy's (each a few ulp of s <= 1),
+    # then s (zeta - gamma) + gamma, absolute roundings of size <= 1.1
+    # (relative to a gate near 0 they are large: 4e-6 seen on TF 1.13.1),
+    # and the product with theta.
+    gate_atol = (common.ZETA - common.GAMMA) * transcendental_rtol(ops=2) \
+        + 6 * U32
+    _check_eval_outputs(got, x, x3, gated, conv_ref, lookup_ref, img,
+                        ctheta * _np_mean_gate(clog),
+                        weight_atol=gate_atol * max(np.abs(theta).max(),
+                                                    np.abs(ctheta).max()))
 
 
 def test_l0_train_gates_shared_across_batch_and_per_lookup(sess):
@@ -535,4 +579,6 @@ def test_gather_one_hot_path_matches_tf_gather(sess):
     assert one_hot.shape.as_list() == [2, 2, 2, 3]
     plain, compiled = sess.run([plain, compiled])
     np.testing.assert_array_equal(plain, params[ids])
-    np.testing.assert_allclose(compiled, params[ids], rtol=1e-6)
+    # A one-hot matmul: one product by 1.0 plus products by 0.0, exact in
+    # any order.
+    np.testing.assert_array_equal(compiled, params[ids])

@@ -673,10 +673,24 @@ def tf_saved_model():
     _close(loaded.step(x, state.c, state.h), want)
 
 
+#: Cases that need a fresh draw in each new tf.function: with a global
+#: seed, an unseeded random op gets its seed from the global one and its
+#: position in the function's graph, so the held mask's update op in a
+#: new function draws the very mask the first function drew (seen: TF
+#: 2.15, OMP_NUM_THREADS=1 run of issue 41). Unseeded, what they assert
+#: fails with probability 2**-(number of weights) at most.
+UNSEEDED = {"function_held_mask_and_layer"}
+
+
 def main(names):
     for name in names or sorted(CASES):
         record = {"case": name, "result": "ok", "message": ""}
         try:
+            # Seeded (issue 41, item 4): unseeded eager draws (default
+            # initializers, masks) are then the same in every run; a
+            # case's own tf.set_random_seed replaces it. Not the cases
+            # in UNSEEDED.
+            tf.set_random_seed(None if name in UNSEEDED else 0)
             CASES[name]()
         except Skip as error:
             record.update(result="skip", message=str(error))

@@ -43,6 +43,7 @@ def fresh_session():
     graph = tf.Graph()
     with graph.as_default(), tf.Session(graph=graph,
                                         config=CONFIG) as session:
+        tf.set_random_seed(0)  # default initializers draw alike every run
         yield session
 
 

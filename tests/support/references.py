@@ -7,6 +7,9 @@ float step, and a whole-sequence float LSTM over batch-major inputs."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from support.tolerances import lstm_atol
+
+
 def nudge(lo, hi, bits=8, narrow=False):
     """(nudged_min, nudged_max, scale) as tf.fake_quant_with_min_max_vars."""
     qmin, qmax = (1 if narrow else 0), 2 ** bits - 1
@@ -186,6 +189,22 @@ def lstm_float_step(x, c, h, kernel, bias, forget_bias=1.0, hard=False):
 
 # A whole sequence: the shapes the cell tests use.
 BATCH, TIME, DEPTH, UNITS = 3, 4, 5, 6
+
+
+def lstm_tolerance(dtype, evaluations=1, backward=False, steps=TIME,
+                   terms=DEPTH + UNITS + UNITS + 1):
+    """What the cell tests' LSTMs can differ by: ``lstm_atol`` of their
+    shapes (``terms``: input, h, a peephole / projection's worth, the
+    bias), their inputs (standard normal, |x| <~ 3) and weights (default
+    initializers or 0.7 randn: sum |w| over a gate column <~ 7, so sum
+    |term| <= 20), per ``evaluations`` not the exact one (2: two float
+    graphs of the same function compared, each summed in its own order;
+    1: against float64 numpy); ``backward``: the gradients too, the same
+    recurrence run back (twice). Used as atol and rtol (gradients are sums
+    of many terms, their error relative to their size)."""
+    return (evaluations * (2 if backward else 1)
+            * lstm_atol(steps, terms, 20.0, getattr(
+                dtype, "as_numpy_dtype", dtype)))
 
 
 def lstm_inputs(dtype=tf.float32, seed=0):
