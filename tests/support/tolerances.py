@@ -172,6 +172,17 @@ def quant_atol(scale, requantizations=1):
     return requantizations * quant_step(scale)
 
 
+def grid_value_atol(low, high, dtype=np.float32):
+    """A value on the quantization grid of [low, high] (code * scale +
+    the nudged min) computed by two float32 routes (TF's fake quant, a
+    TFLite dequantize of the same code): each rounds the scale (relative
+    u, times code * scale <= high - low), the product, the nudged min (two
+    roundings of <= |low|) and the sum (<= max(|low|, |high|)):
+    u (2 (high - low) + 3 max(|low|, |high|)) per route, two routes."""
+    size = 2.0 * (high - low) + 3.0 * max(abs(low), abs(high))
+    return 2.0 * unit_roundoff(dtype) * size
+
+
 def printed_atol(decimals):
     """A value printed with ``decimals`` decimals is within half a unit of
     the last printed place of the value it printed."""
