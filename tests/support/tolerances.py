@@ -159,6 +159,22 @@ def stacked_lstm_atol(steps, layers, input_max, dtype=np.float32):
     return error
 
 
+def log_softmax_atol(logits, dtype=np.float32):
+    """Elementwise bound on a float32 log-softmax (last axis) of
+    ``logits`` (rounded to ``dtype`` once, e.g. divided by a temperature),
+    computed as z - m - log(sum exp(z - m)), m = max: the input's and the
+    two subtractions' roundings (u of |z|, of the spread and of spread +
+    log V), the V exps (a few ulp each, of values <= 1) and their sum
+    (gamma(V)), relative errors of the sum which the log turns into
+    absolute ones, and the log's ulps of a value <= log V."""
+    z = np.asarray(logits, np.float64)
+    u, v = unit_roundoff(dtype), z.shape[-1]
+    spread = float(np.max(z.max(-1) - z.min(-1)))
+    return (u * (float(np.abs(z).max()) + 2 * spread + math.log(v))
+            + transcendental_rtol(dtype) * (1 + math.log(v))
+            + gamma(v, dtype))
+
+
 def quant_step(scale):
     """One step of a quantization grid of ``scale`` (its value spacing)."""
     return float(scale)
