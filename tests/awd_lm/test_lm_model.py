@@ -79,7 +79,7 @@ def test_eval_matches_lstmcell_reference(sess, kind):
         l2 = sum(np.sum(np.square(v, dtype=np.float64)) / 2 for v in values)
         # A float32 sum of squares (same sign) in any order, each square
         # and the scaling rounded: gamma(n + 2) relative (rel 1e-5 was
-        # under it for these ~600 weights: gamma(600) = 3.6e-5).
+        # under it for these ~500 weights: gamma(500) = 3.0e-5).
         n = sum(v.size for v in values)
         assert wd == pytest.approx(1e-3 * l2, rel=float32_sum_rtol(n + 2))
 

@@ -59,7 +59,7 @@ def test_weight_decay_is_l2_of_exactly_the_weights(sess, sparsity, quant,
                         for v in values.values())
     # A float32 sum of squares (same sign) in any order, each square and
     # the scalings rounded: gamma(n + 3) relative to the float64 sum (rel
-    # 1e-5 was under it for these ~600 weights: gamma(600) = 3.6e-5).
+    # 1e-5 was under it for these ~450 weights: gamma(450) = 2.7e-5).
     n = sum(v.size for v in values.values())
     assert sess.run(out.weight_decay) == pytest.approx(
         want, rel=float32_sum_rtol(n + 3))
