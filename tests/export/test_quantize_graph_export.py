@@ -174,8 +174,10 @@ def test_per_channel_weight_ranges(per_channel):
         "c1/weights_quant/FakeQuantWithMinMaxVarsPerChannel"]
     for w, low, high in per_channel["weights"].values():
         magnitude = np.abs(w).reshape(-1, w.shape[-1]).max(axis=0)
-        np.testing.assert_allclose(high, magnitude, rtol=1e-6)
-        np.testing.assert_allclose(low, -magnitude, rtol=1e-6)
+        # Each channel's max |w| of the weights fetched with it, negated for
+        # the low end: exact, as the dense layer's below (was rtol 1e-6).
+        np.testing.assert_array_equal(high, magnitude)
+        np.testing.assert_array_equal(low, -magnitude)
     w, low, high = per_channel["dense"]
     assert low == -high == -np.abs(w).max()    # one range, symmetric
 

@@ -159,6 +159,22 @@ def stacked_lstm_atol(steps, layers, input_max, dtype=np.float32):
     return error
 
 
+def log_softmax_atol(logits, dtype=np.float32):
+    """Elementwise bound on a float32 log-softmax (last axis) of
+    ``logits`` (rounded to ``dtype`` once, e.g. divided by a temperature),
+    computed as z - m - log(sum exp(z - m)), m = max: the input's and the
+    two subtractions' roundings (u of |z|, of the spread and of spread +
+    log V), the V exps (a few ulp each, of values <= 1) and their sum
+    (gamma(V)), relative errors of the sum which the log turns into
+    absolute ones, and the log's ulps of a value <= log V."""
+    z = np.asarray(logits, np.float64)
+    u, v = unit_roundoff(dtype), z.shape[-1]
+    spread = float(np.max(z.max(-1) - z.min(-1)))
+    return (u * (float(np.abs(z).max()) + 2 * spread + math.log(v))
+            + transcendental_rtol(dtype) * (1 + math.log(v))
+            + gamma(v, dtype))
+
+
 def quant_step(scale):
     """One step of a quantization grid of ``scale`` (its value spacing)."""
     return float(scale)
@@ -170,6 +186,17 @@ def quant_atol(scale, requantizations=1):
     the other way (fixed-point multipliers against float rescaling, ties,
     the kernel's accumulation order)."""
     return requantizations * quant_step(scale)
+
+
+def grid_value_atol(low, high, dtype=np.float32):
+    """A value on the quantization grid of [low, high] (code * scale +
+    the nudged min) computed by two float32 routes (TF's fake quant, a
+    TFLite dequantize of the same code): each rounds the scale (relative
+    u, times code * scale <= high - low), the product, the nudged min (two
+    roundings of <= |low|) and the sum (<= max(|low|, |high|)):
+    u (2 (high - low) + 3 max(|low|, |high|)) per route, two routes."""
+    size = 2.0 * (high - low) + 3.0 * max(abs(low), abs(high))
+    return 2.0 * unit_roundoff(dtype) * size
 
 
 def printed_atol(decimals):

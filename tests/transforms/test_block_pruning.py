@@ -11,6 +11,7 @@ from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.training import compress
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
+from support.tolerances import gamma
 from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 
 
@@ -38,8 +39,11 @@ def _is_block_constant(mask, block):
 def test_the_exact_block_cut_zeroes_the_lowest_mean_blocks(block, target):
     rng = np.random.RandomState(7)
     scores = np.abs(rng.randn(64, 48))
-    np.testing.assert_allclose(mp.block_scores(scores, block),
-                               _loop_block_means(scores, block))
+    # Two float64 means of a block's positive scores, summed in other
+    # orders: 2 gamma(size + 1) relative (was rtol 1e-7, 10**8 times it).
+    np.testing.assert_allclose(
+        mp.block_scores(scores, block), _loop_block_means(scores, block),
+        rtol=2 * gamma(block[0] * block[1] + 1, np.float64))
     keep = mp.exact_block_keep_masks(scores, target, block)
     assert keep.shape == scores.shape and _is_block_constant(keep, block)
     means = _loop_block_means(scores, block).ravel()
@@ -110,7 +114,10 @@ def test_a_block_that_does_not_divide_ends_in_a_partial_block(block,
     if block == (3, 5):
         scores = np.abs(rng.randn(10, 12))
     means = _loop_block_means(scores, block)
-    np.testing.assert_allclose(mp.block_scores(scores, block), means)
+    # Two float64 means, other orders: 2 gamma(size + 1) (was 1e-7).
+    np.testing.assert_allclose(
+        mp.block_scores(scores, block), means,
+        rtol=2 * gamma(block[0] * block[1] + 1, np.float64))
     sizes = np.array([[scores[i:i + block[0], j:j + block[1]].size
                        for j in range(0, scores.shape[1], block[1])]
                       for i in range(0, scores.shape[0], block[0])])

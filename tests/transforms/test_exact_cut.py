@@ -13,6 +13,7 @@ from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm.training import compress, records, train
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.corpus import synthetic
+from support.tolerances import U32, transcendental_rtol
 
 
 # -- exact_keep_masks ------------------------------------------------------
@@ -76,14 +77,23 @@ def test_keep_scores_match_the_papers_formulas_in_tf_and_numpy():
     want = {"variational_dropout": -(aux - np.log(theta ** 2 + 1e-8)),
             # the logit of P(z != 0) = sigmoid(log alpha - beta log(-g/z))
             "l0": aux - 2.0 / 3.0 * np.log(0.1 / 1.1)}
+    # Each side is float32: a square, an add, one log (a few ulp) and a
+    # subtraction, each rounding relative to the terms' sizes |aux| and
+    # |log(theta**2 + 1e-8)| <= 18.5 (a relative error u in the log's
+    # argument moves it by u), so per side (log's ulps + 3 roundings) of
+    # their sum; two sides. Absolute: the difference cancels towards 0
+    # where aux ~ the log, so a relative tolerance would mean nothing
+    # there (was rtol 1e-5 + atol 1e-5, under this bound's ~3e-5).
+    size = np.abs(aux).max() + np.abs(np.log(theta ** 2 + 1e-8)).max()
+    atol = 2 * (transcendental_rtol() + 3 * U32) * size
     for name, expected in want.items():
         tech = techniques.get(name)
         got = tech.keep_score(theta, aux, common.NUMPY_MATH)
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=atol)
         with tf.Graph().as_default(), tf.Session() as sess:
             graph = sess.run(tech.keep_score(tf.constant(theta),
                                              tf.constant(aux)))
-        np.testing.assert_allclose(graph, expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(graph, expected, rtol=0, atol=atol)
 
 
 def test_l0_scores_do_not_saturate_into_ties():

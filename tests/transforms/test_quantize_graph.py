@@ -13,6 +13,7 @@ import tf1_awd_sparse
 from tf1_awd_sparse import quantization as quantize
 from support.graphs import forward_quants
 from support.references import fake_quant as np_fake_quant
+from support.tolerances import U32, grid_value_atol, transcendental_rtol
 from support.versions import contrib, needs_contrib
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -314,13 +315,26 @@ def test_against_numpy_reference(ours, case):
         biased = 0.0
         for step, record in enumerate(run["trace"]):
             x, low, high, out = record["quants"][name]
+            # The same codes (away from ties) by two float32 routes to
+            # code * scale + min: grid_value_atol (was atol 1e-6, under it
+            # for ranges wider than ~2.5).
             np.testing.assert_allclose(
-                out, np_fake_quant(x, low, high, bits, narrow), atol=1e-6)
+                out, np_fake_quant(x, low, high, bits, narrow), rtol=0,
+                atol=grid_value_atol(low, high))
             batch = _np_range(x, bits, narrow, symmetric)
             if narrow:
-                np.testing.assert_allclose((low, high), batch, rtol=1e-6)
+                # min / max of the weights, widened by a negation: exact,
+                # but a folded batch norm's weights (w * gamma * rsqrt(var
+                # + eps): an rsqrt of a few ulp, two products) may be read
+                # from another evaluation of the fold (TF 1.13: 1 ulp
+                # apart): two evaluations (was rtol 1e-6, about it).
+                np.testing.assert_allclose(
+                    (low, high), batch,
+                    rtol=2 * (transcendental_rtol() + 2 * U32))
                 continue
             biased = EMA_DECAY * biased + (1 - EMA_DECAY) * np.array(batch)
+            # Not derived yet (issue 41): float32's 0.999 is 1.3e-5 off
+            # relative in 1 - decay, which the debiasing divides by.
             np.testing.assert_allclose(
                 (low, high), biased / (1 - EMA_DECAY ** (step + 1)),
                 rtol=1e-3, atol=1e-5)
