@@ -11,9 +11,9 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse import quantization as quantize
 from tf1_awd_sparse.export.eval_graph import stack_outputs
-from tf1_awd_sparse.export.graphdef import convert, nudged_quantization
+from tf1_awd_sparse.export.graphdef import nudged_quantization
 from tf1_awd_sparse.export.runner import TFLiteRunner
-from support.graphs import forward_quants
+from support.graphs import eval_graph_file, forward_quants
 from support.versions import IS_TF2
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -75,19 +75,10 @@ def exported(tmp_path_factory):
             losses = [sess.run([loss, train], {inputs: data})[0]
                       for _ in range(8)]
             tf.train.Saver().save(sess, os.path.join(folder, "qat"))
-    with tf.Graph().as_default() as eval_graph:
-        inputs = tf.placeholder(tf.float32, data.shape, "inputs")
-        logits = _lstm_model(inputs, False)
-        quantize.create_eval_graph()
-        with tf.Session() as sess:
-            tf.train.Saver().restore(sess, os.path.join(folder, "qat"))
-            expected = sess.run(logits, {inputs: data})
-            scale, zero_point = nudged_quantization(*INPUT_RANGE)
-            model = convert(sess, [inputs], [logits],
-                            {"inputs": (zero_point, 1.0 / scale)})
     path = os.path.join(folder, "model.tflite")
-    with open(path, "wb") as f:
-        f.write(model)
+    eval_graph, expected = eval_graph_file(
+        lambda inputs: _lstm_model(inputs, False), "inputs", data,
+        os.path.join(folder, "qat"), INPUT_RANGE, path)
     runner = TFLiteRunner(path)
     return {"losses": losses, "expected": expected, "runner": runner,
             "got": runner.run(data)["logits"],

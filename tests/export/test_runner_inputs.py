@@ -13,6 +13,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse import quantization as quantize
 from tf1_awd_sparse.export.graphdef import convert, nudged_quantization
+from support.graphs import eval_graph_file
 from tf1_awd_sparse.export.runner import TFLiteRunner, is_state_input
 
 BATCH, SIDE, FILTERS = 4, 5, 3
@@ -58,19 +59,9 @@ def images_model(tmp_path_factory):
                 sess.run(train, {images: data})
             checkpoint = tf.train.Saver().save(sess, os.path.join(folder,
                                                                   "qat"))
-    with tf.Graph().as_default():
-        images = tf.placeholder(tf.float32, data.shape, "images")
-        logits = _conv_net(images)
-        quantize.create_eval_graph()
-        with tf.Session() as sess:
-            tf.train.Saver().restore(sess, checkpoint)
-            expected = sess.run(logits, {images: data})
-            scale, zero_point = nudged_quantization(*INPUT_RANGE)
-            model = convert(sess, [images], [logits],
-                            {"images": (zero_point, 1.0 / scale)})
     path = os.path.join(folder, "images.tflite")
-    with open(path, "wb") as handle:
-        handle.write(model)
+    _, expected = eval_graph_file(_conv_net, "images", data, checkpoint,
+                                  INPUT_RANGE, path)
     return {"path": path, "data": data, "expected": expected}
 
 
