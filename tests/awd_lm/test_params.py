@@ -1,0 +1,76 @@
+"""The checked configuration (awd_lm.config.params): every flat key in one
+section, the flat round trip key for key and in order, checks at entry,
+immutability, and the config files of the last release read as written."""
+import json
+import pickle
+
+import pytest
+
+from tf1_awd_sparse.awd_lm.config import params as P
+from tf1_awd_sparse.awd_lm.config import presets
+
+
+def test_sections_partition_the_checked_keys():
+    keys = [k for cls in P.SECTIONS.values() for k in cls._fields]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == set(presets.CHECKS) | {"use_vd"}
+
+
+@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
+@pytest.mark.parametrize("model", sorted(presets.MODEL_OVERRIDES))
+def test_flat_round_trip_is_key_for_key_and_in_order(preset, model):
+    flat = presets.params_for(preset, model)
+    flat = dict(flat, vocab_size=33)
+    params = P.as_params(flat)
+    assert list(params.to_flat().items()) == list(flat.items())
+    again = P.Params.from_flat(json.loads(json.dumps(dict(params))))
+    assert again == params and again.to_flat() == flat
+    assert pickle.loads(pickle.dumps(params)) == params
+
+
+def test_attributes_are_the_flat_values():
+    flat = dict(presets.params_for("demo", "awd"), vocab_size=7)
+    params = P.as_params(flat)
+    for key, value in flat.items():
+        section = getattr(params, P._SECTION_OF[key])
+        assert getattr(section, key) == value == params[key]
+
+
+def test_missing_keys_take_the_one_default():
+    params = P.as_params({"vocab_size": 5})
+    assert params.regularization.alpha == presets.DEFAULTS["alpha"]
+    assert params.run.model == "awd" and params.stage.use_vd is False
+    assert "distill_from" not in params and params.get("distill_from") is None
+    assert "distill_from" not in params.to_flat()
+
+
+@pytest.mark.parametrize("flat, message", [
+    ({"hiden_size": 3}, "did you mean 'hidden_size'"),
+    ({"bptt": 0}, "params['bptt'] must be a positive int, got 0"),
+    ({"use_vd": 1}, "params['use_vd'] must be a bool"),
+    ({"optimizer": "adam"}, "params['optimizer']"),
+])
+def test_bad_input_is_refused_naming_the_key(flat, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[")
+                       .replace("]", r"\]").replace("(", r"\(")):
+        P.as_params(flat)
+
+
+def test_params_never_change():
+    params = P.as_params({"lr": 2.0})
+    with pytest.raises(AttributeError, match="replace"):
+        params.lr = 3.0
+    with pytest.raises(TypeError):
+        params["lr"] = 3.0
+    changed = params.replace(lr=3.0)
+    assert params.optimization.lr == 2.0 and changed.optimization.lr == 3.0
+    with pytest.raises(ValueError, match="lr"):
+        params.replace(lr=-1.0)
+    with pytest.raises(TypeError, match="dict of parameters"):
+        P.as_params([("lr", 1.0)])
+
+
+def test_stage_knobs_are_not_user_keys():
+    assert "average_from_start" not in P.USER_KEYS
+    assert "select_min_sparsity" not in P.USER_KEYS
+    assert set(P.USER_KEYS) | set(P.STAGE_KEYS) >= set(presets.DEFAULTS)

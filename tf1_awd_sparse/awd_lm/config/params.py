@@ -1,0 +1,313 @@
+"""The language model's configuration as one checked, immutable object.
+
+A run's parameters enter in three places: the command line, a
+``config.json`` and a Python call (`presets.params_for`, `build_lm(params)`,
+`train.run(..., params, ...)`). Each entry turns them into a `Params` once,
+with `as_params`: every value is checked against `presets.CHECKS` (the one
+table of valid ranges), a misspelt key is refused naming the closest
+parameter, and a missing one takes its default from `presets.DEFAULTS` (the
+one place a default is stated). The modules then read attributes of the
+checked object, grouped in sections::
+
+    params.model.hidden_size          # ModelConfig
+    params.regularization.dropouth    # RegularizationConfig
+    params.optimization.lr            # OptimizationConfig
+    params.prune.target_sparsity      # PruneConfig
+
+A section's fields are named as the flat keys of ``config.json`` and of the
+command line (``--hidden-size``), so that one flat JSON round trip keeps
+every existing ``config.json`` and flag working: ``Params.from_flat(d)``
+reads one, `Params.to_flat` writes it back, key for key (the optional keys
+``vocab_size``, ``distill_from`` and ``use_vd`` only when they were given).
+
+The `StageConfig` section holds what the pipeline sets for a stage of a run
+(a reference's averaging from its first step, a ramp's controller, a
+distilled run's teacher, the inference graph's held masks); they are not
+command-line flags (`USER_KEYS` are).
+
+`Params` is also a read-only mapping of the flat keys, so that code written
+against the former parameter dicts (``summary['params']['lr']``,
+``dict(params)``) keeps working; the library itself reads attributes.
+"""
+import collections
+import collections.abc
+
+from tf1_awd_sparse.awd_lm.config import presets
+
+__all__ = ["Params", "as_params", "SECTIONS", "USER_KEYS", "STAGE_KEYS",
+           "RunConfig", "ModelConfig", "RegularizationConfig",
+           "OptimizationConfig", "StoppingConfig", "SparseConfig",
+           "PruneConfig", "CompressionConfig", "DistillConfig",
+           "QuantizationConfig", "CorpusConfig", "StageConfig"]
+
+
+def _section(name, fields, doc):
+    """An immutable section class: a namedtuple of ``fields`` (flat keys)
+    with ``doc`` as its docstring."""
+    base = collections.namedtuple(name, fields)
+    return type(name, (base,), {"__slots__": (), "__doc__": doc})
+
+
+RunConfig = _section("RunConfig", ("model", "preset"), """\
+Which model of which preset: ``model`` 'awd' (regularized) or 'plain';
+``preset`` a key of `presets.PRESETS` (None for a model made in Python).""")
+
+ModelConfig = _section(
+    "ModelConfig", ("vocab_size", "emb_size", "hidden_size", "num_layers"),
+    """\
+The network's shape: ``vocab_size`` words (None until a corpus gives it),
+an ``emb_size``-wide table tied to the decoder, ``num_layers`` LSTM layers
+of ``hidden_size`` units but the last (``emb_size`` units).""")
+
+RegularizationConfig = _section(
+    "RegularizationConfig", ("dropout", "dropouth", "dropouti", "dropoute",
+                             "wdrop", "alpha", "beta", "wdecay"), """\
+AWD-LSTM's regularization (model 'awd' only): the output, between-layer,
+input and embedding dropout rates, the recurrent DropConnect rate, the
+AR (``alpha``) and TAR (``beta``) weights and the L2 weight decay.""")
+
+OptimizationConfig = _section(
+    "OptimizationConfig", ("batch_size", "eval_batch_size", "bptt",
+                           "variable_bptt", "lr", "clip", "optimizer",
+                           "nonmono", "seed", "aux_lr_scale"), """\
+How the model trains: batches, the (variable) truncation length, the
+learning rate and gradient clipping (0: none), 'ntasgd' or 'sgd' with
+NT-ASGD's trigger window ``nonmono``, the seed, and the learning rate of
+log sigma^2 / log alpha as a multiple of ``lr``.""")
+
+StoppingConfig = _section(
+    "StoppingConfig", ("max_epochs", "patience", "select_from_epoch"), """\
+The stopping rule: at most ``max_epochs`` epochs, ``patience`` epochs
+without a better validation perplexity; the best epoch is chosen from
+``select_from_epoch`` on (later than 1 while a schedule still runs).""")
+
+SparseConfig = _section(
+    "SparseConfig", ("sparsity", "sparsity_weight", "sparsity_ramp_steps"),
+    """\
+Sparse layers: the technique (None, 'variational_dropout' or 'l0'), the
+KL / L0 weight (None: 1 / training tokens) and the global steps over
+which it ramps up linearly.""")
+
+PruneConfig = _section(
+    "PruneConfig", ("pruning", "target_sparsity", "pruning_begin_step",
+                    "pruning_end_step", "pruning_frequency",
+                    "pruning_block"), """\
+Pruning masks: None, 'magnitude' (the gradual schedule to
+``target_sparsity`` between the two steps, every ``pruning_frequency``
+steps) or 'fixed' (masks as restored), in 1 x ``pruning_block`` blocks.""")
+
+CompressionConfig = _section(
+    "CompressionConfig", ("compress", "finetune_epochs", "finetune_lr",
+                          "compress_sparsity_weight", "compress_controller",
+                          "cut_scope", "finetune_optimizer",
+                          "finetune_dropout_scale"), """\
+The compression pipeline after the float model: the techniques
+(comma-separated), each stage's fine-tuning epochs, learning rate (None:
+lr / 4) and optimizer, the VD / L0 weight and its controller factor, the
+exact cut's scope ('matrix' or 'global') and the factor on every dropout
+rate in the compressed model's fine-tunings.""")
+
+DistillConfig = _section(
+    "DistillConfig", ("distill_weight", "distill_temperature",
+                      "distill_teacher"), """\
+Knowledge distillation in the compression stages: the loss adds
+``distill_weight`` * T^2 * the cross-entropy against the teacher's softmax
+at temperature T; the teacher is the 'float' model or the 'reference'.""")
+
+QuantizationConfig = _section(
+    "QuantizationConfig", ("quant", "quant_epochs", "quant_delay",
+                           "quant_lr", "weight_bits", "activation_bits"),
+    """\
+Quantization-aware fine-tuning of the trained model: on or off, its
+epochs, the step fake quantization starts, its learning rate (None:
+lr / 4) and the bits of weights and activations.""")
+
+CorpusConfig = _section(
+    "CorpusConfig", ("hmm_seed", "hmm_states", "hmm_vocab", "hmm_train",
+                     "hmm_valid", "hmm_test"), """\
+The embedded corpus (used without ``--data-dir``): the hidden Markov
+model's seed, states and vocabulary, and each split's tokens.""")
+
+StageConfig = _section(
+    "StageConfig", ("average_from_start", "sparsity_controller",
+                    "select_min_sparsity", "distill_from", "use_vd"), """\
+What the pipeline sets for one stage of a run (no command-line flag):
+NT-ASGD averaging from the first step (the reference), a VD / L0 ramp's
+controller factor, the least sparsity a best epoch must reach, a
+distilled stage's teacher checkpoint prefix, and held (variational)
+masks in the cells (False in inference graphs).""")
+
+#: Section attribute name -> section class, in order.
+SECTIONS = collections.OrderedDict([
+    ("run", RunConfig), ("model", ModelConfig),
+    ("regularization", RegularizationConfig),
+    ("optimization", OptimizationConfig), ("stopping", StoppingConfig),
+    ("sparse", SparseConfig), ("prune", PruneConfig),
+    ("compression", CompressionConfig), ("distill", DistillConfig),
+    ("quantization", QuantizationConfig), ("corpus", CorpusConfig),
+    ("stage", StageConfig)])
+
+#: Flat key -> its section's attribute name.
+_SECTION_OF = dict((key, name) for name, cls in SECTIONS.items()
+                   for key in cls._fields)
+
+#: Keys a config may lack; `to_flat` writes them only when they were given.
+_OPTIONAL = {"vocab_size": None, "distill_from": None, "use_vd": False,
+             "preset": None}
+#: Defaults of the keys that `presets.DEFAULTS` does not hold.
+_EXTRA_DEFAULTS = dict(_OPTIONAL, model="awd")
+#: The order of `Params.to_flat` (that of `presets.params_for`'s dict,
+#: so that a config.json reads as before).
+_FLAT_ORDER = tuple(presets.DEFAULTS) + ("model", "preset", "vocab_size",
+                                         "distill_from", "use_vd")
+#: Keys the pipeline sets for a stage, never a flag.
+STAGE_KEYS = StageConfig._fields
+#: Keys a user sets: the command line's flags (``--hidden-size``) and
+#: ``--hparams`` items.
+USER_KEYS = tuple(k for k in presets.DEFAULTS if k not in STAGE_KEYS)
+
+
+def _check_use_vd(value, name):
+    if not isinstance(value, bool):
+        raise ValueError("%s must be a bool, got %r" % (name, value))
+    return value
+
+
+def _check(key, value, name):
+    check = presets.CHECKS.get(key, _check_use_vd if key == "use_vd"
+                               else None)
+    return check(value, name % (key,)) if check else value
+
+
+class Params(collections.abc.Mapping):
+    """A language model's checked parameters, by section.
+
+    Build one with `Params.from_flat` or `as_params`; change one with
+    `replace` (a new checked object; a ``Params`` never changes).
+
+    Attributes:
+      run, model, regularization, optimization, stopping, sparse, prune,
+      compression, distill, quantization, corpus, stage: the sections
+      (`SECTIONS`), each an immutable namedtuple of its flat keys.
+    """
+    __slots__ = ("_sections", "_given")
+
+    def __init__(self, sections, given):
+        object.__setattr__(self, "_sections", sections)
+        object.__setattr__(self, "_given", frozenset(given))
+
+    @classmethod
+    def from_flat(cls, flat, name="params[%r]"):
+        """Checks a flat parameter mapping (a ``config.json``'s ``params``,
+        `presets.params_for`'s dict, a Python call's dict).
+
+        Args:
+          flat: mapping of flat keys (any subset; missing keys take their
+            defaults) or a `Params` (returned as it is).
+          name: how the error names a key, with ``%r`` for it.
+
+        Returns:
+          Params.
+
+        Raises:
+          ValueError: a key that is not a parameter (naming the closest)
+            or an invalid value (naming the key, see `presets.CHECKS`).
+        """
+        if isinstance(flat, Params):
+            return flat
+        values = dict(presets.DEFAULTS, **_EXTRA_DEFAULTS)
+        for key, value in flat.items():
+            if key not in values:
+                raise ValueError(presets.unknown_key(key, name % (key,)))
+            values[key] = _check(key, value, name)
+        given = [k for k in _OPTIONAL if k in flat]
+        sections = dict((section, cls_(**dict(
+            (k, values[k]) for k in cls_._fields)))
+            for section, cls_ in SECTIONS.items())
+        return cls(sections, given)
+
+    def __getattr__(self, name):
+        try:
+            return self._sections[name]
+        except KeyError:
+            raise AttributeError(
+                "Params has no section %r (sections: %s; a flat key is read "
+                "as params.<section>.<key>)" % (name, ", ".join(SECTIONS)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Params is immutable: use params.replace(%s=...)"
+                             % name)
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (flat keys), checked.
+
+        Raises:
+          ValueError: as `from_flat`.
+        """
+        flat = self.to_flat()
+        flat.update(changes)
+        return Params.from_flat(flat)
+
+    def to_flat(self):
+        """The flat dict of ``config.json`` and the command line: every
+        key, but the optional ones (`vocab_size`, `distill_from`,
+        `use_vd`, `preset`) only when given."""
+        return collections.OrderedDict(
+            (key, self[key]) for key in _FLAT_ORDER
+            if key not in _OPTIONAL or key in self._given)
+
+    # The read-only mapping of the flat keys (the former parameter dicts).
+    def __getitem__(self, key):
+        section = _SECTION_OF.get(key)
+        if section is None or (key in _OPTIONAL and key not in self._given):
+            raise KeyError(key)
+        return getattr(self._sections[section], key)
+
+    def get(self, key, default=None):
+        """The flat key's value, ``default`` where it is absent (the
+        mapping of the former parameter dicts)."""
+        return self[key] if key in self else default
+
+    def __contains__(self, key):
+        return key in _SECTION_OF and (key not in _OPTIONAL
+                                       or key in self._given)
+
+    def __iter__(self):
+        return iter(self.to_flat())
+
+    def __len__(self):
+        return len(self.to_flat())
+
+    def __eq__(self, other):
+        if isinstance(other, Params):
+            other = other.to_flat()
+        return isinstance(other, collections.abc.Mapping) and \
+            self.to_flat() == dict(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "Params(%s)" % ", ".join(
+            "%s=%r" % kv for kv in sorted(self.to_flat().items()))
+
+    def __reduce__(self):
+        return (Params.from_flat, (self.to_flat(),))
+
+
+def as_params(value, name="params[%r]"):
+    """``value`` as a checked `Params`: a `Params` as it is, a mapping
+    checked (`Params.from_flat`). The one entry of a Python call.
+
+    Raises:
+      TypeError: ``value`` is neither.
+      ValueError: as `Params.from_flat`.
+    """
+    if isinstance(value, Params):
+        return value
+    if not isinstance(value, collections.abc.Mapping):
+        raise TypeError("params must be a dict of parameters or a Params, "
+                        "got %s" % type(value).__name__)
+    return Params.from_flat(value, name)
