@@ -1,0 +1,165 @@
+"""The shape that keeps the library easy to carry on (issue 43): no module
+over 600 lines, the language model's parameters read as attributes of the
+checked configuration outside its own package, and no module reaching into
+another of the library's modules' private names."""
+import ast
+import os
+
+import pytest
+
+from support import ROOT
+
+pytestmark = pytest.mark.per_python
+
+LIBRARY = "tf1_awd_sparse"
+MAX_LINES = 600
+#: The package that owns the flat parameter dicts (config.json, flags).
+CONFIG_PACKAGE = os.path.join(LIBRARY, "awd_lm", "config")
+#: Names that hold a language model's parameters.
+PARAM_NAMES = ("params", "float_params", "stage_params", "quant_params",
+               "all_params", "model_params")
+
+
+def _library_files():
+    out = []
+    for folder, _, files in os.walk(os.path.join(ROOT, LIBRARY)):
+        out += [os.path.join(folder, f) for f in files if f.endswith(".py")]
+    return sorted(out)
+
+
+def _relative(path):
+    return os.path.relpath(path, ROOT)
+
+
+def _tree(path):
+    with open(path) as f:
+        return ast.parse(f.read())
+
+
+def test_no_module_over_the_limit():
+    long = {}
+    for path in _library_files():
+        with open(path) as f:
+            n = sum(1 for _ in f)
+        if n > MAX_LINES:
+            long[_relative(path)] = n
+    assert long == {}
+
+
+def flat_param_reads(tree):
+    """Lines that read a parameter dict by key: ``params[...]`` or
+    ``params.get(...)`` on a name (or attribute) of `PARAM_NAMES`."""
+    def holds_params(node):
+        return (isinstance(node, ast.Name) and node.id in PARAM_NAMES) or (
+            isinstance(node, ast.Attribute) and node.attr in PARAM_NAMES)
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and holds_params(node.value):
+            lines.append(node.lineno)
+        elif (isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("get", "update", "pop", "setdefault")
+              and holds_params(node.func.value)):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_parameters_are_read_as_attributes():
+    found = {}
+    for path in _library_files():
+        if _relative(path).startswith(CONFIG_PACKAGE):
+            continue
+        lines = flat_param_reads(_tree(path))
+        if lines:
+            found[_relative(path)] = lines
+    assert found == {}
+
+
+def test_the_reads_check_sees_each_form():
+    source = ("params['lr']\nself.params.get('x')\nfloat_params.update(a=1)\n"
+              "params.optimization.lr\nother['lr']\n")
+    assert flat_param_reads(ast.parse(source)) == [1, 2, 3]
+
+
+def _library_module_of(dotted):
+    return dotted.startswith(LIBRARY + ".") or dotted == LIBRARY
+
+
+#: The shared floor: its underscore modules (``base._cli``, ``base._docs``,
+#: ...) are the library's own helpers, not API, and every floor uses them.
+SHARED_FLOOR = LIBRARY + ".base"
+
+
+def _is_module(dotted):
+    path = os.path.join(ROOT, *dotted.split("."))
+    return os.path.isfile(path + ".py") or os.path.isdir(path)
+
+
+def _private_module_allowed(dotted, own_module):
+    """A private module is used by its own package's subtree, or is one of
+    the shared floor's."""
+    parent = dotted.rpartition(".")[0]
+    return parent == SHARED_FLOOR or own_module.startswith(parent + ".")
+
+
+def private_reaches(tree, own_module):
+    """``(line, name)`` of each use of another library module's private
+    name: ``from lib.mod import _name``, a private module imported from
+    outside its package (`_private_module_allowed`), and ``alias._name``
+    where ``alias`` is a library module imported here."""
+    aliases, found = {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module \
+                and _library_module_of(node.module):
+            parts = node.module.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_") and not _private_module_allowed(
+                        ".".join(parts[:i + 1]), own_module):
+                    found.append((node.lineno, node.module))
+            for a in node.names:
+                full = node.module + "." + a.name
+                if a.name.startswith("_") and node.module != own_module:
+                    if not (_is_module(full) and _private_module_allowed(
+                            full, own_module)):
+                        found.append((node.lineno, full))
+                elif not a.name.startswith("_"):
+                    aliases[a.asname or a.name] = full
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if _library_module_of(a.name) and a.asname:
+                    aliases[a.asname] = a.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value,
+                                                           ast.Name)
+                and node.value.id in aliases and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            found.append((node.lineno, aliases[node.value.id] + "."
+                          + node.attr))
+    return sorted(set(found))
+
+
+def _dotted(path):
+    dotted = _relative(path)[:-3].replace(os.sep, ".")
+    return dotted[:-len(".__init__")] if dotted.endswith(".__init__") \
+        else dotted
+
+
+def test_no_module_reaches_into_anothers_private_names():
+    found = {}
+    for path in _library_files():
+        reaches = private_reaches(_tree(path), _dotted(path))
+        if reaches:
+            found[_relative(path)] = reaches
+    assert found == {}
+
+
+def test_the_reach_check_sees_each_form():
+    source = ("from tf1_awd_sparse.awd_lm.training import train\n"
+              "from tf1_awd_sparse.transforms import _checkpoint\n"
+              "from tf1_awd_sparse.graph.losses import _ar\n"
+              "from tf1_awd_sparse.base import _cli\n"
+              "train._clear_run('x')\ntrain.run()\n")
+    assert private_reaches(ast.parse(source), "tf1_awd_sparse.export.strip") \
+        == [(2, "tf1_awd_sparse.transforms._checkpoint"),
+            (3, "tf1_awd_sparse.graph.losses._ar"),
+            (5, "tf1_awd_sparse.awd_lm.training.train._clear_run")]
