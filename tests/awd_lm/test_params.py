@@ -2,12 +2,20 @@
 section, the flat round trip key for key and in order, checks at entry,
 immutability, and the config files of the last release read as written."""
 import json
+import os
 import pickle
 
 import pytest
 
 from tf1_awd_sparse.awd_lm.config import params as P
 from tf1_awd_sparse.awd_lm.config import presets
+
+from support import ROOT
+
+#: The ``params`` of every config.json `make demo` wrote with release 0.3.0
+#: (float, plain, each compression stage), by run directory.
+RELEASE_PARAMS = os.path.join(ROOT, "tests", "data",
+                              "awd_lm_0.3.0_demo_params.json")
 
 
 def test_sections_partition_the_checked_keys():
@@ -41,7 +49,32 @@ def test_missing_keys_take_the_one_default():
     assert params.regularization.alpha == presets.DEFAULTS["alpha"]
     assert params.run.model == "awd" and params.stage.use_vd is False
     assert "distill_from" not in params and params.get("distill_from") is None
-    assert "distill_from" not in params.to_flat()
+    assert list(params.to_flat()) == ["vocab_size"]
+
+
+def _release_params():
+    with open(RELEASE_PARAMS) as f:
+        return sorted(json.load(f).items())
+
+
+@pytest.mark.parametrize("run, flat", _release_params())
+def test_the_last_releases_configs_read_and_write_back(run, flat):
+    params = P.Params.from_flat(flat)
+    assert params.to_flat() == flat
+    assert json.loads(json.dumps(params.to_flat())) == flat
+    for key in set(presets.DEFAULTS) - set(flat):   # e.g. a float phase's
+        assert key not in params                    # quantization keys
+        section = getattr(params, P._SECTION_OF[key])
+        assert getattr(section, key) == presets.DEFAULTS[key]
+
+
+def test_without_leaves_keys_out_and_their_defaults_in():
+    params = P.as_params(presets.params_for("demo", "awd")).replace(
+        quant=True, quant_epochs=5)
+    float_phase = params.without(*presets.QUANT_KEYS)
+    assert not set(presets.QUANT_KEYS) & set(float_phase.to_flat())
+    assert float_phase.quantization.quant_epochs == \
+        presets.DEFAULTS["quant_epochs"]
 
 
 @pytest.mark.parametrize("flat, message", [

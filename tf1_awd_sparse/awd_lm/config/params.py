@@ -17,8 +17,10 @@ checked object, grouped in sections::
 A section's fields are named as the flat keys of ``config.json`` and of the
 command line (``--hidden-size``), so that one flat JSON round trip keeps
 every existing ``config.json`` and flag working: ``Params.from_flat(d)``
-reads one, `Params.to_flat` writes it back, key for key (the optional keys
-``vocab_size``, ``distill_from`` and ``use_vd`` only when they were given).
+reads one, `Params.to_flat` writes it back, key for key: the keys that were
+given, no more (a float phase's config holds no quantization or
+compression key, so that adding ``--quant`` to a finished run resumes it),
+while an attribute of a key not given reads its default.
 
 The `StageConfig` section holds what the pipeline sets for a stage of a run
 (a reference's averaging from its first step, a ramp's controller, a
@@ -151,11 +153,9 @@ SECTIONS = collections.OrderedDict([
 _SECTION_OF = dict((key, name) for name, cls in SECTIONS.items()
                    for key in cls._fields)
 
-#: Keys a config may lack; `to_flat` writes them only when they were given.
-_OPTIONAL = {"vocab_size": None, "distill_from": None, "use_vd": False,
-             "preset": None}
 #: Defaults of the keys that `presets.DEFAULTS` does not hold.
-_EXTRA_DEFAULTS = dict(_OPTIONAL, model="awd")
+_EXTRA_DEFAULTS = {"vocab_size": None, "distill_from": None, "use_vd": False,
+                   "preset": None, "model": "awd"}
 #: The order of `Params.to_flat` (that of `presets.params_for`'s dict,
 #: so that a config.json reads as before).
 _FLAT_ORDER = tuple(presets.DEFAULTS) + ("model", "preset", "vocab_size",
@@ -220,7 +220,7 @@ class Params(collections.abc.Mapping):
             if key not in values:
                 raise ValueError(presets.unknown_key(key, name % (key,)))
             values[key] = _check(key, value, name)
-        given = [k for k in _OPTIONAL if k in flat]
+        given = list(flat)
         sections = dict((section, cls_(**dict(
             (k, values[k]) for k in cls_._fields)))
             for section, cls_ in SECTIONS.items())
@@ -248,18 +248,24 @@ class Params(collections.abc.Mapping):
         flat.update(changes)
         return Params.from_flat(flat)
 
+    def without(self, *keys):
+        """A copy in which ``keys`` are not given (their attributes read
+        the defaults; `to_flat` leaves them out): a float phase's
+        parameters without the quantization and compression keys."""
+        return Params.from_flat(dict(
+            (k, v) for k, v in self.to_flat().items() if k not in keys))
+
     def to_flat(self):
-        """The flat dict of ``config.json`` and the command line: every
-        key, but the optional ones (`vocab_size`, `distill_from`,
-        `use_vd`, `preset`) only when given."""
+        """The flat dict of ``config.json`` and the command line: the keys
+        given, in the order of `presets.params_for`'s dict."""
         return collections.OrderedDict(
-            (key, self[key]) for key in _FLAT_ORDER
-            if key not in _OPTIONAL or key in self._given)
+            (key, getattr(self._sections[_SECTION_OF[key]], key))
+            for key in _FLAT_ORDER if key in self._given)
 
     # The read-only mapping of the flat keys (the former parameter dicts).
     def __getitem__(self, key):
         section = _SECTION_OF.get(key)
-        if section is None or (key in _OPTIONAL and key not in self._given):
+        if section is None or key not in self._given:
             raise KeyError(key)
         return getattr(self._sections[section], key)
 
@@ -269,8 +275,7 @@ class Params(collections.abc.Mapping):
         return self[key] if key in self else default
 
     def __contains__(self, key):
-        return key in _SECTION_OF and (key not in _OPTIONAL
-                                       or key in self._given)
+        return key in self._given
 
     def __iter__(self):
         return iter(self.to_flat())
