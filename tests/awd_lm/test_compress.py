@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.training import compress, train
+from tf1_awd_sparse.awd_lm.training import (compress, compress_cuts,
+                                           compress_rows, train)
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import presets
@@ -340,8 +341,8 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
     ref_out, ref = reference
     out = str(tmp_path)
     float_dir = os.path.join(ref_out, "float")
-    originals = (train.run, compress.prune_checkpoint, export.export_lm)
-    targets = ((train, "run"), (compress, "prune_checkpoint"),
+    originals = (train.run, compress_cuts.prune_checkpoint, export.export_lm)
+    targets = ((train, "run"), (compress_cuts, "prune_checkpoint"),
                (export, "export_lm"))
     for i, boundary in enumerate(BOUNDARIES):
         for (module, name), stand_in in zip(
@@ -353,9 +354,9 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
     # exports from the QAT model (the kill came before them).
     calls = []
     monkeypatch.setattr(train, "run", originals[0])
-    monkeypatch.setattr(compress, "prune_checkpoint",
+    monkeypatch.setattr(compress_cuts, "prune_checkpoint",
                         lambda *a, **k: calls.append("prune"))
-    monkeypatch.setattr(compress, "cut_checkpoint",
+    monkeypatch.setattr(compress_cuts, "cut_checkpoint",
                         lambda *a, **k: calls.append("cut"))
     monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
                         *a, **k: (calls.append(os.path.basename(path)),
@@ -395,7 +396,7 @@ def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
                                            write_meta_graph=False)
     calls = []
     original = export.export_lm
-    monkeypatch.setattr(compress, "prune_checkpoint",
+    monkeypatch.setattr(compress_cuts, "prune_checkpoint",
                         lambda *a, **k: calls.append("prune"))
     monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
                         *a, **k: (calls.append(os.path.basename(path)),
@@ -612,10 +613,10 @@ def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
     # TFLite file must be judged as in the TF checkpoint.
     weights = {n: np.array([0., 0., 1., 2., 3.]) for n in ("a", "b", "c")}
     summary = {"test_ppl": 10.0, "best_valid_ppl": 11.0}
-    sparse = compress._row("sparse", "magnitude", summary, 9.0, weights)
-    tfl = compress._tflite_row("tflite_float", "magnitude", 10.0, 9.0,
-                               (6, 15), [(1, 5)] * 3, {})
-    rows = compress._mark([sparse, tfl], 0.5, 9.5)
+    sparse = compress_rows.row("sparse", "magnitude", summary, 9.0, weights)
+    tfl = compress_rows.tflite_row("tflite_float", "magnitude", 10.0, 9.0,
+                                   (6, 15), [(1, 5)] * 3, {})
+    rows = compress_rows.mark([sparse, tfl], 0.5, 9.5)
     assert [r["reached_target"] for r in rows] == [True, True]
     # Independent reference: per-matrix zeros >= per-matrix cut.
     assert all(2 >= int(round(0.5 * 5)) for _ in range(3))

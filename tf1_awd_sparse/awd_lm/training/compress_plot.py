@@ -1,0 +1,39 @@
+"""The compression pipeline's validation curves
+(`awd_lm.training.compress`): every fine-tuning drawn as the float
+model's curve continued."""
+from tf1_awd_sparse.awd_lm.training import records
+from tf1_awd_sparse.awd_lm.training.compress_stages import ramp_epochs
+from tf1_awd_sparse.awd_lm.training.rundir import TECHNIQUE_DIRS
+
+__all__ = ["plot"]
+
+
+def plot(pipeline, runs, chosen, quant):
+    """Writes the pipeline directory's valid_ppl.png: the fine-tunings
+    continue the float curve from its best epoch (a technique's survivors
+    after its ramp, QAT after the chosen technique's best).
+
+    Args:
+      pipeline: the run (`compress_pipeline.Pipeline`): the float model's
+        summary and parameters, its directory and log.
+      runs: ``[{technique, summary}]`` of the reference ('-') and the
+        techniques.
+      chosen: the technique QAT continued.
+      quant: the QAT run's summary.
+    """
+    float_summary = pipeline.float_summary
+    start = float_summary["best_epoch"]
+    ramp = ramp_epochs(pipeline.params)
+    summaries, offsets = [float_summary], [0]
+    for run in runs:
+        name = TECHNIQUE_DIRS.get(run["technique"], "reference")
+        summaries.append(dict(run["summary"], model="%s+%s" % (
+            float_summary["model"], name)))
+        offsets.append(start + (0 if name == "reference" else ramp))
+        if run["technique"] == chosen:
+            qat_offset = offsets[-1] + run["summary"]["best_epoch"]
+    summaries.append(quant)
+    offsets.append(qat_offset)
+    records.plot_curves(summaries, pipeline.dir.plot_file,
+                        float_summary.get("floor_ppl"), offsets,
+                        log=pipeline.run_options.get("log", print))
