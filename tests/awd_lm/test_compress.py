@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.training import (compress, compress_cuts,
-                                           compress_rows, train)
+from tf1_awd_sparse.awd_lm.training import (
+    compress, compress_cuts, compress_rows, compress_stages, train)
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import presets
@@ -620,3 +620,51 @@ def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
     assert [r["reached_target"] for r in rows] == [True, True]
     # Independent reference: per-matrix zeros >= per-matrix cut.
     assert all(2 >= int(round(0.5 * 5)) for _ in range(3))
+
+
+def _float_phase(params):
+    """The float model's phase of ``params`` (no quantization or
+    compression key), as a plain dict."""
+    float_params, _ = presets.split_quant(dict(params, quant=False))
+    return dict(float_params)
+
+
+@pytest.mark.parametrize("technique", TECHNIQUES)
+def test_each_stages_parameters_follow_the_documented_rules(technique):
+    """Each stage's flat parameters, key for key: the float model's phase,
+    every dropout rate times ``finetune_dropout_scale`` (not the
+    reference's), ``finetune_lr`` (None: lr / 4), the budget split
+    between the ramp (plain SGD) and the survivors (``finetune_optimizer``)
+    and the keys each stage sets, nothing else."""
+    params = dict(presets.params_for("demo", "awd", {
+        "compress": technique, "finetune_dropout_scale": 0.25,
+        "compress_sparsity_weight": 0.003}), vocab_size=50)
+    base = _float_phase(params)
+    scaled = {k: params[k] * 0.25 for k in compress.DROPOUT_KEYS}
+    lr = params["lr"] / 4.0
+    ramp, rest = compress.ramp_epochs(params), compress.survivors_epochs(
+        params)
+    assert (ramp, rest) == (5, 7)   # 0.4 and 0.6 of finetune_epochs 12
+    distill = {"distill_weight": 0.0, "distill_temperature": 1.0}
+    if technique == "magnitude":   # the schedule over the ramp's steps
+        own = {"pruning": "magnitude", "pruning_begin_step": 0,
+               "pruning_end_step": 5 * 30, "pruning_frequency": 5 * 30 // 40}
+    else:   # the KL / L0 weight ramped, with the controller's factor
+        own = {"sparsity": technique, "sparsity_ramp_steps": 5 * 30,
+               "sparsity_controller": 2.0, "sparsity_weight": 0.003,
+               "aux_lr_scale": compress_stages.AUX_LR_SCALE[technique]}
+    assert dict(compress.finetune_params(params, technique, 30)) == dict(
+        base, max_epochs=ramp, lr=lr, optimizer="sgd", pruning_block=1,
+        target_sparsity=0.9, select_from_epoch=ramp, **dict(
+            own, **dict(scaled, **distill)))
+    assert dict(compress.survivors_params(params)) == dict(
+        base, max_epochs=rest, lr=lr, optimizer="ntasgd", pruning="fixed",
+        select_min_sparsity=0.9, **dict(scaled, **distill))
+    assert dict(compress.reference_params(params)) == dict(
+        base, max_epochs=12, lr=lr, optimizer="ntasgd", distill_weight=0.0,
+        average_from_start=True)
+    _, quant = presets.split_quant(dict(params, quant=True))
+    assert dict(compress_stages.quantize_params(params)) == dict(
+        quant, pruning="fixed", **scaled)
+    assert dict(compress_stages.model_params(params, pruning="fixed")) == \
+        dict(base, pruning="fixed")
