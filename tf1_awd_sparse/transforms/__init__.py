@@ -5,6 +5,8 @@
   weights -> pruning mask -> DropConnect -> weight fake-quant); their names
   are importable from this package too;
 - :mod:`.magnitude_pruning` - gradual magnitude pruning of the masks;
+  its schedule is :mod:`.pruning_schedule`, its exact numpy cuts
+  :mod:`.pruning_cut`;
 - :mod:`.techniques` - the sparse technique registry and a graph's pairs.
 
 Imports floors 0-1 only.
