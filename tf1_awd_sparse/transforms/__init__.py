@@ -7,7 +7,9 @@
 - :mod:`.magnitude_pruning` - gradual magnitude pruning of the masks;
   its schedule is :mod:`.pruning_schedule`, its exact numpy cuts
   :mod:`.pruning_cut`;
-- :mod:`.techniques` - the sparse technique registry and a graph's pairs.
+- :mod:`.techniques` - the sparse technique registry and a graph's pairs;
+- :mod:`.checkpoint_pairs` - a checkpoint's sparse pairs (the report's and
+  strip's).
 
 Imports floors 0-1 only.
 """
