@@ -31,10 +31,17 @@ KERNEL_LAYOUTS = {("float32", "csr"), ("float32", "1x4"),
 
 _BLOCK = {"csr": 1, "1x4": 4, "1x16": 16}
 
-#: Builtin operator codes and tensor types of the TFLite schema.
-FULLY_CONNECTED, DENSIFY, DEQUANTIZE, GATHER = 9, 124, 6, 36
-PAD, SLICE = 34, 65
-FLOAT32, INT32, UINT8, INT8 = 0, 2, 3, 9
+# Builtin operator codes and tensor types of the TFLite schema.
+FULLY_CONNECTED = 9
+DENSIFY = 124
+DEQUANTIZE = 6
+GATHER = 36
+PAD = 34
+SLICE = 65
+FLOAT32 = 0
+INT32 = 2
+UINT8 = 3
+INT8 = 9
 
 
 class SparseStorageError(ValueError, Error):
