@@ -18,7 +18,8 @@ from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export, lm
-from tf1_awd_sparse.export import sparse_format, sparse_storage as ss, tflite_file
+from tf1_awd_sparse.export import sparse_format, tflite_file
+from tf1_awd_sparse.export import sparse_storage as ss
 from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
@@ -502,3 +503,11 @@ def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
     bad[0, 0] = np.nan
     with pytest.raises(ss.SparseStorageError, match="non-finite"):
         ss.store_sparse(_matmuls_file(bad))
+
+
+def test_the_format_names_are_importable_from_sparse_storage():
+    """`sparse_storage` keeps the names that moved to `sparse_format`."""
+    for name in ss.__all__:
+        assert hasattr(ss, name), name
+        if hasattr(sparse_format, name):
+            assert getattr(ss, name) is getattr(sparse_format, name), name
