@@ -6,5 +6,7 @@ trained values), :mod:`.eval_graph` (the unrolled evaluation graph) and
 opens them), :mod:`.tflite_file` (a file's flatbuffer read with the
 standard library, and ``verify``, which checks it before any interpreter
 reads it), :mod:`.sparse_storage` (pruned weights stored in TFLite's
-sparse format, int8 weights) and :mod:`.strip` (sparse pairs to plain
-dense weights). Imports floors 0-3 only."""
+sparse format, int8 weights; its format and encodings are
+:mod:`.sparse_format`'s, its rewrite :mod:`.sparse_rewrite`'s) and
+:mod:`.strip` (sparse pairs to plain dense weights). Imports floors 0-3
+only."""

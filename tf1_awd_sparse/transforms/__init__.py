@@ -5,7 +5,11 @@
   weights -> pruning mask -> DropConnect -> weight fake-quant); their names
   are importable from this package too;
 - :mod:`.magnitude_pruning` - gradual magnitude pruning of the masks;
-- :mod:`.techniques` - the sparse technique registry and a graph's pairs.
+  its schedule is :mod:`.pruning_schedule`, its exact numpy cuts
+  :mod:`.pruning_cut`;
+- :mod:`.techniques` - the sparse technique registry and a graph's pairs;
+- :mod:`.checkpoint_pairs` - a checkpoint's sparse pairs (the report's and
+  strip's).
 
 Imports floors 0-1 only.
 """
