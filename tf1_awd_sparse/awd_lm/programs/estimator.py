@@ -142,7 +142,6 @@ def prepare(args, training_hooks=None):
     """
     require_estimator()
     params, corpus = command_params(args)
-    params["training_hooks"] = training_hooks
     probe = tf.estimator.RunConfig()
     task_type, task_id = probe.task_type, probe.task_id
     mirrored = args.distribute == "mirrored"
@@ -155,7 +154,8 @@ def prepare(args, training_hooks=None):
     # (an evaluator has no id in the cluster).
     config = tf.estimator.RunConfig(
         model_dir=args.model_dir,
-        tf_random_seed=params["seed"] + (probe.global_id_in_cluster or 0),
+        tf_random_seed=params.optimization.seed + (
+            probe.global_id_in_cluster or 0),
         save_checkpoints_steps=args.save_steps, save_summary_steps=50,
         log_step_count_steps=50,
         session_config=session_config(
@@ -163,9 +163,14 @@ def prepare(args, training_hooks=None):
             task_id, args.num_devices if mirrored else None),
         train_distribute=(mirrored_strategy(args.num_devices) if mirrored
                           else None))
-    estimator = tf.estimator.Estimator(model_fn, params=params, config=config)
-    eval_input = make_input_fn(corpus.valid, params["eval_batch_size"],
-                               params["bptt"], repeat=False)
+    # The Estimator takes a plain dict; model_fn takes the hooks out of it
+    # and checks the rest.
+    estimator = tf.estimator.Estimator(
+        model_fn, params=dict(params.to_flat(), training_hooks=training_hooks),
+        config=config)
+    eval_input = make_input_fn(corpus.valid,
+                               params.optimization.eval_batch_size,
+                               params.optimization.bptt, repeat=False)
     setup = {"estimator": estimator, "eval_input": eval_input,
              "eval_steps": args.eval_steps, "train_spec": None,
              "model_dir": None}
@@ -182,8 +187,8 @@ def prepare(args, training_hooks=None):
     # Chief and workers take disjoint shares of the windows (ids 0..n-1).
     shard = (probe.global_id_in_cluster
              if probe.cluster_spec and task_type != "ps" else 0)
-    train_input = make_input_fn(corpus.train, params["batch_size"],
-                                params["bptt"], n_tasks, shard)
+    train_input = make_input_fn(corpus.train, params.optimization.batch_size,
+                                params.optimization.bptt, n_tasks, shard)
     setup["train_spec"] = tf.estimator.TrainSpec(
         train_input, max_steps=args.train_steps, hooks=hooks)
     if config.is_chief:

@@ -44,6 +44,7 @@ from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.distributed import cli
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import checkpoints
@@ -202,12 +203,12 @@ def _build_training(params, corpus, args, task, strategy, make_hooks):
     graph = tf.Graph()
     n_tasks = task.num_tasks if task else 1
     shard = task.global_id if task else 0
-    input_fn = make_input_fn(corpus.train, params["batch_size"],
-                             params["bptt"], n_tasks, shard)
+    input_fn = make_input_fn(corpus.train, params.optimization.batch_size,
+                             params.optimization.bptt, n_tasks, shard)
     with graph.as_default():
         # A different graph seed per task: workers must not draw the same
         # masks (as the Estimator command line's tf_random_seed).
-        tf.set_random_seed(params["seed"] + (shard or 0))
+        tf.set_random_seed(params.optimization.seed + (shard or 0))
         hooks = []
         if strategy is not None:
             with strategy.scope():
@@ -317,7 +318,8 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
 
     Args:
       model_dir: a directory with checkpoints of this model.
-      params: the model's parameter dict (with 'vocab_size').
+      params: the model's parameters, a `Params` or a dict (`as_params`;
+        with 'vocab_size').
       ids: 1-D int array, the token stream (the validation split).
       eval_steps: batches to evaluate (None: all).
       config: ``tf.ConfigProto`` of the session.
@@ -335,8 +337,9 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
     path = tf.train.latest_checkpoint(model_dir)
     if not path:
         raise ValueError("model_dir: no checkpoint in %r" % (model_dir,))
-    input_fn = make_input_fn(ids, params["eval_batch_size"], params["bptt"],
-                             repeat=False)
+    params = as_params(params)
+    input_fn = make_input_fn(ids, params.optimization.eval_batch_size,
+                             params.optimization.bptt, repeat=False)
     with tf.Graph().as_default():
         features, labels = tf.data.make_one_shot_iterator(
             input_fn()).get_next()
