@@ -1,6 +1,6 @@
 """The language model on TensorFlow's own distributed runtime (Estimator).
 
-`model_fn` wraps `awd_lm.model.build_lm` (the same graph code as the
+`model_fn` wraps `awd_lm.graph.model.build_lm` (the same graph code as the
 single-process loop) for `tf.estimator.Estimator`; `make_input_fn` feeds
 fixed-length BPTT windows from a token stream, a disjoint share per worker.
 The command line (``python -m tf1_awd_sparse.awd_lm.estimator --help``)
@@ -22,22 +22,25 @@ the same flags and runs the same three setups through
 ``tf.train.MonitoredTrainingSession``, on every version.
 
 A run that trains writes ``config.json`` and ``vocab.txt`` into
-``--model-dir`` first (`awd_lm.modeldir`); from then on they are the
+``--model-dir`` first (`awd_lm.config.modeldir`); from then on they are the
 directory's configuration: ``--evaluate-only`` needs no ``--hparams``, and
 a ``--preset``, ``--model`` or ``--hparams`` value that differs from
 config.json is refused in one line (`command_params`).
 
-Differences from the single-process loop (`awd_lm.train`): each window
+Differences from the single-process loop (`awd_lm.training.train`): each window
 starts from a zero state (Estimator input pipelines carry no state between
 batches), the window length is fixed (``bptt``), and the optimizer is plain
 SGD with gradient clipping (NT-ASGD's trigger needs the loop's validation
 schedule).
 
-The pieces live in modules by job: `awd_lm.input_fn` (the input
-pipeline), `awd_lm.model_fn` (``model_fn`` and the mask-resampling hook),
-`awd_lm.cluster` (barriers, MirroredStrategy), `awd_lm.runtime` (corpus
-and session configuration, shared with the single-process loop); this
-module is the command line and exports the pieces under their old names.
+The pieces live in modules by job: `awd_lm.distributed.input_fn` (the
+input pipeline), `awd_lm.distributed.model_fn` (``model_fn`` and the
+mask-resampling hook), `awd_lm.distributed.cluster` (barriers,
+MirroredStrategy), `awd_lm.corpus.runtime` (corpus and session
+configuration, shared with the single-process loop); this module is the
+command line (``awd-lm estimator``; ``python -m
+tf1_awd_sparse.awd_lm.estimator`` is its old path) and exports the pieces
+under their old names.
 """
 from __future__ import absolute_import, division, print_function
 
