@@ -109,9 +109,9 @@ def model_fn(features, labels, mode, params):
       ValueError: bad params (named, see `model.build_lm`).
     """
     # The hooks are no parameter of the model: take them out, then check.
-    params = dict(params)
-    make_hooks = params.pop("training_hooks", None)
-    params = as_params(params)
+    given = dict(params)   # the Estimator's own dict stays as it is
+    make_hooks = given.pop("training_hooks", None)
+    params = as_params(given)
     if mode == tf.estimator.ModeKeys.PREDICT:
         # build_lm needs targets; predictions do not depend on them.
         out = model.build_lm({"inputs": features["inputs"],
