@@ -8,3 +8,20 @@ checkpoint argument (:mod:`.checkpoints`), variable names relative to a
 scope (:mod:`.variable_names`), the table of public and old names
 (:mod:`.names`) and :mod:`.errors` (``Error``, the root of every named
 error). Imports TensorFlow only."""
+
+from tf1_awd_sparse.base import names as _names
+
+# The package's public names (docs/api.md), each imported from its
+# module on first use.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.base.compat": [
+        "tf", "TF_VERSION", "IS_TF2", "GraphModeError", "require_graph_mode"],
+    "tf1_awd_sparse.base.errors": ["Error"],
+    "tf1_awd_sparse.base.checks": [
+        "TrainingFlagError", "DtypeError", "ParamsError", "check_training",
+        "check_keep_prob"],
+    "tf1_awd_sparse.base.control_flow": ["smart_cond", "once_per_run"],
+    "tf1_awd_sparse.base.seeds": ["derived_seed"],
+    "tf1_awd_sparse.base.checkpoints": ["check_checkpoint"],
+    "tf1_awd_sparse.base.variable_names": ["relative_variable_names"],
+})

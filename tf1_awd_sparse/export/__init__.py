@@ -10,3 +10,18 @@ sparse format, int8 weights; its format and encodings are
 :mod:`.sparse_format`'s, its rewrite :mod:`.sparse_rewrite`'s) and
 :mod:`.strip` (sparse pairs to plain dense weights). Imports floors 0-3
 only."""
+from tf1_awd_sparse.base import names as _names
+
+# The package's public names (docs/api.md), each imported from its
+# module on first use.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.export.tflite": ["export_tflite"],
+    "tf1_awd_sparse.export.eval_graph": ["unroll"],
+    "tf1_awd_sparse.export.runner": ["TFLiteRunner", "open_interpreter"],
+    "tf1_awd_sparse.export.tflite_file": ["verify", "TFLiteFileError"],
+    "tf1_awd_sparse.export.sparse_storage": [
+        "store_sparse", "stores_sparse", "sparse_tensors",
+        "SparseStorageError", "LAYOUTS"],
+    "tf1_awd_sparse.export.strip": [
+        "strip_checkpoint", "strip_values", "strip_values_of_checkpoint"],
+})
