@@ -26,9 +26,12 @@ from tf1_awd_sparse.transforms.held_mask import (  # noqa: F401
     BernoulliInitializer, HeldMask, apply_mask, bernoulli_mask,
     make_mask_variable, scaled_mask, train_op_with_updates)
 
+# The table of this name (docs/api.md). The checks, ``smart_cond``,
+# ``derived_seed`` and the deprecated ``make_mask_variable`` still import
+# from here, but are not in it (the checks, ``smart_cond`` and
+# ``derived_seed`` belong to tf1_awd_sparse.base).
 __all__ = [
     "VariationalDropout", "locked_dropout", "embedding_dropout",
-    "bernoulli_mask", "scaled_mask", "apply_mask", "check_keep_prob",
-    "check_training", "smart_cond", "derived_seed", "BernoulliInitializer",
-    "HeldMask", "make_mask_variable", "train_op_with_updates",
+    "train_op_with_updates", "bernoulli_mask", "scaled_mask", "apply_mask",
+    "HeldMask", "BernoulliInitializer",
 ]

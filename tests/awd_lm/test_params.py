@@ -107,3 +107,20 @@ def test_stage_knobs_are_not_user_keys():
     assert "average_from_start" not in P.USER_KEYS
     assert "select_min_sparsity" not in P.USER_KEYS
     assert set(P.USER_KEYS) | set(P.STAGE_KEYS) >= set(presets.DEFAULTS)
+
+
+def test_the_docs_table_is_the_sections():
+    """docs/awd_lm.md's table of sections says what SECTIONS holds."""
+    import re
+    with open(os.path.join(ROOT, "docs", "awd_lm.md")) as f:
+        text = f.read()
+    table = text[text.index("| section | keys |"):]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        name, keys = [c.strip() for c in line.strip("|").split("|")]
+        rows[name.strip("`")] = set(re.findall(r"`([a-z_0-9]+)`", keys)) & \
+            set(P._SECTION_OF)
+    assert rows == dict((name, set(cls._fields))
+                        for name, cls in P.SECTIONS.items())

@@ -155,7 +155,7 @@ def test_the_training_loop_refuses_eager_execution_before_writing(tmpdir):
     directory (it used to fail deep in tf.summary.FileWriter)."""
     run_dir = str(tmpdir.join("run"))
     code = ("import tensorflow as tf, tf1_awd_sparse.base._quiet\n"
-            "from tf1_awd_sparse.awd_lm import train\n"
+            "from tf1_awd_sparse.awd_lm.training import train\n"
             "try:\n"
             "    train.run(None, {}, %r)\n"
             "except Exception as e:\n"

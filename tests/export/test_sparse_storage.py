@@ -18,7 +18,8 @@ from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export, lm
-from tf1_awd_sparse.export import sparse_storage as ss, tflite_file
+from tf1_awd_sparse.export import sparse_format, tflite_file
+from tf1_awd_sparse.export import sparse_storage as ss
 from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
@@ -165,7 +166,7 @@ def _pruned_file(folder, emb):
 
 def _op_names(model_bytes):
     """``(parsed model, [(builtin name, operator)])`` in the run order."""
-    schema, _ = ss._schema()
+    schema, _ = sparse_format.schema_modules()
     parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
         model_bytes, 0))
     names = {v: k for k, v in vars(schema.BuiltinOperator).items()
@@ -265,7 +266,7 @@ def test_auto_takes_the_fewest_bytes_and_the_report_counts_them(pruned):
 @pytest.mark.parametrize("layout", ["csr", "1x4", "1x16"])
 @pytest.mark.parametrize("cols", [32, 320])   # 1- and 2-byte indices
 def test_encode_decodes_back_to_the_weights(layout, cols):
-    schema, _ = ss._schema()
+    schema, _ = sparse_format.schema_modules()
     rng = np.random.RandomState(cols)
     weights = rng.randn(700, cols).astype(np.float32)
     weights[rng.rand(700, cols) < 0.9] = 0
@@ -286,7 +287,7 @@ def test_int8_weights_are_symmetric_per_tensor_of_the_float_ones(pruned):
     _, _, _, dense = pruned
     floats = {name: value for name, value, _ in ss.constant_arrays(dense)}
     sparse, _ = ss.store_sparse(dense, "int8")
-    schema, _ = ss._schema()
+    schema, _ = sparse_format.schema_modules()
     parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(sparse,
                                                                    0))
     scales = {t.name.decode(): t.quantization for t in
@@ -502,3 +503,11 @@ def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
     bad[0, 0] = np.nan
     with pytest.raises(ss.SparseStorageError, match="non-finite"):
         ss.store_sparse(_matmuls_file(bad))
+
+
+def test_the_format_names_are_importable_from_sparse_storage():
+    """`sparse_storage` keeps the names that moved to `sparse_format`."""
+    for name in ss.__all__:
+        assert hasattr(ss, name), name
+        if hasattr(sparse_format, name):
+            assert getattr(ss, name) is getattr(sparse_format, name), name

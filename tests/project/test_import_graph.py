@@ -199,7 +199,8 @@ def test_the_distributed_programs_share_a_command_line_not_each_other():
     other (a TF 2.16+ run of monitored must not depend on the estimator
     program's module)."""
     edges = import_edges()
-    estimator, monitored = AWD_LM + ".estimator", AWD_LM + ".monitored"
+    estimator = AWD_LM + ".programs.estimator"
+    monitored = AWD_LM + ".programs.monitored"
     assert estimator not in edges[monitored]
     assert monitored not in edges[estimator]
     shared = AWD_LM + ".distributed.cli"

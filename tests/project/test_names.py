@@ -1,6 +1,7 @@
 """One name for each thing (tf1_awd_sparse.base.names): the public names are
-the floor modules themselves, the old names import with one warning that
-names the new name, names that went say what replaces them, and the
+the floor modules themselves and the packages' tables (docs/api.md), the
+flat awd_lm names import with one warning that names the floor module,
+names that went say what replaces them (or no longer import), and the
 project's own code and docs use no old name."""
 import ast
 import glob
@@ -39,8 +40,7 @@ def old_names_used(source):
     Returns:
       sorted list of dotted names that are in the tables of old names.
     """
-    old_attributes = set(names.DEPRECATED_ATTRIBUTES) | set(
-        names.REMOVED_ATTRIBUTES)
+    old_attributes = set(names.REMOVED_ATTRIBUTES)
     aliases, used = {}, set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -59,9 +59,7 @@ def old_names_used(source):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in aliases):
             used.add(aliases[node.value.id] + "." + node.attr)
-    # The flat awd_lm names stay public for users, but the project itself
-    # uses the floor names.
-    old = set(names.DEPRECATED_MODULES) | set(names.PUBLIC_MOVED_MODULES) \
+    old = set(names.REMOVED_MODULES) | set(names.FLAT_AWD_LM_MODULES) \
         | {"%s.%s" % k for k in old_attributes}
     return sorted(u for u in used if u in old)
 
@@ -96,15 +94,19 @@ def test_the_project_imports_no_old_name():
 @pytest.mark.per_python
 def test_the_docs_name_no_old_name():
     pattern = re.compile(r"\b(%s)\b(?!\.\w)" % "|".join(
-        re.escape(n) for n in sorted(set(names.DEPRECATED_MODULES)
-                                     | set(names.PUBLIC_MOVED_MODULES))))
+        re.escape(n) for n in sorted(set(names.REMOVED_MODULES)
+                                     | set(names.FLAT_AWD_LM_MODULES))))
     found = {}
     for path in [os.path.join(ROOT, "README.md")] + glob.glob(
             os.path.join(ROOT, "docs", "*.md")):
         if os.path.relpath(path, ROOT) in HISTORY:
             continue
         with open(path) as f:
-            hits = sorted(set(pattern.findall(f.read())))
+            text = f.read()
+        hits = set(pattern.findall(text))
+        for block in re.findall(r"^```python\n(.*?)^```", text, re.M | re.S):
+            hits |= set(old_names_used(block))   # ``from awd_lm import lm``
+        hits = sorted(hits)
         if hits:
             found[os.path.relpath(path, ROOT)] = hits
     assert found == {}
@@ -134,10 +136,10 @@ def test_the_public_names_are_the_floor_modules():
 _OLD_NAMES_RUN = r"""
 import importlib, json, sys, warnings
 from tf1_awd_sparse.base import names
-out = {"modules": {}, "attributes": {}, "removed": {}}
+out = {"modules": {}, "gone": {}, "removed": {}}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    for old, new in sorted(names.DEPRECATED_MODULES.items()):
+    for old, new in sorted(names.FLAT_AWD_LM_MODULES.items()):
         del caught[:]
         exec("import %s" % old)
         first = [(str(w.message), w.filename) for w in caught
@@ -148,14 +150,12 @@ with warnings.catch_warnings(record=True) as caught:
         exec("import %s" % old)
         again = [w for w in caught if str(w.message).startswith(old)]
         out["modules"][old] = [first, same, len(again)]
-    for (module, name), new in sorted(names.DEPRECATED_ATTRIBUTES.items()):
-        del caught[:]
-        value = getattr(importlib.import_module(module), name)
-        first = [str(w.message) for w in caught]
-        getattr(importlib.import_module(module), name)
-        same = value is getattr(importlib.import_module(new), name)
-        out["attributes"][module + "." + name] = [first, same,
-                                                  len(caught) - len(first)]
+for old in sorted(names.REMOVED_MODULES):
+    try:
+        importlib.import_module(old)
+        out["gone"][old] = None
+    except ImportError as e:
+        out["gone"][old] = type(e).__name__
 for (module, name), new in sorted(names.REMOVED_ATTRIBUTES.items()):
     try:
         getattr(importlib.import_module(module), name)
@@ -177,30 +177,26 @@ def old_names_run():
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("old", sorted(names.DEPRECATED_MODULES))
-def test_an_old_module_name_warns_once_with_its_replacement(old,
-                                                           old_names_run):
+@pytest.mark.parametrize("old", sorted(names.FLAT_AWD_LM_MODULES))
+def test_a_flat_awd_lm_name_warns_once_with_its_floor_module(old,
+                                                              old_names_run):
     first, same, again = old_names_run["modules"][old]
     assert same                     # the module it is now, not a copy
     assert len(first) == 1, first   # one warning the first time ...
     assert again == 0               # ... and none the second
     message, filename = first[0]
     assert message.startswith(old + " is deprecated")
-    assert names.DEPRECATED_MODULES[old] in message
+    assert names.FLAT_AWD_LM_MODULES[old] in message
     assert names.REMOVED_IN in message
     # It points at the line that imported the old name, in the run's
     # __main__ (CPython 3.7 names it by sys.argv[0], later ones by the code).
     assert filename in ("<string>", "-c"), filename
 
 
-def test_a_moved_name_warns_once_with_its_replacement(old_names_run):
-    assert sorted(old_names_run["attributes"]) == sorted(
-        "%s.%s" % k for k in names.DEPRECATED_ATTRIBUTES)
-    for old, (first, same, again) in old_names_run["attributes"].items():
-        module, _, name = old.rpartition(".")
-        assert same and again == 0, old
-        assert len(first) == 1 and first[0].startswith(old + " is deprec")
-        assert names.DEPRECATED_ATTRIBUTES[(module, name)] in first[0]
+def test_the_names_deprecated_in_0_3_0_are_gone(old_names_run):
+    """The old module names no longer import (0.4.0, as 0.3.0 announced)."""
+    assert old_names_run["gone"] == dict(
+        (old, "ModuleNotFoundError") for old in names.REMOVED_MODULES)
 
 
 @pytest.mark.parametrize("old", sorted("%s.%s" % k
@@ -230,13 +226,10 @@ def test_the_public_names_raise_no_deprecation_warning():
             "from tf1_awd_sparse.base import names\n"
             "for public in sorted(names.PUBLIC):\n"
             "    importlib.import_module(public)\n"
-            "for old, new in sorted(names.PUBLIC_MOVED_MODULES.items()):\n"
-            "    assert importlib.import_module(old) is \\\n"
-            "        importlib.import_module(new), old\n"
-            "from tf1_awd_sparse.awd_lm import train, presets, data, lm\n"
-            "from tf1_awd_sparse.awd_lm import compress\n"
-            "assert (train.run, data.read_ptb, lm.LanguageModel,\n"
-            "        compress.run_pipeline, presets.PRESETS)\n"
+            "for package in %r:\n"
+            "    table = importlib.import_module(package)\n"
+            "    for name in table.__all__:\n"
+            "        getattr(table, name)\n" % (TABLES,) +
             "from tf1_awd_sparse.base.compat import tf\n"
             "if hasattr(tf, 'disable_v2_behavior'):\n"
             "    tf.disable_v2_behavior()\n"
@@ -253,81 +246,151 @@ def test_the_public_names_raise_no_deprecation_warning():
     assert proc.stdout.strip().splitlines()[-1] == "ok"
 
 
-def _public_library_modules():
-    """(dotted name, path) of every public module of the library (no part
-    of its name starts with an underscore; facades excluded)."""
+#: The public tables (docs/api.md): each package's ``__all__``, and the
+#: ``variational_dropout`` facade's. A module's own ``__all__`` is not the
+#: API (it may name its helpers for ``import *``).
+TABLES = (
+    "tf1_awd_sparse", "tf1_awd_sparse.base", "tf1_awd_sparse.ops",
+    "tf1_awd_sparse.transforms", "tf1_awd_sparse.transforms.graph_quantize",
+    "tf1_awd_sparse.layers", "tf1_awd_sparse.export",
+    "tf1_awd_sparse.quantization", "tf1_awd_sparse.awd_lm",
+    "tf1_awd_sparse.awd_lm.corpus", "tf1_awd_sparse.awd_lm.config",
+    "tf1_awd_sparse.awd_lm.graph", "tf1_awd_sparse.awd_lm.inference",
+    "tf1_awd_sparse.awd_lm.training", "tf1_awd_sparse.awd_lm.distributed",
+    "variational_dropout")
+#: The packages without a table: their names are public through the
+#: ``sparse_layers`` facades (docs/api.md), or they are the command.
+WITHOUT_TABLE = (
+    "tf1_awd_sparse.ops.sparse", "tf1_awd_sparse.layers.sparse",
+    "tf1_awd_sparse.layers.sparse.variational_dropout",
+    "tf1_awd_sparse.layers.sparse.l0_regularization",
+    "tf1_awd_sparse.awd_lm.programs")
+#: At most this many names in all the tables (issue 43).
+MAX_PUBLIC_NAMES = 200
+API_DOC = os.path.join(ROOT, "docs", "api.md")
+
+
+def _packages():
+    """Dotted names of the library's packages (none private)."""
     out = []
     for folder, _, files in os.walk(os.path.join(ROOT, "tf1_awd_sparse")):
-        for f in files:
-            if not f.endswith(".py"):
-                continue
-            dotted = os.path.relpath(os.path.join(folder, f), ROOT)[:-3]
-            dotted = dotted.replace(os.sep, ".").replace(".__init__", "")
-            if not any(p.startswith("_") for p in dotted.split(".")):
-                out.append((dotted, os.path.join(folder, f)))
+        dotted = os.path.relpath(folder, ROOT).replace(os.sep, ".")
+        if "__init__.py" in files and not any(
+                p.startswith("_") for p in dotted.split(".")):
+            out.append(dotted)
     return sorted(out)
 
 
-def declared_and_defined(source):
-    """``(__all__ or None, top-level public defs and classes, every
-    top-level name, whether the module has a __getattr__)``."""
-    tree = ast.parse(source)
-    declared, public, defined = None, set(), set()
-    body = list(tree.body)
-    for node in body:   # names bound under a top-level if / try count too
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            if isinstance(node, (ast.If, ast.Try, ast.ExceptHandler)):
-                body.extend(getattr(node, field, []))
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-            if not node.name.startswith("_"):
-                public.add(node.name)
-        elif isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    defined.add(t.id)
-                    if t.id == "__all__":
-                        declared = ast.literal_eval(node.value)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return declared, public, defined, "__getattr__" in defined
-
-
-def test_every_public_module_declares_its_names():
-    """Each public module has ``__all__``; it names only what the module
-    has, and every public function or class the module defines."""
-    missing, wrong = [], {}
-    for dotted, path in _public_library_modules():
-        with open(path) as f:
-            source = f.read()
-        declared, public, defined, lazy = declared_and_defined(source)
-        if declared is None:
-            if len(source) > 1000 or public:
-                missing.append(dotted)
+def _documented_tables(text):
+    """{table: [names]} from docs/api.md: a ``## `package``` heading, then
+    one ``- `name` - what it is`` line per name."""
+    tables, current = {}, None
+    for line in text.splitlines():
+        heading = re.match(r"^## `([\w.]+)`", line)
+        if heading:
+            current = tables.setdefault(heading.group(1), [])
             continue
-        unknown = [n for n in declared if n not in defined and not lazy]
-        undeclared = sorted(public - set(declared))
-        if unknown or undeclared:
-            wrong[dotted] = {"not in the module": unknown,
-                             "not in __all__": undeclared}
-    assert missing == [] and wrong == {}
+        item = re.match(r"^- `(\w+)` - \S", line)
+        if item and current is not None:
+            current.append(item.group(1))
+    return tables
 
 
-def test_the_declaration_check_sees_both_faults():
-    declared, public, defined, lazy = declared_and_defined(
-        "import os\n__all__ = ['a', 'os', 'gone']\ndef a(): pass\n"
-        "def b(): pass\ndef _c(): pass\n")
-    assert declared == ["a", "os", "gone"] and public == {"a", "b"}
-    assert "gone" not in defined and not lazy
+def test_every_package_has_a_table():
+    assert sorted(set(_packages()) - set(WITHOUT_TABLE)) == sorted(
+        t for t in TABLES if t.startswith("tf1_awd_sparse"))
+
+
+def test_the_tables_resolve_and_have_docstrings(record_property):
+    """Each name of a table is there (a package's imports on first use),
+    a function's or class's has a docstring of its own, and no name hides a
+    submodule of its package; all of them are at most MAX_PUBLIC_NAMES."""
+    total, faults = 0, []
+    for table in TABLES:
+        module = importlib.import_module(table)
+        total += len(module.__all__)
+        assert len(set(module.__all__)) == len(module.__all__), table
+        folder = os.path.dirname(getattr(module, "__file__"))
+        for name in module.__all__:
+            value = getattr(module, name)
+            if (callable(value) and not isinstance(value, type(sys))
+                    and not (getattr(value, "__doc__", None) or "").strip()):
+                faults.append("%s.%s: no docstring" % (table, name))
+            if hasattr(module, "__path__") and (
+                    os.path.exists(os.path.join(folder, name + ".py"))
+                    or os.path.isdir(os.path.join(folder, name))):
+                faults.append("%s.%s: a submodule's name" % (table, name))
+    record_property("public_names", total)
+    print("\npublic names in %d tables: %d (at most %d)"
+          % (len(TABLES), total, MAX_PUBLIC_NAMES))
+    assert faults == []
+    assert total <= MAX_PUBLIC_NAMES
+
+
+def test_the_tables_are_documented_one_line_each():
+    with open(API_DOC) as f:
+        documented = _documented_tables(f.read())
+    assert sorted(documented) == sorted(TABLES)
+    for table in TABLES:
+        assert documented[table] == list(
+            importlib.import_module(table).__all__), table
+
+
+def test_a_table_names_only_its_own_floor():
+    """A package's table imports from the package's own modules (so the
+    floors hold): only ``quantization`` (a public name of its own, above
+    the floors) and the root's ``__version__`` reach elsewhere."""
+    for table in TABLES:
+        module = importlib.import_module(table)
+        if table in ("variational_dropout", "tf1_awd_sparse.quantization",
+                     "tf1_awd_sparse"):
+            continue
+        for name in module.__all__:
+            home = getattr(getattr(module, name), "__module__", None)
+            if home is None or not home.startswith("tf1_awd_sparse"):
+                continue   # a constant, or TensorFlow's ``tf``
+            assert home.startswith(table + "."), (table, name, home)
+
+
+def test_the_light_packages_import_no_tensorflow():
+    """``import tf1_awd_sparse`` and the packages a command reads without
+    TensorFlow (``awd-lm info``) import none: their tables are lazy."""
+    code = ("import sys\n"
+            "import tf1_awd_sparse, tf1_awd_sparse.base\n"
+            "import tf1_awd_sparse.awd_lm, tf1_awd_sparse.awd_lm.config\n"
+            "import tf1_awd_sparse.awd_lm.corpus\n"
+            "print(sorted(m for m in sys.modules\n"
+            "             if m.split('.')[0] == 'tensorflow'))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=300).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_an_unknown_package_name_is_an_attribute_error():
+    import tf1_awd_sparse.layers
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'$"):
+        tf1_awd_sparse.layers.no_such_name  # pylint: disable=pointless-statement
+    from tf1_awd_sparse.layers import dropout   # a submodule still imports
+    assert dropout.locked_dropout is tf1_awd_sparse.layers.locked_dropout
+
+
+def test_the_lazy_table_refuses_a_name_twice():
+    with pytest.raises(ValueError, match="twice"):
+        names.lazy_api("p", {"p.a": ["x"], "p.b": ["x"]})
+
+
+def _version(text):
+    return tuple(int(p) for p in text.split("."))
 
 
 def test_the_version_is_the_changelogs_and_the_tables():
-    """One version: the package's, the newest CHANGELOG entry's, and the
-    one the old names were deprecated in."""
+    """One version: the package's and the newest released CHANGELOG
+    entry's; the flat awd_lm names are deprecated by the release after it
+    and go in a later one."""
     import tf1_awd_sparse
     with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
         newest = re.search(r"^## \[(\d[^\]]*)\]", f.read(), re.M).group(1)
     assert tf1_awd_sparse.__version__ == newest
-    assert names.DEPRECATED_SINCE.split()[0] == newest
-    assert names.REMOVED_IN > newest
+    assert _version(names.DEPRECATED_SINCE) > _version(newest)
+    assert _version(names.REMOVED_IN) > _version(names.DEPRECATED_SINCE)

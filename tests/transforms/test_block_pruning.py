@@ -11,6 +11,7 @@ from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.training import compress
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
+from tf1_awd_sparse.transforms import pruning_cut, pruning_schedule
 from support.tolerances import gamma
 from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 
@@ -262,3 +263,15 @@ def test_the_block_reaches_the_ramp_and_its_cut(technique, k):
                   compress=technique, vocab_size=50)
     ramp = compress.finetune_params(params, technique, 10)
     assert ramp["pruning_block"] == k
+
+
+def test_the_cut_and_the_schedule_are_importable_from_magnitude_pruning():
+    """`magnitude_pruning` keeps the names that moved to `pruning_cut` and
+    `pruning_schedule`, the same objects."""
+    for module in (pruning_cut, pruning_schedule):
+        for name in module.__all__:
+            if name in mp.__all__:
+                assert getattr(mp, name) is getattr(module, name), name
+    assert set(mp.__all__) >= {"gradual_sparsity", "exact_keep_masks",
+                               "exact_block_keep_masks", "check_block",
+                               "block_scores", "expand_blocks", "block_sizes"}

@@ -1,54 +1,45 @@
 """AWD-LSTM word-level language model built from the library's cells.
 
-Modules:
-  data       -- PTB-layout reader (``read_ptb``), ``Corpus``, ``batchify``.
-  synthetic  -- seeded hidden Markov source and its exact perplexity floor.
-  losses     -- activation (AR) and temporal activation (TAR) regularization.
-  ntasgd     -- ``NTASGDOptimizer``: SGD with a non-monotone switch to averaging.
-  presets    -- the ``demo`` and ``awd-ptb`` hyper-parameter sets and the one
-                table of parameter checks (``CHECKS``).
-  model      -- ``build_lm(features, mode, params)``: the reusable graph
-                builder (embed -> stack -> decode -> penalties).
-  runtime    -- corpus loading and session configuration, shared by both
-                training paths.
-  train      -- the single-process loop: ``Trainer`` (epoch, validation and
-                checkpoint steps that return records), ``run``.
-  distill    -- knowledge distillation from the float model: the teacher
-                (``build_teacher``) and the loss term (``distill_terms``).
-  records    -- the loop's records as text (``TableLog``), the results table
-                and the validation plot.
-  input_fn   -- the distributed input pipeline (fixed-length BPTT windows).
-  model_fn   -- the distributed training step and evaluation
-                (``train_step``, ``eval_xent``), the Estimator ``model_fn``
-                built from them, and ``MaskUpdateHook``.
-  cluster    -- ``ClusterBarrierHook`` and ``mirrored_strategy``.
-  estimator  -- the Estimator command line
-                (``python -m tf1_awd_sparse.awd_lm.estimator``; needs
-                ``tf.estimator``: TF 1.x and 2.15).
-  monitored  -- the same command line through MonitoredTrainingSession
-                (``python -m tf1_awd_sparse.awd_lm.monitored``; every
-                version, the one on TF 2.16+).
-  modeldir   -- config.json / vocab.txt / .tflite.json of a model.
-  lm         -- ``LanguageModel`` (exported here): load a run directory or
-                a .tflite file; score, generate, step.
-  cache      -- the continuous cache pointer mixed into its scores
-                (``CacheConfig``, the validation grid search).
-  score, generate -- their command lines
-                (``python -m tf1_awd_sparse.awd_lm.score`` / ``.generate``).
-  savedmodel -- ``export_saved_model``: a model directory as a SavedModel
-                with serving signatures (and its command line).
+Its floors, bottom up (docs/architecture.md), each a package with its own
+table of public names (docs/api.md):
 
-Every module imports on every supported version, also without
-``tf.estimator``.
+  corpus       -- reading and numbering text (``read_ptb``, ``batchify``),
+                  the synthetic corpora with an exact perplexity floor.
+  config       -- the checked configuration (``Params``, ``as_params``,
+                  ``PRESETS``, ``DEFAULTS``) and a model directory's
+                  config.json / vocab.txt.
+  graph        -- ``build_lm(features, mode, params)``, the train op, AR /
+                  TAR, ``NTASGDOptimizer``, distillation, the continuous
+                  cache, ``restore``.
+  inference    -- ``LanguageModel`` (load a run directory or a .tflite
+                  file; score, generate, step) and the TFLite export
+                  (``export_lm``).
+  training     -- the single-process loop (``run``, ``Trainer``), its
+                  records and plots, the compression pipeline
+                  (``run_pipeline``).
+  distributed  -- the Estimator / MonitoredTrainingSession input pipeline,
+                  training step, hooks and clusters.
+  programs     -- the ``awd-lm`` command and its subcommands
+                  (``python -m tf1_awd_sparse.awd_lm``).
+
+This package's own table is ``LanguageModel`` and ``export_saved_model``
+(a model directory as a SavedModel with serving signatures). Importing it
+imports no TensorFlow. Every module imports on every supported version,
+also without ``tf.estimator``.
+
+The flat module names of 0.3.0 (``tf1_awd_sparse.awd_lm.train``,
+``.presets``, ``.data``, ``.lm``, ...) still import, with one
+``DeprecationWarning`` naming the floor module (``base/names.py``).
 """
+from tf1_awd_sparse.base import names as _names
 
-__all__ = ["LanguageModel"]
+# The package's public names (docs/api.md), each imported from its module
+# on first use, so importing the package (e.g. for `records`, which needs
+# no TensorFlow) stays light.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.awd_lm.inference.lm": ["LanguageModel"],
+    "tf1_awd_sparse.awd_lm.savedmodel": ["export_saved_model"],
+})
 
-
-def __getattr__(name):
-    # ``LanguageModel`` on first use (PEP 562), so importing the package
-    # (e.g. for `records`, which needs no TensorFlow) stays light.
-    if name == "LanguageModel":
-        from tf1_awd_sparse.awd_lm.inference.lm import LanguageModel
-        return LanguageModel
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+# The flat names of 0.3.0 import, with a warning, until names.REMOVED_IN.
+_names.install_flat_awd_lm_names()

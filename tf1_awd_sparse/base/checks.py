@@ -3,7 +3,11 @@
 Every public class and function of the library validates its arguments
 with these helpers, so an error always names the argument, what was
 expected and what was given, and the same kind of argument is checked the
-same way everywhere. (The graph control flow the checks build with is in
+same way everywhere. This module holds the checks of tensors, dtypes and
+graphs and the checks' named errors; the checks of Python scalars are in
+:mod:`tf1_awd_sparse.base.scalar_checks`, those of id arrays and
+directories in :mod:`tf1_awd_sparse.base.data_checks`, and every check is
+importable from here. (The graph control flow the checks build with is in
 :mod:`tf1_awd_sparse.base.control_flow`; opening a checkpoint argument in
 :mod:`tf1_awd_sparse.base.checkpoints`.)
 
@@ -15,15 +19,20 @@ AWD-LSTM port the library replaces: pass False, or feed False, to evaluate.
 """
 from __future__ import absolute_import, division, print_function
 
-import math
 import numbers
-import os
 import sys
-import tempfile
 
 import numpy as np
 from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.errors import Error
+
+# The checks of scalars and of data, in modules of their own, are the
+# checks' too: every check is importable from here.
+from tf1_awd_sparse.base.data_checks import (  # noqa: F401
+    check_id_array, check_writable_dir)
+from tf1_awd_sparse.base.scalar_checks import (  # noqa: F401
+    check_bool, check_choice, check_int, check_interval, check_nonnegative_int,
+    check_num_bits, check_number, check_positive_int, check_real)
 
 __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
            "check_training", "check_positive_int", "check_nonnegative_int",
@@ -129,135 +138,6 @@ def _scalar_at_run_time(flag, arg_name):
         # second input must be a scalar") then fails first.
         with tf.control_dependencies([check]):
             return tf.reshape(flag, [])
-
-
-def check_positive_int(value, arg_name, allow_none=False):
-    """Validates a positive integer (Python or numpy int, not a bool).
-
-    Args:
-      value: the value given.
-      arg_name: the argument's name, for the error message.
-      allow_none: accept None (returned as None).
-
-    Returns:
-      ``value`` as a Python int (or None).
-
-    Raises:
-      ValueError: anything else, e.g. 0, -1, 2.5, True or '3'.
-    """
-    return _check_int(value, arg_name, 1, "a positive int", allow_none)
-
-
-def check_nonnegative_int(value, arg_name, allow_none=False):
-    """Validates an integer >= 0 (Python or numpy int, not a bool), e.g. a
-    thread count where 0 means "the runtime's choice".
-
-    Returns:
-      ``value`` as a Python int (or None with ``allow_none``).
-
-    Raises:
-      ValueError: anything else, e.g. -1, 2.5, True or '3'.
-    """
-    return _check_int(value, arg_name, 0, "an int >= 0", allow_none)
-
-
-def check_int(value, arg_name, allow_none=False):
-    """Validates an integer of any sign (Python or numpy int, not a bool),
-    e.g. a step number or a seed.
-
-    Returns:
-      ``value`` as a Python int (or None with ``allow_none``).
-
-    Raises:
-      ValueError: anything else, e.g. 2.5, True or '3'.
-    """
-    return _check_int(value, arg_name, None, "an int", allow_none)
-
-
-def _check_int(value, arg_name, minimum, what, allow_none):
-    if value is None and allow_none:
-        return None
-    if (isinstance(value, (bool, np.bool_))
-            or not isinstance(value, numbers.Integral)
-            or (minimum is not None and value < minimum)):
-        raise ValueError("%s must be %s%s, got %r"
-                         % (arg_name, what, " or None" if allow_none else "",
-                            value))
-    return int(value)
-
-
-def check_real(value, arg_name, low=None, high=None, low_open=False,
-               high_open=False, allow_none=False):
-    """Validates a finite real number in an interval.
-
-    Args:
-      value: the value given (Python or numpy real, not a bool).
-      arg_name: the argument's name, for the error message.
-      low, high: the bounds (None: unbounded on that side).
-      low_open, high_open: exclude the bound itself.
-      allow_none: accept None (returned as None).
-
-    Returns:
-      ``value`` as a Python float (or None).
-
-    Raises:
-      ValueError: not a real, NaN, infinite or outside the interval; the
-        message names the argument and the interval, e.g. ``lr must be a
-        finite number in (0, inf), got -1.0``.
-    """
-    if value is None and allow_none:
-        return None
-    ok = (not isinstance(value, (bool, np.bool_))
-          and isinstance(value, numbers.Real) and _finite(value))
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        raise ValueError("%s must be a finite number in %s%s, %s%s%s, got %r"
-                         % (arg_name, "(" if low_open or low is None else "[",
-                            "-inf" if low is None else "%g" % low,
-                            "inf" if high is None else "%g" % high,
-                            ")" if high_open or high is None else "]",
-                            " or None" if allow_none else "", value))
-    return float(value)
-
-
-def check_number(value, arg_name, allow_none=False):
-    """Validates a number as Python arithmetic takes it: a Python or numpy
-    real, a bool as 0 / 1, +-inf included, NaN not (``tf.nn.rnn_cell.
-    LSTMCell`` computes with every such ``cell_clip`` / ``forget_bias``;
-    a NaN clip means no clip on TF 1.x and NaN states on 2.x).
-
-    Returns:
-      ``value`` as a Python float (or None with ``allow_none``).
-
-    Raises:
-      ValueError: anything else (a string, a tensor, an array, NaN).
-    """
-    if value is None and allow_none:
-        return None
-    number = None
-    if isinstance(value, (bool, np.bool_, numbers.Real)):
-        try:
-            number = float(value)
-        except OverflowError:  # an int too large for a float
-            pass
-    if number is None or math.isnan(number):
-        raise ValueError("%s must be a number (a Python or numpy real or "
-                         "bool, not NaN)%s, got %r"
-                         % (arg_name, " or None" if allow_none else "",
-                            value))
-    return number
-
-
-def _finite(value):
-    """math.isfinite for any real, a Python int too large for a float
-    included (np.isfinite raises TypeError on it)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def check_keep_prob(keep_prob, arg_name="keep_prob", allow_tensor=False):
@@ -481,88 +361,6 @@ def check_ids(ids, vocab_size, arg_name="ids"):
         tf.debugging.assert_less(ids, vocab, message=message)], arg_name)
 
 
-def check_id_array(ids, vocab_size, arg_name="ids", ndim=None):
-    """Validates word ids given as a numpy array (the numpy counterpart of
-    `check_ids`, for code that feeds an interpreter rather than a graph).
-
-    Args:
-      ids: an array-like of integers.
-      vocab_size: int, the number of words.
-      arg_name: the argument's name, for the error message.
-      ndim: the number of dimensions required, or None.
-
-    Returns:
-      ``ids`` as a numpy integer array.
-
-    Raises:
-      ValueError: not an integer array, another number of dimensions, or
-        ids outside ``[0, vocab_size)``: the message names the argument,
-        the vocabulary size and the offending ids (the first few, with
-        their positions).
-    """
-    array = np.asarray(ids)
-    if array.size == 0 and array.dtype != object:
-        array = array.astype(np.int64)   # np.asarray([]) is float64
-    if not np.issubdtype(array.dtype, np.integer):
-        raise ValueError("%s must be an array of integer word ids, got dtype "
-                         "%s" % (arg_name, array.dtype))
-    if ndim is not None and array.ndim != ndim:
-        raise ValueError("%s must have %d dimensions, got shape %s"
-                         % (arg_name, ndim, array.shape))
-    bad = np.argwhere((array < 0) | (array >= vocab_size))
-    if bad.size:
-        # tolist(): Python ints (numpy 2 prints list(i) as [np.int64(0), ...]).
-        shown = ", ".join("%d at %s" % (array[tuple(i)], i.tolist())
-                          for i in bad[:5])
-        raise ValueError("%s must hold ids in [0, %d) (the vocabulary size "
-                         "is %d), got %d outside it: %s%s"
-                         % (arg_name, vocab_size, vocab_size, len(bad),
-                            shown, ", ..." if len(bad) > 5 else ""))
-    return array
-
-
-def check_num_bits(num_bits, arg_name="num_bits"):
-    """Validates a bit width of fake quantization: an int in [2, 8] (the
-    limits of ``tf.fake_quant_with_min_max_vars``).
-
-    Returns:
-      ``num_bits`` as a Python int.
-
-    Raises:
-      ValueError: anything else (8.0, True, 9, 1...).
-    """
-    value = _check_int(num_bits, arg_name, 2, "an integer in [2, 8]", False)
-    if value > 8:
-        raise ValueError("%s must be an integer in [2, 8], got %r"
-                         % (arg_name, num_bits))
-    return value
-
-
-def check_interval(low, high, low_name, high_name, dtype=None):
-    """Validates an interval given as two Python numbers: both finite and
-    ``low < high`` (e.g. a quantization range: an empty one has no grid),
-    also once cast to ``dtype`` when given (two float64 bounds may round
-    to one float32 value).
-
-    Returns:
-      ``(low, high)`` as Python floats.
-
-    Raises:
-      ValueError: naming the bound that is not a finite number, or both
-        when ``low >= high``.
-    """
-    low = check_real(low, low_name)
-    high = check_real(high, high_name)
-    tf = _tf() if dtype else None
-    cast = tf.as_dtype(dtype).as_numpy_dtype if dtype else float
-    if not cast(low) < cast(high):
-        raise ValueError("%s must be < %s%s, got %r and %r"
-                         % (low_name, high_name,
-                            " in %s" % tf.as_dtype(dtype).name if dtype
-                            else "", low, high))
-    return low, high
-
-
 def check_graph(graph, arg_name="graph"):
     """A graph argument: None means the default graph.
 
@@ -579,72 +377,6 @@ def check_graph(graph, arg_name="graph"):
         raise ValueError("%s must be a tf.Graph or None, got %r"
                          % (arg_name, graph))
     return graph
-
-
-def check_bool(value, arg_name):
-    """Validates a Python bool argument.
-
-    Returns:
-      ``value`` as a Python bool.
-
-    Raises:
-      ValueError: anything but a Python or numpy bool.
-    """
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError("%s must be a Python bool, got %r"
-                         % (arg_name, value))
-    return bool(value)
-
-
-def check_choice(value, choices, arg_name):
-    """Validates that ``value`` is one of ``choices``.
-
-    Returns:
-      ``value``.
-
-    Raises:
-      ValueError: naming the argument and the choices.
-    """
-    if value not in choices:
-        raise ValueError("%s must be one of %s, got %r"
-                         % (arg_name, ", ".join(repr(c) for c in choices),
-                            value))
-    return value
-
-
-def check_writable_dir(path, what):
-    """Refuses, before any work, a directory that cannot be made or
-    written: a file where it or a folder above it would be, or a nearest
-    existing folder that refuses a new file (a read-only or virtual file
-    system: ``/proc`` refuses one even to root, whom ``os.access`` allows
-    everything). Nothing is left behind: the folder is not made, the
-    probe file is deleted.
-
-    Args:
-      path: the directory (need not exist).
-      what: how the caller names it in the message (e.g. ``--out
-        runs/x``).
-
-    Returns:
-      ``path``.
-
-    Raises:
-      ValueError: naming ``what``, the file in the way or why a file
-        cannot be written (e.g. ``--out /proc/x: cannot write: No such
-        file or directory``).
-    """
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise ValueError("%s: %s is a file, not a directory"
-                         % (what, existing))
-    try:
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as e:
-        raise ValueError("%s: cannot write: %s" % (what, e.strerror or e))
-    return path
 
 
 def __getattr__(name):

@@ -1,21 +1,30 @@
 """The one table of the library's names: the public names that are the floor
-modules themselves, and the old names that still import, with a warning.
+modules themselves, the packages' tables of public names (docs/api.md),
+the old names that still import with a warning, and the names that went.
 
 Users import the public names (:data:`PUBLIC`): ``weight_drop_lstm`` and the
 ``sparse_layers`` modules are the floor modules they name (the same module
 object, through ``sys.modules``), so a patch or an ``isinstance`` check
-through either name sees one object. Those names never warn.
+through either name sees one object. Those names never warn. Each package's
+``__init__`` declares the names a user needs with :func:`lazy_api`: its
+``__all__`` is the package's table, and a name imports its module on first
+use, so that ``import tf1_awd_sparse`` imports no TensorFlow.
 
-The old names (:data:`DEPRECATED_MODULES`, :data:`DEPRECATED_ATTRIBUTES`)
-are where things used to live. They import, and the first use of each emits
-one ``DeprecationWarning`` that names the new name and the release that
-drops the old one. Names that went (:data:`REMOVED_ATTRIBUTES`) raise an
-``AttributeError`` that says what replaces them. The project's own code uses
+The flat awd_lm module names of 0.3.0 (:data:`FLAT_AWD_LM_MODULES`:
+``tf1_awd_sparse.awd_lm.train``, ``.presets``, ``.lm``, ...) still import,
+once ``tf1_awd_sparse.awd_lm`` is imported (its ``__init__`` installs the
+finder), and the first use of each emits one ``DeprecationWarning`` that
+names the floor module and the release that drops the flat name
+(:data:`REMOVED_IN`).
+
+The names deprecated in 0.3.0 went in 0.4.0: the old module names
+(:data:`REMOVED_MODULES`) are no longer importable, and a name that moved
+out of a module that still exists (:data:`REMOVED_ATTRIBUTES`) raises an
+``AttributeError`` that says what replaces it. The project's own code uses
 no old name (``tests/project/test_names.py``).
 
-This module imports nothing but the standard library, so that
-``import tf1_awd_sparse`` can install the old module names without
-importing TensorFlow.
+This module imports nothing but the standard library, so that every
+package's ``__init__`` can read it without importing TensorFlow.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -25,15 +34,15 @@ import importlib.util
 import sys
 import warnings
 
-__all__ = ["PUBLIC", "PUBLIC_MOVED_MODULES", "DEPRECATED_MODULES", "DEPRECATED_ATTRIBUTES",
+__all__ = ["PUBLIC", "FLAT_AWD_LM_MODULES", "REMOVED_MODULES",
            "REMOVED_ATTRIBUTES", "DEPRECATED_SINCE", "REMOVED_IN",
-           "public_module", "moved_attribute",
-           "install_old_module_names"]
+           "public_module", "lazy_api", "moved_attribute",
+           "install_flat_awd_lm_names"]
 
-#: The release (and date) that made the old names old, and the release that
-#: drops them.
-DEPRECATED_SINCE = "0.3.0 (2026-12-02)"
-REMOVED_IN = "0.4.0"
+#: The release that deprecates the flat awd_lm names (the one after 0.3.0),
+#: and the release that drops them.
+DEPRECATED_SINCE = "0.4.0"
+REMOVED_IN = "0.5.0"
 
 #: Public name -> the floor module it is (no warning: these are the names
 #: the README teaches). ``variational_dropout`` is not here: it is a module
@@ -61,8 +70,8 @@ PUBLIC = {
 }
 
 _AWD_LM = "tf1_awd_sparse.awd_lm"
-#: awd_lm's modules by floor (docs/architecture.md), for the two tables
-#: below: ``tf1_awd_sparse.awd_lm.NAME`` was the flat name of each.
+#: awd_lm's modules by floor (docs/architecture.md):
+#: ``tf1_awd_sparse.awd_lm.NAME`` was the flat name of each until 0.3.0.
 _AWD_LM_FLOORS = {
     "corpus": ("data", "synthetic", "runtime"),
     "config": ("presets", "modeldir"),
@@ -71,22 +80,18 @@ _AWD_LM_FLOORS = {
     "training": ("train", "records", "compress"),
     "distributed": ("cluster", "input_fn", "model_fn"),
 }
-_AWD_LM_MOVED = dict(
+#: The flat awd_lm names of 0.3.0 (README and docs/awd_lm.md taught
+#: ``awd_lm.train.run``, ``awd_lm.data.read_ptb``,
+#: ``awd_lm.lm.LanguageModel``, ...): old name -> the floor module it is,
+#: the same object, with one warning. No release warned about them before,
+#: so they stay one more release.
+FLAT_AWD_LM_MODULES = dict(
     ("%s.%s" % (_AWD_LM, name), "%s.%s.%s" % (_AWD_LM, floor, name))
     for floor, modules in _AWD_LM_FLOORS.items() for name in modules)
-#: The flat awd_lm names that README and docs/awd_lm.md taught users
-#: (``awd_lm.train.run``, ``awd_lm.data.read_ptb``,
-#: ``awd_lm.lm.LanguageModel``, ...): old name -> the floor module it is,
-#: the same object, with no warning. The project itself uses the floor
-#: names (tests/project/test_names.py).
-PUBLIC_MOVED_MODULES = dict(
-    (old, new) for old, new in _AWD_LM_MOVED.items()
-    if old.rpartition(".")[2] in (
-        "data", "synthetic", "presets", "modeldir", "model", "cache", "lm",
-        "export", "train", "records", "compress"))
 
-#: Old module name -> the module it is now.
-DEPRECATED_MODULES = dict({
+#: Old module name -> the module that replaces it, for the names deprecated
+#: in 0.3.0 and removed in 0.4.0 (they no longer import; CHANGELOG.md).
+REMOVED_MODULES = {
     "tf1_awd_sparse._checks": "tf1_awd_sparse.base.checks",
     "tf1_awd_sparse._compat": "tf1_awd_sparse.base.compat",
     "tf1_awd_sparse.magnitude_pruning":
@@ -95,13 +100,12 @@ DEPRECATED_MODULES = dict({
     "tf1_awd_sparse.quantization.fake_quant": "tf1_awd_sparse.ops.fake_quant",
     "tf1_awd_sparse.quantization.lstm": "tf1_awd_sparse.ops.quantized_lstm",
     "tf1_awd_sparse.quantization.export": "tf1_awd_sparse.export.tflite",
-}, **dict((old, new) for old, new in _AWD_LM_MOVED.items()
-          if old not in PUBLIC_MOVED_MODULES))
+}
 
-#: (module, name) -> the module that holds ``name`` now, for names that
-#: moved out of a module that still exists. The module's ``__getattr__``
-#: reads this table.
-DEPRECATED_ATTRIBUTES = dict(
+#: (module, name) -> the module that holds ``name`` now, for the names that
+#: moved out of a module that still exists (deprecated in 0.3.0, removed in
+#: 0.4.0).
+_MOVED_IN_0_3 = dict(
     [(("tf1_awd_sparse.base.checks", name), "tf1_awd_sparse.base.control_flow")
      for name in ("smart_cond", "with_assertions", "in_xla_context",
                   "outer_control_inputs", "once_per_run")]
@@ -141,9 +145,13 @@ DEPRECATED_ATTRIBUTES = dict(
         "tf1_awd_sparse.awd_lm.distributed.model_fn")
        for name in ("MASK_UPDATE_OPS", "MaskUpdateHook")])
 
-#: (module, name) -> what to use instead, for names that went (their
-#: arguments did not match what replaces them, or they did nothing).
-REMOVED_ATTRIBUTES = {
+#: (module, name) -> what to use instead, for names that went: the names
+#: that moved (above), and shims whose arguments did not match what
+#: replaces them, or that did nothing. The module's ``__getattr__`` reads
+#: this table (:func:`moved_attribute`).
+REMOVED_ATTRIBUTES = dict((key, "%s.%s" % (module, key[1]))
+                          for key, module in _MOVED_IN_0_3.items())
+REMOVED_ATTRIBUTES.update({
     ("tf1_awd_sparse.ops.fake_quant", "check_num_bits"):
         "tf1_awd_sparse.base.checks.check_num_bits(num_bits, arg_name) "
         "(note the order of the arguments)",
@@ -154,7 +162,7 @@ REMOVED_ATTRIBUTES = {
         "tf.global_variables() (mask variables are never global variables)",
     ("tf1_awd_sparse.layers.weight_drop_lstm", "LSTMStateTuple"):
         "tf.nn.rnn_cell.LSTMStateTuple",
-}
+})
 
 _warned = set()
 
@@ -190,50 +198,80 @@ def public_module(name):
     return module
 
 
+def lazy_api(package, table):
+    """A package's table of public names, imported on first use (PEP 562).
+
+    A package's ``__init__`` says
+    ``__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {...})``:
+    ``package.NAME`` (and ``from package import NAME``) imports the module
+    that defines ``NAME`` only then, so that importing the package imports
+    nothing heavy (no TensorFlow where it must not be).
+
+    Args:
+      package: the package's ``__name__``.
+      table: dict, module name -> the names of it that the package makes
+        public (in the order of the table's documentation).
+
+    Returns:
+      ``(names, __getattr__, __dir__)``: the list of the table's names (the
+      package's ``__all__``), and the package's two module functions.
+
+    Raises:
+      ValueError: a name is given twice.
+    """
+    where = {}
+    for module, module_names in table.items():
+        for name in module_names:
+            if name in where:
+                raise ValueError("%s: %r is in the table twice" % (package,
+                                                                  name))
+            where[name] = module
+
+    def __getattr__(name):
+        if name not in where:
+            raise AttributeError("module %r has no attribute %r"
+                                 % (package, name))
+        return getattr(importlib.import_module(where[name]), name)
+
+    def __dir__():
+        return sorted(set(vars(sys.modules[package])) | set(where))
+
+    return list(where), __getattr__, __dir__
+
+
 def moved_attribute(module_name, name):
-    """What a module's ``__getattr__`` returns for ``name``: a name that
-    moved (warned once), or an ``AttributeError``.
+    """What a module's ``__getattr__`` returns for ``name``: always an
+    ``AttributeError``, which for a name that went (:data:`REMOVED_ATTRIBUTES`)
+    says what replaces it.
 
     Args:
       module_name: the module's ``__name__``.
       name: the attribute asked for.
 
-    Returns:
-      The object, from the module that holds it now.
-
     Raises:
-      AttributeError: ``name`` is not a moved name of that module (saying
-        what replaces it if it went).
+      AttributeError: always (saying what replaces ``name`` if it went).
     """
     key = (module_name, name)
-    if key in DEPRECATED_ATTRIBUTES:
-        new_module = DEPRECATED_ATTRIBUTES[key]
-        _warn_once("%s.%s" % key, "%s.%s" % (new_module, name), 3)
-        return getattr(importlib.import_module(new_module), name)
     if key in REMOVED_ATTRIBUTES:
         raise AttributeError("module %r has no attribute %r: it was removed "
-                             "in %s; use %s" % (module_name, name,
-                                                DEPRECATED_SINCE,
-                                                REMOVED_ATTRIBUTES[key]))
+                             "(CHANGELOG.md); use %s"
+                             % (module_name, name, REMOVED_ATTRIBUTES[key]))
     raise AttributeError("module %r has no attribute %r" % key)
 
 
-class _OldModuleNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """A ``sys.meta_path`` finder and loader for :data:`DEPRECATED_MODULES`
-    and :data:`PUBLIC_MOVED_MODULES`: importing an old name gives the module
-    it is now (the same object, whose ``__name__`` and ``__spec__`` stay its
-    own); a deprecated one warns once."""
+class _FlatAwdLmNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A ``sys.meta_path`` finder and loader for :data:`FLAT_AWD_LM_MODULES`:
+    importing a flat name gives the floor module it is now (the same
+    object, whose ``__name__`` and ``__spec__`` stay its own), with one
+    warning."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in DEPRECATED_MODULES \
-                and fullname not in PUBLIC_MOVED_MODULES:
+        if fullname not in FLAT_AWD_LM_MODULES:
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        if spec.name in PUBLIC_MOVED_MODULES:
-            return importlib.import_module(PUBLIC_MOVED_MODULES[spec.name])
-        new = DEPRECATED_MODULES[spec.name]
+        new = FLAT_AWD_LM_MODULES[spec.name]
         _warn_once(spec.name, new, 2)
         return importlib.import_module(new)
 
@@ -241,11 +279,11 @@ class _OldModuleNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass  # the module it is now ran when it was first imported
 
 
-def install_old_module_names():
-    """Makes the old module names importable (idempotent); the package's
-    ``__init__`` calls it."""
-    if not any(isinstance(f, _OldModuleNames) for f in sys.meta_path):
-        # First, so that the table wins over a stale file of an old name
+def install_flat_awd_lm_names():
+    """Makes the flat awd_lm module names importable (idempotent);
+    ``tf1_awd_sparse.awd_lm``'s ``__init__`` calls it."""
+    if not any(isinstance(f, _FlatAwdLmNames) for f in sys.meta_path):
+        # First, so that the table wins over a stale file of a flat name
         # (an upgrade over an old install, or an editable install's finder
         # pointing at another checkout); it answers only the table's names.
-        sys.meta_path.insert(0, _OldModuleNames())
+        sys.meta_path.insert(0, _FlatAwdLmNames())

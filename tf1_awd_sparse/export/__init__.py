@@ -6,5 +6,22 @@ trained values), :mod:`.eval_graph` (the unrolled evaluation graph) and
 opens them), :mod:`.tflite_file` (a file's flatbuffer read with the
 standard library, and ``verify``, which checks it before any interpreter
 reads it), :mod:`.sparse_storage` (pruned weights stored in TFLite's
-sparse format, int8 weights) and :mod:`.strip` (sparse pairs to plain
-dense weights). Imports floors 0-3 only."""
+sparse format, int8 weights; its format and encodings are
+:mod:`.sparse_format`'s, its rewrite :mod:`.sparse_rewrite`'s) and
+:mod:`.strip` (sparse pairs to plain dense weights). Imports floors 0-3
+only."""
+from tf1_awd_sparse.base import names as _names
+
+# The package's public names (docs/api.md), each imported from its
+# module on first use.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.export.tflite": ["export_tflite"],
+    "tf1_awd_sparse.export.eval_graph": ["unroll"],
+    "tf1_awd_sparse.export.runner": ["TFLiteRunner", "open_interpreter"],
+    "tf1_awd_sparse.export.tflite_file": ["verify", "TFLiteFileError"],
+    "tf1_awd_sparse.export.sparse_storage": [
+        "store_sparse", "stores_sparse", "sparse_tensors",
+        "SparseStorageError", "LAYOUTS"],
+    "tf1_awd_sparse.export.strip": [
+        "strip_checkpoint", "strip_values", "strip_values_of_checkpoint"],
+})

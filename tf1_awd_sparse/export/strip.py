@@ -22,7 +22,7 @@ import collections
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.transforms import _checkpoint
+from tf1_awd_sparse.transforms import checkpoint_pairs
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, GAMMA, THRESHOLD, ZETA
 
@@ -123,7 +123,7 @@ def strip_checkpoint(checkpoint_path, output_prefix, vd_pairs=None,
         cannot be read (truncated or corrupt, the file named), a named
         variable missing, a theta in two pairs, or an option out of range.
     """
-    reader, _ = _checkpoint.open_reader(checkpoint_path)
+    reader, _ = checkpoint_pairs.open_reader(checkpoint_path)
     return write_checkpoint(
         strip_values_of_checkpoint(checkpoint_path, vd_pairs, l0_pairs,
                                    threshold, eps, gamma, zeta),
@@ -146,9 +146,9 @@ def strip_values_of_checkpoint(checkpoint_path, vd_pairs=None,
       ValueError: as `strip_checkpoint`.
     """
     options = techniques.eval_options(threshold, eps, gamma, zeta)
-    reader, prefix = _checkpoint.open_reader(checkpoint_path)
-    pairs = _checkpoint.pairs(reader, prefix,
-                              {"vd": vd_pairs, "l0": l0_pairs})
+    reader, prefix = checkpoint_pairs.open_reader(checkpoint_path)
+    pairs = checkpoint_pairs.pairs(reader, prefix,
+                                   {"vd": vd_pairs, "l0": l0_pairs})
     values = {name: reader.get_tensor(name)
               for name in reader.get_variable_to_dtype_map()}
     return _stripped(values, pairs, options)

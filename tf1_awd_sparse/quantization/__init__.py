@@ -15,19 +15,19 @@ quantize`` replaces ``tf.contrib.quantize``): :func:`create_training_graph`,
 :func:`create_eval_graph`, :func:`experimental_create_training_graph`,
 :func:`experimental_create_eval_graph`, and their error
 :class:`GraphRewriteError` (from
-:mod:`tf1_awd_sparse.transforms.graph_quantize`).
-"""
-from tf1_awd_sparse.export.eval_graph import unroll  # noqa: F401
-from tf1_awd_sparse.export.runner import TFLiteRunner  # noqa: F401
-from tf1_awd_sparse.export.tflite import export_tflite  # noqa: F401
-from tf1_awd_sparse.ops.quantized_lstm import (  # noqa: F401
-    LSTMQuantizer, QUANT_ACTIVATIONS)
+:mod:`tf1_awd_sparse.transforms.graph_quantize`)."""
+from tf1_awd_sparse.base import names as _names
 
-from tf1_awd_sparse.transforms.graph_quantize import (  # noqa: F401
-    GraphRewriteError, create_eval_graph, create_training_graph,
-    experimental_create_eval_graph, experimental_create_training_graph)
-
-__all__ = ["export_tflite", "TFLiteRunner", "unroll", "LSTMQuantizer",
-           "QUANT_ACTIVATIONS", "create_training_graph", "create_eval_graph",
-           "experimental_create_training_graph",
-           "experimental_create_eval_graph", "GraphRewriteError"]
+# The package's public names (docs/api.md), each imported from its
+# module on first use.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.export.tflite": ["export_tflite"],
+    "tf1_awd_sparse.export.runner": ["TFLiteRunner"],
+    "tf1_awd_sparse.export.eval_graph": ["unroll"],
+    "tf1_awd_sparse.ops.quantized_lstm": [
+        "LSTMQuantizer", "QUANT_ACTIVATIONS"],
+    "tf1_awd_sparse.transforms.graph_quantize.api": [
+        "create_training_graph", "create_eval_graph",
+        "experimental_create_training_graph", "experimental_create_eval_graph",
+        "GraphRewriteError"],
+})

@@ -26,6 +26,7 @@ from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import model
 
@@ -180,7 +181,8 @@ def command_params(args, flag=None):
       flag: function ``key -> how errors name it`` (default `hparam_flag`).
 
     Returns:
-      ``(params, corpus)``: params with 'vocab_size' and 'use_vd'.
+      ``(params, corpus)``: a checked `Params` with 'vocab_size' and
+      'use_vd' given.
 
     Raises:
       ValueError: one line each: a malformed, unknown (with the closest
@@ -199,16 +201,19 @@ def command_params(args, flag=None):
         params = presets.params_for(args.preset or "demo",
                                     args.model or "awd", overrides)
         presets.check_used(params, overrides, flag)
+        params = as_params(params)
     else:
-        params = dict(config["params"])
+        params = as_params(config["params"])
+        # A flag names its flat key (config.json's), so compare flat.
+        recorded = params.to_flat()
         for name, value in sorted(_given(args, overrides).items()):
             key = name.split()[-1].lstrip("-")
-            if params.get(key) != value:
+            if recorded.get(key) != value:
                 raise ValueError(
                     "%s %r disagrees with %s, which holds %r: the model "
                     "directory's config is its configuration; leave the "
                     "flag out or use a new --model-dir"
-                    % (name, value, path, params.get(key)))
+                    % (name, value, path, recorded.get(key)))
     data_dir = args.data_dir
     if not data_dir and config is not None:
         # The corpus the directory trained on, as its config.json says.
@@ -226,13 +231,13 @@ def command_params(args, flag=None):
                          fixed_windows=True, splits=(
                              ("valid",) if args.evaluate_only
                              else ("train", "valid")))
-    if params.get("pruning") == "magnitude" and args.distribute == "mirrored":
+    if params.prune.pruning == "magnitude" and args.distribute == "mirrored":
         raise ValueError(
             "%s 'magnitude' does not run under --distribute mirrored (its "
             "mask update is no replica's); train it in one process or a "
             "cluster" % flag("pruning"))
-    params.update(vocab_size=len(corpus.vocab), use_vd=args.use_vd)
-    return params, corpus
+    return params.replace(vocab_size=len(corpus.vocab),
+                          use_vd=args.use_vd), corpus
 
 
 def write_model_dir(args, params, corpus):
@@ -249,16 +254,18 @@ def write_model_dir(args, params, corpus):
     """
     if not os.path.isdir(args.model_dir):
         os.makedirs(args.model_dir)
-    kept = {k: v for k, v in params.items() if k in modeldir.PARAM_KEYS}
+    params = as_params(params)
+    kept = {k: v for k, v in params.to_flat().items()
+            if k in modeldir.PARAM_KEYS}
     latest = tf.train.latest_checkpoint(args.model_dir)
     step = max(args.train_steps, int(check_checkpoint(
         latest, "--model-dir").get_tensor("global_step")) if latest else 0)
     # How and on what the run trains, so that the directory describes it
     # (and --evaluate-only finds the corpus without a repeated --data-dir).
     how = {"optimizer": "clipped SGD (lr %g, clip %g); no NT-ASGD"
-                        % (params.get("lr", 0), params.get("clip", 0)),
+                        % (params.optimization.lr, params.optimization.clip),
            "bptt": "fixed windows of %d steps, each from a zero state"
-                   % params.get("bptt", 0)}
+                   % params.optimization.bptt}
     # data_dir None: the embedded corpus, which params' hmm_* describe.
     data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
     return modeldir.write_config(

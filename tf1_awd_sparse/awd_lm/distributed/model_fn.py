@@ -8,6 +8,7 @@ from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 
 __all__ = ["MASK_UPDATE_OPS", "model_fn", "train_step", "eval_xent",
@@ -36,8 +37,8 @@ def train_step(features, labels, params):
     Args:
       features: dict with 'inputs', int32 ``[batch, time]`` word ids.
       labels: int32 ``[batch, time]``, the next word of each input.
-      params: as for `model_fn` ('lr', 'clip', 'use_vd'; 'training_hooks'
-        is not read here).
+      params: a `Params` or a parameter dict (`as_params`): 'lr', 'clip',
+        'use_vd' as for `model_fn` ('training_hooks' is not one).
 
     Returns:
       ``(loss, train_op)``: the regularized loss (unscaled, a float32
@@ -48,17 +49,18 @@ def train_step(features, labels, params):
         ``distill_weight > 0`` (distillation runs in `awd_lm.train` only:
         its teacher's state is carried by the training loop).
     """
-    if float(params.get("distill_weight") or 0.0) > 0:
+    params = as_params(params)
+    if float(params.distill.distill_weight or 0.0) > 0:
         raise ValueError(
             "params['distill_weight'] must be 0 under Estimator / monitored "
             "training (knowledge distillation runs in the training loop, "
             "awd_lm.train, and the compression pipeline only), got %r"
-            % (params["distill_weight"],))
+            % (params.distill.distill_weight,))
     out = model.build_lm({"inputs": features["inputs"], "targets": labels},
                          TRAIN, params)
-    sgd = dict(params, optimizer="sgd")
+    sgd = params.replace(optimizer="sgd")
     train_op, _ = model.build_train_step(
-        _compat.scale_replica_loss(out.loss), params["lr"], sgd,
+        _compat.scale_replica_loss(out.loss), params.optimization.lr, sgd,
         tf.train.get_or_create_global_step())
     tf.summary.scalar("xent", out.xent)
     return out.loss, train_op
@@ -79,7 +81,7 @@ def eval_xent(features, labels, params):
       ValueError: bad params (named, see `model.build_lm`).
     """
     return model.build_lm({"inputs": features["inputs"], "targets": labels},
-                          EVAL, params).xent
+                          EVAL, as_params(params)).xent
 
 
 def model_fn(features, labels, mode, params):
@@ -89,7 +91,8 @@ def model_fn(features, labels, mode, params):
       features: dict with 'inputs', int32 ``[batch, time]`` word ids.
       labels: int32 ``[batch, time]``, the next word of each input.
       mode: a ``tf.estimator.ModeKeys``.
-      params: the model's parameter dict (`awd_lm.presets.params_for`), with
+      params: the Estimator's plain dict: the model's parameters
+        (`awd_lm.config.presets.params_for`, read as `as_params`), with
         'lr' and 'clip'; 'use_vd' makes the DropConnect masks variables
         whose update ops (``tf.GraphKeys.UPDATE_OPS``) run with every
         training step, ordered after the step's reads (a step trains on
@@ -105,6 +108,10 @@ def model_fn(features, labels, mode, params):
     Raises:
       ValueError: bad params (named, see `model.build_lm`).
     """
+    # The hooks are no parameter of the model: take them out, then check.
+    given = dict(params)   # the Estimator's own dict stays as it is
+    make_hooks = given.pop("training_hooks", None)
+    params = as_params(given)
     if mode == tf.estimator.ModeKeys.PREDICT:
         # build_lm needs targets; predictions do not depend on them.
         out = model.build_lm({"inputs": features["inputs"],
@@ -122,8 +129,8 @@ def model_fn(features, labels, mode, params):
                                             mean_xent[1])})
     loss, train_op = train_step(features, labels, params)
     hooks = []
-    if params.get("training_hooks"):
-        hooks.extend(params["training_hooks"](loss))
+    if make_hooks:
+        hooks.extend(make_hooks(loss))
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
                                       training_hooks=hooks)
 

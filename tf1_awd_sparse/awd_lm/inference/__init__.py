@@ -2,6 +2,16 @@
 backends and the LanguageModel class users load (lm_backends, lm).
 
 Floors of awd_lm, bottom up: corpus, config, graph, inference, training,
-distributed, then the programs (awd_lm's top-level modules); a module
-imports only its own floor and those below (docs/architecture.md).
-"""
+distributed, then the programs (programs/ and awd_lm's top-level modules);
+a module imports only its own floor and those below (docs/architecture.md)."""
+from tf1_awd_sparse.base import names as _names
+
+# The package's public names (docs/api.md), each imported from its
+# module on first use.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.awd_lm.inference.lm": [
+        "LanguageModel", "LMState", "Scores", "OOVError", "export_model"],
+    "tf1_awd_sparse.awd_lm.inference.export": [
+        "export_lm", "LMRunner", "tflite_perplexity",
+        "weight_sparsity_of_tflite", "WEIGHT_FORMATS", "STORAGES"],
+})

@@ -31,11 +31,11 @@ PROGRAMS = {
     "compress": "tf1_awd_sparse.awd_lm.programs.compress",
     "export": "tf1_awd_sparse.awd_lm.programs.export",
     "savedmodel": "tf1_awd_sparse.awd_lm.savedmodel",
-    "score": "tf1_awd_sparse.awd_lm.score",
-    "generate": "tf1_awd_sparse.awd_lm.generate",
+    "score": "tf1_awd_sparse.awd_lm.programs.score",
+    "generate": "tf1_awd_sparse.awd_lm.programs.generate",
     "info": "tf1_awd_sparse.awd_lm.programs.info",
-    "monitored": "tf1_awd_sparse.awd_lm.monitored",
-    "estimator": "tf1_awd_sparse.awd_lm.estimator",
+    "monitored": "tf1_awd_sparse.awd_lm.programs.monitored",
+    "estimator": "tf1_awd_sparse.awd_lm.programs.estimator",
 }
 
 #: The subcommands that never import TensorFlow (info reads JSON files):

@@ -21,7 +21,7 @@ import collections
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.transforms import _checkpoint
+from tf1_awd_sparse.transforms import checkpoint_pairs
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, GAMMA, THRESHOLD, ZETA
@@ -127,10 +127,10 @@ def checkpoint_sparsity_report(checkpoint_path, vd_pairs=None, l0_pairs=None,
         missing, or an option out of range.
     """
     options = techniques.eval_options(threshold, eps, gamma, zeta)
-    reader, prefix = _checkpoint.open_reader(checkpoint_path)
+    reader, prefix = checkpoint_pairs.open_reader(checkpoint_path)
     layers = collections.OrderedDict()
     zeros = total = 0
-    for technique, theta_name, aux_name in _checkpoint.pairs(
+    for technique, theta_name, aux_name in checkpoint_pairs.pairs(
             reader, prefix, {"vd": vd_pairs, "l0": l0_pairs}):
         mask = technique.zero_mask(
             reader.get_tensor(theta_name), reader.get_tensor(aux_name),

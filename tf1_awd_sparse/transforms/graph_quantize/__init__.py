@@ -3,12 +3,13 @@ four functions, on every supported TensorFlow): :mod:`.patterns` finds the
 layers, :mod:`.batch_norm` their batch norms, :mod:`.fold_batch_norm`
 folds them, :mod:`.insert` adds the FakeQuant ops and their ranges,
 :mod:`.api` is the four functions. Imports floors 0-1 only."""
-from tf1_awd_sparse.transforms.graph_quantize.api import (  # noqa: F401
-    REWRITTEN_COLLECTION, GraphRewriteError, create_eval_graph,
-    create_training_graph, experimental_create_eval_graph,
-    experimental_create_training_graph)
+from tf1_awd_sparse.base import names as _names
 
-__all__ = ["GraphRewriteError", "REWRITTEN_COLLECTION",
-           "create_training_graph", "create_eval_graph",
-           "experimental_create_training_graph",
-           "experimental_create_eval_graph"]
+# The package's public names (docs/api.md), each imported from its
+# module on first use.
+__all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
+    "tf1_awd_sparse.transforms.graph_quantize.api": [
+        "create_training_graph", "create_eval_graph",
+        "experimental_create_training_graph", "experimental_create_eval_graph",
+        "GraphRewriteError", "REWRITTEN_COLLECTION"],
+})

@@ -1,6 +1,9 @@
-"""Reading sparse pairs from a checkpoint, shared by the report and strip."""
+"""Reading sparse pairs from a checkpoint, shared by the report
+(`layers.sparse.report`) and strip (`export.strip`)."""
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
+
+__all__ = ["open_reader", "pairs"]
 
 
 def open_reader(checkpoint_path):
