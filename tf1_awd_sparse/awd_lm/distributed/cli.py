@@ -26,6 +26,7 @@ from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import model
 
@@ -213,7 +214,7 @@ def command_params(args, flag=None):
     if not data_dir and config is not None:
         # The corpus the directory trained on, as its config.json says.
         data_dir = (config.get("produced_by") or {}).get("data_dir")
-    corpus, _, _ = runtime.load_corpus(data_dir, params)
+    corpus, _, _ = runtime.load_corpus(data_dir, as_params(params))
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(
             "%s: the corpus's vocabulary (%d words) is not the one "
@@ -222,7 +223,7 @@ def command_params(args, flag=None):
                "the corpus of %s's config.json" % args.model_dir,
                len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
                len(config["words"])))
-    runtime.check_corpus(corpus, params, data_dir, flag,
+    runtime.check_corpus(corpus, as_params(params), data_dir, flag,
                          fixed_windows=True, splits=(
                              ("valid",) if args.evaluate_only
                              else ("train", "valid")))
