@@ -37,13 +37,12 @@ from tf1_awd_sparse.base.checks import check_positive_int, check_real
 from tf1_awd_sparse.awd_lm.graph import cache as pointer
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.inference import lm_backends
-from tf1_awd_sparse.awd_lm.inference.model_files import resolve
+# export_model lives beside resolve (model_files); lm.export_model stays
+# its documented name.
+from tf1_awd_sparse.awd_lm.inference.model_files import (  # noqa: F401
+    export_model, resolve)
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.config.params import as_params
-# Where the model is exported, re-exported: lm.export_model is its
-# documented name.
-from tf1_awd_sparse.awd_lm.inference.model_files import (  # noqa: F401
-    export_model)
 from tf1_awd_sparse.awd_lm.graph.cache import CacheConfig  # noqa: F401 (public)
 from tf1_awd_sparse.awd_lm.inference.export import log_softmax
 from tf1_awd_sparse.awd_lm.inference.lm_backends import LMState  # noqa: F401 (public)
