@@ -105,10 +105,6 @@ def model_fn(features, labels, mode, params):
     Raises:
       ValueError: bad params (named, see `model.build_lm`).
     """
-    # The Estimator's params carry the hooks beside the model's parameters,
-    # which the model checks (a key that is no parameter is refused).
-    make_hooks = params.get("training_hooks")
-    params = dict((k, v) for k, v in params.items() if k != "training_hooks")
     if mode == tf.estimator.ModeKeys.PREDICT:
         # build_lm needs targets; predictions do not depend on them.
         out = model.build_lm({"inputs": features["inputs"],
@@ -126,8 +122,8 @@ def model_fn(features, labels, mode, params):
                                             mean_xent[1])})
     loss, train_op = train_step(features, labels, params)
     hooks = []
-    if make_hooks:
-        hooks.extend(make_hooks(loss))
+    if params.get("training_hooks"):
+        hooks.extend(params["training_hooks"](loss))
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
                                       training_hooks=hooks)
 
