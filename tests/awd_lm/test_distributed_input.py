@@ -16,6 +16,7 @@ from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.distributed import input_fn, model_fn
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from support.versions import needs_estimator
 from support.lm import FLOAT_LOG_PROB_ATOL
@@ -283,7 +284,7 @@ def _reference_xent(model_dir):
     (bptt_batches) fed through placeholders, averaged in numpy."""
     params = presets.params_for("demo", "awd",
                                 estimator.parse_hparams(TINY_HPARAMS))
-    corpus, _, _ = runtime.load_corpus(None, params)
+    corpus, _, _ = runtime.load_corpus(None, as_params(params))
     params["vocab_size"] = len(corpus.vocab)
     inputs, targets = input_fn.bptt_batches(
         corpus.valid, params["eval_batch_size"], params["bptt"])

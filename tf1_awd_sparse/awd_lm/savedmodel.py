@@ -40,7 +40,8 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 from tf1_awd_sparse.base import _cli  # noqa: E402
 from tf1_awd_sparse.base.compat import tf  # noqa: E402
 from tf1_awd_sparse.awd_lm.graph import checkpoints  # noqa: E402
-from tf1_awd_sparse.awd_lm.inference import lm, lm_backends  # noqa: E402
+from tf1_awd_sparse.awd_lm.inference import (  # noqa: E402
+    lm_backends, model_files)
 from tf1_awd_sparse.awd_lm.config import modeldir  # noqa: E402
 from tf1_awd_sparse.awd_lm.corpus import runtime  # noqa: E402
 
@@ -125,9 +126,8 @@ def export_saved_model(model_dir, path, overwrite=False):
       checkpoints.CheckpointError: a checkpoint that cannot be restored.
       ValueError: path exists (without overwrite, or not a SavedModel).
     """
-    # pylint: disable=protected-access
     _check_out(path, overwrite)
-    config = modeldir.read_config(lm._resolve(model_dir)[0])
+    config = modeldir.read_config(model_files.resolve(model_dir)[0])
     if "checkpoint" not in config:
         raise modeldir.ConfigError("%s: names no checkpoint (a .tflite "
                                    "model cannot be re-exported)"

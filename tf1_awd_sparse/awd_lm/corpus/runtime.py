@@ -11,7 +11,8 @@ from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 __all__ = ["load_corpus", "check_corpus", "session_config", "BATCH_KEYS"]
 
 #: (split, the parameter giving its batch size): training batches the
-#: train split by batch_size, validation and test by eval_batch_size.
+#: train split by batch_size, validation and test by eval_batch_size
+#: (both of ``params.optimization``).
 BATCH_KEYS = (("train", "batch_size"), ("valid", "eval_batch_size"),
               ("test", "eval_batch_size"))
 
@@ -22,8 +23,10 @@ def load_corpus(data_dir, params):
     Args:
       data_dir: a PTB-layout directory (see `data.read_ptb`), or None for
         the embedded corpus: a sample of the seeded hidden Markov source
-        that params' ``hmm_*`` entries describe.
-      params: the run's parameter dict (`presets.params_for`).
+        that ``params.corpus`` (its ``hmm_*`` entries) describes.
+      params: the run's checked parameters, a `config.params.Params`
+        (`config.params.as_params` makes one of a dict; this floor is
+        below the configuration's, so the caller checks them).
 
     Returns:
       ``(corpus, floor, description)``: a `data.Corpus`; the source's exact
@@ -42,10 +45,11 @@ def load_corpus(data_dir, params):
                 data_dir, len(corpus.vocab), len(corpus.train),
                 len(corpus.valid), len(corpus.test),
                 corpus.unk_counts["valid"], corpus.unk_counts["test"]))
+    source = params.corpus
     corpus, hmm = synthetic.hmm_corpus(
-        seed=params["hmm_seed"], n_train=params["hmm_train"],
-        n_valid=params["hmm_valid"], n_test=params["hmm_test"],
-        n_states=params["hmm_states"], vocab_size=params["hmm_vocab"])
+        seed=source.hmm_seed, n_train=source.hmm_train,
+        n_valid=source.hmm_valid, n_test=source.hmm_test,
+        n_states=source.hmm_states, vocab_size=source.hmm_vocab)
     floor = synthetic.perplexity_floor(hmm, corpus.test)
     return corpus, floor, (
         "corpus %s: tokens train %d valid %d test %d; source (floor) test "
@@ -70,7 +74,9 @@ def check_corpus(corpus, params, data_dir, flag, fixed_windows=False,
 
     Args:
       corpus: the `data.Corpus` of `load_corpus`.
-      params: the run's parameter dict.
+      params: the run's checked parameters, a `config.params.Params`
+        (as `load_corpus`'s): ``params.optimization``'s batch sizes and
+        ``bptt``.
       data_dir: what `load_corpus` read (None: the embedded corpus).
       flag: function ``key -> how the command line names it`` (e.g.
         ``'--eval-batch-size'`` or ``'--hparams eval_batch_size'``).
@@ -84,12 +90,13 @@ def check_corpus(corpus, params, data_dir, flag, fixed_windows=False,
         to change, with the largest values that fit.
     """
     names = _split_names(data_dir, flag)
+    optimization = params.optimization
     for split, key in BATCH_KEYS:
         if split not in splits:
             continue
-        ids, batch = getattr(corpus, split), params[key]
+        ids, batch = getattr(corpus, split), getattr(optimization, key)
         streams = data.batchify(ids, batch, names[split], flag(key))
-        bptt = params["bptt"]
+        bptt = optimization.bptt
         if fixed_windows and streams.shape[1] - 1 < bptt:
             fits = len(ids) // (bptt + 1)
             raise data.DataError(

@@ -218,7 +218,7 @@ def command_params(args, flag=None):
     if not data_dir and config is not None:
         # The corpus the directory trained on, as its config.json says.
         data_dir = (config.get("produced_by") or {}).get("data_dir")
-    corpus, _, _ = runtime.load_corpus(data_dir, params)
+    corpus, _, _ = runtime.load_corpus(data_dir, as_params(params))
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(
             "%s: the corpus's vocabulary (%d words) is not the one "
@@ -227,7 +227,7 @@ def command_params(args, flag=None):
                "the corpus of %s's config.json" % args.model_dir,
                len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
                len(config["words"])))
-    runtime.check_corpus(corpus, params, data_dir, flag,
+    runtime.check_corpus(corpus, as_params(params), data_dir, flag,
                          fixed_windows=True, splits=(
                              ("valid",) if args.evaluate_only
                              else ("train", "valid")))

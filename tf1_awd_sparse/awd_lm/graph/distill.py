@@ -1,11 +1,11 @@
 """Knowledge distillation from the float model during a fine-tuning.
 
-A training run with ``params['distill_weight'] > 0`` (the compression
+A training run with ``params.distill.distill_weight > 0`` (the compression
 pipeline's technique phases, `awd_lm.compress`) also computes a
 *teacher*'s logits on the same input windows: the same architecture as the
 student in evaluation mode (no dropout, float: no sparsity, no pruning
 mask, no quantization), its variables under the scope ``teacher/``,
-restored from the checkpoint ``params['distill_from']`` (the float model's
+restored from the checkpoint ``params.stage.distill_from`` (the float model's
 best) and never trained. Its recurrent state is carried across the BPTT
 windows and reset with the student's (`train.train_epoch`).
 
@@ -15,7 +15,7 @@ The training loss becomes::
       + distill_weight * T^2 * mean_tokens CE(softmax(t / T), softmax(s / T))
 
 with ``t`` / ``s`` the teacher's / student's logits and ``T`` the
-temperature ``params['distill_temperature']``; the cross-entropy equals
+temperature ``params.distill.distill_temperature``; the cross-entropy equals
 the KL divergence ``KL(p_T || q_T)`` plus the teacher's entropy, which does
 not depend on the student. The factor ``T^2`` keeps the gradient's scale
 independent of ``T`` (Hinton et al. 2015).
@@ -30,6 +30,7 @@ import collections
 from tf1_awd_sparse.base.checks import check_real
 from tf1_awd_sparse.base.compat import tf
 
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 
 __all__ = ["TEACHER_SCOPE", "Teacher", "enabled", "teacher_params",
@@ -54,19 +55,36 @@ Fields:
 
 
 def enabled(params):
-    """Whether a run distils: ``params['distill_weight'] > 0`` (which
-    `model.check_params` refuses without ``params['distill_from']``)."""
-    return float(params.get("distill_weight") or 0.0) > 0.0
+    """Whether a run distils: ``params.distill.distill_weight > 0`` (which
+    `model.check_params` refuses without ``params.stage.distill_from``).
+
+    Args:
+      params: the run's parameters (`as_params`).
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    return float(as_params(params).distill.distill_weight) > 0.0
 
 
 def teacher_params(params):
     """The teacher's parameters: the student's architecture as the float
     model it was fine-tuned from (no sparsity, pruning mask, quantization,
-    held masks or distillation of its own)."""
-    return dict(params, sparsity=None, sparsity_weight=None,
-                sparsity_ramp_steps=0, sparsity_controller=None,
-                pruning=None, quant=False, use_vd=False, distill_weight=0.0,
-                distill_from=None)
+    held masks or distillation of its own).
+
+    Args:
+      params: the student's parameters (`as_params`).
+
+    Returns:
+      a `config.params.Params`.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    return as_params(params).replace(
+        sparsity=None, sparsity_weight=None, sparsity_ramp_steps=0,
+        sparsity_controller=None, pruning=None, quant=False, use_vd=False,
+        distill_weight=0.0, distill_from=None)
 
 
 def _make_local(graph, variables):

@@ -72,7 +72,8 @@ def masked_mean_square(x, mask=None):
         tf.reduce_sum(mask), 1.0)
 
 
-def activation_regularization(outputs, alpha=2.0, lengths=None, name=None):
+def activation_regularization(outputs, alpha=2.0, lengths=None, name=None,
+                              nonempty=False):
     """AR: ``alpha * mean(h**2)`` of the last layer's dropped output.
 
     Args:
@@ -82,6 +83,10 @@ def activation_regularization(outputs, alpha=2.0, lengths=None, name=None):
       lengths: optional int tensor [batch]; steps at or past a sequence's
         length are excluded from the mean; one entry per row of outputs.
       name: optional op name scope.
+      nonempty: True for a caller that has asserted at least one entry (as
+        `model.build_lm` does): without ``lengths``, the plain mean of an
+        unknown shape, without the guard for 0 entries (the guard, a
+        select, changes the last bits of the gradients).
     Returns:
       scalar tensor; 0 when there is no entry (zero steps or rows).
     Raises:
@@ -89,15 +94,6 @@ def activation_regularization(outputs, alpha=2.0, lengths=None, name=None):
         than `outputs` (an unknown batch is asserted when the graph runs:
         InvalidArgumentError naming lengths).
     """
-    return _activation_regularization(outputs, alpha, lengths, name)
-
-
-def _activation_regularization(outputs, alpha, lengths, name,
-                               nonempty=False):
-    """`activation_regularization`; with ``nonempty`` (a caller that has
-    asserted at least one entry, as `model.build_lm` does) the plain mean
-    of an unknown shape, without the guard for 0 entries (the guard, a
-    select, changes the last bits of the gradients)."""
     _check_rank3("outputs", outputs)
     with tf.name_scope(name, "activation_regularization", [outputs]):
         mask = None

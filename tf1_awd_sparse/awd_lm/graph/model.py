@@ -2,11 +2,18 @@
 
 `build_lm(features, mode, params)` builds embedding -> N weight-dropped LSTM
 layers -> tied softmax, with AWD-LSTM's regularization when
-``params['model'] == 'awd'`` and none when it is ``'plain'``.  It is the
+``params.run.model == 'awd'`` and none when it is ``'plain'``.  It is the
 same code for the single-process training loop (`awd_lm.train`) and for
 an Estimator ``model_fn``: it takes tensors and returns tensors, and owns
 no session, placeholder or optimizer.  `build_train_op` adds the
-clipped-gradient NT-ASGD / SGD step.
+clipped-gradient NT-ASGD / SGD step (`graph.train_op`), and
+`graph.compression_ops` the pruning, sparsity and quantization ops beside
+the forward pass; this module re-exports their names.
+
+``params`` is the model's configuration: a checked
+`config.params.Params`, or a dict of its flat keys, which every public
+function here checks with `as_params` (a missing key takes its default,
+`presets.DEFAULTS`).
 """
 import collections
 
@@ -16,21 +23,27 @@ from tf1_awd_sparse.base.variable_names import relative_variable_names
 
 from tf1_awd_sparse.layers import dropout
 from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
-from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.layers.sparse import losses as sparse_losses
-from tf1_awd_sparse.layers.sparse import report as sparse_report
 from tf1_awd_sparse.transforms import techniques
-from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse import transforms
 from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training)
 from tf1_awd_sparse.base.control_flow import smart_cond
-from tf1_awd_sparse.awd_lm.graph import losses, ntasgd
+from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.graph import losses
 # The model's parameters are checked on the config floor, where modeldir
 # checks a model directory's too; model.check_params stays their name.
 from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
     REQUIRED_PARAMS, check_model_params as check_params)
+# The graph's compression ops and the training step, re-exported: the
+# training loop, the Estimator and the tests reach them as model.NAME.
+from tf1_awd_sparse.awd_lm.graph.compression_ops import (  # noqa: F401
+    CONTROLLER_SCOPE, sparsity_weight_scale, needs_global_step,
+    magnitude_pruning_op, pruning_block, sparsity_report,
+    quant_range_variables)
+from tf1_awd_sparse.awd_lm.graph.train_op import (  # noqa: F401 (public)
+    build_train_op, build_train_step)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
@@ -63,9 +76,20 @@ Fields:
 """
 
 def layer_sizes(params):
-    """Units of each LSTM layer; the last equals emb_size (tied decoder)."""
-    n = params["num_layers"]
-    return [params["hidden_size"]] * (n - 1) + [params["emb_size"]]
+    """Units of each LSTM layer; the last equals emb_size (tied decoder).
+
+    Args:
+      params: the model's parameters (`as_params`); its ``model`` section.
+
+    Returns:
+      list of ``num_layers`` ints.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    shape = as_params(params).model
+    n = shape.num_layers
+    return [shape.hidden_size] * (n - 1) + [shape.emb_size]
 
 
 # tf.estimator.ModeKeys' values (TRAIN, EVAL, PREDICT), spelt out: the
@@ -85,8 +109,10 @@ def _training_flag(mode):
     return check_training(mode, "mode")
 
 
-def _keep(params, key, regularize):
-    return 1.0 - params.get(key, 0.0) if regularize else 1.0
+def _keep(rate, regularize):
+    """The keep probability of a drop ``rate`` (1 without
+    regularization)."""
+    return 1.0 - rate if regularize else 1.0
 
 
 # LSTMCell's weight variables, by their names inside the cell's scope
@@ -123,18 +149,20 @@ def build_lm(features, mode, params):
           the carried state; zeros when absent.
       mode: a `tf.estimator.ModeKeys` string (TRAIN regularizes) or a bool
         (Python or scalar tensor) saying whether this is training.
-      params: dict with vocab_size, emb_size, hidden_size, num_layers,
+      params: a `config.params.Params` or a dict of its flat keys (a
+        missing key takes its default, but for `REQUIRED_PARAMS`):
+        vocab_size, emb_size, hidden_size, num_layers,
         model ('awd' or 'plain'); for 'awd' also the drop rates dropout
         (output), dropouth (between layers), dropouti (embedding output),
         dropoute (embedding rows), wdrop (recurrent weights), and
         alpha (AR), beta (TAR), wdecay (L2 on the weights: the embedding,
         each cell's kernel and bias, the softmax bias; never the sparse
-        auxiliary or quantization-range variables); optional use_vd (masks
-        in variables, see WeightDropLSTMCell); optional sparsity (None,
+        auxiliary or quantization-range variables); use_vd (masks
+        in variables, see WeightDropLSTMCell); sparsity (None,
         'variational_dropout' or 'l0': sparse embedding lookups, tied
         decoder and cells from `sparse_layers`, embedding dropout off) with
         its loss weight sparsity_weight (e.g. 1 / training tokens);
-        optional quant (True: the cells are built with is_quant=True, same
+        quant (True: the cells are built with is_quant=True, same
         weight variables plus their `quant/` range variables) with
         quant_delay (global steps computed in float while the ranges are
         learned; > 0 needs a global step in the graph), weight_bits and
@@ -143,7 +171,8 @@ def build_lm(features, mode, params):
     Returns:
       LMOutputs.
     Raises:
-      ValueError: bad params (names the key) or mode; features whose
+      ValueError: bad params (names the key: a missing required one, a
+        bad value, a key that is no parameter) or mode; features whose
         static shapes do not fit (named, e.g. ``features['state'] must
         hold one LSTMStateTuple per layer (2), got 1``): inputs / targets
         not [batch, time] of one shape, a zero-size batch or window (the
@@ -153,9 +182,11 @@ def build_lm(features, mode, params):
         (``InvalidArgumentError`` with the same names; dropped inside XLA).
     """
     _compat.require_graph_mode("build_lm")
-    params = check_params(params)
+    # The required keys of a dict first (a Params has them all), then
+    # the checked object.
+    params = as_params(check_params(params))
     training = _training_flag(mode)
-    awd = params["model"] == "awd"
+    awd = params.run.model == "awd"
     features, state_parts = _check_features(features, params)
     before = set(features["inputs"].consumers())
     with tf.variable_scope("lm", reuse=tf.AUTO_REUSE):
@@ -257,21 +288,30 @@ def _assert_features(features, parts, consumers):
 
 def embedding_table(params, training):
     """The embedding variable and the table the model uses for the lookup
-    and the tied decoder: the variable itself, or with ``params['pruning']``
-    the variable times its pruning mask (``lm/embedding_pruning_mask``, a
-    ``transforms.PruningMask``), and with ``params['quant']`` that table
-    fake-quantized as a weight (last value, narrow range; what the 8-bit
-    TFLite model stores). Call inside the ``lm`` variable scope.
+    and the tied decoder: the variable itself, or with
+    ``params.prune.pruning`` the variable times its pruning mask
+    (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``), and with
+    ``params.quantization.quant`` that table fake-quantized as a weight
+    (last value, narrow range; what the 8-bit TFLite model stores). Call
+    inside the ``lm`` variable scope.
+
+    Args:
+      params: the model's parameters (`as_params`).
+      training: Python bool or scalar bool tensor.
 
     Returns:
       ``(embedding variable, table tensor or the variable)``.
+
+    Raises:
+      ValueError: bad params (`as_params`).
     """
+    params = as_params(params)
     init = tf.random_uniform_initializer(-0.1, 0.1)
     embedding = tf.get_variable(
-        "embedding", [params["vocab_size"], params["emb_size"]],
+        "embedding", [params.model.vocab_size, params.model.emb_size],
         initializer=init)
     table = embedding
-    if params.get("pruning"):
+    if params.prune.pruning:
         prune = transforms.PruningMask()
         # "embedding_pruning_mask": transforms.pruning_variable_names' rule
         # for a weight outside layers.
@@ -280,20 +320,20 @@ def embedding_table(params, training):
             training)
         with tf.name_scope("embedding_pruning"):
             table = prune.apply(embedding, training, embedding)
-    if params.get("quant"):
+    if params.quantization.quant:
         with tf.name_scope("embedding_quant"):
             table = _maybe_quantized(
                 params, training,
-                lambda t=table: fq.quantize_weight(t, params.get(
-                    "weight_bits", 8)), table)
+                lambda t=table: fq.quantize_weight(
+                    t, params.quantization.weight_bits), table)
     return embedding, table
 
 
 def _maybe_quantized(params, training, quantized, plain):
     """``quantized()`` once quantization is active (after ``quant_delay``
     global steps in training), else ``plain``, as the cells decide."""
-    active = fq.quantization_active(int(params.get("quant_delay", 0)),
-                                    training)
+    active = fq.quantization_active(
+        int(params.quantization.quant_delay), training)
     if active is True:
         return quantized()
     return smart_cond(active, quantized, lambda: tf.identity(plain))
@@ -305,33 +345,48 @@ def _embed(inputs, training, params, awd):
     inputs after embedding dropout (dropoute) and locked dropout
     (dropouti): [batch, time, emb_size]."""
     embedding, table = embedding_table(params, training)
-    sparse = _sparse_embedding(embedding, params.get("sparsity"))
+    sparse = _sparse_embedding(embedding, params.sparse.sparsity)
     if sparse is not None:
         technique, pair = sparse
         x = smart_cond(
             training,
             lambda: technique.nn.embedding_lookup_train(pair, inputs),
             lambda: technique.nn.embedding_lookup_eval(pair, inputs))
-    elif awd and params.get("dropoute", 0.0) > 0:
+    elif awd and params.regularization.dropoute > 0:
         x = dropout.embedding_dropout(
-            table, inputs, 1.0 - params["dropoute"], training=training)
+            table, inputs, 1.0 - params.regularization.dropoute,
+            training=training)
     else:
         x = tf.nn.embedding_lookup(table, inputs)
     return embedding, table, sparse, _locked(
-        x, _keep(params, "dropouti", awd), training)
+        x, _keep(params.regularization.dropouti, awd), training)
 
 
 def make_layer(i, units, training, params):
     """Layer ``i`` of the stack: a ``WeightDropLSTM`` (cell name
     ``lstm_<i>``; its variables are those of a ``WeightDropLSTMCell`` under
     ``dynamic_rnn`` in scope ``layer_<i>``) with the model's DropConnect,
-    held-mask, sparsity, pruning-mask and quantization settings."""
-    awd = params["model"] == "awd"
+    held-mask, sparsity, pruning-mask and quantization settings.
+
+    Args:
+      i: the layer's index.
+      units: its width.
+      training: Python bool or scalar bool tensor.
+      params: the model's parameters (`as_params`).
+
+    Returns:
+      a ``WeightDropLSTM``.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    params = as_params(params)
+    awd = params.run.model == "awd"
     return weight_drop_lstm.WeightDropLSTM(
-        units, weight_drop_kr=_keep(params, "wdrop", awd),
-        use_vd=bool(params.get("use_vd", False)),
-        sparsity=params.get("sparsity"), is_train=training,
-        pruning_mask=bool(params.get("pruning")), name="lstm_%d" % i,
+        units, weight_drop_kr=_keep(params.regularization.wdrop, awd),
+        use_vd=bool(params.stage.use_vd),
+        sparsity=params.sparse.sparsity, is_train=training,
+        pruning_mask=bool(params.prune.pruning), name="lstm_%d" % i,
         **_quant_args(params))
 
 
@@ -358,22 +413,35 @@ def _stack(x, inputs, state_in, training, params, awd):
         raw, s1 = layer(x, initial_state=s0, scope="layer_%d" % i)
         final.append(s1)
         last = i == len(sizes) - 1
-        x = _locked(raw, _keep(params, "dropout" if last else "dropouth",
-                               awd), training)
+        x = _locked(raw, _keep(
+            params.regularization.dropout if last
+            else params.regularization.dropouth, awd), training)
     return cells, initial, final, raw, x
 
 
 def decoder_logits(flat, table, params, training, sparse=None):
     """The tied decoder on ``flat`` ``[n, emb_size]``: ``flat @ table^T +
-    softmax_bias``, ``[n, vocab]``; with ``params['quant']`` the logits are
-    fake-quantized on a learned range (``lm/decoder/quant/logits/min|max``,
-    an EMA once per run as the cells' ranges), which is what the 8-bit
-    TFLite model outputs. Call inside the ``lm`` variable scope.
+    softmax_bias``, ``[n, vocab]``; with ``params.quantization.quant`` the
+    logits are fake-quantized on a learned range
+    (``lm/decoder/quant/logits/min|max``, an EMA once per run as the
+    cells' ranges), which is what the 8-bit TFLite model outputs. Call
+    inside the ``lm`` variable scope.
+
+    Args:
+      flat: float32 ``[n, emb_size]``.
+      table: the table of `embedding_table`.
+      params: the model's parameters (`as_params`).
+      training: Python bool or scalar bool tensor.
+      sparse: None, or the sparse technique and (embedding, aux) pair.
 
     Returns:
       ``(softmax_bias variable, logits)``.
+
+    Raises:
+      ValueError: bad params (`as_params`).
     """
-    bias = tf.get_variable("softmax_bias", [params["vocab_size"]],
+    params = as_params(params)
+    bias = tf.get_variable("softmax_bias", [params.model.vocab_size],
                            initializer=tf.zeros_initializer())
     if sparse is not None:
         technique, pair = sparse
@@ -384,7 +452,7 @@ def decoder_logits(flat, table, params, training, sparse=None):
     else:
         decoded = tf.matmul(flat, table, transpose_b=True)
     logits = tf.nn.bias_add(decoded, bias)
-    if params.get("quant"):
+    if params.quantization.quant:
         logits = _quantized_logits(logits, params, training)
     return bias, logits
 
@@ -395,7 +463,7 @@ def _quantized_logits(logits, params, training):
     with tf.variable_scope("decoder"):
         ranges.create_variables(fq.range_variable_creator(tf.get_variable))
     run = ranges.run_ranges(training)["logits"]
-    bits = int(params.get("activation_bits", 8))
+    bits = int(params.quantization.activation_bits)
     weight = fq.observe_weight(training)
     if weight is not None:
         with tf.control_dependencies(
@@ -409,7 +477,7 @@ def _quantized_logits(logits, params, training):
 def _decode(x, table, sparse, features, training, params):
     """The tied decoder: (softmax bias variable, logits [batch, time,
     vocab], mean cross-entropy of the targets)."""
-    vocab, emb_size = params["vocab_size"], params["emb_size"]
+    vocab, emb_size = params.model.vocab_size, params.model.emb_size
     flat = tf.reshape(x, [-1, emb_size])
     bias, logits = decoder_logits(flat, table, params, training, sparse)
     xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
@@ -425,128 +493,30 @@ def _penalties(x, raw, weights, training, params, awd):
     only."""
     zero = tf.constant(0.0)
     ar = tar = wd = zero
+    regularization, sparse = params.regularization, params.sparse
     if awd:
         # build_lm refuses 0 tokens (`_assert_features`): the plain mean.
-        ar = losses._activation_regularization(  # pylint: disable=W0212
-            x, params.get("alpha", 0.0), None, None, nonempty=True)
+        ar = losses.activation_regularization(
+            x, regularization.alpha, None, None, nonempty=True)
         tar = losses.temporal_activation_regularization(
-            raw, params.get("beta", 0.0))
-        if params.get("wdecay", 0.0) > 0:
-            wd = params["wdecay"] * tf.add_n(
+            raw, regularization.beta)
+        if regularization.wdecay > 0:
+            wd = regularization.wdecay * tf.add_n(
                 [tf.nn.l2_loss(v) for v in weights])
         ar, tar = (smart_cond(training, lambda t=t: t, lambda: zero)
                    for t in (ar, tar))
     sparsity_loss = zero
-    if params.get("sparsity"):
-        penalty = (sparse_losses.kl_loss if params["sparsity"]
+    if sparse.sparsity:
+        penalty = (sparse_losses.kl_loss if sparse.sparsity
                    == "variational_dropout" else sparse_losses.l0_loss)
         # Linear ramp of the weight from 0 over sparsity_ramp_steps steps.
-        ramp = int(params.get("sparsity_ramp_steps", 0))
-        sparsity_loss = penalty(weight=params["sparsity_weight"],
+        ramp = int(sparse.sparsity_ramp_steps)
+        sparsity_loss = penalty(weight=sparse.sparsity_weight,
                                 end_step=ramp, summaries=False)
-        if params.get("sparsity_controller"):
+        if params.stage.sparsity_controller:
             # The controller's factor on the weight (`train`, per epoch).
             sparsity_loss = sparsity_loss * sparsity_weight_scale()
     return ar, tar, wd, sparsity_loss
-
-
-#: Variable scope of the sparsity controller's weight scale.
-CONTROLLER_SCOPE = "sparsity_controller"
-
-
-def sparsity_weight_scale():
-    """The float32 scalar variable ``sparsity_controller/weight_scale``
-    (initially 1, not trained) that multiplies the KL / L0 loss when
-    ``params['sparsity_controller']`` is set; the trainer raises it
-    between epochs (`sparse_layers.losses.controlled_weight_scale`)."""
-    with tf.variable_scope(CONTROLLER_SCOPE, reuse=tf.AUTO_REUSE):
-        return tf.get_variable("weight_scale", [], tf.float32,
-                               tf.ones_initializer(), trainable=False)
-
-
-def needs_global_step(params):
-    """Whether the model's graph needs a global step: quantization delay,
-    the magnitude-pruning schedule and the sparsity-loss ramp count it."""
-    return bool(params.get("quant") or params.get("pruning") == "magnitude"
-                or (params.get("sparsity")
-                    and params.get("sparsity_ramp_steps", 0)))
-
-
-def magnitude_pruning_op(params, global_step, train_op):
-    """With ``params['pruning'] == 'magnitude'``: ``train_op`` followed by
-    the library's gradual magnitude pruning
-    (:class:`tf1_awd_sparse.transforms.magnitude_pruning.MagnitudePruning`,
-    which matches ``tf.contrib.model_pruning``'s on TF 1.x) of the
-    embedding and the cells' kernels (their ``pruning_mask`` variables), from
-    ``pruning_begin_step`` to ``pruning_end_step`` every
-    ``pruning_frequency`` steps to ``target_sparsity`` (Zhu & Gupta's cubic
-    schedule); else None. Its step counter is the variable
-    ``lm_pruning/last_mask_update_step``, the name contrib gave it, so
-    checkpoints of either read the same.
-
-    Returns:
-      an op, or None.
-    """
-    if params.get("pruning") != "magnitude":
-        return None
-    # nbins: the threshold is a histogram quantile; contrib's default 256
-    # bins leave a matrix up to ~1 % short of the target.
-    k = int(params.get("pruning_block", 1))
-    pruning = magnitude_pruning.MagnitudePruning(
-        begin_step=params["pruning_begin_step"],
-        end_step=params["pruning_end_step"],
-        frequency=params["pruning_frequency"],
-        target_sparsity=float(params["target_sparsity"]),
-        nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning",
-        # .name, not .op.name: a partitioned variable has no op.
-        block_shape=lambda weight: pruning_block(
-            weight.name.split(":")[0], weight.get_shape().as_list(), k))
-    # Built after the step: the op reads the global step (its sparsity
-    # schedule and its update condition); outside this scope that read
-    # would race with the step's increment, and the masks would depend on
-    # the scheduler (seen on TF 1.15 with contrib's Pruning).
-    with tf.control_dependencies([train_op]):
-        return pruning.conditional_mask_update_op(global_step)
-
-
-def pruning_block(name, shape, k):
-    """The ``(rows, cols)`` block of a 1 x ``k`` block along the input
-    dimension of the fully-connected product that uses weight ``name`` (of
-    ``shape``), as TFLite stores it: a cell's kernel ``[input + units, 4 *
-    units]`` multiplies from the right (its rows are the input: ``(k,
-    1)``); the embedding ``[vocab, emb]`` is the decoder's ``[out, in]``
-    (``(1, k)``). Where ``k`` does not divide the input dimension, the last
-    block is partial (ptb-small's 200-wide table in 1 x 16 blocks: twelve
-    of 16 and one of 8); ``sparse_storage``'s ``"fast"`` layout pads such a
-    tensor's input dimension to the next multiple of 16 for the int8 1 x 16
-    kernel, so the partial block fills one stored block."""
-    del shape   # every k is taken as it is: a last block may be partial
-    table = "embedding" in name.split("/")[-1]
-    return (1, k) if table else (k, 1)
-
-
-def sparsity_report(params):
-    """Fraction of zeros of the weights the model uses (the embedding and
-    the cells' kernels) as tensors, or None for a dense model: the
-    ``sparse_layers`` report with sparsity, the pruning masks' zeros with
-    pruning.
-
-    Returns:
-      None or {"layers": OrderedDict(name -> scalar), "global": scalar}.
-    """
-    if params.get("sparsity"):
-        return sparse_report.sparsity_report(summaries=False)
-    if not params.get("pruning"):
-        return None
-    layers, zeros, sizes = collections.OrderedDict(), [], []
-    for mask in tf.get_collection(transforms.PRUNING_MASKS):
-        zero = tf.reduce_sum(tf.cast(tf.equal(mask, 0.0), tf.float32))
-        size = float(mask.shape.num_elements())
-        name = transforms.pruned_weight_name(mask.op.name)
-        layers[name] = zero / size
-        zeros.append(zero)
-        sizes.append(size)
-    return {"layers": layers, "global": tf.add_n(zeros) / sum(sizes)}
 
 
 def _sparse_embedding(embedding, sparsity):
@@ -569,34 +539,13 @@ def _sparse_embedding(embedding, sparsity):
 
 def _quant_args(params):
     """WeightDropLSTMCell quantization arguments from params (none: float)."""
-    if not params.get("quant"):
+    quantization = params.quantization
+    if not quantization.quant:
         return {}
-    return {"is_quant": True, "quant_delay": int(params.get("quant_delay", 0)),
-            "weight_bits": int(params.get("weight_bits", 8)),
-            "activation_bits": int(params.get("activation_bits", 8))}
-
-
-def quant_range_variables():
-    """The learned quantization ranges of the graph (the quantized cells'
-    and the decoder's logits range), for summaries.
-
-    Returns:
-      list of (tag, min variable, max variable), one per quantized tensor,
-      tag like 'layer_0/lstm_0/gates' or 'decoder/logits'; empty for a
-      float model.
-    """
-    found, by_name = [], {}
-    for variable in mask_placement.quant_variables():
-        by_name[variable.op.name] = variable
-    for name in sorted(by_name):
-        if not name.endswith("/min"):
-            continue
-        scope, tensor = name[:-len("/min")].rsplit("/quant/", 1)
-        high = by_name.get(scope + "/quant/" + tensor + "/max")
-        if high is not None:
-            tag = "%s/%s" % (scope.split("/", 1)[-1], tensor)
-            found.append((tag, by_name[name], high))
-    return found
+    return {"is_quant": True,
+            "quant_delay": int(quantization.quant_delay),
+            "weight_bits": int(quantization.weight_bits),
+            "activation_bits": int(quantization.activation_bits)}
 
 
 def _locked(x, keep, training):
@@ -605,92 +554,3 @@ def _locked(x, keep, training):
         return x
     return dropout.locked_dropout(x, keep, training=training,
                                               time_axis=1)
-
-
-def _scaled(gradient, scale):
-    """``gradient * scale`` for a dense gradient or IndexedSlices."""
-    if isinstance(gradient, tf.IndexedSlices):
-        return tf.IndexedSlices(gradient.values * scale, gradient.indices,
-                                gradient.dense_shape)
-    return gradient * scale
-
-
-def build_train_op(loss, learning_rate, params, global_step=None):
-    """Clipped-gradient step: NT-ASGD when params['optimizer'] == 'ntasgd'.
-
-    Args:
-      loss: scalar tensor.
-      learning_rate: float or scalar tensor (the loop scales it by the BPTT
-        window length).
-      params: dict with 'clip' (global-norm clip, 0 for none), 'optimizer'
-        ('ntasgd' or 'sgd'), 'nonmono' and optional 'aux_lr_scale' (the
-        sparse auxiliary variables' learning rate as a multiple of lr).
-      global_step: optional step variable to increment.
-    Returns:
-      (train_op, optimizer).
-    Raises:
-      ValueError: unknown optimizer.
-    """
-    name = params.get("optimizer", "ntasgd")
-    if name == "ntasgd":
-        opt = ntasgd.NTASGDOptimizer(learning_rate,
-                                     nonmono=params.get("nonmono", 5))
-    elif name == "sgd":
-        opt = tf.train.GradientDescentOptimizer(learning_rate)
-    else:
-        raise ValueError("params['optimizer']: expected 'ntasgd' or 'sgd', "
-                         "got %r" % (name,))
-    grads_and_vars = opt.compute_gradients(loss)
-    grads, tvars = zip(*[(g, v) for g, v in grads_and_vars if g is not None])
-    if params.get("clip", 0.0) > 0:
-        grads, _ = tf.clip_by_global_norm(grads, params["clip"])
-    scale = float(params.get("aux_lr_scale", 1.0))
-    if scale != 1.0:
-        # log_sigma2 / log_alpha live on another scale than the weights:
-        # plain SGD at the weights' rate barely moves them (the L0 / VD
-        # papers use Adam), so they get their own rate (after clipping,
-        # which the weights' gradients keep governing).
-        aux = set(pair[1] for name in techniques.NAMES
-                  for pair in techniques.registered_pairs(name))
-        grads = [_scaled(g, scale) if v in aux else g
-                 for g, v in zip(grads, tvars)]
-    # TF1's convention (batch norm's): the update ops (held dropout masks,
-    # params['use_vd']) run with the step, ordered after their reads.
-    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-        return opt.apply_gradients(zip(grads, tvars), global_step), opt
-
-
-def build_train_step(loss, learning_rate, params, global_step=None):
-    """The language model's one training step, for every driver (the
-    loop's `train.Graph`, the Estimator's `model_fn.train_step` and so
-    `awd_lm.monitored`): `build_train_op`'s clipped step (NT-ASGD or SGD,
-    after the ``UPDATE_OPS``: held dropout masks) that increments
-    ``global_step``, followed with ``params['pruning'] == 'magnitude'`` by
-    `magnitude_pruning_op`'s mask update (so the masks follow their
-    schedule under every driver).
-
-    Args:
-      loss: float32 scalar tensor, the loss the gradients come from.
-      learning_rate: float or float32 scalar tensor.
-      params: the model's parameter dict ('clip', 'optimizer', 'nonmono',
-        'aux_lr_scale', 'pruning' and the 'pruning_*' schedule).
-      global_step: the step variable the step increments; needed (and
-        read) by the pruning schedule.
-
-    Returns:
-      ``(train_op, optimizer)``: the op of one step (the pruning update
-      runs after the gradient step, in the same ``session.run``) and the
-      optimizer (NT-ASGD's has ``averaging``).
-
-    Raises:
-      ValueError: an unknown optimizer (`build_train_op`), or
-        ``pruning='magnitude'`` without a ``global_step``.
-    """
-    if params.get("pruning") == "magnitude" and global_step is None:
-        raise ValueError("global_step: params['pruning'] 'magnitude' needs "
-                         "the global step (its schedule counts it), got "
-                         "None")
-    train_op, optimizer = build_train_op(loss, learning_rate, params,
-                                         global_step)
-    pruning = magnitude_pruning_op(params, global_step, train_op)
-    return (train_op if pruning is None else pruning), optimizer

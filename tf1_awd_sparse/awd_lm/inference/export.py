@@ -7,7 +7,7 @@ while loop), and converts it: the embedding lookup (a Gather of the table),
 the LSTM stack and the tied decoder (a FullyConnected layer with the same
 table as weights) in one model. A float model comes from a float
 checkpoint; a fully 8-bit (``uint8``) model from a quantization-aware one
-(``params['quant']``), whose every tensor carries a learned or weight
+(``params.quantization.quant``), whose every tensor carries a learned or weight
 range: the table, the cells' weights and activations, and the logits.
 
 Inputs: ``inputs`` int32 ``[batch, steps]`` word ids and, per layer, the
@@ -28,12 +28,14 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.export import eval_graph, graphdef
 from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.export.runner import TFLiteRunner, open_interpreter
 
-__all__ = ["export_lm", "WEIGHT_FORMATS", "STORAGES", "LMRunner", "tflite_perplexity", "weight_shapes",
+__all__ = ["export_lm", "WEIGHT_FORMATS", "STORAGES", "check_formats",
+           "LMRunner", "tflite_perplexity", "weight_shapes",
            "weight_sparsity_of_tflite", "log_softmax"]
 
 LOGITS_NAME = "logits"
@@ -52,7 +54,7 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
                   for i, units in enumerate(model.layer_sizes(params))]
         cells = [layer.cell for layer in layers]
         # Build each cell (variables, per-run kernel) in its layer's scope.
-        depth = params["emb_size"]
+        depth = params.model.emb_size
         eval_graph.build_cells(cells, batch_size, depth)
         with tf.name_scope(""):  # top-level input names
             placeholders, state = eval_graph.state_inputs(
@@ -62,7 +64,7 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
         flat = tf.reshape(stacked, [batch_size * num_steps, depth])
         _, logits = model.decoder_logits(flat, table, params, False)
         logits = tf.reshape(logits, [batch_size, num_steps,
-                                     params["vocab_size"]])
+                                     params.model.vocab_size])
     logits = tf.identity(logits, name=LOGITS_NAME)
     hidden = tf.identity(stacked, name=HIDDEN_NAME)
     return ([ids] + placeholders,
@@ -82,12 +84,13 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     """Writes the language model of ``checkpoint`` as a TFLite file.
 
     Args:
-      params: the model's parameters (as trained; ``pruning`` and the sizes
-        as in the checkpoint's model); dropout settings do not matter.
+      params: the model's parameters (a `config.params.Params` or a dict,
+        `as_params`; as trained: ``pruning`` and the sizes as in the
+        checkpoint's model); dropout settings do not matter.
       checkpoint: checkpoint prefix holding the model's variables.
       path: the ``.tflite`` file to write.
       batch_size, num_steps: the model's fixed input shape.
-      weights: None (as trained: uint8 for ``params['quant']``, else
+      weights: None (as trained: uint8 for ``params.quantization.quant``, else
         float), or one of `WEIGHT_FORMATS`: ``"int8"`` converts the float
         graph of the model's weights (a quantization-aware model's too)
         and stores every fully-connected weight as symmetric per-tensor
@@ -114,15 +117,14 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     """
     batch_size = check_positive_int(batch_size, "batch_size")
     num_steps = check_positive_int(num_steps, "num_steps")
-    quantized = bool(params.get("quant"))
-    weights = _check_formats(weights, storage, quantized)
     if layout not in sparse_storage.LAYOUTS:
         raise ValueError("layout must be one of %s, got %r"
                          % (", ".join(sparse_storage.LAYOUTS), layout))
-    if weights == "int8" or storage == "sparse":
-        sparse_storage.available_or_raise()   # before any conversion
-    params = model.check_params(dict(params, use_vd=False, quant_delay=0,
-                                     quant=weights == "uint8"))
+    weights = check_formats(weights, storage, params)   # before any work
+    # The evaluation graph's: masks not held in variables, quantization
+    # (uint8 only) on from step 0.
+    params = as_params(model.check_params(params)).replace(
+        use_vd=False, quant_delay=0, quant=weights == "uint8")
     model_bytes = _converted(params, checkpoint, batch_size, num_steps,
                              weights == "uint8")
     if weights == "int8" or storage == "sparse":
@@ -134,8 +136,34 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     return len(model_bytes)
 
 
-def _check_formats(weights, storage, quantized):
-    """The weight format to write (None resolved), or ValueError."""
+def check_formats(weights, storage, params, model_dir=None):
+    """The weight format `export_lm` writes of a model, checked against the
+    model and this TensorFlow before any conversion: what `export_lm` and
+    the ``awd-lm export`` command refuse.
+
+    Args:
+      weights: None (the model's own: uint8 for a quantization-aware
+        model, else float) or one of `WEIGHT_FORMATS`.
+      storage: one of `STORAGES`.
+      params: the model's parameters (`as_params`): whether it is
+        quantization-aware (``params.quantization.quant``).
+      model_dir: None for a Python call (the errors name the arguments
+        ``weights`` and ``storage``), or the model directory the command
+        line names (the errors name its flags ``--format`` and
+        ``--storage`` and the directory).
+
+    Returns:
+      the weight format, one of `WEIGHT_FORMATS`.
+
+    Raises:
+      ValueError: an unknown format or storage, uint8 of a float model or
+        float of a quantization-aware one, bad params (`as_params`).
+      sparse_storage.SparseStorageError (a ValueError): sparse uint8
+        (TFLite has no such kernel), or int8 / sparse storage on a
+        TensorFlow that cannot write them (TF 1.x).
+    """
+    quantized = bool(as_params(params).quantization.quant)
+    flags = model_dir is not None
     if weights is None:
         weights = "uint8" if quantized else "float"
     if weights not in WEIGHT_FORMATS:
@@ -145,17 +173,41 @@ def _check_formats(weights, storage, quantized):
         raise ValueError("storage must be one of %s, got %r"
                          % (", ".join(STORAGES), storage))
     if weights == "uint8" and not quantized:
-        raise ValueError("weights='uint8' needs a quantization-aware model "
-                         "(params['quant']); this one is float")
+        raise ValueError(
+            "--format uint8 needs a quantization-aware model: %s is float; "
+            "`awd-lm train --quant` makes <out>/<model>_quant" % model_dir
+            if flags else "weights='uint8' needs a quantization-aware "
+            "model (params['quant']); this one is float")
     if weights == "float" and quantized:
-        raise ValueError("weights='float' of a quantization-aware model: "
-                         "its files are uint8 or int8")
+        raise ValueError(
+            "--format float: %s is quantization-aware (its file is uint8); "
+            "give its float model directory" % model_dir if flags else
+            "weights='float' of a quantization-aware model: its files are "
+            "uint8 or int8")
     if weights == "uint8" and storage == "sparse":
         raise sparse_storage.SparseStorageError(
-            "storage='sparse' with uint8 weights: TFLite has no sparse "
+            "--storage sparse --format uint8: TFLite has no sparse uint8 "
+            "kernel; use --format int8 (8-bit weights) or float" if flags
+            else "storage='sparse' with uint8 weights: TFLite has no sparse "
             "uint8 kernel (and its DENSIFY op takes no uint8); use "
             "weights='int8' (8-bit weights, stored sparse) or 'float'")
+    if weights == "int8" or storage == "sparse":
+        _check_sparse_storage(weights, flags)
     return weights
+
+
+def _check_sparse_storage(weights, flags):
+    """Raises `sparse_storage.SparseStorageError` where this TensorFlow
+    cannot write int8 or sparse files (naming the flag with ``flags``)."""
+    if not flags:
+        sparse_storage.available_or_raise()
+    elif not sparse_storage.available():
+        raise sparse_storage.SparseStorageError(
+            "--%s: needs TensorFlow 2.x (the TFLite schema module that "
+            "writes it, and an interpreter that reads it); TF %s exports "
+            "float or uint8, dense" % (
+                "format int8" if weights == "int8" else "storage sparse",
+                tf.__version__))
 
 
 def _converted(params, checkpoint, batch_size, num_steps, quantized):
@@ -347,9 +399,20 @@ def tflite_perplexity(path, stream, progress=None, interpreter=None):
 def weight_shapes(params):
     """Shapes of the model's weight matrices as TFLite stores them: the
     embedding table ``[vocab, emb]`` and each cell's kernel as
-    FullyConnected weights ``[4 * units, input depth + units]``."""
-    shapes = [(params["vocab_size"], params["emb_size"])]
-    depth = params["emb_size"]
+    FullyConnected weights ``[4 * units, input depth + units]``.
+
+    Args:
+      params: the model's parameters (`as_params`).
+
+    Returns:
+      list of ``(rows, cols)`` int pairs.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    params = as_params(params)
+    shapes = [(params.model.vocab_size, params.model.emb_size)]
+    depth = params.model.emb_size
     for units in model.layer_sizes(params):
         shapes.append((4 * units, depth + units))
         depth = units

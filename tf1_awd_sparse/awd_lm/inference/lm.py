@@ -36,8 +36,13 @@ import numpy as np
 from tf1_awd_sparse.base.checks import check_positive_int, check_real
 from tf1_awd_sparse.awd_lm.graph import cache as pointer
 from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.inference import export, lm_backends
+from tf1_awd_sparse.awd_lm.inference import lm_backends
+# export_model lives beside resolve (model_files); lm.export_model stays
+# its documented name.
+from tf1_awd_sparse.awd_lm.inference.model_files import (  # noqa: F401
+    export_model, resolve)
 from tf1_awd_sparse.awd_lm.config import modeldir
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph.cache import CacheConfig  # noqa: F401 (public)
 from tf1_awd_sparse.awd_lm.inference.export import log_softmax
 from tf1_awd_sparse.awd_lm.inference.lm_backends import LMState  # noqa: F401 (public)
@@ -65,38 +70,6 @@ Fields:
   oov: words mapped to ``<unk>``.
   oov_words: Counter of those words.
 """
-
-
-def _resolve(path):
-    """``(config path, kind)`` for a run directory or a .tflite file.
-
-    Raises:
-      modeldir.ConfigError: neither, or its config is missing.
-    """
-    if not isinstance(path, str) or not path:
-        raise modeldir.ConfigError("path must name a model directory or a "
-                                   ".tflite file, got %r" % (path,))
-    if os.path.isdir(path):
-        config = os.path.join(path, modeldir.CONFIG_FILE)
-        if not os.path.isfile(config):
-            inside = modeldir.model_dirs_in(path)
-            if inside:  # a run's --out: name its model directories
-                raise modeldir.ConfigError(
-                    "%s: a run directory, not a model directory (no %s); "
-                    "its model directories: %s"
-                    % (path, modeldir.CONFIG_FILE, ", ".join(inside)))
-            raise modeldir.ConfigError(
-                "%s: not a model directory (no %s; a run writes one when "
-                "it starts)" % (path, modeldir.CONFIG_FILE))
-        return config, "tf"
-    if os.path.isfile(path) and path.endswith(".tflite"):
-        sidecar = modeldir.sidecar_path(path)
-        if not os.path.isfile(sidecar):
-            raise modeldir.ConfigError("%s: no sidecar %s beside it"
-                                       % (path, os.path.basename(sidecar)))
-        return sidecar, "tflite"
-    raise modeldir.ConfigError("%s: neither a model directory nor a "
-                               ".tflite file" % (path,))
 
 
 class OOVError(ValueError, Error):
@@ -144,7 +117,7 @@ class LanguageModel(object):
           checkpoints.CheckpointError: a checkpoint that cannot be restored.
         """
         threads = check_positive_int(threads, "threads")
-        config_path, kind = _resolve(path)
+        config_path, kind = resolve(path)
         config = modeldir.read_config(config_path)
         if kind == "tf":
             if "checkpoint" not in config:
@@ -489,7 +462,8 @@ class LanguageModel(object):
         Args:
           source: a PTB-layout file's path (e.g. a corpus' test.txt), or a
             1-D array of ids.
-          batch_size: rows, an int >= 1 (None: ``params['eval_batch_size']``).
+          batch_size: rows, an int >= 1 (None: the model's
+            ``params.optimization.eval_batch_size``).
           cache: None or a `CacheConfig`: the continuous cache pointer,
             one per row (`awd_lm.cache`).
 
@@ -529,10 +503,12 @@ class LanguageModel(object):
         ``eval_batch_size`` (never a silent stand-in: 0 is refused, and
         params without it name the argument to give)."""
         if batch_size is None:
-            batch_size = self.params.get("eval_batch_size")
-            if batch_size is None:
+            # A config that names none (not one of a run) gets no
+            # stand-in either.
+            if "eval_batch_size" not in self.params:
                 raise ValueError("batch_size: the model's params name no "
                                  "eval_batch_size; give batch_size")
+            batch_size = as_params(self.params).optimization.eval_batch_size
         return check_positive_int(batch_size, "batch_size")
 
     # -- generation -------------------------------------------------------
@@ -600,36 +576,3 @@ def _scores(tokens, scored, oov):
                   [float(np.exp(-t / c)) for t, c in zip(totals, counts)],
                   float(np.exp(-sum(totals) / num)), num,
                   sum(oov.values()), oov)
-
-
-def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
-                 storage="dense", layout="auto"):
-    """Exports a run / stage directory's model as a TFLite file with its
-    sidecar (``<path>.json``) and vocab.txt beside it.
-
-    Args:
-      model_dir: a directory with config.json (`LanguageModel.load`'s).
-      path: the ``.tflite`` file to write.
-      batch_size, num_steps: the file's fixed batch and window.
-      weights, storage, layout: the file's weight format, storage and
-        sparse layout (`export.export_lm`: None is the model's own, float
-        or uint8).
-
-    Returns:
-      the sidecar's path.
-
-    Raises:
-      modeldir.ConfigError: a bad model directory; see `export.export_lm`.
-    """
-    config = modeldir.read_config(_resolve(model_dir)[0])
-    checkpoint = os.path.join(config["directory"], config["checkpoint"])
-    params = config["params"]
-    if weights is None:
-        weights = "uint8" if params.get("quant") else "float"
-    export.export_lm(params, checkpoint, path, batch_size, num_steps,
-                     weights=weights, storage=storage, layout=layout)
-    produced = dict(config.get("produced_by", {}),
-                    stage="tflite_" + weights, storage=storage,
-                    source=os.path.abspath(model_dir))
-    return modeldir.write_tflite_sidecar(path, params, config["words"],
-                                         produced)

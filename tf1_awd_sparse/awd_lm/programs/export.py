@@ -20,8 +20,7 @@ import sys
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base.checks import check_writable_dir
 
-__all__ = ["FORMATS", "STORAGES", "parse_args", "check_out", "check_format",
-           "main"]
+__all__ = ["FORMATS", "STORAGES", "parse_args", "check_out", "main"]
 
 # The same as export.WEIGHT_FORMATS / STORAGES and sparse_storage.LAYOUTS
 # (tests/export/test_sparse_storage.py checks),
@@ -102,43 +101,6 @@ def _replaceable(path):
             and not os.path.exists(os.path.join(folder, "config.json")))
 
 
-def check_format(fmt, params, model, storage="dense"):
-    """Refuses a format or storage the model or this TensorFlow cannot
-    give.
-
-    Raises:
-      ValueError: uint8 of a float model, float of a QAT model, sparse
-        uint8, or int8 / sparse storage on TF 1.x, naming the flag.
-    """
-    if fmt == "uint8" and storage == "sparse":
-        raise ValueError("--storage sparse --format uint8: TFLite has no "
-                         "sparse uint8 kernel; use --format int8 (8-bit "
-                         "weights) or float")
-    if fmt == "int8" or storage == "sparse":
-        from tf1_awd_sparse.export import sparse_storage
-        if not sparse_storage.available():
-            raise ValueError(
-                "--%s: needs TensorFlow 2.x (the TFLite schema module "
-                "that writes it, and an interpreter that reads it); TF %s "
-                "exports float or uint8, dense" % (
-                    "format int8" if fmt == "int8" else "storage sparse",
-                    _tf_version()))
-    quant = bool(params.get("quant"))
-    if fmt == "uint8" and not quant:
-        raise ValueError("--format uint8 needs a quantization-aware model: "
-                         "%s is float; `awd-lm train --quant` makes "
-                         "<out>/<model>_quant" % model)
-    if fmt == "float" and quant:
-        raise ValueError("--format float: %s is quantization-aware (its "
-                         "file is uint8); give its float model directory"
-                         % model)
-
-
-def _tf_version():
-    from tf1_awd_sparse.base.compat import tf
-    return tf.__version__
-
-
 def main(argv=None):
     """Runs the command line; returns 0 (bad input exits 2)."""
     args = parse_args(argv)
@@ -146,14 +108,15 @@ def main(argv=None):
     from tf1_awd_sparse.base import compat as _compat
     _compat.graph_mode_program()   # TF 2.x: the v1 graph it converts
     from tf1_awd_sparse.awd_lm.config import modeldir
-    from tf1_awd_sparse.awd_lm.inference import lm
+    from tf1_awd_sparse.awd_lm.inference import export, lm
     try:
         if not os.path.isdir(args.model):
             raise ValueError("--model %s: not a directory" % args.model)
         config = modeldir.read_config(os.path.join(args.model,
                                                    modeldir.CONFIG_FILE))
-        check_format(args.format, config["params"], args.model,
-                     args.storage)
+        # The library's refusals, worded for the flags.
+        export.check_formats(args.format, args.storage, config["params"],
+                             model_dir=args.model)
         check_out(args.out, args.overwrite)
     except ValueError as e:  # modeldir.ConfigError included
         inside = modeldir.model_dirs_in(args.model)

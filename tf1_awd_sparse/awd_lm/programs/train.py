@@ -54,6 +54,7 @@ import time
 from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.training import compress, records, train
 
@@ -385,10 +386,10 @@ def _plan(args, compress_only):
     finished = {m: records[m] for m in models
                 if compress_only and records[m].summary()}
     data_dir = _corpus_dir(args, records)
-    corpus, floor, description = runtime.load_corpus(data_dir,
-                                                     all_params[0])
+    corpus, floor, description = runtime.load_corpus(
+        data_dir, as_params(all_params[0]))
     for model, params in zip(models, all_params):
-        runtime.check_corpus(corpus, params, data_dir, _flag)
+        runtime.check_corpus(corpus, as_params(params), data_dir, _flag)
         _check_vocab(corpus, records[model], data_dir)
     return {"models": models, "params": all_params, "finished": finished,
             "phases": [presets.split_quant(p) for p in all_params],

@@ -1,0 +1,171 @@
+"""The language model's compression ops: what pruning, the sparse
+techniques and quantization add to its graph beside the forward pass.
+
+`sparsity_weight_scale` is the sparsity controller's factor on the KL / L0
+loss, `magnitude_pruning_op` the gradual magnitude pruning's mask update
+(in ``pruning_block`` blocks), `needs_global_step` says whether a model's
+schedules count global steps, and `sparsity_report` /
+`quant_range_variables` give the training loop's summaries their tensors.
+(`graph.model` re-exports every name.)
+"""
+import collections
+
+from tf1_awd_sparse.base.compat import tf
+
+from tf1_awd_sparse.ops import mask_placement
+from tf1_awd_sparse.layers.sparse import report as sparse_report
+from tf1_awd_sparse.transforms import magnitude_pruning
+from tf1_awd_sparse import transforms
+from tf1_awd_sparse.awd_lm.config.params import as_params
+
+__all__ = ["CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
+           "magnitude_pruning_op", "pruning_block", "sparsity_report",
+           "quant_range_variables"]
+
+
+#: Variable scope of the sparsity controller's weight scale.
+CONTROLLER_SCOPE = "sparsity_controller"
+
+
+def sparsity_weight_scale():
+    """The float32 scalar variable ``sparsity_controller/weight_scale``
+    (initially 1, not trained) that multiplies the KL / L0 loss when
+    ``params.stage.sparsity_controller`` is set; the trainer raises it
+    between epochs (`sparse_layers.losses.controlled_weight_scale`)."""
+    with tf.variable_scope(CONTROLLER_SCOPE, reuse=tf.AUTO_REUSE):
+        return tf.get_variable("weight_scale", [], tf.float32,
+                               tf.ones_initializer(), trainable=False)
+
+
+def needs_global_step(params):
+    """Whether the model's graph needs a global step: quantization delay,
+    the magnitude-pruning schedule and the sparsity-loss ramp count it.
+
+    Args:
+      params: the model's parameters (a `config.params.Params` or a dict
+        of them, `as_params`).
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    params = as_params(params)
+    return bool(params.quantization.quant
+                or params.prune.pruning == "magnitude"
+                or (params.sparse.sparsity
+                    and params.sparse.sparsity_ramp_steps))
+
+
+def magnitude_pruning_op(params, global_step, train_op):
+    """With ``params.prune.pruning == 'magnitude'``: ``train_op`` followed by
+    the library's gradual magnitude pruning
+    (:class:`tf1_awd_sparse.transforms.magnitude_pruning.MagnitudePruning`,
+    which matches ``tf.contrib.model_pruning``'s on TF 1.x) of the
+    embedding and the cells' kernels (their ``pruning_mask`` variables), from
+    ``pruning_begin_step`` to ``pruning_end_step`` every
+    ``pruning_frequency`` steps to ``target_sparsity`` (Zhu & Gupta's cubic
+    schedule); else None. Its step counter is the variable
+    ``lm_pruning/last_mask_update_step``, the name contrib gave it, so
+    checkpoints of either read the same.
+
+    Args:
+      params: the model's parameters (`as_params`); its ``prune`` section.
+      global_step: the step variable the schedule reads.
+      train_op: the op the mask update runs after.
+
+    Returns:
+      an op, or None.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    prune = as_params(params).prune
+    if prune.pruning != "magnitude":
+        return None
+    # nbins: the threshold is a histogram quantile; contrib's default 256
+    # bins leave a matrix up to ~1 % short of the target.
+    k = int(prune.pruning_block)
+    pruning = magnitude_pruning.MagnitudePruning(
+        begin_step=prune.pruning_begin_step,
+        end_step=prune.pruning_end_step,
+        frequency=prune.pruning_frequency,
+        target_sparsity=float(prune.target_sparsity),
+        nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning",
+        # .name, not .op.name: a partitioned variable has no op.
+        block_shape=lambda weight: pruning_block(
+            weight.name.split(":")[0], weight.get_shape().as_list(), k))
+    # Built after the step: the op reads the global step (its sparsity
+    # schedule and its update condition); outside this scope that read
+    # would race with the step's increment, and the masks would depend on
+    # the scheduler (seen on TF 1.15 with contrib's Pruning).
+    with tf.control_dependencies([train_op]):
+        return pruning.conditional_mask_update_op(global_step)
+
+
+def pruning_block(name, shape, k):
+    """The ``(rows, cols)`` block of a 1 x ``k`` block along the input
+    dimension of the fully-connected product that uses weight ``name`` (of
+    ``shape``), as TFLite stores it: a cell's kernel ``[input + units, 4 *
+    units]`` multiplies from the right (its rows are the input: ``(k,
+    1)``); the embedding ``[vocab, emb]`` is the decoder's ``[out, in]``
+    (``(1, k)``). Where ``k`` does not divide the input dimension, the last
+    block is partial (ptb-small's 200-wide table in 1 x 16 blocks: twelve
+    of 16 and one of 8); ``sparse_storage``'s ``"fast"`` layout pads such a
+    tensor's input dimension to the next multiple of 16 for the int8 1 x 16
+    kernel, so the partial block fills one stored block."""
+    del shape   # every k is taken as it is: a last block may be partial
+    table = "embedding" in name.split("/")[-1]
+    return (1, k) if table else (k, 1)
+
+
+def sparsity_report(params):
+    """Fraction of zeros of the weights the model uses (the embedding and
+    the cells' kernels) as tensors, or None for a dense model: the
+    ``sparse_layers`` report with sparsity, the pruning masks' zeros with
+    pruning.
+
+    Args:
+      params: the model's parameters (`as_params`).
+
+    Returns:
+      None or {"layers": OrderedDict(name -> scalar), "global": scalar}.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    params = as_params(params)
+    if params.sparse.sparsity:
+        return sparse_report.sparsity_report(summaries=False)
+    if not params.prune.pruning:
+        return None
+    layers, zeros, sizes = collections.OrderedDict(), [], []
+    for mask in tf.get_collection(transforms.PRUNING_MASKS):
+        zero = tf.reduce_sum(tf.cast(tf.equal(mask, 0.0), tf.float32))
+        size = float(mask.shape.num_elements())
+        name = transforms.pruned_weight_name(mask.op.name)
+        layers[name] = zero / size
+        zeros.append(zero)
+        sizes.append(size)
+    return {"layers": layers, "global": tf.add_n(zeros) / sum(sizes)}
+
+
+def quant_range_variables():
+    """The learned quantization ranges of the graph (the quantized cells'
+    and the decoder's logits range), for summaries.
+
+    Returns:
+      list of (tag, min variable, max variable), one per quantized tensor,
+      tag like 'layer_0/lstm_0/gates' or 'decoder/logits'; empty for a
+      float model.
+    """
+    found, by_name = [], {}
+    for variable in mask_placement.quant_variables():
+        by_name[variable.op.name] = variable
+    for name in sorted(by_name):
+        if not name.endswith("/min"):
+            continue
+        scope, tensor = name[:-len("/min")].rsplit("/quant/", 1)
+        high = by_name.get(scope + "/quant/" + tensor + "/max")
+        if high is not None:
+            tag = "%s/%s" % (scope.split("/", 1)[-1], tensor)
+            found.append((tag, by_name[name], high))
+    return found

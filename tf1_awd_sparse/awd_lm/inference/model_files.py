@@ -1,0 +1,84 @@
+"""A trained model's files: where a path's configuration is
+(`resolve`: a model directory's config.json or a ``.tflite`` file's
+sidecar), and a model directory written as a TFLite file with its sidecar
+and vocabulary (`export_model`, public as `lm.export_model`).
+"""
+import os
+
+from tf1_awd_sparse.awd_lm.config import modeldir
+from tf1_awd_sparse.awd_lm.inference import export
+
+__all__ = ["resolve", "export_model"]
+
+
+def resolve(path):
+    """Where a model's configuration is, and which backend reads it.
+
+    Args:
+      path: a run / stage directory (with config.json) or a ``.tflite``
+        file (with its ``<file>.json`` sidecar).
+
+    Returns:
+      ``(config path, kind)``: the config.json or the sidecar, and 'tf'
+      (a checkpoint) or 'tflite'.
+
+    Raises:
+      modeldir.ConfigError: neither, or its config is missing.
+    """
+    if not isinstance(path, str) or not path:
+        raise modeldir.ConfigError("path must name a model directory or a "
+                                   ".tflite file, got %r" % (path,))
+    if os.path.isdir(path):
+        config = os.path.join(path, modeldir.CONFIG_FILE)
+        if not os.path.isfile(config):
+            inside = modeldir.model_dirs_in(path)
+            if inside:  # a run's --out: name its model directories
+                raise modeldir.ConfigError(
+                    "%s: a run directory, not a model directory (no %s); "
+                    "its model directories: %s"
+                    % (path, modeldir.CONFIG_FILE, ", ".join(inside)))
+            raise modeldir.ConfigError(
+                "%s: not a model directory (no %s; a run writes one when "
+                "it starts)" % (path, modeldir.CONFIG_FILE))
+        return config, "tf"
+    if os.path.isfile(path) and path.endswith(".tflite"):
+        sidecar = modeldir.sidecar_path(path)
+        if not os.path.isfile(sidecar):
+            raise modeldir.ConfigError("%s: no sidecar %s beside it"
+                                       % (path, os.path.basename(sidecar)))
+        return sidecar, "tflite"
+    raise modeldir.ConfigError("%s: neither a model directory nor a "
+                               ".tflite file" % (path,))
+
+
+def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
+                 storage="dense", layout="auto"):
+    """Exports a run / stage directory's model as a TFLite file with its
+    sidecar (``<path>.json``) and vocab.txt beside it.
+
+    Args:
+      model_dir: a directory with config.json (`LanguageModel.load`'s).
+      path: the ``.tflite`` file to write.
+      batch_size, num_steps: the file's fixed batch and window.
+      weights, storage, layout: the file's weight format, storage and
+        sparse layout (`export.export_lm`: None is the model's own, float
+        or uint8).
+
+    Returns:
+      the sidecar's path.
+
+    Raises:
+      modeldir.ConfigError: a bad model directory; see `export.export_lm`.
+    """
+    config = modeldir.read_config(resolve(model_dir)[0])
+    checkpoint = os.path.join(config["directory"], config["checkpoint"])
+    params = config["params"]
+    # None resolved (the sidecar names the format), refused before work.
+    weights = export.check_formats(weights, storage, params)
+    export.export_lm(params, checkpoint, path, batch_size, num_steps,
+                     weights=weights, storage=storage, layout=layout)
+    produced = dict(config.get("produced_by", {}),
+                    stage="tflite_" + weights, storage=storage,
+                    source=os.path.abspath(model_dir))
+    return modeldir.write_tflite_sidecar(path, params, config["words"],
+                                         produced)
