@@ -173,7 +173,7 @@ def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
     trainer, run_dir = trainer_after_one_epoch
     before = tree_bytes(run_dir)
     assert "last/model.ckpt-1.index" in before and "best/checkpoint" in before
-    trainer.params["lr"] = 1e12
+    trainer.params = trainer.params.replace(lr=1e12)  # a checked Params
     with pytest.raises(train.TrainingDiverged) as error:
         trainer.epoch()
     assert (error.value.epoch, error.value.what) == (2, "training loss")
