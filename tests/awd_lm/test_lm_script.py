@@ -156,12 +156,14 @@ def test_diverged_run_exits_1_naming_the_step(tmpdir, capsys):
 def trainer_after_one_epoch(tmpdir):
     from tf1_awd_sparse.awd_lm.corpus import data
     from tf1_awd_sparse.awd_lm.config import presets
+    from tf1_awd_sparse.awd_lm.config.params import USER_KEYS
     from tf1_awd_sparse.awd_lm.training import train
     data_dir = str(tmpdir.mkdir("ptb"))
     write_ptb(data_dir)
     args = script.parse_args(TINY)
+    # The flags are the keys a user sets (the stage keys are none).
     params = presets.params_for("demo", "awd", {
-        k: getattr(args, k) for k in presets.DEFAULTS})
+        k: getattr(args, k) for k in USER_KEYS})
     run_dir = str(tmpdir.join("run"))
     trainer = train.Trainer(data.read_ptb(data_dir), params, run_dir)
     trainer.epoch()

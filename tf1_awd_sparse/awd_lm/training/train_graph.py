@@ -38,8 +38,8 @@ class Graph(object):
           params: the model's parameters: a dict (see `awd_lm.presets`) or
             `Params`, checked here (`as_params`).
           warm_names: names of the variables a warm-start checkpoint holds
-            (`train.Trainer`'s ``init_from``); the warm-start Saver restores the
-            model's variables among them. None: no warm start.
+            (`train.Trainer`'s ``init_from``); the warm-start Saver restores
+            the model's variables among them. None: no warm start.
         """
         params = as_params(params)
         graph = tf.Graph()
@@ -116,8 +116,8 @@ class Graph(object):
         distill_weight > 0``, the weighted distillation term of a
         teacher built here (`awd_lm.distill`) on the same windows. Sets the
         names of the teacher's state placeholders (``teacher_state``,
-        carried by `epochs.train_epoch`), final state, logits, the term and the KL
-        (empty / None without a teacher) and the def of the Saver that
+        carried by `epochs.train_epoch`), final state, logits, the term and
+        the KL (empty / None without a teacher) and the def of the Saver that
         restores it from ``params.stage.distill_from`` every epoch (it is not
         in the model's checkpoints). Evaluation fetches (``xent``,
         ``final_state``) never compute the teacher."""
