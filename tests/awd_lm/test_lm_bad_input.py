@@ -20,6 +20,7 @@ from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.distributed import cli, input_fn
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import USER_KEYS
 from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.quantization import export_tflite
 from weight_drop_lstm import WeightDropLSTMCell
@@ -370,8 +371,8 @@ def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
     for argv in (["--num-layers", "1"], ["--hidden-size", "999"]):
         args = script.parse_args(argv)
         params = presets.params_for(args.preset or "demo", "awd", {
-            k: getattr(args, k) for k in presets.DEFAULTS})
-        presets.check_used(params, {k for k in presets.DEFAULTS
+            k: getattr(args, k) for k in USER_KEYS})
+        presets.check_used(params, {k for k in USER_KEYS
                                     if getattr(args, k) is not None},
                            str)
     # Both distributed command lines (the Estimator one where it exists).

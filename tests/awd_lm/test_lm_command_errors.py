@@ -171,3 +171,38 @@ def test_info_names_a_bad_config_in_a_run_directory(model_dir, capsys):
     line = _one_line(capsys, lambda: info.main([os.path.dirname(model_dir)]))
     assert line.startswith("error: %s: not JSON" % os.path.join(
         broken, "config.json")), line
+
+
+def test_train_flags_are_the_user_keys(capsys):
+    # Only what users set is a flag (params.USER_KEYS); the stage keys,
+    # which the pipeline sets, are none.
+    from tf1_awd_sparse.awd_lm.config import params
+    from tf1_awd_sparse.awd_lm.programs import train
+    with pytest.raises(SystemExit) as stop:
+        train.parse_args(["--help"])
+    assert stop.value.code == 0
+    shown = capsys.readouterr().out
+    for key in params.USER_KEYS:
+        assert "--" + key.replace("_", "-") in shown, key
+    for key in params.STAGE_KEYS:
+        assert "--" + key.replace("_", "-") not in shown, key
+
+
+@pytest.mark.parametrize("argv", [["--average-from-start", "true"],
+                                  ["--select-min-sparsity=0.5"]])
+def test_train_refuses_a_stage_flag(capsys, argv):
+    from tf1_awd_sparse.awd_lm.programs import train
+    line = _one_line(capsys, lambda: train.parse_args(argv))
+    flag = argv[0].partition("=")[0]
+    assert line == ("error: %s is not a flag: the pipeline sets %s for a "
+                    "stage of a run (see --help for the flags)"
+                    % (flag, flag[2:].replace("-", "_")))
+
+
+def test_hparams_refuse_a_stage_key():
+    from tf1_awd_sparse.awd_lm.distributed import cli
+    with pytest.raises(ValueError, match="^--hparams: 'sparsity_controller' "
+                       "is no parameter to give: the pipeline sets it"):
+        cli.parse_hparams("lr=1,sparsity_controller=2")
+    assert cli.parse_hparams("select_from_epoch=2") == {
+        "select_from_epoch": 2}

@@ -156,12 +156,14 @@ def test_diverged_run_exits_1_naming_the_step(tmpdir, capsys):
 def trainer_after_one_epoch(tmpdir):
     from tf1_awd_sparse.awd_lm.corpus import data
     from tf1_awd_sparse.awd_lm.config import presets
+    from tf1_awd_sparse.awd_lm.config.params import USER_KEYS
     from tf1_awd_sparse.awd_lm.training import train
     data_dir = str(tmpdir.mkdir("ptb"))
     write_ptb(data_dir)
     args = script.parse_args(TINY)
+    # The flags are the keys a user sets (the stage keys are none).
     params = presets.params_for("demo", "awd", {
-        k: getattr(args, k) for k in presets.DEFAULTS})
+        k: getattr(args, k) for k in USER_KEYS})
     run_dir = str(tmpdir.join("run"))
     trainer = train.Trainer(data.read_ptb(data_dir), params, run_dir)
     trainer.epoch()
@@ -173,7 +175,7 @@ def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
     trainer, run_dir = trainer_after_one_epoch
     before = tree_bytes(run_dir)
     assert "last/model.ckpt-1.index" in before and "best/checkpoint" in before
-    trainer.params["lr"] = 1e12
+    trainer.params = trainer.params.replace(lr=1e12)  # a checked Params
     with pytest.raises(train.TrainingDiverged) as error:
         trainer.epoch()
     assert (error.value.epoch, error.value.what) == (2, "training loss")

@@ -48,9 +48,12 @@ def parse_hparams(text):
     (`presets.parse_value`).
 
     Raises:
-      ValueError: malformed item, unknown key or invalid value (names it,
+      ValueError: malformed item, unknown key, a stage key
+        (`params.STAGE_KEYS`, set by the pipeline) or invalid value (names it,
         e.g. ``--hparams variable_bptt must be true or false, got 'of'``).
     """
+    # Here, not at the top: the import block is being changed elsewhere.
+    from tf1_awd_sparse.awd_lm.config.params import STAGE_KEYS
     out = {}
     for item in filter(None, (t.strip() for t in (text or "").split(","))):
         key, sep, value = item.partition("=")
@@ -60,6 +63,9 @@ def parse_hparams(text):
                              % (item,))
         if key not in presets.DEFAULTS:
             raise ValueError(presets.unknown_key(key, "--hparams"))
+        if key in STAGE_KEYS:
+            raise ValueError("--hparams: %r is no parameter to give: the "
+                             "pipeline sets it for a stage of a run" % key)
         out[key] = presets.parse_value(key, value, "--hparams " + key)
     return out
 

@@ -37,7 +37,9 @@ def model_lines(directory):
     Raises:
       modeldir.ConfigError: a bad config.json (named).
     """
-    from tf1_awd_sparse.awd_lm.config import modeldir  # no TF for --help
+    # Imported here: no TF for --help.
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    from tf1_awd_sparse.awd_lm.config.params import as_params
     config = modeldir.read_config(os.path.join(directory,
                                                modeldir.CONFIG_FILE))
     produced = config.get("produced_by", {})
@@ -46,7 +48,8 @@ def model_lines(directory):
     for key in ("stage", "model", "technique", "sparsity", "valid_ppl",
                 "test_ppl"):
         lines.append("  %s: %s" % (key, shown(produced.get(key))))
-    lines.append("  quant: %s" % bool(config["params"].get("quant")))
+    quant = as_params(config["params"]).quantization.quant
+    lines.append("  quant: %s" % bool(quant))
     lines.append("  checkpoint: %s (%d bytes)"
                  % (config["checkpoint"], _bytes(checkpoint + ".*")))
     for path in sorted(glob.glob(os.path.join(directory, "*.tflite"))):

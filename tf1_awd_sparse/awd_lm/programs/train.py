@@ -46,17 +46,13 @@ table go to --compress-out (default <out>/<model>_compress), summary.json
 there.
 """
 import argparse
-import json
-import os
 import sys
 import time
 
 from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
-from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.training import compress, records, train
+from tf1_awd_sparse.awd_lm.config import params as config_params, presets
+from tf1_awd_sparse.awd_lm.training import pipeline, train
 
 __all__ = ["HELP", "check_out", "parse_args", "main"]
 
@@ -105,14 +101,8 @@ HELP = {
     "pruning_block": "--compress: prune and cut in 1 x k blocks along each "
     "matrix's input dimension (1: entry by entry; 4 and 16: the blocks "
     "TFLite's float and int8 sparse kernels take)",
-    "average_from_start": "NT-ASGD averaging from the first step (true/false; "
-    "the pipeline sets it for the reference, which starts from averaged "
-    "weights)",
     "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
     "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
-    "sparsity_controller": "VD / L0 (--sparsity): factor on the KL / L0 "
-    "weight after each epoch whose sparsity lags the schedule (default: no "
-    "controller; the pipeline sets it from --compress-controller)",
     "distill_weight": "--compress: weight of the distillation from the "
     "float model in each technique's fine-tuning (ramp and survivors; "
     "0: off): loss + W * T^2 * CE(teacher softmax, student softmax at T)",
@@ -136,8 +126,6 @@ HELP = {
     "pruning_end_step": "--pruning magnitude: last step of the schedule",
     "pruning_frequency": "--pruning magnitude: steps between mask updates",
     "select_from_epoch": "first epoch whose validation may be the best",
-    "select_min_sparsity": "an epoch at this fraction of zeros beats every "
-                           "epoch below it",
 }
 
 # Options declared by hand above the generated per-parameter flags.
@@ -150,54 +138,42 @@ def _parameter(key):
     return lambda text, name: presets.parse_value(key, text, name)
 
 
-# What marks a directory as holding a run: the training loop's files
-# (`train`) and the compression pipeline's (`compress`).
-RUN_FILES = (train.STATE_FILE, train.SUMMARY_FILE, "last", "best",
-             compress.STATE_FILE)
-
-
-def check_out(args, all_params):
+def check_out(args, configs):
     """Refuses to start over a finished or partial run without --resume
-    or --overwrite (a fresh run deletes the files of the one before).
+    or --overwrite (`pipeline.check_out`, where the run's layout is spelt
+    for now; `pipeline.plan_run` calls it).
 
     Raises:
       ValueError: naming the flag, the file found, --resume and a new
         directory (never --overwrite: the run may hold trained models);
         or --resume with --overwrite.
     """
-    ways = ("--resume", "--overwrite")
-    train.check_run_dir(args.out, args.resume, args.overwrite, names=(),
-                        ways=ways, label="--out")
-    if args.resume or args.overwrite:
-        return
-    # (flag, the directory it names, a run file under it): the message
-    # names the flag's own directory and the file found.
-    found = [("--out", args.out, train.SUMMARY_FILE)]
-    for params in all_params:
-        for run in (params["model"], params["model"] + "_quant"):
-            found += [("--out", args.out, os.path.join(run, name))
-                      for name in RUN_FILES]
-        if args.compress_out:
-            flag, base, sub = "--compress-out", args.compress_out, ""
-        else:
-            flag, base, sub = "--out", args.out, params["model"] + "_compress"
-        found += [(flag, base, os.path.join(sub, name))
-                  for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
-    for flag, base, name in found:
-        train.check_run_dir(base, names=(name,), ways=ways, label=flag)
+    pipeline.check_out(args.out, args.resume, args.overwrite,
+                       args.compress_out, configs)
 
 
-def _flag(key):
-    """The flag of a parameter (in errors)."""
-    return "--" + key.replace("_", "-")
+def _refuse_stage_flags(argv):
+    """Ends the program (status 2, one line) on a flag of a stage key
+    (`params.STAGE_KEYS`): the pipeline sets those for a stage; they are
+    no flags."""
+    for arg in argv:
+        key = arg.partition("=")[0][2:].replace("-", "_") \
+            if arg.startswith("--") else None
+        if key in config_params.STAGE_KEYS:
+            _cli.fail("%s is not a flag: the pipeline sets %s for a stage "
+                      "of a run (see --help for the flags)"
+                      % (arg.partition("=")[0], key))
 
 
 def parse_args(argv=None):
-    """Command-line arguments; every preset value has an override flag.
+    """Command-line arguments; every parameter a user sets
+    (`params.USER_KEYS`) has an override flag, the stage keys
+    (`params.STAGE_KEYS`, set by the pipeline) none.
 
     A bad value ends the program with status 2 and one line naming the
-    flag (`tf1_awd_sparse.base._cli`).
+    flag (`tf1_awd_sparse.base._cli`); so does a stage key's flag.
     """
+    _refuse_stage_flags(sys.argv[1:] if argv is None else argv)
     p = _cli.ArgumentParser(
         prog="awd-lm train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["awd", "plain", "both"], default=None,
@@ -242,7 +218,7 @@ def parse_args(argv=None):
     checks = {"threads": check_nonnegative_int,
               "sparsity_weight": presets.CHECKS["sparsity_weight"],
               "quant_lr": presets.CHECKS["quant_lr"]}
-    for key, default in sorted(presets.DEFAULTS.items()):
+    for key in sorted(config_params.USER_KEYS):
         if key in EXPLICIT:
             continue  # the options above
         # Read as text; converted and checked below, so that a bad value
@@ -255,201 +231,9 @@ def parse_args(argv=None):
     return p.check_flags(p.parse_args(argv), checks)
 
 
-def _models(args, compress_only):
-    """The float models to run: ``--model``; without it, with --resume,
-    those ``--out`` holds (compress: its one trained model), else awd.
-
-    Raises:
-      ValueError: compress on an --out holding none, or two without
-        --model.
-    """
-    if args.model:
-        return ["plain", "awd"] if args.model == "both" else [args.model]
-    found = runrecord.trained_models(args.out) if args.resume else []
-    if compress_only and not found:
-        raise ValueError("--out %s holds no trained model (awd/ or plain/ "
-                         "with a config.json): train one first (awd-lm "
-                         "train --out %s ...)" % (args.out, args.out))
-    if compress_only and len(found) > 1:
-        raise ValueError("--out %s holds two trained models (%s): give "
-                         "--model %s or both" % (args.out, ", ".join(found),
-                                                 " or ".join(found)))
-    return found or ["awd"]
-
-
-#: What an error on contradicting flags suggests (never a deleting step):
-#: one flag, several.
-_REMEDY = ("leave it out (the run's own value is used), or train with it "
-           "in a new --out")
-_REMEDIES = ("leave them out (the run's own values are used), or train "
-             "with them in a new --out")
-
-
-def _model_params(args, model, record, explicit, compress_only):
-    """One model's parameters: with a recorded run (--resume, compress),
-    the run's own (`runrecord.recorded_overrides`), explicit flags only
-    where they agree with it (--resume may change --max-epochs and
-    --quant-epochs); else the preset's and the flags'.
-
-    Raises:
-      ValueError: compress of a model --out does not hold, or explicit
-        flags (--preset included) that contradict the run, all named in
-        one line.
-    """
-    if record is None:
-        if compress_only:
-            raise ValueError("--model %s: --out %s holds no trained %s "
-                             "model (it holds: %s)" % (
-                                 model, args.out, model, ", ".join(
-                                     runrecord.trained_models(args.out))
-                                 or "none"))
-        return presets.params_for(args.preset or "demo", model, explicit)
-    may_change = () if compress_only else ("max_epochs", "quant_epochs")
-    conflicts = runrecord.explicit_conflicts(record, explicit, may_change)
-    preset = record.params.get("preset", "demo")
-    if args.preset and args.preset != preset:
-        conflicts.insert(0, ("preset", args.preset, preset))
-    if conflicts:
-        raise ValueError(runrecord.conflict_line(
-            record.run_dir, conflicts, _flag,
-            _REMEDY if len(conflicts) == 1 else _REMEDIES))
-    overrides = dict(runrecord.recorded_overrides(record), **explicit)
-    return presets.params_for(preset, model, overrides)
-
-
-def _previous_models(out):
-    """The model summaries of ``out``'s summary.json ([] without one).
-
-    Raises:
-      ValueError: it is unreadable (named; nothing is trained)."""
-    path = os.path.join(out, "summary.json")
-    if not os.path.isfile(path):
-        return []
-    try:
-        with open(path) as f:
-            return list(json.load(f)["models"])
-    except (IOError, OSError, ValueError, KeyError, TypeError) as e:
-        raise ValueError("%s: unreadable run summary (%s: %s); nothing was "
-                         "changed" % (path, type(e).__name__, e))
-
-
-def _corpus_dir(args, records):
-    """The corpus directory of the run (None: the embedded corpus): the
-    recorded runs' (`runrecord.corpus_dir`), else --data-dir."""
-    found = {runrecord.corpus_dir(r, args.data_dir)
-             for r in records.values() if r is not None}
-    if len(found) > 1:
-        raise ValueError("--out %s: its models were trained on different "
-                         "corpora (%s): give --model" % (args.out, ", ".join(
-                             sorted(d or "the embedded corpus"
-                                    for d in found))))
-    return found.pop() if found else args.data_dir
-
-
-def _check_vocab(corpus, record, data_dir):
-    """Refuses a corpus whose vocabulary is not the recorded run's."""
-    if record is None or record.words is None or \
-            list(corpus.vocab) == list(record.words):
-        return
-    raise ValueError(
-        "%s: its vocabulary (%d words) is not the one %s was trained on "
-        "(%s, %d words): give --data-dir with the run's corpus" % (
-            data_dir or "the embedded corpus", len(corpus.vocab),
-            record.run_dir, modeldir.VOCAB_FILE, len(record.words)))
-
-
-def _plan(args, compress_only):
-    """Everything decided before anything is trained or written: the
-    models, their parameters and phases, the recorded runs, the corpus
-    and the summaries already in --out.
-
-    Raises:
-      ValueError: bad input (data.DataError included), one line.
-    """
-    explicit = {k: getattr(args, k) for k in presets.DEFAULTS
-                if getattr(args, k) is not None}
-    models = _models(args, compress_only)
-    records = {m: runrecord.read(args.out, m) if args.resume else None
-               for m in models}
-    all_params = [_model_params(args, m, records[m], explicit,
-                                compress_only) for m in models]
-    if args.compress_out and all_params[0]["compress"] and len(models) > 1:
-        raise ValueError(
-            "--compress-out names one directory but --model both "
-            "compresses two models: leave it out (each gets "
-            "<out>/<model>_compress) or give one --model")
-    check_out(args, all_params)
-    for params in all_params:
-        presets.check_used(params, set(explicit), _flag)
-    # compress trains no float model: each must have finished (its
-    # summary is read here, before anything is written).
-    finished = {m: records[m] for m in models
-                if compress_only and records[m].summary()}
-    data_dir = _corpus_dir(args, records)
-    corpus, floor, description = runtime.load_corpus(
-        data_dir, as_params(all_params[0]))
-    for model, params in zip(models, all_params):
-        runtime.check_corpus(corpus, as_params(params), data_dir, _flag)
-        _check_vocab(corpus, records[model], data_dir)
-    return {"models": models, "params": all_params, "finished": finished,
-            "phases": [presets.split_quant(p) for p in all_params],
-            "data_dir": os.path.abspath(data_dir) if data_dir else None,
-            "corpus": corpus, "floor": floor, "description": description,
-            "previous": _previous_models(args.out)}
-
-
-def _run_model(args, plan, index, runs):
-    """One model's phases: the float run (compress: read back, its files
-    untouched), --quant's (read back too when compress finds it
-    finished), then the compression pipeline. Returns the float and
-    quantized summaries."""
-    params, (float_params, quant_params) = (plan["params"][index],
-                                            plan["phases"][index])
-    corpus, model = plan["corpus"], plan["models"][index]
-    float_dir = os.path.join(args.out, float_params["model"])
-    record = plan["finished"].get(model)
-    float_summary = (record.summary() if record else train.run(
-        corpus, float_params, float_dir, **runs))
-    summaries = [float_summary]
-    if record and record.quant_finished and quant_params is not None:
-        summaries.append(record.summary(quant=True))
-    elif quant_params is not None:   # continued, or added by --quant
-        summaries.append(train.run(
-            corpus, quant_params, float_dir + "_quant",
-            init_from=train.best_checkpoint(float_dir), **runs))
-    if params["compress"]:
-        result = compress.run_pipeline(
-            corpus, params, float_summary, float_dir,
-            args.compress_out or (float_dir + "_compress"),
-            params["compress"].split(","), resume=args.resume,
-            log=runs["log"], threads=max(1, args.threads),
-            progress=runs["progress"])
-        print("\n".join(result["table"]))
-    return summaries
-
-
-def _write_results(args, plan, summaries, seconds):
-    """Prints the results table and writes --out's summary.json and
-    valid_ppl.png: the summaries of this command merged into those
-    already there (`records.merge_summaries`; --overwrite drops the rows
-    of the models it retrained)."""
-    merged = records.merge_summaries(
-        plan["previous"], summaries,
-        dropped=plan["models"] if args.overwrite else ())
-    floor, corpus = plan["floor"], plan["corpus"]
-    lines = records.results_table(merged, floor)
-    print("\n" + "\n".join(lines))
-    print("total %.0f s; outputs in %s" % (seconds, args.out))
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"floor_ppl": floor, "corpus": corpus.name,
-                   "data_dir": plan["data_dir"], "models": merged,
-                   "table": lines}, f, indent=1)
-    records.plot_curves(merged, os.path.join(args.out, "valid_ppl.png"),
-                        floor, log=print)
-
-
 def main(argv=None, compress_only=False):
-    """Trains the chosen models and prints the results table.
+    """Trains the chosen models and prints the results table
+    (`pipeline.plan_run`, `pipeline.run_pipeline`).
 
     With --resume the run in --out is read back (`awd_lm.config.
     runrecord`): each model's recorded parameters, phases and corpus
@@ -473,28 +257,33 @@ def main(argv=None, compress_only=False):
     """
     args = parse_args(argv)
     _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
+    explicit = {k: getattr(args, k) for k in config_params.USER_KEYS
+                if getattr(args, k) is not None}
     try:
-        plan = _plan(args, compress_only)
+        plan = pipeline.plan_run(
+            args.out, explicit, model=args.model, preset=args.preset,
+            data_dir=args.data_dir, resume=args.resume,
+            overwrite=args.overwrite, compress_out=args.compress_out,
+            compress_only=compress_only, flag=pipeline.flag_name)
     except ValueError as e:  # data.DataError, modeldir.ConfigError included
         _cli.fail(e)
-    print(plan["description"])
-    runs = dict(resume=args.resume, overwrite=args.overwrite, log=print,
-                # The shared display: a bar on a terminal, plain lines.
-                progress=None if args.no_progress else _progress.bar,
-                threads=args.threads, extra={"floor_ppl": plan["floor"]},
-                produced={"data_dir": plan["data_dir"]})
+    print(plan.description)
     start = time.time()
-    summaries = []
     try:
-        for index in range(len(plan["models"])):
-            summaries += _run_model(args, plan, index, runs)
+        summaries = pipeline.run_pipeline(
+            plan, log=print, threads=args.threads,
+            # The shared display: a bar on a terminal, plain lines.
+            progress=None if args.no_progress else _progress.bar)
     except train.TrainingDiverged as e:
         _cli.fail(e, status=1)   # not bad input: status 1
     except (ValueError, OSError) as e:
         # --resume with changed parameters, an unreadable checkpoint or
         # run state, an --out that cannot be written.
         _cli.fail(e)
-    _write_results(args, plan, summaries, time.time() - start)
+    merged, lines = pipeline.results(plan, summaries)
+    print("\n" + "\n".join(lines))
+    print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
+    pipeline.write_results(plan, merged, lines, log=print)
     return 0
 
 

@@ -13,32 +13,44 @@ and checkpoints an epoch, `Trainer.finish` scores the best checkpoint);
 each step returns a record (`awd_lm.records`) and prints nothing. `run`
 drives a Trainer to the stopping rule and hands the records to a callback,
 by default the training table (`records.TableLog`).
+
+The loop's parts are modules of their own, their names re-exported here:
+`train_graph` (the graph and its reseeded instances), `epochs` (an epoch
+of truncated BPTT, evaluation, `TrainingDiverged`), `runstate` (the
+state, the stopping rule, what a resumed run reads back), `selection`
+(which epoch is the best) and `controller` (the sparsity controller).
+This module keeps the run directory (its files, `check_run_dir`, the
+atomic JSON writes), `Trainer` and `run`.
 """
 import collections
 import contextlib
 import json
-import math
 import os
 import shutil
 import time
 
-import numpy as np
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.compat import dimension_value, tf
+from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.layers.sparse import losses as sparse_losses
-from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import (check_nonnegative_int,
                                         check_writable_dir)
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
-from tf1_awd_sparse.awd_lm.graph import distill, model, ntasgd
+from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.training import records
+from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.training import controller, records, selection
 from tf1_awd_sparse.awd_lm.graph.checkpoints import (  # noqa: F401 (public)
     DIVERGED_LOSS, CheckpointError, diverged, perplexity, restore)
 from tf1_awd_sparse.base.errors import Error
+# The loop's parts, each a module of its own, are this module's names too
+# (`train.Graph`, `train.evaluate`, ... are documented); `Trainer` reads
+# them here, so that a test's stand-in for one of them is the one used.
+from tf1_awd_sparse.awd_lm.training.train_graph import Graph
+from tf1_awd_sparse.awd_lm.training.epochs import (  # noqa: F401 (public)
+    TrainingDiverged, window, evaluate, train_epoch, ppl)
+from tf1_awd_sparse.awd_lm.training.runstate import (
+    fresh_state, stop_reason, read_state)
 
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
            "perplexity", "diverged", "TrainingDiverged", "window", "evaluate",
@@ -48,284 +60,6 @@ __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
-
-
-class Graph(object):
-    """The training/evaluation graph of one model, built once (with
-    ``params['distill_weight'] > 0`` also its teacher, see `_distil`).
-
-    Each epoch runs in `instance(seed)`: a copy of this graph (through its
-    MetaGraphDef) whose random ops are reseeded from `seed`, so an epoch's
-    dropout masks depend only on (seed, epoch), never on how many epochs
-    ran earlier in the same process.  Feeds and fetches go by name, so they
-    work on any instance.
-    """
-
-    def __init__(self, params, warm_names=None):
-        """Builds placeholders, model, train op and savers.
-
-        Args:
-          params: the model's parameter dict (see `awd_lm.presets`).
-          warm_names: names of the variables a warm-start checkpoint holds
-            (`Trainer`'s ``init_from``); the warm-start Saver restores the
-            model's variables among them. None: no warm start.
-        """
-        graph = tf.Graph()
-        with graph.as_default():
-            # A graph-level seed gives every random op its own stream
-            # (seed2); `instance` then rewrites only the op seed per epoch.
-            # Without it every op would draw the same sequence (the layers'
-            # dropout masks alike).
-            tf.set_random_seed(params["seed"])
-            inputs = tf.placeholder(tf.int32, [None, None], "inputs")
-            targets = tf.placeholder(tf.int32, [None, None], "targets")
-            training = tf.placeholder_with_default(False, [], "training")
-            lr = tf.placeholder(tf.float32, [], "learning_rate")
-            state = tuple(
-                tf.nn.rnn_cell.LSTMStateTuple(
-                    tf.placeholder(tf.float32, [None, n], "c%d" % i),
-                    tf.placeholder(tf.float32, [None, n], "h%d" % i))
-                for i, n in enumerate(model.layer_sizes(params)))
-            features = {"inputs": inputs, "targets": targets,
-                        "state": state}
-            # Steps of this run: quant_delay, the magnitude-pruning
-            # schedule and the sparsity-loss ramp count them.
-            step = (tf.train.get_or_create_global_step()
-                    if model.needs_global_step(params) else None)
-            out = model.build_lm(features, training, params)
-            loss = self._distil(out, features, params)
-            # A warm start restores the model's own variables that the
-            # checkpoint holds (never optimizer state, ranges or the step).
-            quant_vars = set(mask_placement.quant_variables())
-            warm_vars = [v for v in tf.global_variables()
-                         if v.op.name.startswith("lm/")
-                         and not ntasgd.is_slot_name(v.op.name)
-                         and v not in quant_vars
-                         and v.op.name in set(warm_names or ())]
-            ranges = model.quant_range_variables()
-            train_op, self.optimizer = model.build_train_step(loss, lr,
-                                                              params, step)
-            self.ntasgd = hasattr(self.optimizer, "averaging")
-            self.controller = _controller_ops(params)
-            init = tf.group(tf.global_variables_initializer(),
-                            tf.local_variables_initializer())
-            self.saver_defs = [tf.train.Saver(max_to_keep=n).as_saver_def()
-                               for n in (2, 1)]
-            if warm_names is not None:
-                self.saver_defs.append(tf.train.Saver(warm_vars)
-                                       .as_saver_def())
-            self.range_tags = ["%s/%s" % (tag, end) for tag, _, _ in ranges
-                               for end in ("min", "max")]
-            self.range_values = tf.stack(
-                [v.read_value() for _, lo, hi in ranges for v in (lo, hi)]
-            ).name if ranges else None
-            self.sparsity = None
-            report = model.sparsity_report(params)
-            if report is not None:
-                self.sparsity = {"global": report["global"].name,
-                                 "layers": collections.OrderedDict(
-                                     (k, v.name) for k, v in
-                                     report["layers"].items())}
-            self.meta_graph = tf.train.export_meta_graph()
-        self.inputs, self.targets = inputs.name, targets.name
-        self.training, self.lr = training.name, lr.name
-        self.xent, self.train_op, self.init = out.xent.name, train_op.name, \
-            init.name
-        self.state = [t.name for s in state for t in s]
-        self.final_state = [t.name for s in out.final_state for t in s]
-        self.state_sizes = [dimension_value(t.shape[1])
-                            for s in state for t in s]
-        self.loss, self.logits = loss.name, out.logits.name
-        self.averaging = (self.optimizer.averaging.name if self.ntasgd
-                          else None)
-
-    def _distil(self, out, features, params):
-        """The training loss: ``out.loss`` and, with ``params[
-        'distill_weight'] > 0``, the weighted distillation term of a
-        teacher built here (`awd_lm.distill`) on the same windows. Sets the
-        names of the teacher's state placeholders (``teacher_state``,
-        carried by `train_epoch`), final state, logits, the term and the KL
-        (empty / None without a teacher) and the def of the Saver that
-        restores it from ``params['distill_from']`` every epoch (it is not
-        in the model's checkpoints). Evaluation fetches (``xent``,
-        ``final_state``) never compute the teacher."""
-        self.teacher_state, self.teacher_final_state = [], []
-        self.teacher_logits = self.distill_term = self.distill_kl = None
-        self.teacher_saver_def = None
-        if not distill.enabled(params):
-            return out.loss
-        teacher = distill.build_teacher(features["inputs"],
-                                        features["targets"], params)
-        term, kl = distill.distill_terms(
-            out.logits, teacher.logits, params.get("distill_temperature", 1.0))
-        self.teacher_saver_def = tf.train.Saver(
-            teacher.variables, name="teacher_saver").as_saver_def()
-        self.teacher_state = [t.name for s in teacher.state for t in s]
-        self.teacher_final_state = [t.name for s in teacher.final_state
-                                    for t in s]
-        self.teacher_logits = teacher.logits.name
-        self.distill_term, self.distill_kl = term.name, kl.name
-        return out.loss + params["distill_weight"] * term
-
-    def instance(self, seed):
-        """(tf.Graph, last-epoch Saver, best Saver, warm-start Saver or None,
-        teacher Saver or None) with reseeded random ops; the warm-start
-        Saver (quantized models) restores a float checkpoint's model
-        variables, the teacher Saver the teacher's (``distill_from``)."""
-        meta = tf.MetaGraphDef()
-        meta.CopyFrom(self.meta_graph)
-        for node in meta.graph_def.node:
-            if "seed" in node.attr and "seed2" in node.attr:
-                node.attr["seed"].i = seed
-        graph = tf.Graph()
-        with graph.as_default():
-            tf.train.import_meta_graph(meta)
-            savers = [tf.train.Saver(saver_def=d) for d in self.saver_defs]
-            teacher = (tf.train.Saver(saver_def=self.teacher_saver_def)
-                       if self.teacher_saver_def is not None else None)
-        graph.finalize()
-        return graph, savers[0], savers[1], (savers[2] if len(savers) > 2
-                                             else None), teacher
-
-    def quant_ranges(self, sess):
-        """{'<layer>/<cell>/<tensor>/min|max': value} of a quantized model's
-        learned ranges ({} for a float model)."""
-        if self.range_values is None:
-            return {}
-        return dict(zip(self.range_tags, sess.run(self.range_values).tolist()))
-
-    def zero_state(self, batch, teacher=False):
-        """Numpy zeros for every state placeholder (``teacher``: the
-        teacher's, [] without one)."""
-        if teacher and not self.teacher_state:
-            return []
-        return [np.zeros((batch, n), np.float32) for n in self.state_sizes]
-
-    def feed(self, x, y, state, extra=None):
-        """Feed dict for inputs, targets and the flat list of state arrays."""
-        feed = {self.inputs: x, self.targets: y}
-        feed.update(zip(self.state, state))
-        feed.update(extra or {})
-        return feed
-
-
-class TrainingDiverged(FloatingPointError, Error):
-    """Training that diverged (see `diverged`): the loss of a training step
-    or the validation loss after an epoch. Nothing of that epoch is saved:
-    the checkpoints of the previous epochs and state.json are kept.
-
-    Attributes:
-      epoch: the epoch (1-based); step, steps: the step of the epoch
-        (1-based) and the epoch's steps, None for a validation loss
-        (after the epoch's last step).
-      what: 'training loss' or 'validation loss'; loss: its value.
-    """
-
-    def __init__(self, what, loss, epoch, step=None, steps=None, kept=""):
-        self.what, self.loss, self.epoch = what, float(loss), epoch
-        self.step, self.steps, self.kept = step, steps, kept
-        where = ("at epoch %d, step %d of %d" % (epoch, step, steps)
-                 if step is not None else "after the last step of epoch %d"
-                 % epoch)
-        super(TrainingDiverged, self).__init__(
-            "training diverged %s: %s %r nats per token (perplexity inf); "
-            "lower the learning rate (lr) or the clip%s" % (
-                where, what, self.loss, "; " + kept if kept else ""))
-
-    def keeping(self, kept):
-        """The same error, saying what was kept (e.g. the checkpoints)."""
-        return TrainingDiverged(self.what, self.loss, self.epoch, self.step,
-                                self.steps, kept)
-
-
-def window(stream, start, n):
-    """(inputs, targets) of the BPTT window [start, start + n) of a stream."""
-    return stream[:, start:start + n], stream[:, start + 1:start + n + 1]
-
-
-def evaluate(sess, g, stream, bptt):
-    """Mean cross-entropy (nats/token) of a batchified stream, state carried.
-
-    Args:
-      sess: session of `g`.
-      g: Graph.
-      stream: int32 [batch, length] from `data.batchify`.
-      bptt: window length.
-    Returns:
-      float (a Python float: summed in float64 whatever numpy's promotion
-      rules; NEP 50 would keep ``0.0 + np.float32`` in float32).
-    """
-    state = g.zero_state(stream.shape[0])
-    total, count = 0.0, 0
-    fetches = [g.xent] + g.final_state
-    for start, n in data.bptt_windows(stream.shape[1] - 1, bptt):
-        res = sess.run(fetches, g.feed(*window(stream, start, n),
-                                       state=state))
-        # A Python float: numpy 2 keeps float32 * int a float32 (which
-        # json cannot write, and which would sum in float32).
-        total += float(res[0]) * n
-        count += n
-        state = res[1:]
-    return total / count
-
-
-def train_epoch(sess, g, stream, params, epoch, progress=None):
-    """One pass of stateful truncated BPTT over the training stream.
-
-    The window lengths come from a generator seeded by (seed, epoch), and
-    the learning rate of a window is ``lr * length / bptt``.
-
-    With a teacher (`Graph`), its state is carried across the windows
-    like the student's and reset with it at the epoch's start.
-
-    Returns:
-      (mean training cross-entropy, tokens per second, extra): Python
-      floats, the loss summed in float64 (see `evaluate`); ``extra`` is {}
-      or, with a teacher, ``{"distill_kl": mean KL(teacher || student) at
-      the temperature, nats per token}``.
-
-    Raises:
-      TrainingDiverged: a step's loss is NaN, infinite or above
-        `DIVERGED_LOSS` (the step is named).
-    """
-    rng = np.random.RandomState([params["seed"], epoch])
-    windows = data.bptt_windows(stream.shape[1] - 1, params["bptt"], rng,
-                                variable=params["variable_bptt"])
-    state = g.zero_state(stream.shape[0])
-    teacher = g.zero_state(stream.shape[0], teacher=True)
-    fetches = [g.train_op, g.xent] + g.final_state + g.teacher_final_state
-    if g.distill_kl is not None:
-        fetches.append(g.distill_kl)
-    split = 2 + len(state)
-    total, count, start_time, kl = 0.0, 0, time.time(), 0.0
-    bar = progress(total=stream.size, desc="epoch %d" % epoch) \
-        if progress else None
-    for step, (start, n) in enumerate(windows, 1):
-        lr = params["lr"] * n / float(params["bptt"])
-        extra = {g.lr: lr, g.training: True}
-        extra.update(zip(g.teacher_state, teacher))
-        res = sess.run(fetches, g.feed(*window(stream, start, n),
-                                       state=state, extra=extra))
-        if diverged(res[1]):
-            raise TrainingDiverged("training loss", res[1], epoch, step,
-                                   len(windows))
-        total += float(res[1]) * n  # a Python float, as in evaluate
-        count += n
-        state = res[2:split]
-        teacher = res[split:split + len(teacher)]
-        if g.distill_kl is not None:
-            kl += float(res[-1]) * n
-        if bar is not None:
-            rate = count * stream.shape[0] / max(time.time() - start_time,
-                                                 1e-9)
-            bar.update(n * stream.shape[0])
-            bar.set_postfix(tok_s="%.0f" % rate, loss="%.3f" % res[1],
-                            ppl="%.1f" % ppl(res[1]))
-    if bar is not None:
-        bar.close()
-    elapsed = max(time.time() - start_time, 1e-9)
-    extra = {} if g.distill_kl is None else {"distill_kl": kl / count}
-    return total / count, count * stream.shape[0] / elapsed, extra
 
 
 def _write_json(path, obj):
@@ -344,34 +78,6 @@ def _scalars(writer, step, **values):
         tf.Summary.Value(tag=k, simple_value=float(v))
         for k, v in sorted(values.items())]), step)
     writer.flush()
-
-
-def ppl(loss):
-    """Perplexity of a mean cross-entropy in nats."""
-    return float(math.exp(min(loss, 700)))
-
-
-def fresh_state(params):
-    """The loop's Python-side state before epoch 1."""
-    return {"epoch": 0, "best_valid": None, "best_epoch": 0,
-            "since_best": 0, "val_history": [], "averaging_epoch": None,
-            "epochs": [], "train_seconds": 0.0, "done": False,
-            "params": params}
-
-
-def stop_reason(state, params):
-    """Why training stops after the last finished epoch, or None.
-
-    The rule, the same for every model: stop when validation has not
-    improved for `patience` epochs (counted from the best epoch, or from
-    the epoch NT-ASGD started averaging if that is later), or after
-    `max_epochs`.
-    """
-    if state["since_best"] >= params["patience"]:
-        return "no improvement for %d epochs" % params["patience"]
-    if state["epoch"] >= params["max_epochs"]:
-        return "max epochs (%d)" % params["max_epochs"]
-    return None
 
 
 #: A model's name in logs and tables (`presets.label`, kept here by name).
@@ -454,8 +160,8 @@ class Trainer(object):
 
     Args:
       corpus: data.Corpus.
-      params: full parameter dict (`awd_lm.presets.params_for`); checked
-        with `presets.check_params`.
+      params: the run's parameters: a dict (`awd_lm.presets.params_for`)
+        or `Params`, checked here (`as_params`, then the model's rules).
       run_dir: the run's directory.
       resume: continue from run_dir's state.json if present.
       overwrite: start over: the files of an earlier run in run_dir
@@ -476,20 +182,19 @@ class Trainer(object):
 
     def __init__(self, corpus, params, run_dir, resume=False, threads=0,
                  init_from=None, progress=None):
-        params = presets.check_params(dict(params,
-                                           vocab_size=len(corpus.vocab)))
+        params = as_params(params).replace(vocab_size=len(corpus.vocab))
         warm_names = None
         if init_from is not None:
             warm_names = _readable(init_from, "init_from")
-        if params.get("sparsity") and params.get("sparsity_weight") is None:
+        if params.sparse.sparsity and params.sparse.sparsity_weight is None:
             # The KL / L0 term is a sum over weights; the data term a mean
             # over tokens: weigh by 1 / tokens (the ELBO per token).
-            params["sparsity_weight"] = 1.0 / len(corpus.train)
+            params = params.replace(sparsity_weight=1.0 / len(corpus.train))
         # The model's own rules (e.g. distill_weight needs distill_from)
         # before anything is deleted.
-        params = model.check_params(params)
+        model.check_params(params)
         if distill.enabled(params):
-            _readable(params["distill_from"], "distill_from")
+            _readable(params.stage.distill_from, "distill_from")
         self.params, self.run_dir = params, run_dir
         self.corpus, self.init_from, self.progress = corpus, init_from, \
             progress
@@ -497,7 +202,8 @@ class Trainer(object):
         # Batched before anything is deleted: a split too short for its
         # batch size leaves an earlier run's files alone.
         self.streams = {
-            split: data.batchify(getattr(corpus, split), params[key],
+            split: data.batchify(getattr(corpus, split),
+                                 getattr(params.optimization, key),
                                  "%s split" % split, "params[%r]" % key)
             for split, key in runtime.BATCH_KEYS}
         threads = check_nonnegative_int(threads, "threads")
@@ -534,32 +240,8 @@ class Trainer(object):
         if not (resume and os.path.exists(path)):
             _clear_run(self.run_dir)
             return fresh_state(self.params), False
-        try:
-            with open(path) as f:
-                state = json.load(f)
-            old = state["params"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise CheckpointError("%s: unreadable run state (%s: %s); "
-                                  "nothing was deleted"
-                                  % (path, type(e).__name__, e))
-        # Only max_epochs may change: it extends or shortens a run (a
-        # quantized run's max_epochs is its quant_epochs).
-        # A parameter the run's version did not have yet counts as its
-        # default (a run resumes under a version that added parameters).
-        changed = sorted(k for k in set(self.params) | set(old)
-                         if self.params.get(k) != old.get(
-                             k, presets.DEFAULTS.get(k))
-                         and k not in ("max_epochs", "quant_epochs"))
-        if changed:
-            raise ValueError("resume: %s was made with different parameters "
-                             "(%s): resume it with its own, or train these "
-                             "in a new directory; nothing was changed"
-                             % (self.run_dir, ", ".join(changed)))
-        if old["max_epochs"] != self.params["max_epochs"]:
-            old["max_epochs"] = self.params["max_epochs"]
-            if state["done"] and stop_reason(state, self.params) is None:
-                state["done"] = False  # extended past its old maximum
-        return state, True
+        # Only max_epochs may change (`runstate.read_state`).
+        return read_state(path, self.params, self.run_dir), True
 
     def opening_record(self):
         """The 'resume' record of a resumed run, the 'start' record of a run
@@ -598,7 +280,7 @@ class Trainer(object):
         epoch = state["epoch"] + 1
         start = time.time()
         graph, last_saver, best_saver, warm_saver, teacher_saver = \
-            g.instance(params["seed"] * 1009 + epoch)
+            g.instance(params.optimization.seed * 1009 + epoch)
         with tf.Session(graph=graph, config=self.config) as sess:
             if epoch == 1:
                 self._start(sess, warm_saver)
@@ -609,7 +291,7 @@ class Trainer(object):
                         "%s-%d" % (self.last_prefix, epoch - 1))
             if teacher_saver is not None:
                 # Not in the model's checkpoints: restored every epoch.
-                restore(teacher_saver, sess, params["distill_from"])
+                restore(teacher_saver, sess, params.stage.distill_from)
             if g.averaging is not None:
                 g.optimizer.set_history(state["val_history"])
             try:
@@ -622,7 +304,7 @@ class Trainer(object):
             if record["best"]:
                 state.update(best_valid=record["valid_loss"],
                              best_epoch=epoch, since_best=0)
-            elif epoch >= params.get("select_from_epoch", 1):
+            elif selection.selectable(params, epoch):
                 # Patience counts from the first selectable epoch.
                 state["since_best"] += 1
             if record["averaging_started"]:
@@ -633,9 +315,10 @@ class Trainer(object):
             record.update(model=self.model, epoch=epoch,
                           train_loss=train_loss, train_ppl=ppl(train_loss),
                           tokens_per_s=tok_s, seconds=seconds,
-                          lr=params["lr"], **distilled)
+                          lr=params.optimization.lr, **distilled)
             if g.controller is not None and "sparsity" in record:
-                record.update(self._control(sess, epoch, record["sparsity"]))
+                record.update(controller.control(
+                    sess, g.controller, params, epoch, record["sparsity"]))
             state["epochs"].append(record)
             ranges = g.quant_ranges(sess)
             state["epoch"] = epoch
@@ -656,28 +339,9 @@ class Trainer(object):
         sess.run(g.init)
         if self.init_from is not None:
             restore(warm_saver, sess, self.init_from)
-        if self.params.get("average_from_start") and g.averaging is not None:
+        if self.params.stage.average_from_start and g.averaging is not None:
             sess.run(g.optimizer.trigger_op().name)
             self.state["averaging_epoch"] = 1
-
-    def _control(self, sess, epoch, measured):
-        """The sparsity controller after an epoch: raises the KL / L0
-        weight's scale while ``measured`` lags the schedule (the cubic
-        ramp to ``target_sparsity`` over the run's ``max_epochs``; rule:
-        `sparse_layers.losses.controlled_weight_scale`). Returns the
-        record's fields: the scheduled sparsity and the new scale."""
-        params, ops = self.params, self.graph.controller
-        scheduled = float(magnitude_pruning.gradual_sparsity(
-            epoch, 0, max(1, params["max_epochs"]),
-            params["target_sparsity"]))
-        scale = float(sess.run(ops["scale"]))
-        new = sparse_losses.controlled_weight_scale(
-            scale, min(1.0, max(0.0, measured)), scheduled,
-            params["sparsity_controller"])
-        if new != scale:
-            sess.run(ops["assign"], {ops["value"]: new})
-        return {"scheduled_sparsity": scheduled,
-                "sparsity_weight_scale": new}
 
     def _kept(self, epoch):
         """What a diverged epoch leaves: the previous epochs' checkpoints."""
@@ -692,12 +356,10 @@ class Trainer(object):
         """Validates the weights of the epoch just trained: NT-ASGD's
         averaged weights once it averages. A new best validation loss saves
         the best checkpoint (of the weights validated); before averaging,
-        the loss feeds NT-ASGD's trigger. Epochs before
-        ``params['select_from_epoch']`` (e.g. while a pruning schedule or a
-        sparsity-loss ramp still runs) are never the best. With
-        ``params['select_min_sparsity']``, an epoch whose weights reach that
-        fraction of zeros (within 0.01) beats every epoch that does not,
-        whatever its loss; among either kind the lower loss wins.
+        the loss feeds NT-ASGD's trigger. Which epoch is the best is
+        `selection`'s rule: none before ``select_from_epoch``; with
+        ``select_min_sparsity`` one that reaches it beats any that does
+        not; else the lower loss wins.
 
         Returns:
           dict with valid_loss, valid_ppl, best (bool), averaged (bool),
@@ -716,16 +378,16 @@ class Trainer(object):
         extra = {}
         with weights:
             valid_loss = evaluate(sess, g, self.streams["valid"],
-                                  self.params["bptt"])
+                                  self.params.optimization.bptt)
             if diverged(valid_loss):
                 raise TrainingDiverged("validation loss", valid_loss, epoch)
             reached = True
             if g.sparsity:
                 extra["sparsity"] = float(sess.run(g.sparsity["global"]))
-                reached = extra["sparsity"] >= self.params.get(
-                    "select_min_sparsity", 0.0) - 0.01
-            best = bool(epoch >= self.params.get("select_from_epoch", 1)
-                        and _is_best(state, valid_loss, reached))
+                reached = selection.reaches_sparsity(self.params,
+                                                     extra["sparsity"])
+            best = bool(selection.selectable(self.params, epoch)
+                        and selection.is_best(state, valid_loss, reached))
             if best:
                 best_saver.save(sess, self.best_prefix)
                 state["best_reached"] = reached
@@ -788,11 +450,11 @@ class Trainer(object):
             g = self.graph
             state["stop_reason"] = stop_reason(state, self.params)
             graph, _, best_saver, _, _ = g.instance(
-                self.params["seed"] * 1009)
+                self.params.optimization.seed * 1009)
             with tf.Session(graph=graph, config=self.config) as sess:
                 restore(best_saver, sess, self.best_prefix)
                 state["quant_ranges"] = g.quant_ranges(sess) or None
-                bptt = self.params["bptt"]
+                bptt = self.params.optimization.bptt
                 state["test_loss"] = evaluate(sess, g, self.streams["test"],
                                               bptt)
                 state["best_valid_check"] = evaluate(
@@ -809,7 +471,8 @@ class Trainer(object):
         self._writer.close()
         summary = {
             "model": self.model, "corpus": self.corpus.name,
-            "params": self.params, "epochs": state["epochs"],
+            "params": dict(self.params.to_flat()),
+            "epochs": state["epochs"],
             "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
             "best_valid_ppl": ppl(state["best_valid"]),
             "test_ppl": ppl(state["test_loss"]),
@@ -818,7 +481,7 @@ class Trainer(object):
             "train_seconds": state["train_seconds"],
             "unk_counts": self.corpus.unk_counts,
             "sparsity_report": state.get("sparsity_report"),
-            "quant": bool(self.params.get("quant")),
+            "quant": bool(self.params.quantization.quant),
             "init_from": self.init_from,
             "quant_ranges": state.get("quant_ranges"),
         }
@@ -834,7 +497,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
 
     Args:
       corpus: data.Corpus.
-      params: full parameter dict (`awd_lm.presets.params_for`).
+      params: the run's parameters: a dict (`awd_lm.presets.params_for`)
+        or `Params`, checked at once (`as_params`).
       run_dir: directory for checkpoints (last/, best/), TensorBoard events,
         state.json and summary.json.
       resume: continue from run_dir's state.json if present.
@@ -849,7 +513,7 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       extra: dict merged into the summary (e.g. the corpus floor).
       init_from: checkpoint prefix of a run of the same model (e.g.
         `best_checkpoint(float_run_dir)`) whose model variables, those it
-        holds, start this run: a quantized run (params['quant']) or a
+        holds, start this run: a quantized run (``quant``) or a
         compression stage; optimizer state, ranges and the global step
         start fresh. Epoch 1 of a resumed run starts from it again, so
         resume stays exact.
@@ -889,6 +553,7 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     """
     _compat.require_graph_mode("awd_lm.train.run")
     check_run_dir(run_dir, resume, overwrite)
+    params = as_params(params)
     report = on_record if on_record is not None else records.TableLog(log)
     trainer = Trainer(corpus, params, run_dir, resume=resume,
                       threads=threads, init_from=init_from,
@@ -909,17 +574,6 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     return summary
 
 
-def _controller_ops(params):
-    """Names of the sparsity controller's scale variable, its new value's
-    placeholder and their assignment, or None without a controller."""
-    if not (params.get("sparsity") and params.get("sparsity_controller")):
-        return None
-    scale = model.sparsity_weight_scale()
-    value = tf.placeholder(tf.float32, [], "sparsity_weight_scale_value")
-    assign = tf.assign(scale, value)
-    return {"scale": scale.name, "value": value.name, "assign": assign.name}
-
-
 def _clear_run(run_dir):
     """Deletes what an earlier run wrote in run_dir, and nothing else."""
     if not os.path.isdir(run_dir):
@@ -931,14 +585,3 @@ def _clear_run(run_dir):
         elif (name in (STATE_FILE, SUMMARY_FILE)
               or name.startswith("events.out.tfevents.")):
             os.remove(path)
-
-
-def _is_best(state, valid_loss, reached=True):
-    """Whether an epoch beats the best so far: one that reached the target
-    sparsity beats one that did not; else the lower loss wins."""
-    if state["best_valid"] is None:
-        return True
-    best_reached = state.get("best_reached", True)
-    if reached != best_reached:
-        return reached
-    return valid_loss < state["best_valid"]

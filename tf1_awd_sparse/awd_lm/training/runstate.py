@@ -1,0 +1,122 @@
+"""A training run's Python-side state (state.json): the state before
+epoch 1, the stopping rule, and the state a resumed run reads back.
+
+The state is a plain dict of JSON values: the epoch, the best validation
+loss and its epoch, the epochs since, NT-ASGD's validation history, the
+epoch records and the run's parameters (flat, as config.json writes
+them). With the saved checkpoints it is all an epoch depends on, so that
+`train.Trainer` redoes an interrupted epoch exactly.
+"""
+import json
+
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.graph.checkpoints import CheckpointError
+
+__all__ = ["EXTENDING_KEYS", "fresh_state", "stop_reason",
+           "changed_parameters", "read_state"]
+
+#: The parameters a resumed run may change: they extend or shorten it (a
+#: quantized run's max_epochs is its quant_epochs).
+EXTENDING_KEYS = ("max_epochs", "quant_epochs")
+
+
+def fresh_state(params):
+    """The loop's Python-side state before epoch 1.
+
+    Args:
+      params: the run's parameters (a dict or `Params`); the state holds
+        them flat (`Params.to_flat`), as config.json does.
+
+    Returns:
+      dict of JSON values.
+    """
+    return {"epoch": 0, "best_valid": None, "best_epoch": 0,
+            "since_best": 0, "val_history": [], "averaging_epoch": None,
+            "epochs": [], "train_seconds": 0.0, "done": False,
+            "params": dict(as_params(params).to_flat())}
+
+
+def stop_reason(state, params):
+    """Why training stops after the last finished epoch, or None.
+
+    The rule, the same for every model: stop when validation has not
+    improved for `patience` epochs (counted from the best epoch, or from
+    the epoch NT-ASGD started averaging if that is later), or after
+    `max_epochs`.
+
+    Args:
+      state: the run's state (`fresh_state`).
+      params: the run's parameters (a dict or `Params`).
+
+    Returns:
+      str or None.
+    """
+    stopping = as_params(params).stopping
+    if state["since_best"] >= stopping.patience:
+        return "no improvement for %d epochs" % stopping.patience
+    if state["epoch"] >= stopping.max_epochs:
+        return "max epochs (%d)" % stopping.max_epochs
+    return None
+
+
+def changed_parameters(params, recorded):
+    """The keys whose values differ between a run's parameters and those
+    it recorded, but `EXTENDING_KEYS`, sorted.
+
+    Both are compared flat (``config.json``'s keys), so a run recorded by
+    an earlier version resumes: a parameter the run's version did not
+    have yet counts as its default (`presets.DEFAULTS`).
+
+    Args:
+      params: the parameters given now (a dict or `Params`).
+      recorded: the flat dict the run recorded (state.json's ``params``).
+
+    Returns:
+      list of str.
+    """
+    flat = as_params(params).to_flat()
+    return sorted(k for k in set(flat) | set(recorded)
+                  if flat.get(k) != recorded.get(k, presets.DEFAULTS.get(k))
+                  and k not in EXTENDING_KEYS)
+
+
+def read_state(path, params, run_dir):
+    """The state.json of a run to resume with ``params``.
+
+    A changed ``max_epochs`` extends or shortens the run: a run that was
+    done but stops later now is continued.
+
+    Args:
+      path: the run's state.json.
+      params: the parameters it resumes with (a dict or `Params`).
+      run_dir: the run's directory (in messages).
+
+    Returns:
+      the state dict.
+
+    Raises:
+      CheckpointError: an unreadable state.json (nothing deleted).
+      ValueError: parameters that differ from the run's (named), but
+        `EXTENDING_KEYS`.
+    """
+    params = as_params(params)
+    try:
+        with open(path) as f:
+            state = json.load(f)
+        old = state["params"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckpointError("%s: unreadable run state (%s: %s); "
+                              "nothing was deleted"
+                              % (path, type(e).__name__, e))
+    changed = changed_parameters(params, old)
+    if changed:
+        raise ValueError("resume: %s was made with different parameters "
+                         "(%s): resume it with its own, or train these "
+                         "in a new directory; nothing was changed"
+                         % (run_dir, ", ".join(changed)))
+    if old["max_epochs"] != params.stopping.max_epochs:
+        old["max_epochs"] = params.stopping.max_epochs
+        if state["done"] and stop_reason(state, params) is None:
+            state["done"] = False  # extended past its old maximum
+    return state
