@@ -199,7 +199,7 @@ def _choice(choices):
 
 
 #: The cell's sparsity techniques (``transforms.kernel.SPARSITY_CHOICES``,
-#: which owns the list; tests/awd_lm/test_lm_command_errors.py checks they
+#: which owns the list; tests/awd_lm/programs/test_lm_command_errors.py checks they
 #: are the same), spelled here so that reading a config imports no
 #: TensorFlow.
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")

@@ -9,7 +9,7 @@ from support.lm import FLOAT_LOG_PROB_ATOL, PARAMS, make_features
 from support.tolerances import float32_sum_rtol
 
 #: tf.estimator.ModeKeys.TRAIN's value (TF 2.16+ has no tf.estimator;
-#: tests/awd_lm/test_lm_bad_input.py checks the values against ModeKeys where it
+#: tests/awd_lm/programs/test_lm_bad_input.py checks the values against ModeKeys where it
 #: exists).
 TRAIN = "train"
 
