@@ -124,13 +124,14 @@ def test_kill_and_resume_equals_uninterrupted(averaging_run, tmpdir):
 
 
 def test_fresh_run_deletes_only_its_owntree_bytes(tmpdir):
-    from tf1_awd_sparse.awd_lm.training import train
+    from tf1_awd_sparse.awd_lm.training import rundir
     for d in ("last", "best", "data"):
         tmpdir.mkdir(d).join("x").write("x")
     for f in ("state.json", "summary.json", "events.out.tfevents.1.h",
               "notes.txt"):
         tmpdir.join(f).write("x")
-    train._clear_run(str(tmpdir))  # pylint: disable=protected-access
+    # What `train.Trainer` calls on a fresh run.
+    rundir.RunDir(str(tmpdir)).clear()
     assert sorted(os.listdir(str(tmpdir))) == ["data", "notes.txt"]
 
 

@@ -32,7 +32,6 @@ from __future__ import absolute_import, division, print_function
 
 import collections
 import json
-import math
 import os
 import sys
 import time
@@ -181,7 +180,7 @@ class _LastLossHook(tf.compat.v1.train.SessionRunHook):
         if self.log_steps and self.steps % self.log_steps == 0:
             out = self.file if self.file is not None else sys.stderr
             out.write("train: step %d loss %.4f ppl %.2f\n" % (
-                self.steps, self.loss, math.exp(min(self.loss, 709.0))))
+                self.steps, self.loss, checkpoints.perplexity(self.loss)))
             out.flush()
 
     def end(self, session):

@@ -5,17 +5,16 @@ training that diverged (`TrainingDiverged`).
 They run in a session of a `train_graph.Graph` instance; `train.Trainer`
 drives them epoch by epoch.
 """
-import math
 import time
 
 import numpy as np
 
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.graph.checkpoints import diverged
+from tf1_awd_sparse.awd_lm.graph.checkpoints import diverged, perplexity
 from tf1_awd_sparse.base.errors import Error
 
-__all__ = ["TrainingDiverged", "window", "evaluate", "train_epoch", "ppl"]
+__all__ = ["TrainingDiverged", "window", "evaluate", "train_epoch"]
 
 
 class TrainingDiverged(FloatingPointError, Error):
@@ -139,16 +138,9 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
                                                  1e-9)
             bar.update(n * stream.shape[0])
             bar.set_postfix(tok_s="%.0f" % rate, loss="%.3f" % res[1],
-                            ppl="%.1f" % ppl(res[1]))
+                            ppl="%.1f" % perplexity(res[1]))
     if bar is not None:
         bar.close()
     elapsed = max(time.time() - start_time, 1e-9)
     extra = {} if g.distill_kl is None else {"distill_kl": kl / count}
     return total / count, count * stream.shape[0] / elapsed, extra
-
-
-
-def ppl(loss):
-    """Perplexity of a mean cross-entropy in nats."""
-    return float(math.exp(min(loss, 700)))
-

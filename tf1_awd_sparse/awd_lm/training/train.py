@@ -19,14 +19,13 @@ The loop's parts are modules of their own, their names re-exported here:
 of truncated BPTT, evaluation, `TrainingDiverged`), `runstate` (the
 state, the stopping rule, what a resumed run reads back), `selection`
 (which epoch is the best) and `controller` (the sparsity controller).
-This module keeps the run directory (its files, `check_run_dir`, the
-atomic JSON writes), `Trainer` and `run`.
+The run directory's layout and its atomic JSON writes are `rundir`'s
+(`rundir.RunDir`); its names ``STATE_FILE``, ``SUMMARY_FILE``, ``RUN_FILES``
+are this module's too. This module keeps `check_run_dir`, `Trainer` and
+`run`.
 """
 import collections
 import contextlib
-import json
-import os
-import shutil
 import time
 
 from tf1_awd_sparse.base import compat as _compat
@@ -40,6 +39,8 @@ from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import controller, records, selection
+from tf1_awd_sparse.awd_lm.training.rundir import (  # noqa: F401 (public)
+    RunDir, RUN_FILES, STATE_FILE, SUMMARY_FILE)
 from tf1_awd_sparse.awd_lm.graph.checkpoints import (  # noqa: F401 (public)
     DIVERGED_LOSS, CheckpointError, diverged, perplexity, restore)
 from tf1_awd_sparse.base.errors import Error
@@ -48,30 +49,15 @@ from tf1_awd_sparse.base.errors import Error
 # them here, so that a test's stand-in for one of them is the one used.
 from tf1_awd_sparse.awd_lm.training.train_graph import Graph
 from tf1_awd_sparse.awd_lm.training.epochs import (  # noqa: F401 (public)
-    TrainingDiverged, window, evaluate, train_epoch, ppl)
+    TrainingDiverged, window, evaluate, train_epoch)
 from tf1_awd_sparse.awd_lm.training.runstate import (
     fresh_state, stop_reason, read_state)
 
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
            "perplexity", "diverged", "TrainingDiverged", "window", "evaluate",
-           "train_epoch", "ppl", "fresh_state", "stop_reason",
+           "train_epoch", "fresh_state", "stop_reason",
            "best_checkpoint", "CheckpointError", "RunDirError", "RUN_FILES",
            "check_run_dir", "Trainer", "run"]
-
-STATE_FILE = "state.json"
-SUMMARY_FILE = "summary.json"
-
-
-def _write_json(path, obj):
-    """Writes ``obj`` to ``path`` atomically (a kill leaves the old file).
-    Its numbers must be Python ints / floats: ``json`` rejects numpy
-    scalars (a float32 under numpy 2's promotion rules), so the values
-    are converted where they are computed."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
-
 
 def _scalars(writer, step, **values):
     writer.add_summary(tf.Summary(value=[
@@ -85,18 +71,15 @@ label = presets.label
 
 
 def best_checkpoint(run_dir):
-    """Prefix of the best-validation checkpoint `run` keeps in run_dir."""
-    return os.path.join(run_dir, "best", "model.ckpt")
+    """Prefix of the best-validation checkpoint `run` keeps in run_dir
+    (`rundir.RunDir.best_prefix`)."""
+    return RunDir(run_dir).best_prefix
 
 
 class RunDirError(ValueError, Error):
     """A run directory that already holds a run, given without resume or
     overwrite (or with both); the message names the file found, resume
     and a new directory (never the way that deletes the run)."""
-
-
-# The files that mark a directory as holding a training run.
-RUN_FILES = (STATE_FILE, SUMMARY_FILE, "last", "best")
 
 
 def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
@@ -109,7 +92,8 @@ def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
         made and written, `checks.check_writable_dir`).
       resume, overwrite: bools; with either a directory holding a run is
         accepted.
-      names: the files and folders in run_dir that mark a run.
+      names: the files and folders in run_dir that mark a run (paths
+        relative to it; default `rundir.RUN_FILES`).
       ways: how the caller spells (resume, overwrite) in the message.
       label: how the caller names run_dir in the message (e.g. ``--out``).
 
@@ -128,13 +112,12 @@ def check_run_dir(run_dir, resume=False, overwrite=False, names=RUN_FILES,
                                                      ways[1]))
     if resume or overwrite:
         return
-    for name in names:
-        path = os.path.join(run_dir, name)
-        if os.path.exists(path):
-            # Never the way that deletes it: the run may be a trained model.
-            raise RunDirError("%s %s holds a run (%s): continue it with %s, "
-                              "or give a new %s for a new run"
-                              % (label, run_dir, path, ways[0], label))
+    path = RunDir(run_dir).holds_run(names)
+    if path is not None:
+        # Never the way that deletes it: the run may be a trained model.
+        raise RunDirError("%s %s holds a run (%s): continue it with %s, "
+                          "or give a new %s for a new run"
+                          % (label, run_dir, path, ways[0], label))
 
 
 def _readable(prefix, what):
@@ -196,6 +179,7 @@ class Trainer(object):
         if distill.enabled(params):
             _readable(params.stage.distill_from, "distill_from")
         self.params, self.run_dir = params, run_dir
+        self.dir = RunDir(run_dir)
         self.corpus, self.init_from, self.progress = corpus, init_from, \
             progress
         self.model = label(params)
@@ -214,9 +198,9 @@ class Trainer(object):
         # global pool (one thread with threads=1: one core for all).
         self.config.use_per_session_threads = True
         self.state, self.resumed = self._load_state(resume)
-        os.makedirs(run_dir, exist_ok=True)
-        self.last_prefix = os.path.join(run_dir, "last", "model.ckpt")
-        self.best_prefix = best_checkpoint(run_dir)
+        self.dir.makedirs()
+        self.last_prefix = self.dir.last_prefix
+        self.best_prefix = self.dir.best_prefix
         # A resumed run that has finished trains and scores nothing: its
         # graph is built only if asked for (`graph`), so resuming a
         # pipeline of finished stages costs no graph construction.
@@ -236,9 +220,9 @@ class Trainer(object):
     def _load_state(self, resume):
         """(state, resumed): run_dir's state.json, or a fresh state after
         deleting an earlier run's files."""
-        path = os.path.join(self.run_dir, STATE_FILE)
-        if not (resume and os.path.exists(path)):
-            _clear_run(self.run_dir)
+        path = self.dir.state_file
+        if not (resume and self.dir.exists(STATE_FILE)):
+            self.dir.clear()
             return fresh_state(self.params), False
         # Only max_epochs may change (`runstate.read_state`).
         return read_state(path, self.params, self.run_dir), True
@@ -313,7 +297,8 @@ class Trainer(object):
                 state.update(averaging_epoch=epoch, since_best=0)
             seconds = time.time() - start
             record.update(model=self.model, epoch=epoch,
-                          train_loss=train_loss, train_ppl=ppl(train_loss),
+                          train_loss=train_loss,
+                          train_ppl=perplexity(train_loss),
                           tokens_per_s=tok_s, seconds=seconds,
                           lr=params.optimization.lr, **distilled)
             if g.controller is not None and "sparsity" in record:
@@ -326,7 +311,7 @@ class Trainer(object):
             # Checkpoint first, state second: a kill in between redoes the
             # epoch from the previous checkpoint, which is still consistent.
             self.checkpoint(sess, last_saver, epoch)
-        _write_json(os.path.join(self.run_dir, STATE_FILE), state)
+        self.dir.write_json(STATE_FILE, state)
         self._write_summaries(record, ranges)
         return dict(record, event="epoch")
 
@@ -397,7 +382,8 @@ class Trainer(object):
             state["val_history"] = list(g.optimizer.history)
         else:
             state["val_history"].append(valid_loss)
-        return dict(extra, valid_loss=valid_loss, valid_ppl=ppl(valid_loss),
+        return dict(extra, valid_loss=valid_loss,
+                    valid_ppl=perplexity(valid_loss),
                     best=best, averaged=averaged, averaging_started=started)
 
     def checkpoint(self, sess, last_saver, epoch):
@@ -467,15 +453,15 @@ class Trainer(object):
                             (k, float(v)) for k, v in
                             values["layers"].items())}
             state["done"] = True
-            _write_json(os.path.join(self.run_dir, STATE_FILE), state)
+            self.dir.write_json(STATE_FILE, state)
         self._writer.close()
         summary = {
             "model": self.model, "corpus": self.corpus.name,
             "params": dict(self.params.to_flat()),
             "epochs": state["epochs"],
             "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
-            "best_valid_ppl": ppl(state["best_valid"]),
-            "test_ppl": ppl(state["test_loss"]),
+            "best_valid_ppl": perplexity(state["best_valid"]),
+            "test_ppl": perplexity(state["test_loss"]),
             "stop_reason": state["stop_reason"],
             "averaging_epoch": state["averaging_epoch"],
             "train_seconds": state["train_seconds"],
@@ -486,7 +472,7 @@ class Trainer(object):
             "quant_ranges": state.get("quant_ranges"),
         }
         summary.update(extra or {})
-        _write_json(os.path.join(self.run_dir, SUMMARY_FILE), summary)
+        self.dir.write_json(SUMMARY_FILE, summary)
         return summary
 
 
@@ -573,15 +559,3 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     report(dict(summary, event="end"))
     return summary
 
-
-def _clear_run(run_dir):
-    """Deletes what an earlier run wrote in run_dir, and nothing else."""
-    if not os.path.isdir(run_dir):
-        return
-    for name in os.listdir(run_dir):
-        path = os.path.join(run_dir, name)
-        if name in ("last", "best") and os.path.isdir(path):
-            shutil.rmtree(path)
-        elif (name in (STATE_FILE, SUMMARY_FILE)
-              or name.startswith("events.out.tfevents.")):
-            os.remove(path)
