@@ -22,14 +22,14 @@ from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.training import compress, records, train
+from tf1_awd_sparse.awd_lm.training.rundir import RunDir
 
 __all__ = ["RUN_FILES", "Plan", "flag_name", "check_out", "plan_run",
            "run_pipeline", "results", "write_results"]
 
 # What marks a directory as holding a run: the training loop's files
 # (`train`) and the compression pipeline's (`compress`).
-RUN_FILES = (train.STATE_FILE, train.SUMMARY_FILE, "last", "best",
-             compress.STATE_FILE)
+RUN_FILES = train.RUN_FILES + (compress.STATE_FILE,)
 
 #: Everything `plan_run` decided: the run's settings (out, compress_out,
 #: resume, overwrite), the models, their `Params` (configs) and phases
@@ -51,8 +51,9 @@ def check_out(out, resume, overwrite, compress_out, configs):
     """Refuses to start over a finished or partial run without resume
     or overwrite (a fresh run deletes the files of the one before).
 
-    The run's layout is spelt here: ``<out>/<model>``, ``<out>/<model>
-    _quant`` and ``<out>/<model>_compress`` (or ``compress_out``).
+    It looks for the files of a run in the layout `rundir.RunDir` names:
+    ``<out>/<model>``, ``<out>/<model>_quant`` and ``<out>/<model>
+    _compress`` (or ``compress_out``).
 
     Args:
       out: the run's --out; compress_out: --compress-out or None.
@@ -70,18 +71,19 @@ def check_out(out, resume, overwrite, compress_out, configs):
     if resume or overwrite:
         return
     # (flag, the directory it names, a run file under it): the message
-    # names the flag's own directory and the file found.
+    # names the flag's own directory and the file found. The layout's
+    # paths relative to that directory: `RunDir`'s, rooted at "".
+    layout = RunDir("")
     found = [("--out", out, train.SUMMARY_FILE)]
     for params in configs:
         model = as_params(params).run.model
-        for run in (model, model + "_quant"):
-            found += [("--out", out, os.path.join(run, name))
-                      for name in RUN_FILES]
+        for run in (layout.model_run(model), layout.quant_run(model)):
+            found += [("--out", out, run.join(name)) for name in RUN_FILES]
         if compress_out:
-            flag, base, sub = "--compress-out", compress_out, ""
+            flag, base, pipe = "--compress-out", compress_out, layout
         else:
-            flag, base, sub = "--out", out, model + "_compress"
-        found += [(flag, base, os.path.join(sub, name))
+            flag, base, pipe = "--out", out, layout.compression(model)
+        found += [(flag, base, pipe.join(name))
                   for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
     for flag, base, name in found:
         train.check_run_dir(base, names=(name,), ways=ways, label=flag)
@@ -157,7 +159,7 @@ def _previous_models(out):
 
     Raises:
       ValueError: it is unreadable (named; nothing is trained)."""
-    path = os.path.join(out, "summary.json")
+    path = RunDir(out).summary_file
     if not os.path.isfile(path):
         return []
     try:
@@ -274,7 +276,8 @@ def _run_model(plan, index, runs):
     params, (float_params, quant_params) = (plan.configs[index],
                                             plan.phases[index])
     corpus, model = plan.corpus, plan.models[index]
-    float_dir = os.path.join(plan.out, float_params.run.model)
+    root, name = RunDir(plan.out), float_params.run.model
+    float_dir = root.model_run(name).path
     record = plan.finished.get(model)
     float_summary = (record.summary() if record else train.run(
         corpus, float_params, float_dir, **runs))
@@ -283,13 +286,13 @@ def _run_model(plan, index, runs):
         summaries.append(record.summary(quant=True))
     elif quant_params is not None:   # continued, or added by --quant
         summaries.append(train.run(
-            corpus, quant_params, float_dir + "_quant",
+            corpus, quant_params, root.quant_run(name).path,
             init_from=train.best_checkpoint(float_dir), **runs))
     techniques = params.compression.compress
     if techniques:
         result = compress.run_pipeline(
             corpus, params, float_summary, float_dir,
-            plan.compress_out or (float_dir + "_compress"),
+            root.compression(name, plan.compress_out).path,
             techniques.split(","), resume=plan.resume,
             log=runs["log"], threads=max(1, runs["threads"]),
             progress=runs["progress"])
@@ -344,9 +347,10 @@ def write_results(plan, merged, lines, log=print):
     """Writes --out's summary.json (``merged``, the table ``lines``, the
     floor, the corpus) and valid_ppl.png (``log`` says why a plot was
     skipped)."""
-    with open(os.path.join(plan.out, "summary.json"), "w") as f:
+    root = RunDir(plan.out)
+    # Not `RunDir.write_json`: the file keeps its keys in this order.
+    with open(root.summary_file, "w") as f:
         json.dump({"floor_ppl": plan.floor, "corpus": plan.corpus.name,
                    "data_dir": plan.data_dir, "models": merged,
                    "table": lines}, f, indent=1)
-    records.plot_curves(merged, os.path.join(plan.out, "valid_ppl.png"),
-                        plan.floor, log=log)
+    records.plot_curves(merged, root.plot_file, plan.floor, log=log)
