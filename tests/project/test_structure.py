@@ -170,3 +170,115 @@ def test_the_reach_check_sees_each_form():
         == [(2, "tf1_awd_sparse.transforms._checkpoint"),
             (3, "tf1_awd_sparse.graph.losses._ar"),
             (5, "tf1_awd_sparse.awd_lm.training.train._clear_run")]
+
+
+#: The language model's programs (the ``awd-lm`` command).
+PROGRAMS = os.path.join(LIBRARY, "awd_lm", "programs")
+#: What a program may import whole, every name of it: the shared floor
+#: (``base``: ``_cli``, ``_progress``, ``_quiet``, ``compat``, ``checks``,
+#: ...), the programs' own modules, and the command line that the
+#: ``estimator`` and ``monitored`` programs share (``distributed.cli``:
+#: program code, kept on the distributed floor so that neither program
+#: imports the other).
+PROGRAM_IMPORTS = (SHARED_FLOOR, LIBRARY + ".awd_lm.programs",
+                   LIBRARY + ".awd_lm.distributed.cli",
+                   # The Estimator's model_fn: no table can list it, its
+                   # name being its module's (``distributed.model_fn``).
+                   LIBRARY + ".awd_lm.distributed.model_fn.model_fn")
+
+
+def _under(dotted, prefixes):
+    return any(dotted == p or dotted.startswith(p + ".") for p in prefixes)
+
+
+def public_tables():
+    """``{dotted module: its public names}`` from every package's table
+    (the ``names.lazy_api`` dict of its ``__init__``, read without
+    importing it): a package maps to its whole table (``__all__``), a
+    module to the names the table lists from it."""
+    tables = {}
+    for path in _library_files():
+        if os.path.basename(path) != "__init__.py":
+            continue
+        package = _dotted(path)
+        for node in ast.walk(_tree(path)):
+            if (isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "lazy_api"):
+                table = ast.literal_eval(node.args[1])
+                for module, names in table.items():
+                    tables.setdefault(module, set()).update(names)
+                    tables.setdefault(package, set()).update(names)
+    return tables
+
+
+def non_public_uses(tree, tables, allowed=PROGRAM_IMPORTS):
+    """``(line, name)`` of each library name a program uses that no public
+    table lists (`public_tables`) and that is not (in) one of ``allowed``.
+
+    A name is used by ``from P import N`` (or ``from P.M import N``), or
+    as ``alias.N`` where ``alias`` is a library module or package imported
+    here (``from P import M``, ``import P.M as alias``): N must be in P's
+    (P.M's) table. Imports inside functions count."""
+    aliases, found = {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module \
+                and _library_module_of(node.module):
+            for a in node.names:
+                full = node.module + "." + a.name
+                if _under(node.module, allowed) or _under(full, allowed) \
+                        or a.name in tables.get(node.module, ()):
+                    continue
+                if _is_module(full):
+                    aliases[a.asname or a.name] = full
+                else:
+                    found.append((node.lineno, full))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if not _library_module_of(a.name) or _under(a.name,
+                                                             allowed):
+                    continue
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    found.append((node.lineno, a.name))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value,
+                                                           ast.Name)
+                and node.value.id in aliases and node.attr
+                not in tables.get(aliases[node.value.id], ())):
+            found.append((node.lineno, aliases[node.value.id] + "."
+                          + node.attr))
+    return sorted(set(found))
+
+
+def test_the_programs_use_only_public_names():
+    """`programs/` holds the command lines, no pipeline decision: it uses
+    the library's public tables (docs/api.md), the shared floor and its
+    own modules (`PROGRAM_IMPORTS`) only."""
+    tables, found = public_tables(), {}
+    for path in _library_files():
+        if os.path.dirname(_relative(path)) == PROGRAMS:
+            uses = non_public_uses(_tree(path), tables)
+            if uses:
+                found[_relative(path)] = uses
+    assert found == {}
+
+
+def test_the_public_use_check_sees_each_form():
+    tables = {"tf1_awd_sparse.awd_lm.training": {"run"},
+              "tf1_awd_sparse.awd_lm.training.train": {"run"}}
+    source = ("from tf1_awd_sparse.awd_lm.training import run, records\n"
+              "from tf1_awd_sparse.awd_lm.training.train import run, ppl\n"
+              "from tf1_awd_sparse.awd_lm.training import train as t\n"
+              "import tf1_awd_sparse.awd_lm.training.pipeline as p\n"
+              "from tf1_awd_sparse.base import _cli, compat\n"
+              "from tf1_awd_sparse.base.checks import check_real\n"
+              "t.run()\nt.Trainer()\np.plan_run()\nrecords.TableLog\n"
+              "def f():\n    from tf1_awd_sparse.awd_lm.config import x\n")
+    assert non_public_uses(ast.parse(source), tables) == [
+        (2, "tf1_awd_sparse.awd_lm.training.train.ppl"),
+        (8, "tf1_awd_sparse.awd_lm.training.train.Trainer"),
+        (9, "tf1_awd_sparse.awd_lm.training.pipeline.plan_run"),
+        (10, "tf1_awd_sparse.awd_lm.training.records.TableLog"),
+        (12, "tf1_awd_sparse.awd_lm.config.x")]

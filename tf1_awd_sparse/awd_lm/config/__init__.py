@@ -10,10 +10,13 @@ from tf1_awd_sparse.base import names as _names
 # The package's public names (docs/api.md), each imported from its
 # module on first use.
 __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
-    "tf1_awd_sparse.awd_lm.config.params": ["Params", "as_params"],
+    "tf1_awd_sparse.awd_lm.config.params": [
+        "Params", "as_params", "USER_KEYS", "STAGE_KEYS"],
     "tf1_awd_sparse.awd_lm.config.presets": [
-        "DEFAULTS", "PRESETS", "params_for", "check_params"],
+        "DEFAULTS", "PRESETS", "params_for", "check_params", "CHECKS",
+        "text_type", "parse_value"],
     "tf1_awd_sparse.awd_lm.config.modeldir": [
         "ConfigError", "CONFIG_FILE", "VOCAB_FILE", "read_config",
-        "write_config", "read_vocab", "write_vocab"],
+        "write_config", "read_vocab", "write_vocab", "sidecar_path",
+        "model_dirs_in"],
 })

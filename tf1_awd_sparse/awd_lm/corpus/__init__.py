@@ -14,5 +14,6 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "batchify", "bptt_windows", "DataError", "EOS", "UNK"],
     "tf1_awd_sparse.awd_lm.corpus.synthetic": [
         "make_hmm", "hmm_corpus", "perplexity_floor"],
-    "tf1_awd_sparse.awd_lm.corpus.runtime": ["load_corpus"],
+    "tf1_awd_sparse.awd_lm.corpus.runtime": ["load_corpus",
+                                             "session_config"],
 })

@@ -1,5 +1,10 @@
-"""The inference floor: the exported TFLite model (export), the two
-backends and the LanguageModel class users load (lm_backends, lm).
+"""The inference floor: a trained model used.
+
+  export       -- a checkpoint's model as a TFLite file, run and scored.
+  model_files  -- a trained model's files: where a path's configuration
+                  is, a model directory written as a TFLite file.
+  lm_backends  -- the TensorFlow and TFLite backends.
+  lm           -- `LanguageModel`, what users load.
 
 Floors of awd_lm, bottom up: corpus, config, graph, inference, training,
 distributed, then the programs (programs/ and awd_lm's top-level modules);
@@ -13,5 +18,6 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "LanguageModel", "LMState", "Scores", "OOVError", "export_model"],
     "tf1_awd_sparse.awd_lm.inference.export": [
         "export_lm", "LMRunner", "tflite_perplexity",
-        "weight_sparsity_of_tflite", "WEIGHT_FORMATS", "STORAGES"],
+        "weight_sparsity_of_tflite", "WEIGHT_FORMATS", "STORAGES",
+        "check_formats"],
 })

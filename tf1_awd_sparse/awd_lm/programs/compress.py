@@ -1,12 +1,32 @@
 """``awd-lm compress --out RUN --compress TECHNIQUES``: compress the
 models of a finished run's --out (see `main`)."""
-import sys
-
-from tf1_awd_sparse.base import _cli
+from tf1_awd_sparse.base import _cli, compat as _compat
 from tf1_awd_sparse.awd_lm.programs import train
+from tf1_awd_sparse.awd_lm.training import flag_name, plan_run
 
 
-__all__ = ["main"]
+__all__ = ["parse_args", "main"]
+
+
+def parse_args(argv=None):
+    """The command's flags: ``awd-lm train``'s (`train.parse_args`), as
+    ``awd-lm compress``; --resume is implied (the run is read back).
+
+    Returns:
+      the parsed flags; a bad one, no --compress, or --overwrite
+      (compress deletes nothing) ends the program with status 2 and one
+      line.
+    """
+    args = train.parse_args(argv, prog="awd-lm compress")
+    if args.compress is None:
+        _cli.fail("compress needs --compress TECHNIQUES (e.g. "
+                  "--compress magnitude) and the run's --out")
+    if args.overwrite:
+        _cli.fail("compress deletes no trained model: leave --overwrite "
+                  "out (an earlier pipeline's finished stages are kept; "
+                  "--compress-out DIR starts a new one)")
+    args.resume = True
+    return args
 
 
 def main(argv=None):
@@ -21,20 +41,24 @@ def main(argv=None):
     pipeline in --compress-out are kept; --out's summary.json keeps its
     other rows.
 
+    Args:
+      argv: the flags (default ``sys.argv[1:]``).
+
     Returns:
-      the train program's exit status; no --compress, or --overwrite
-      (compress deletes nothing), exits 2 with one line.
+      0 (`train.run_and_report`: its exit statuses); bad input (a flag,
+      no --compress, --overwrite, a flag contradicting the run) exits 2
+      with one line.
     """
-    argv = sys.argv[1:] if argv is None else list(argv)
-    helping = "-h" in argv or "--help" in argv
-    if not helping and not any(a == "--compress" or
-                               a.startswith("--compress=") for a in argv):
-        _cli.fail("compress needs --compress TECHNIQUES (e.g. "
-                  "--compress magnitude) and the run's --out")
-    if "--overwrite" in argv:
-        _cli.fail("compress deletes no trained model: leave --overwrite "
-                  "out (an earlier pipeline's finished stages are kept; "
-                  "--compress-out DIR starts a new one)")
-    if "--resume" not in argv:
-        argv = list(argv) + ["--resume"]
-    return train.main(argv, compress_only=True)
+    args = parse_args(argv)
+    _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
+    try:
+        # compress_only: no float model is trained (each must have
+        # finished; its summary is read, its files untouched).
+        plan = plan_run(
+            args.out, train.explicit_parameters(args), model=args.model,
+            preset=args.preset, data_dir=args.data_dir, resume=True,
+            compress_out=args.compress_out, compress_only=True,
+            flag=flag_name)
+    except ValueError as e:  # data.DataError, modeldir.ConfigError included
+        _cli.fail(e)
+    return train.run_and_report(plan, args)

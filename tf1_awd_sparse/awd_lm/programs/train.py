@@ -51,10 +51,14 @@ import time
 
 from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
-from tf1_awd_sparse.awd_lm.config import params as config_params, presets
-from tf1_awd_sparse.awd_lm.training import pipeline, train
+from tf1_awd_sparse.awd_lm.config import (
+    CHECKS, PRESETS, STAGE_KEYS, USER_KEYS, parse_value, text_type)
+from tf1_awd_sparse.awd_lm.training import (
+    TrainingDiverged, check_out as check_run_out, flag_name, plan_run,
+    results, run_plan, write_results)
 
-__all__ = ["HELP", "check_out", "parse_args", "main"]
+__all__ = ["HELP", "check_out", "parse_args", "explicit_parameters",
+           "run_and_report", "main"]
 
 HELP = {
     "emb_size": "embedding size (= last LSTM layer, decoder tied)",
@@ -135,21 +139,21 @@ EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight")
 def _parameter(key):
     """The check of a generated flag: the text converted to the
     parameter's type and checked (`presets.parse_value`)."""
-    return lambda text, name: presets.parse_value(key, text, name)
+    return lambda text, name: parse_value(key, text, name)
 
 
 def check_out(args, configs):
     """Refuses to start over a finished or partial run without --resume
-    or --overwrite (`pipeline.check_out`, where the run's layout is spelt
-    for now; `pipeline.plan_run` calls it).
+    or --overwrite (`pipeline.check_out`, which `pipeline.plan_run`
+    calls).
 
     Raises:
       ValueError: naming the flag, the file found, --resume and a new
         directory (never --overwrite: the run may hold trained models);
         or --resume with --overwrite.
     """
-    pipeline.check_out(args.out, args.resume, args.overwrite,
-                       args.compress_out, configs)
+    check_run_out(args.out, args.resume, args.overwrite, args.compress_out,
+                  configs)
 
 
 def _refuse_stage_flags(argv):
@@ -159,27 +163,33 @@ def _refuse_stage_flags(argv):
     for arg in argv:
         key = arg.partition("=")[0][2:].replace("-", "_") \
             if arg.startswith("--") else None
-        if key in config_params.STAGE_KEYS:
+        if key in STAGE_KEYS:
             _cli.fail("%s is not a flag: the pipeline sets %s for a stage "
                       "of a run (see --help for the flags)"
                       % (arg.partition("=")[0], key))
 
 
-def parse_args(argv=None):
+def parse_args(argv=None, prog="awd-lm train"):
     """Command-line arguments; every parameter a user sets
     (`params.USER_KEYS`) has an override flag, the stage keys
     (`params.STAGE_KEYS`, set by the pipeline) none.
+
+    Args:
+      argv: the flags (default ``sys.argv[1:]``).
+      prog: the command's name in --help and errors (``awd-lm compress``
+        parses the same flags).
 
     A bad value ends the program with status 2 and one line naming the
     flag (`tf1_awd_sparse.base._cli`); so does a stage key's flag.
     """
     _refuse_stage_flags(sys.argv[1:] if argv is None else argv)
     p = _cli.ArgumentParser(
-        prog="awd-lm train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog=prog, description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["awd", "plain", "both"], default=None,
                    help="model(s) to train (default awd; with --resume the "
                    "models --out holds; compress: its one trained model)")
-    p.add_argument("--preset", choices=sorted(presets.PRESETS),
+    p.add_argument("--preset", choices=sorted(PRESETS),
                    default=None, help="hyper-parameter set (default demo; "
                    "with --resume the run's)")
     p.add_argument("--data-dir", help="PTB-layout corpus directory; default: "
@@ -216,14 +226,14 @@ def parse_args(argv=None):
                        help="--quant: fine-tuning learning rate (default "
                        "--lr / 4)")
     checks = {"threads": check_nonnegative_int,
-              "sparsity_weight": presets.CHECKS["sparsity_weight"],
-              "quant_lr": presets.CHECKS["quant_lr"]}
-    for key in sorted(config_params.USER_KEYS):
+              "sparsity_weight": CHECKS["sparsity_weight"],
+              "quant_lr": CHECKS["quant_lr"]}
+    for key in sorted(USER_KEYS):
         if key in EXPLICIT:
             continue  # the options above
         # Read as text; converted and checked below, so that a bad value
         # is reported with the flag's name and the parameter's range.
-        kind = presets.text_type(key)
+        kind = text_type(key)
         group.add_argument("--" + key.replace("_", "-"), dest=key,
                            default=None, metavar=kind.__name__.upper(),
                            help=HELP.get(key, key))
@@ -231,9 +241,52 @@ def parse_args(argv=None):
     return p.check_flags(p.parse_args(argv), checks)
 
 
-def main(argv=None, compress_only=False):
+def explicit_parameters(args):
+    """{key: value} of the parameter flags given (of `params.USER_KEYS`):
+    what the run's plan checks against a recorded run."""
+    return {k: getattr(args, k) for k in USER_KEYS
+            if getattr(args, k) is not None}
+
+
+def run_and_report(plan, args):
+    """Runs a planned command (`pipeline.run_plan`): prints the corpus,
+    the training tables and the results table, writes --out's summary.json
+    and valid_ppl.png (`pipeline.write_results`). ``awd-lm train`` and
+    ``awd-lm compress`` end with it.
+
+    Args:
+      plan: `pipeline.Plan` (`pipeline.plan_run`).
+      args: the parsed flags (`parse_args`): --out, --threads,
+        --no-progress are read.
+
+    Returns:
+      0; training that diverges exits 1, an unreadable checkpoint or run
+      state or an --out that cannot be written exits 2, each with one
+      line.
+    """
+    print(plan.description)
+    start = time.time()
+    try:
+        summaries = run_plan(
+            plan, log=print, threads=args.threads,
+            # The shared display: a bar on a terminal, plain lines.
+            progress=None if args.no_progress else _progress.bar)
+    except TrainingDiverged as e:
+        _cli.fail(e, status=1)   # not bad input: status 1
+    except (ValueError, OSError) as e:
+        # --resume with changed parameters, an unreadable checkpoint or
+        # run state, an --out that cannot be written.
+        _cli.fail(e)
+    merged, lines = results(plan, summaries)
+    print("\n" + "\n".join(lines))
+    print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
+    write_results(plan, merged, lines, log=print)
+    return 0
+
+
+def main(argv=None):
     """Trains the chosen models and prints the results table
-    (`pipeline.plan_run`, `pipeline.run_pipeline`).
+    (`pipeline.plan_run`, then `run_and_report`).
 
     With --resume the run in --out is read back (`awd_lm.config.
     runrecord`): each model's recorded parameters, phases and corpus
@@ -243,9 +296,6 @@ def main(argv=None, compress_only=False):
 
     Args:
       argv: the flags (default ``sys.argv[1:]``).
-      compress_only: ``awd-lm compress``: no float model is trained (each
-        must have finished; its summary is read, its files untouched) and
-        --max-epochs / --quant-epochs may not change either.
 
     Returns:
       0; bad input (a flag, the corpus, an unreadable checkpoint or run
@@ -257,34 +307,15 @@ def main(argv=None, compress_only=False):
     """
     args = parse_args(argv)
     _compat.graph_mode_program()   # TF 2.x: the v1 graph mode it trains in
-    explicit = {k: getattr(args, k) for k in config_params.USER_KEYS
-                if getattr(args, k) is not None}
     try:
-        plan = pipeline.plan_run(
-            args.out, explicit, model=args.model, preset=args.preset,
-            data_dir=args.data_dir, resume=args.resume,
+        plan = plan_run(
+            args.out, explicit_parameters(args), model=args.model,
+            preset=args.preset, data_dir=args.data_dir, resume=args.resume,
             overwrite=args.overwrite, compress_out=args.compress_out,
-            compress_only=compress_only, flag=pipeline.flag_name)
+            flag=flag_name)
     except ValueError as e:  # data.DataError, modeldir.ConfigError included
         _cli.fail(e)
-    print(plan.description)
-    start = time.time()
-    try:
-        summaries = pipeline.run_pipeline(
-            plan, log=print, threads=args.threads,
-            # The shared display: a bar on a terminal, plain lines.
-            progress=None if args.no_progress else _progress.bar)
-    except train.TrainingDiverged as e:
-        _cli.fail(e, status=1)   # not bad input: status 1
-    except (ValueError, OSError) as e:
-        # --resume with changed parameters, an unreadable checkpoint or
-        # run state, an --out that cannot be written.
-        _cli.fail(e)
-    merged, lines = pipeline.results(plan, summaries)
-    print("\n" + "\n".join(lines))
-    print("total %.0f s; outputs in %s" % (time.time() - start, args.out))
-    pipeline.write_results(plan, merged, lines, log=print)
-    return 0
+    return run_and_report(plan, args)
 
 
 if __name__ == "__main__":

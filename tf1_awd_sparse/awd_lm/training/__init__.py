@@ -1,5 +1,37 @@
-"""The training floor: the training loop (train), its records and plots
-(records), and the compression pipeline (compress).
+"""The training floor: the training loop, a command's run of it, and the
+compression pipeline.
+
+The loop (`train.run`, `train.Trainer`) and its parts:
+
+  train        -- `run` and `Trainer`: a model trained epoch by epoch,
+                  its best checkpoint scored; `check_run_dir`.
+  train_graph  -- the training graph and its copies reseeded per epoch.
+  epochs       -- an epoch of truncated BPTT, a split's evaluation,
+                  `TrainingDiverged`.
+  runstate     -- the loop's state (state.json), the stopping rule, what
+                  a resumed run reads back.
+  selection    -- which epoch is the best.
+  controller   -- the sparsity controller of a VD / L0 ramp.
+  rundir       -- `RunDir`: every path of an ``awd-lm train --out`` tree,
+                  and the atomic JSON writes.
+  records      -- the loop's records, the training and results tables,
+                  the plots.
+
+A command's run and the compression pipeline:
+
+  pipeline           -- `plan_run` decides a command's run (models,
+                        parameters, resume, corpus), `run_plan` runs it
+                        (float, quantization-aware, compression), `results`
+                        and `write_results` make --out's table and files.
+  compress           -- the compression pipeline's entry (`run_pipeline`)
+                        and its stages described.
+  compress_pipeline  -- its sequencing, resume and summary.json.
+  compress_stages    -- each stage's parameters.
+  compress_cuts      -- the exact cuts and the pruned model (numpy, on
+                        checkpoints).
+  compress_rows      -- its rows and table.
+  compress_tflite    -- the TFLite export and scoring of its last stages.
+  compress_plot      -- its validation curves.
 
 Floors of awd_lm, bottom up: corpus, config, graph, inference, training,
 distributed, then the programs (programs/ and awd_lm's top-level modules);
@@ -11,9 +43,13 @@ from tf1_awd_sparse.base import names as _names
 __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.awd_lm.training.train": [
         "run", "Trainer", "TrainingDiverged", "RunDirError", "check_run_dir"],
+    "tf1_awd_sparse.awd_lm.training.rundir": ["RunDir"],
     "tf1_awd_sparse.awd_lm.training.records": [
         "TableLog", "results_table", "merge_summaries", "plot_curves",
         "plot_sparsity"],
+    "tf1_awd_sparse.awd_lm.training.pipeline": [
+        "plan_run", "run_plan", "results", "write_results", "check_out",
+        "flag_name"],
     "tf1_awd_sparse.awd_lm.training.compress": [
         "run_pipeline", "format_table"],
 })

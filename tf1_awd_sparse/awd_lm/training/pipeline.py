@@ -5,7 +5,7 @@ and ``awd-lm compress`` are this module's command line).
 `plan_run` decides everything before anything is trained or written: the
 models, their checked parameters and phases, what a recorded run
 (``--resume``, `awd_lm.config.runrecord`) fixes, the corpus and the
-summaries already in ``--out``. `run_pipeline` then runs each model's
+summaries already in ``--out``. `run_plan` then runs each model's
 phases (`train.run`, `compress.run_pipeline`) and returns their
 summaries; `results` and `write_results` make ``--out``'s results table,
 summary.json and valid_ppl.png.
@@ -25,7 +25,7 @@ from tf1_awd_sparse.awd_lm.training import compress, records, train
 from tf1_awd_sparse.awd_lm.training.rundir import RunDir
 
 __all__ = ["RUN_FILES", "Plan", "flag_name", "check_out", "plan_run",
-           "run_pipeline", "results", "write_results"]
+           "run_plan", "results", "write_results"]
 
 # What marks a directory as holding a run: the training loop's files
 # (`train`) and the compression pipeline's (`compress`).
@@ -300,7 +300,7 @@ def _run_model(plan, index, runs):
     return summaries
 
 
-def run_pipeline(plan, log=print, progress=None, threads=0):
+def run_plan(plan, log=print, progress=None, threads=0):
     """Runs each model of ``plan`` (`plan_run`): its float run (``awd-lm
     compress``: read back), its quantization-aware run with ``quant``,
     then with ``compress`` the compression pipeline (whose table is
