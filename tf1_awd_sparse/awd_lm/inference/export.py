@@ -44,7 +44,8 @@ HIDDEN_NAME = "hidden"
 
 def _unrolled_model(params, batch_size, num_steps, quantized):
     """Builds the evaluation graph; returns (input tensors, output tensors,
-    cells)."""
+    cells). ``params``: a dict or Params (`as_params`)."""
+    params = as_params(params)
     ids = tf.placeholder(tf.int32, [batch_size, num_steps],
                          name=eval_graph.INPUT_NAME)
     with tf.variable_scope("lm"):
