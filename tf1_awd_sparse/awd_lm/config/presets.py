@@ -141,23 +141,27 @@ def split_quant(params):
     at quant_lr (default: lr / 4); the same stopping rule otherwise.
 
     Args:
-      params: dict from `params_for`.
+      params: dict from `params_for` or a `params.Params` (checked; a key
+        not given reads its default).
     Returns:
-      (dict, dict or None).
+      (dict, dict or None): flat dicts, the keys given.
     Raises:
       ValueError: quant_epochs < 1 or quant_lr <= 0 with quant.
     """
-    float_params = {k: v for k, v in params.items()
+    flat = dict(params)
+    # A key not given reads its default, as `params.Params` does.
+    value = dict(DEFAULTS, **flat).__getitem__
+    float_params = {k: v for k, v in flat.items()
                     if k not in QUANT_KEYS + COMPRESS_KEYS}
-    if not params.get("quant"):
+    if not value("quant"):
         return float_params, None
-    epochs = CHECKS["quant_epochs"](params["quant_epochs"], "quant_epochs")
-    lr = (params["lr"] / 4.0 if params.get("quant_lr") is None
-          else params["quant_lr"])
+    epochs = CHECKS["quant_epochs"](value("quant_epochs"), "quant_epochs")
+    lr = (value("lr") / 4.0 if value("quant_lr") is None
+          else value("quant_lr"))
     lr = CHECKS["quant_lr"](lr, "quant_lr")
     # The compression settings are not the model's: the same quantized
     # model whatever a pipeline around it does (resume compares params).
-    quant = {k: v for k, v in params.items() if k not in COMPRESS_KEYS}
+    quant = {k: v for k, v in flat.items() if k not in COMPRESS_KEYS}
     quant.update(max_epochs=epochs, lr=lr, quant_lr=lr)
     return float_params, quant
 

@@ -26,7 +26,7 @@ from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import STAGE_KEYS, as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import model
 
@@ -52,8 +52,6 @@ def parse_hparams(text):
         (`params.STAGE_KEYS`, set by the pipeline) or invalid value (names it,
         e.g. ``--hparams variable_bptt must be true or false, got 'of'``).
     """
-    # Here, not at the top: the import block is being changed elsewhere.
-    from tf1_awd_sparse.awd_lm.config.params import STAGE_KEYS
     out = {}
     for item in filter(None, (t.strip() for t in (text or "").split(","))):
         key, sep, value = item.partition("=")

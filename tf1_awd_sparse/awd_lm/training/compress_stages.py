@@ -73,7 +73,7 @@ def finetune_base(float_params, epochs, optimizer="sgd"):
 
 
 def compressed_dropout(params, float_params):
-    """``params`` with every rate of `DROPOUT_KEYS` it holds times the
+    """``params`` with every rate of `DROPOUT_KEYS` times the
     float model's ``finetune_dropout_scale`` (default 0.5): a model with a
     twentieth of its weights underfits under the float model's rates
     (ptb-small at 95 %: training perplexity with dropout above
@@ -85,8 +85,7 @@ def compressed_dropout(params, float_params):
     scale = float(as_params(float_params).compression.finetune_dropout_scale)
     rates = params.regularization
     return params.replace(**dict(
-        (key, getattr(rates, key) * scale) for key in DROPOUT_KEYS
-        if key in params))
+        (key, getattr(rates, key) * scale) for key in DROPOUT_KEYS))
 
 
 def settled_optimizer(float_params):

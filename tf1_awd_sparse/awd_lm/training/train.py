@@ -54,10 +54,14 @@ from tf1_awd_sparse.awd_lm.training.runstate import (
     fresh_state, stop_reason, read_state)
 
 __all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
-           "perplexity", "diverged", "TrainingDiverged", "window", "evaluate",
-           "train_epoch", "fresh_state", "stop_reason",
+           "perplexity", "ppl", "diverged", "TrainingDiverged", "window",
+           "evaluate", "train_epoch", "fresh_state", "stop_reason",
            "best_checkpoint", "CheckpointError", "RunDirError", "RUN_FILES",
            "check_run_dir", "Trainer", "run"]
+
+#: The former name of `perplexity` (0.3.0's ``train.ppl``, which capped the
+#: loss at 700 where `perplexity` is inf above `DIVERGED_LOSS`).
+ppl = perplexity
 
 def _scalars(writer, step, **values):
     writer.add_summary(tf.Summary(value=[
