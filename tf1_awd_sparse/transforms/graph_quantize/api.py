@@ -15,6 +15,7 @@ from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.transforms.graph_quantize import (
     fold_batch_norm, insert, patterns)
+from tf1_awd_sparse.transforms.graph_quantize.report import RewriteReport
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
     is_fake_quant, op_scope, reroute)
 
@@ -89,25 +90,29 @@ def _quantize_layer(layer, settings):
                                    "post_activation_bypass_quant", settings)
 
 
-def _rewrite(input_graph, settings, scope):
+def _rewrite(input_graph, settings, scope, report):
     graph = _checks.check_graph(input_graph, "input_graph")
     if scope is not None and not isinstance(scope, str):
         raise ValueError("scope must be a name scope (str) or None, got %r"
                          % (scope,))
+    report = _checks.check_bool(report, "report")
     _check_rewritable(graph, settings.training)
+    record = settings.report = RewriteReport(graph, settings.training)
     with graph.as_default():
-        layers = patterns.find_layers(graph, scope)
+        layers = patterns.find_layers(graph, scope, record)
         for layer in layers:
             _quantize_layer(layer, settings)
         graph.add_to_collection(REWRITTEN_COLLECTION, "training"
                                 if settings.training else "eval")
-    return graph
+    record.log()
+    return record if report else graph
 
 
 def experimental_create_training_graph(input_graph=None, weight_bits=8,
                                        activation_bits=8, symmetric=False,
                                        quant_delay=0, freeze_bn_delay=None,
-                                       scope=None, per_channel=False):
+                                       scope=None, per_channel=False,
+                                       report=False):
     """Rewrites a built training graph in place for quantization-aware
     training: batch norms folded into the layers before them, a FakeQuant
     on each layer's weights and on its activation (and around residual
@@ -135,9 +140,14 @@ def experimental_create_training_graph(input_graph=None, weight_bits=8,
         TF 1.x's TOCO makes no working int8 file). Other layers' weights
         keep one range, symmetric (int8 wants zero points at 0; 2.15's
         converter rejects a per-channel MatMul).
+      report: beyond contrib: return a :class:`report.RewriteReport`
+        (what was quantized, what was left float and why) instead of the
+        graph. Either way its summary line is logged to the
+        ``tf1_awd_sparse.quantization`` logger, as a warning when a layer
+        op was left float.
 
     Returns:
-      the rewritten graph.
+      the rewritten graph, or its report with ``report=True``.
 
     Raises:
       GraphRewriteError (a ValueError): the graph holds training ops or was
@@ -146,13 +156,13 @@ def experimental_create_training_graph(input_graph=None, weight_bits=8,
     """
     settings = insert.Settings(True, weight_bits, activation_bits, symmetric,
                                quant_delay, freeze_bn_delay, per_channel)
-    return _rewrite(input_graph, settings, scope)
+    return _rewrite(input_graph, settings, scope, report)
 
 
 def experimental_create_eval_graph(input_graph=None, weight_bits=8,
                                    activation_bits=8, symmetric=False,
                                    quant_delay=None, scope=None,
-                                   per_channel=False):
+                                   per_channel=False, report=False):
     """Rewrites a built evaluation graph (batch norms in inference mode) in
     place with the training rewrite's FakeQuant ops, reading the ranges it
     learned (restore them after this call), batch norms folded with their
@@ -163,7 +173,7 @@ def experimental_create_eval_graph(input_graph=None, weight_bits=8,
       rewrite's).
 
     Returns:
-      the rewritten graph.
+      the rewritten graph, or its report with ``report=True``.
 
     Raises:
       GraphRewriteError (a ValueError): the graph was rewritten before.
@@ -171,7 +181,7 @@ def experimental_create_eval_graph(input_graph=None, weight_bits=8,
     """
     settings = insert.Settings(False, weight_bits, activation_bits, symmetric,
                                quant_delay, per_channel=per_channel)
-    return _rewrite(input_graph, settings, scope)
+    return _rewrite(input_graph, settings, scope, report)
 
 
 def create_training_graph(input_graph=None, quant_delay=0):

@@ -63,6 +63,13 @@ class Settings(object):
             freeze_bn_delay, "freeze_bn_delay", allow_none=True)
         self.per_channel = _checks.check_bool(per_channel, "per_channel")
         self._reached = {}
+        #: None, or the :class:`report.RewriteReport` the inserts record in.
+        self.report = None
+
+    def record(self, tensor, kind, scope):
+        """Records a FakeQuant inserted on ``tensor`` in the report."""
+        if self.report is not None:
+            self.report.add_quantized(tensor, kind, scope)
 
     def reached(self, delay):
         """A scalar bool tensor, ``global_step >= delay`` (one op per
@@ -145,7 +152,8 @@ def quantize_weight(tensor, scope, settings, per_channel=False):
     """
     bits = settings.weight_bits
     channels = dimension_value(tensor.shape[-1]) if per_channel else None
-    with tf.name_scope(_scope(scope + "weights_quant")):
+    with tf.name_scope(_scope(scope + "weights_quant")) as name:
+        settings.record(tensor, "weights_quant", name)
         low_var = _variable("min", -6.0, channels)
         high_var = _variable("max", 6.0, channels)
         if settings.training:
@@ -192,7 +200,8 @@ def quantize_activation(tensor, scope, kind, settings, readers=None):
     """
     readers = list(tensor.consumers() if readers is None else readers)
     bits = settings.activation_bits
-    with tf.name_scope(_scope(scope + kind)):
+    with tf.name_scope(_scope(scope + kind)) as name:
+        settings.record(tensor, kind, name)
         low_var, high_var = _variable("min", 0.0), _variable("max", 6.0)
         if settings.training:
             steps = _variable("ema_steps", 0.0)

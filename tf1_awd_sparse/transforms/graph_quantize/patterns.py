@@ -120,24 +120,35 @@ def _match(op):
     return layer
 
 
-def find_layers(graph, scope=None):
+def find_layers(graph, scope=None, report=None):
     """Every layer of ``graph`` the rewrite changes, in graph order.
 
     Args:
       graph: a ``tf.Graph``.
       scope: None, or a name scope: only layer ops whose name starts with
         it are taken.
+      report: None, or a :class:`report.RewriteReport` that records each
+        layer op left float and why.
 
     Returns:
       list of :class:`Layer`.
     """
     layers = []
     for op in graph.get_operations():
-        if op.type not in LAYER_TYPES or _in_control_flow(op):
+        if op.type not in LAYER_TYPES:
             continue
         if scope and not op.name.startswith(scope):
             continue
-        if weight_source(op.inputs[1]) != "variable":
+        source = weight_source(op.inputs[1])
+        if source == "quantized":
+            continue  # quantized already (e.g. a cell with is_quant=True)
+        if _in_control_flow(op):
+            if report is not None:
+                report.add_left_float(op, "inside a TF1 while loop or cond")
+            continue
+        if source != "variable":
+            if report is not None:
+                report.add_left_float(op, "weights not read from a variable")
             continue
         layers.append(_match(op))
     return layers

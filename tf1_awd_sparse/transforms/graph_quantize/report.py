@@ -1,0 +1,84 @@
+"""What one quantization rewrite did: the tensors it quantized and the
+compute ops it left in float, each with the reason, so that nothing is
+left float silently.
+
+The rewrite fills a :class:`RewriteReport` as it goes; ``create_*_graph``
+log its one-line summary (a warning when a layer op was left float) and
+return it with ``report=True``.
+"""
+import collections
+import logging
+
+__all__ = ["LOGGER_NAME", "Quantized", "LeftFloat", "RewriteReport"]
+
+#: The logger the rewrite's summary line goes to.
+LOGGER_NAME = "tf1_awd_sparse.quantization"
+
+#: A tensor the rewrite quantized: its name, the kind of FakeQuant
+#: (``'weights_quant'``, ``'act_quant'``, ...) and the scope of its range
+#: variables.
+Quantized = collections.namedtuple("Quantized", ["tensor", "kind", "scope"])
+
+#: An op the rewrite left in float: its name, type and why.
+LeftFloat = collections.namedtuple("LeftFloat", ["op", "type", "reason"])
+
+
+class RewriteReport(object):
+    """The record of one ``create_training_graph`` / ``create_eval_graph``.
+
+    Attributes:
+      graph: the rewritten ``tf.Graph``.
+      training: bool, the training (True) or eval (False) rewrite.
+      quantized: list of :data:`Quantized`, in the order inserted.
+      left_float: list of :data:`LeftFloat`: every ``Conv2D``,
+        ``DepthwiseConv2dNative`` and ``MatMul`` (and other compute op the
+        rewrite reasons about) that it did not quantize.
+    """
+
+    def __init__(self, graph, training):
+        self.graph = graph
+        self.training = training
+        self.quantized = []
+        self.left_float = []
+
+    def add_quantized(self, tensor, kind, scope):
+        """Records a FakeQuant inserted on ``tensor`` (a ``tf.Tensor`` or
+        its name) in the range scope ``scope``."""
+        name = getattr(tensor, "name", tensor)
+        self.quantized.append(Quantized(name, kind, scope))
+
+    def add_left_float(self, op, reason):
+        """Records that ``op`` (a ``tf.Operation``) stays float, and why
+        (a short clause: ``'inside a control flow v2 While function'``)."""
+        self.left_float.append(LeftFloat(op.name, op.type, reason))
+
+    def summary(self):
+        """One line: how many tensors were quantized and which ops were
+        left float, grouped by reason."""
+        kind = "training" if self.training else "eval"
+        line = "create_%s_graph: %d tensors quantized" % (
+            kind, len(self.quantized))
+        if not self.left_float:
+            return line + ", no layer op left float"
+        by_reason = collections.OrderedDict()
+        for entry in self.left_float:
+            by_reason.setdefault(entry.reason, []).append(entry.op)
+        parts = []
+        for reason, ops in by_reason.items():
+            shown = ", ".join(ops[:3]) + (", ..." if len(ops) > 3 else "")
+            parts.append("%d %s (%s)" % (len(ops), reason, shown))
+        return line + "; left float: " + "; ".join(parts)
+
+    def log(self):
+        """Logs :meth:`summary` to :data:`LOGGER_NAME`: a warning when an op
+        was left float, else at INFO."""
+        level = logging.WARNING if self.left_float else logging.INFO
+        logging.getLogger(LOGGER_NAME).log(level, "%s", self.summary())
+
+    def __str__(self):
+        lines = [self.summary()]
+        lines += ["  quantized  %-22s %s" % (q.kind, q.tensor)
+                  for q in self.quantized]
+        lines += ["  float      %-22s %s: %s" % (f.type, f.op, f.reason)
+                  for f in self.left_float]
+        return "\n".join(lines)
