@@ -85,6 +85,19 @@ def _build(model, training=True, momentum=0.99):
         y = tf.layers.dense(tf.layers.flatten(x), 5, name="d1")
     elif model == "residual":
         y = _residual(x)
+    elif model == "arithmetic":                  # contrib's Add / Mul rule
+        y = tf.layers.conv2d(x, 4, 3, activation=tf.nn.relu6, name="c1")
+        y = y * 2.0 + y * 3.0                    # each output quantized
+        y = tf.nn.relu(y * 0.5) + y              # not the Mul: a Relu reads it
+    elif model == "bn_identity":                 # conv, Identity, batch norm
+        h = tf.identity(tf.layers.conv2d(x, 4, 3, use_bias=False, name="c1"))
+        h = tf.layers.batch_normalization(h, fused=True, training=training,
+                                          momentum=momentum, name="bn")
+        y = tf.identity(h)
+    elif model == "shared":                      # one kernel, two layers
+        layer = tf.make_template("fc", lambda t: tf.layers.dense(
+            t, 3, activation=tf.nn.relu))
+        y = layer(layer(tf.reshape(x, [-1, 3])))
     elif model == "two_scopes":
         y = tf.layers.conv2d(x, 4, 3, activation=tf.nn.relu, name="keep/c1")
         y = tf.layers.conv2d(y, 4, 3, activation=tf.nn.relu, name="skip/c2")
@@ -101,6 +114,9 @@ CASES = {
     "matmul_bn_relu6": ("matmul_bn", {}),
     "matmul_bias_no_activation": ("dense", {}),
     "residual_adds": ("residual", {}),
+    "add_mul_after_quantized": ("arithmetic", {}),
+    "bn_behind_identity": ("bn_identity", {}),
+    "shared_weights": ("shared", {}),
     "scope": ("two_scopes", {"scope": "keep"}),
     "freeze_bn_delay": ("bn_fused", {"freeze_bn_delay": 2}),
     "quant_delay": ("conv_relu6", {"quant_delay": 2}),
@@ -284,6 +300,23 @@ def test_what_is_quantized(ours):
     assert [n for n, _, _, _ in inputs("residual_adds")] == [
         "act_quant", "c1/conv_quant", "c1/weights_quant", "c2/act_quant",
         "c2/weights_quant", "post_activation_bypass_quant"]
+    # Contrib's Add / Mul rule: each Add / Mul on quantized activations,
+    # not the Mul that a Relu alone reads (add_1 is the Relu's + y).
+    # (x + y is an Add on TF 1.13, an AddV2 from 1.15 on: named after it.)
+    add = "AddV2" if "AddV2" in str(ours["add_mul_after_quantized"]) else "Add"
+    assert [(n, k) for n, _, _, k in inputs("add_mul_after_quantized")] == [
+        ("add/activation_%s_quant" % add, add),
+        ("add_1/activation_%s_quant" % add, add),
+        ("c1/act_quant", "Relu6"), ("c1/weights_quant", "read"),
+        ("mul/activation_Mul_quant", "Mul"),
+        ("mul_1/activation_Mul_quant", "Mul")]
+    # Folded through the Identity: the weights are the folded ones (Mul).
+    assert inputs("bn_behind_identity") == [
+        ("c1/act_quant", 8, False, "read"),
+        ("c1/weights_quant", 8, True, "Mul")]
+    # One weight FakeQuant (the first layer's) for the shared kernel.
+    assert [n for n, _, _, _ in inputs("shared_weights")] == [
+        "fc/dense/act_quant", "fc/dense/weights_quant", "fc_1/dense/act_quant"]
     assert [n for n, _, _, _ in inputs("scope")] == [
         "keep/c1/act_quant", "keep/c1/weights_quant"]
     assert {(b, n) for _, b, n, _ in inputs("symmetric_4_6_bits")} == {
@@ -457,14 +490,13 @@ def test_rewrite_rules_raise_named_errors():
             with pytest.raises(quantize.GraphRewriteError,
                                match="before the optimizer"):
                 quantize.create_training_graph()
-    with tf.Graph().as_default():
-        _model_with_optimizer()
-        quantize.create_training_graph()
-        for again in (quantize.create_training_graph,
-                      quantize.create_eval_graph):
-            with pytest.raises(quantize.GraphRewriteError,
-                               match="already rewritten"):
-                again()
+    # Rewritten before, then an optimizer: refused too, as by contrib.
+    for module, error in ((quantize, quantize.GraphRewriteError),
+                          (contrib and contrib.quantize, ValueError)):
+        if module:
+            with pytest.raises(error):
+                _rewrite_twice(_call(module, "training"),
+                               _call(module, "training"), True)
     assert issubclass(quantize.GraphRewriteError, tf1_awd_sparse.Error)
     assert issubclass(quantize.GraphRewriteError, ValueError)
     for bad in ({"weight_bits": 9}, {"activation_bits": 1},
@@ -474,6 +506,50 @@ def test_rewrite_rules_raise_named_errors():
             _model_with_optimizer()
             with pytest.raises(ValueError):
                 quantize.experimental_create_training_graph(**bad)
+
+
+def _rewrite_twice(first, second, optimizer):
+    """The op count after ``first`` and after ``second`` on the same
+    graph (with an optimizer between them if ``optimizer``)."""
+    with tf.Graph().as_default() as graph:
+        loss = _model_with_optimizer()
+        first()
+        count = len(graph.get_operations())
+        if optimizer:
+            tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+            count = len(graph.get_operations())
+        second()
+        return count, len(graph.get_operations())
+
+
+_AGAIN = [("training", "training", False), ("training", "eval", False),
+          ("eval", "eval", False), ("eval", "training", False)]
+
+
+def _call(module, kind):
+    return lambda: getattr(module, "create_%s_graph" % kind)()
+
+
+@pytest.mark.parametrize("first,second,optimizer", _AGAIN)
+def test_second_rewrite_is_a_no_op(first, second, optimizer):
+    """As contrib's: a second call changes nothing (no op added); its
+    report says so. (A training call after the optimizer raises, as
+    contrib's does: test_rewrite_rules_raise_named_errors.)"""
+    call = _call
+    before, after = _rewrite_twice(call(quantize, first),
+                                   call(quantize, second), optimizer)
+    assert after == before
+    if contrib is not None:
+        theirs = _rewrite_twice(call(contrib.quantize, first),
+                                call(contrib.quantize, second), optimizer)
+        assert theirs[1] == theirs[0]
+    with tf.Graph().as_default():
+        _model_with_optimizer()
+        getattr(quantize, "create_%s_graph" % first)()
+        report = getattr(quantize, "experimental_create_%s_graph"
+                         % second)(report=True)
+    assert report.previous == first and not report.quantized
+    assert "nothing done, the graph was rewritten before" in str(report)
 
 
 @pytest.mark.parametrize("unrolled", [False, True], ids=["dynamic_rnn",

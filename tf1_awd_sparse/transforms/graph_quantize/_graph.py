@@ -27,19 +27,35 @@ def only_consumer(tensor):
     return consumers[0] if len(consumers) == 1 else None
 
 
+def _read_chain(tensor):
+    """The ops from ``tensor`` back through reads and identities (at most
+    8), ending at the first op that is no read."""
+    op = tensor.op
+    for _ in range(8):
+        yield op
+        if op.type not in _READ_TYPES or not op.inputs:
+            return
+        op = op.inputs[0].op
+
+
 def weight_source(tensor):
     """``"variable"`` when ``tensor`` is a variable's value (through reads
     and identities), ``"quantized"`` when a FakeQuant op is on that way,
     else None."""
-    op = tensor.op
-    for _ in range(8):
+    for op in _read_chain(tensor):
         if is_fake_quant(op):
             return "quantized"
         if op.type in _VARIABLE_TYPES:
             return "variable"
-        if op.type not in _READ_TYPES or not op.inputs:
-            return None
-        op = op.inputs[0].op
+    return None
+
+
+def variable_op(tensor):
+    """The variable op whose value ``tensor`` is (through reads and
+    identities), or None."""
+    for op in _read_chain(tensor):
+        if op.type in _VARIABLE_TYPES:
+            return op
     return None
 
 

@@ -29,9 +29,10 @@ REWRITTEN_COLLECTION = "tf1_awd_sparse_quantize_rewrite"
 
 
 class GraphRewriteError(ValueError, Error):
-    """The quantization rewrite was called on a graph it must not change:
-    one that already holds training ops (optimizer updates or gradients:
-    they would not see the FakeQuant ops), or one already rewritten."""
+    """The training rewrite was called on a graph that already holds
+    training ops (optimizer updates or gradients: they would not see the
+    FakeQuant ops), as contrib refuses it. (A second rewrite of a graph is
+    no error: as contrib's, it changes nothing.)"""
 
 
 def _in_gradients(op):
@@ -42,11 +43,6 @@ def _in_gradients(op):
 
 
 def _check_rewritable(graph, training):
-    done = graph.get_collection(REWRITTEN_COLLECTION)
-    if done:
-        raise GraphRewriteError(
-            "this graph was already rewritten for quantization (%s graph): "
-            "rewrite a graph once, training or eval" % done[0])
     if not training:
         return
     for op in graph.get_operations():
@@ -62,6 +58,51 @@ def _check_rewritable(graph, training):
 
 def _already_quantized(tensor):
     return any(is_fake_quant(op) for op in tensor.consumers())
+
+
+# contrib's rule for the outputs of arithmetic on quantized tensors: the
+# ops whose output gets a FakeQuant, the ops looked through to find a
+# quantized input, and the activations that make the FakeQuant needless.
+_ARITHMETIC_TYPES = ("Add", "AddV2", "Mul")
+_PASS_THROUGH_TYPES = ("Reshape", "Identity", "BatchToSpaceND",
+                       "SpaceToBatchND", "MaxPool", "Max")
+_RELU_TYPES = ("Relu", "Relu6")
+
+
+def _reads_quantized(op):
+    """Whether an Add / AddV2 / Mul ``op`` needs a FakeQuant on its output
+    (contrib's rule): it is not quantized already nor read by a Relu /
+    Relu6 alone, and one of its inputs, looked at through pass-through ops,
+    is quantized (a FakeQuant or a quant-delay Merge) or is such an Add /
+    Mul whose own inputs qualify."""
+    if op.type not in _ARITHMETIC_TYPES or _already_quantized(op.outputs[0]):
+        return False
+    readers = op.outputs[0].consumers()
+    if len(readers) == 1 and readers[0].type in _RELU_TYPES:
+        return False
+    for tensor in op.inputs:
+        source = tensor.op
+        while source.type in _PASS_THROUGH_TYPES and source.inputs:
+            source = source.inputs[0].op
+        if is_fake_quant(source) or source.name.endswith("delayed_quant/Merge"):
+            return True
+        if source.type in _ARITHMETIC_TYPES and any(
+                _reads_quantized(t.op) for t in source.inputs):
+            return True
+    return False
+
+
+def _quantize_arithmetic(graph, settings, scope):
+    """A FakeQuant after each Add / AddV2 / Mul that computes on quantized
+    activations (``<op>/activation_<type>_quant``, as contrib names it),
+    in graph order, so that an op reading one quantized here qualifies."""
+    for op in graph.get_operations():
+        if scope and not op.name.startswith(scope):
+            continue
+        if patterns.in_control_flow(op) or not _reads_quantized(op):
+            continue
+        insert.quantize_activation(op.outputs[0], op.name + "/",
+                                   "activation_%s_quant" % op.type, settings)
 
 
 def _quantize_layer(layer, settings):
@@ -96,14 +137,23 @@ def _rewrite(input_graph, settings, scope, report):
         raise ValueError("scope must be a name scope (str) or None, got %r"
                          % (scope,))
     report = _checks.check_bool(report, "report")
-    _check_rewritable(graph, settings.training)
     record = settings.report = RewriteReport(graph, settings.training)
-    with graph.as_default():
-        layers = patterns.find_layers(graph, scope, record)
-        for layer in layers:
-            _quantize_layer(layer, settings)
-        graph.add_to_collection(REWRITTEN_COLLECTION, "training"
-                                if settings.training else "eval")
+    # As contrib's: a training rewrite refuses a graph with training ops
+    # (their gradients would miss the FakeQuants) even if rewritten before;
+    # otherwise a second call changes nothing (code written for contrib
+    # calls it again, e.g. once per tower).
+    _check_rewritable(graph, settings.training)
+    done = graph.get_collection(REWRITTEN_COLLECTION)
+    if done:
+        record.previous = done[0]
+    else:
+        with graph.as_default():
+            layers = patterns.find_layers(graph, scope, record)
+            for layer in layers:
+                _quantize_layer(layer, settings)
+            _quantize_arithmetic(graph, settings, scope)
+            graph.add_to_collection(REWRITTEN_COLLECTION, "training"
+                                    if settings.training else "eval")
     record.log()
     return record if report else graph
 
@@ -184,22 +234,25 @@ def experimental_create_eval_graph(input_graph=None, weight_bits=8,
     return _rewrite(input_graph, settings, scope, report)
 
 
-def create_training_graph(input_graph=None, quant_delay=0):
+def create_training_graph(input_graph=None, quant_delay=0, report=False):
     """:func:`experimental_create_training_graph` with 8-bit weights and
-    activations, asymmetric ranges, no batch norm freezing and no scope.
+    activations, asymmetric ranges, no batch norm freezing and no scope
+    (``report``: as there).
 
     Raises:
       GraphRewriteError, ValueError: as there.
     """
     return experimental_create_training_graph(input_graph,
-                                              quant_delay=quant_delay)
+                                              quant_delay=quant_delay,
+                                              report=report)
 
 
-def create_eval_graph(input_graph=None):
+def create_eval_graph(input_graph=None, report=False):
     """:func:`experimental_create_eval_graph` with its defaults (8 bits,
-    asymmetric): for a graph trained with :func:`create_training_graph`.
+    asymmetric): for a graph trained with :func:`create_training_graph`
+    (``report``: as there).
 
     Raises:
       GraphRewriteError, ValueError: as there.
     """
-    return experimental_create_eval_graph(input_graph)
+    return experimental_create_eval_graph(input_graph, report=report)

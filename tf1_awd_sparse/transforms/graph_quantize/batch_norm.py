@@ -165,6 +165,14 @@ def match(out):
       a :class:`BatchNorm`, or None.
     """
     reader = only_consumer(out)
+    # contrib folds through Identity ops between the layer and a fused batch
+    # norm (conv -> Identity -> FusedBatchNorm, as some model code builds).
+    through = reader
+    while through is not None and through.type == "Identity":
+        through = only_consumer(through.outputs[0])
+    if through is not reader and through is not None and (
+            through.type in _FUSED_TYPES):
+        return _fused(through)
     if reader is not None and reader.type in _FUSED_TYPES:
         return _fused(reader)
     if reader is not None and reader.type == "Reshape":

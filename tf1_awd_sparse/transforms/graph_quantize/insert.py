@@ -23,7 +23,8 @@ import numpy as np
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.base import checks as _checks
-from tf1_awd_sparse.transforms.graph_quantize._graph import reroute
+from tf1_awd_sparse.transforms.graph_quantize._graph import (
+    reroute, variable_op)
 
 __all__ = ["EMA_DECAY", "Settings", "quantize_weight", "quantize_activation"]
 
@@ -63,6 +64,8 @@ class Settings(object):
             freeze_bn_delay, "freeze_bn_delay", allow_none=True)
         self.per_channel = _checks.check_bool(per_channel, "per_channel")
         self._reached = {}
+        #: The weight FakeQuants made, by variable: one per weight.
+        self.weight_quants = {}
         #: None, or the :class:`report.RewriteReport` the inserts record in.
         self.report = None
 
@@ -138,7 +141,10 @@ def _scope(name):
 
 
 def quantize_weight(tensor, scope, settings, per_channel=False):
-    """The weight FakeQuant of ``tensor`` (narrow range, weight_bits).
+    """The weight FakeQuant of ``tensor`` (narrow range, weight_bits): one
+    per variable, as contrib makes it: a second layer reading the same
+    variable gets the first one's FakeQuant (and range variables, in the
+    first layer's scope).
 
     Args:
       tensor: float32 weights.
@@ -150,6 +156,16 @@ def quantize_weight(tensor, scope, settings, per_channel=False):
     Returns:
       the quantized tensor (the caller rewires the layer op to it).
     """
+    # The variable makes two weight tensors one weight (tf.make_template, a
+    # variable read by two layers); a computed weight (folded) is its own.
+    key = (variable_op(tensor) or tensor, per_channel)
+    if key not in settings.weight_quants:
+        settings.weight_quants[key] = _new_weight_quant(
+            tensor, scope, settings, per_channel)
+    return settings.weight_quants[key]
+
+
+def _new_weight_quant(tensor, scope, settings, per_channel):
     bits = settings.weight_bits
     channels = dimension_value(tensor.shape[-1]) if per_channel else None
     with tf.name_scope(_scope(scope + "weights_quant")) as name:

@@ -16,7 +16,8 @@ from tf1_awd_sparse.transforms.graph_quantize import batch_norm
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
     only_consumer, op_scope, weight_source)
 
-__all__ = ["LAYER_TYPES", "ACTIVATION_TYPES", "Layer", "find_layers"]
+__all__ = ["LAYER_TYPES", "ACTIVATION_TYPES", "Layer", "in_control_flow",
+           "find_layers"]
 
 LAYER_TYPES = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
 ACTIVATION_TYPES = ("Relu", "Relu6", "Identity")
@@ -75,11 +76,28 @@ class Layer(object):
         return self.output()
 
 
-def _in_control_flow(op):
+def in_control_flow(op):
     """Whether ``op`` is in a TF1 while loop or cond branch (where the
     rewrite could create no variable, nor read the global step)."""
     # pylint: disable=protected-access
     return op._get_control_flow_context() is not None
+
+
+# Ops whose computation is a function body the rewrite does not enter:
+# control flow v2 (TF 2.x's default, also for tf.nn.dynamic_rnn) and
+# function calls (tf.function, Defun).
+_FUNCTION_TYPES = ("While", "StatelessWhile", "If", "StatelessIf", "Case",
+                   "StatelessCase", "PartitionedCall", "StatefulPartitionedCall")
+_FUNCTION_REASON = (
+    "a function body (control flow v2 or a function call): its ops are not "
+    "rewritten (for TF1 loops, call tf.compat.v1.disable_control_flow_v2() "
+    "or disable_v2_behavior() before building)")
+
+
+def _is_function_call(op):
+    """Whether ``op`` runs a function body (control flow v2, a call)."""
+    # pylint: disable=protected-access
+    return op.type in _FUNCTION_TYPES or op.graph._is_function(op.type)
 
 
 def _is_residual_add(op, tensor):
@@ -135,14 +153,16 @@ def find_layers(graph, scope=None, report=None):
     """
     layers = []
     for op in graph.get_operations():
-        if op.type not in LAYER_TYPES:
-            continue
         if scope and not op.name.startswith(scope):
+            continue
+        if report is not None and _is_function_call(op):
+            report.add_left_float(op, _FUNCTION_REASON)
+        if op.type not in LAYER_TYPES:
             continue
         source = weight_source(op.inputs[1])
         if source == "quantized":
             continue  # quantized already (e.g. a cell with is_quant=True)
-        if _in_control_flow(op):
+        if in_control_flow(op):
             if report is not None:
                 report.add_left_float(op, "inside a TF1 while loop or cond")
             continue

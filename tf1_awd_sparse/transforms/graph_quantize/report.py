@@ -40,6 +40,9 @@ class RewriteReport(object):
         self.training = training
         self.quantized = []
         self.left_float = []
+        #: None, or ``'training'`` / ``'eval'``: the graph had been
+        #: rewritten so before, and this call changed nothing (as contrib's).
+        self.previous = None
 
     def add_quantized(self, tensor, kind, scope):
         """Records a FakeQuant inserted on ``tensor`` (a ``tf.Tensor`` or
@@ -52,10 +55,18 @@ class RewriteReport(object):
         (a short clause: ``'inside a control flow v2 While function'``)."""
         self.left_float.append(LeftFloat(op.name, op.type, reason))
 
+    def float_ops(self, reason_part=""):
+        """The names of the ops left float whose reason contains
+        ``reason_part`` (all of them by default)."""
+        return [f.op for f in self.left_float if reason_part in f.reason]
+
     def summary(self):
         """One line: how many tensors were quantized and which ops were
         left float, grouped by reason."""
         kind = "training" if self.training else "eval"
+        if self.previous is not None:
+            return ("create_%s_graph: nothing done, the graph was rewritten "
+                    "before (%s)" % (kind, self.previous))
         line = "create_%s_graph: %d tensors quantized" % (
             kind, len(self.quantized))
         if not self.left_float:
