@@ -4,8 +4,9 @@ private methods: public TensorFlow has no way to change a built op)."""
 
 __all__ = []
 
-# What stands between a variable and the op that uses its value.
-_READ_TYPES = ("Identity", "ReadVariableOp")
+# What stands between a variable and the op that uses its value (Enter:
+# a TF1 while loop's entry of a value read outside it).
+_READ_TYPES = ("Identity", "ReadVariableOp", "Enter")
 _VARIABLE_TYPES = ("VariableV2", "Variable", "VarHandleOp")
 
 

@@ -14,7 +14,7 @@ import re
 from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.transforms.graph_quantize import (
-    fold_batch_norm, insert, patterns)
+    fold_batch_norm, insert, patterns, recurrent)
 from tf1_awd_sparse.transforms.graph_quantize.report import RewriteReport
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
     is_fake_quant, op_scope, reroute)
@@ -148,6 +148,7 @@ def _rewrite(input_graph, settings, scope, report):
         record.previous = done[0]
     else:
         with graph.as_default():
+            recurrent.quantize_cells(graph, settings, scope)
             layers = patterns.find_layers(graph, scope, record)
             for layer in layers:
                 _quantize_layer(layer, settings)
