@@ -13,8 +13,8 @@ The rewrite of a whole TF1 graph, ``tf.contrib.quantize``'s four functions
 on every supported TensorFlow (``from tf1_awd_sparse import quantization as
 quantize`` replaces ``tf.contrib.quantize``): :func:`create_training_graph`,
 :func:`create_eval_graph`, :func:`experimental_create_training_graph`,
-:func:`experimental_create_eval_graph`, and their error
-:class:`GraphRewriteError` (from
+:func:`experimental_create_eval_graph`, their error
+:class:`GraphRewriteError` and their :class:`RewriteReport` (from
 :mod:`tf1_awd_sparse.transforms.graph_quantize`)."""
 from tf1_awd_sparse.base import names as _names
 
@@ -30,4 +30,5 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "create_training_graph", "create_eval_graph",
         "experimental_create_training_graph", "experimental_create_eval_graph",
         "GraphRewriteError"],
+    "tf1_awd_sparse.transforms.graph_quantize.report": ["RewriteReport"],
 })
