@@ -101,8 +101,10 @@ def _quantize_arithmetic(graph, settings, scope):
             continue
         if patterns.in_control_flow(op) or not _reads_quantized(op):
             continue
+        # Asymmetric whatever ``symmetric`` says, as contrib's.
         insert.quantize_activation(op.outputs[0], op.name + "/",
-                                   "activation_%s_quant" % op.type, settings)
+                                   "activation_%s_quant" % op.type, settings,
+                                   symmetric=False)
 
 
 def _quantize_layer(layer, settings):

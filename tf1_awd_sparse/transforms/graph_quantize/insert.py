@@ -199,7 +199,8 @@ def _ema(variable, steps, value, name):
     return getattr(assign, "op", assign), new
 
 
-def quantize_activation(tensor, scope, kind, settings, readers=None):
+def quantize_activation(tensor, scope, kind, settings, readers=None,
+                        symmetric=None):
     """Inserts the activation FakeQuant of ``tensor`` and rewires its
     readers to it.
 
@@ -210,6 +211,7 @@ def quantize_activation(tensor, scope, kind, settings, readers=None):
         ``'post_activation_bypass_quant'`` (the name scope).
       settings: :class:`Settings`.
       readers: the ops to rewire (default: every reader of ``tensor``).
+      symmetric: None (``settings.symmetric``) or a bool for this range.
 
     Returns:
       the quantized tensor.
@@ -221,7 +223,8 @@ def quantize_activation(tensor, scope, kind, settings, readers=None):
         low_var, high_var = _variable("min", 0.0), _variable("max", 6.0)
         if settings.training:
             steps = _variable("ema_steps", 0.0)
-            low, high = _range_of(tensor, bits, False, settings.symmetric)
+            low, high = _range_of(tensor, bits, False, settings.symmetric
+                                  if symmetric is None else symmetric)
             low_op, low = _ema(low_var, steps, low, "AssignMinEma")
             high_op, high = _ema(high_var, steps, high, "AssignMaxEma")
             with tf.control_dependencies([low_op, high_op]):
