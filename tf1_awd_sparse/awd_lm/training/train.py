@@ -510,11 +510,9 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
       on_record: callable receiving every record ('start' / 'resume',
         'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
         default: ``records.TableLog(log)``, the training table.
-      produced: dict of more ``produced_by`` entries for config.json,
-        recording how the run was made: ``data_dir``, the corpus
-        directory's absolute path (None: the embedded corpus), is what
-        ``awd-lm compress`` and ``train --resume`` read back
-        (`awd_lm.config.runrecord`).
+      produced: more ``produced_by`` entries for config.json (how the run
+        was made; ``data_dir``, the corpus directory or None, is read back
+        by ``awd-lm compress`` and ``train --resume``: `config.runrecord`).
 
     run_dir also gets config.json and vocab.txt (`awd_lm.modeldir`) when
     the run starts and again, with its perplexities, when it ends, so that
