@@ -128,10 +128,8 @@ def prepare(args, training_hooks=None):
     Returns:
       dict with 'estimator', 'eval_input', 'train_spec' (None for
       ``--evaluate-only``), 'eval_steps' and 'model_dir' (what
-      `write_model_dir` writes before the chief trains, else None).
-
-    The parameters come from ``--model-dir``'s config.json when it has
-    one, else from the flags (`command_params`).
+      `write_model_dir` writes before the chief trains, else None). The
+      parameters: ``--model-dir``'s config.json, else the flags.
 
     Raises:
       EstimatorUnavailableError: TensorFlow 2.16+ (no ``tf.estimator``).
