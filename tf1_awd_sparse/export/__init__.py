@@ -8,8 +8,9 @@ standard library, and ``verify``, which checks it before any interpreter
 reads it), :mod:`.sparse_storage` (pruned weights stored in TFLite's
 sparse format, int8 weights; its format and encodings are
 :mod:`.sparse_format`'s, its rewrite :mod:`.sparse_rewrite`'s) and
-:mod:`.strip` (sparse pairs to plain dense weights). Imports floors 0-3
-only."""
+:mod:`.strip` (sparse pairs to plain dense weights) and :mod:`.fused_lstm`
+(a language model written with one builtin TFLite LSTM op per layer).
+Imports floors 0-3 only."""
 from tf1_awd_sparse.base import names as _names
 
 # The package's public names (docs/api.md), each imported from its
@@ -22,6 +23,7 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.export.sparse_storage": [
         "store_sparse", "stores_sparse", "sparse_tensors",
         "SparseStorageError", "LAYOUTS"],
+    "tf1_awd_sparse.export.fused_lstm": ["fused_lm", "LSTMLayer"],
     "tf1_awd_sparse.export.strip": [
         "strip_checkpoint", "strip_values", "strip_values_of_checkpoint"],
 })

@@ -130,7 +130,15 @@ class TFLiteRunner(object):
       data_inputs: the names of the inputs that are not states
         (`is_state_input`), in the model's order: what ``run``'s
         ``inputs`` feeds.
-      state_inputs: the names of the state inputs, in the model's order.
+      state_inputs: the names of the state inputs, in the model's order,
+        then those of the state variables.
+      state_variables: dict name -> ``(tensor details, shape)`` of the
+        states a file keeps in TFLite variable tensors (a fused LSTM op's,
+        `export.fused_lstm`): ``run`` sets each like a state input (given,
+        or zeros) and returns its ``final_...`` output, read from the
+        variable where the file has no such output; ``shape`` is that
+        output's, or the same layer's ``_h`` one's (the variable may be
+        wider: zero padding).
     """
 
     def __init__(self, path, interpreter=None):
@@ -147,6 +155,9 @@ class TFLiteRunner(object):
                             if not is_state_input(d["name"])]
         self.state_inputs = [d["name"] for d in details
                              if is_state_input(d["name"])]
+        self.state_variables = _state_variables(self.interpreter,
+                                                self.inputs, self.outputs)
+        self.state_inputs += sorted(self.state_variables)
 
     def output_quantization(self, name=None):
         """``(scale, zero_point)`` of an output (``(0.0, 0)`` if float).
@@ -205,10 +216,22 @@ class TFLiteRunner(object):
             value = _input_array(value, detail["shape"], arg_name)
             self.interpreter.set_tensor(detail["index"],
                                         _quantized(value, detail, arg_name))
+        for name, (detail, shape) in self.state_variables.items():
+            value, arg_name = feeds[name]
+            value = _input_array(value, shape, arg_name)
+            padded = np.zeros(detail["shape"], np.float32)
+            padded[tuple(slice(0, n) for n in shape)] = value
+            self.interpreter.set_tensor(detail["index"], padded)
         self.interpreter.invoke()
-        return {name: _dequantized(self.interpreter.get_tensor(
+        results = {name: _dequantized(self.interpreter.get_tensor(
             detail["index"]), detail)
             for name, detail in self.outputs.items()}
+        for name, (detail, shape) in self.state_variables.items():
+            final = "final" + name[len("state"):]
+            if final not in results:   # read back from the variable
+                value = self.interpreter.get_tensor(detail["index"])
+                results[final] = value[tuple(slice(0, n) for n in shape)]
+        return results
 
     def _feeds(self, inputs, state):
         """{input name: (value, argument name for errors)} of every input:
@@ -250,9 +273,26 @@ class TFLiteRunner(object):
             if name in state:
                 feeds[name] = (state[name], "state[%r]" % (name,))
             else:
-                feeds[name] = (np.zeros(self.inputs[name]["shape"]),
+                feeds[name] = (np.zeros(self.inputs[name]["shape"]
+                                        if name in self.inputs else
+                                        self.state_variables[name][1]),
                                "state[%r]" % (name,))
         return feeds
+
+
+def _state_variables(interpreter, inputs, outputs):
+    """{name: (details, shape)} of the tensors named as states
+    (`is_state_input`) that are no model input: a fused LSTM op's variable
+    state tensors; ``shape`` is the ``final_...`` output's of the same
+    state where the model has one, else the tensor's."""
+    found = {}
+    for detail in interpreter.get_tensor_details():
+        name = detail["name"]
+        if is_state_input(name) and name not in inputs:
+            final = outputs.get("final" + name[len("state"):])
+            shape = detail["shape"] if final is None else final["shape"]
+            found[name] = (detail, tuple(int(n) for n in shape))
+    return found
 
 
 def _quantized(value, detail, arg_name):

@@ -30,6 +30,7 @@ from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.inference import fused_export
 from tf1_awd_sparse.export import eval_graph, graphdef
 from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.export.runner import TFLiteRunner, open_interpreter
@@ -81,7 +82,7 @@ STORAGES = ("dense", "sparse")
 
 
 def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
-              storage="dense", layout="auto"):
+              storage="dense", layout="auto", lstm="unrolled"):
     """Writes the language model of ``checkpoint`` as a TFLite file.
 
     Args:
@@ -103,13 +104,20 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
         (fewest bytes), ``"fast"`` (what TFLite's sparse kernels read: int8
         1 x 16, a table or kernel whose input width 16 does not divide
         padded with zero columns), or one of its fixed layouts.
+      lstm: ``"unrolled"`` (the converted graph) or ``"fused"``
+        (`fused_export`: one builtin TFLite LSTM op per layer, written
+        from the weights; ``num_steps`` 1, float or int8 weights, sparse
+        int8 in 1 x 16 blocks; its state lives in the interpreter's
+        variable tensors ``state_<l>_c`` / ``state_<l>_h``, which
+        `TFLiteRunner` sets each call like a state input).
 
     Returns:
       the file size in bytes.
 
     Raises:
-      ValueError: bad sizes, params, ``weights``, ``storage`` or
-        ``layout`` (named);
+      ValueError: bad sizes, params, ``weights``, ``storage``, ``layout``
+        or ``lstm`` (named), a combination the fused op cannot write
+        (`fused_export.fused_format`);
         uint8 of a float model or float of a quantization-aware one.
       sparse_storage.SparseStorageError: sparse storage or int8 on TF 1.x,
         or sparse uint8.
@@ -122,13 +130,22 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
         raise ValueError("layout must be one of %s, got %r"
                          % (", ".join(sparse_storage.LAYOUTS), layout))
     weights = check_formats(weights, storage, params)   # before any work
+    if lstm not in fused_export.LSTM_KINDS:
+        raise ValueError("lstm must be one of %s, got %r"
+                         % (", ".join(fused_export.LSTM_KINDS), lstm))
+    fused = fused_export.fused_format(weights, storage, layout, num_steps) \
+        if lstm == "fused" else None
     # The evaluation graph's: masks not held in variables, quantization
     # (uint8 only) on from step 0.
     params = as_params(model.check_params(params)).replace(
         use_vd=False, quant_delay=0, quant=weights == "uint8")
-    model_bytes = _converted(params, checkpoint, batch_size, num_steps,
-                             weights == "uint8")
-    if weights == "int8" or storage == "sparse":
+    if fused is not None:
+        model_bytes = fused_export.write_fused(
+            params.replace(quant=False), checkpoint, batch_size, fused)
+    else:
+        model_bytes = _converted(params, checkpoint, batch_size, num_steps,
+                                 weights == "uint8")
+    if fused is None and (weights == "int8" or storage == "sparse"):
         model_bytes, _ = sparse_storage.store_sparse(
             model_bytes, weights="int8" if weights == "int8" else "float",
             layout=layout, min_zeros=0.5 if storage == "sparse" else None)

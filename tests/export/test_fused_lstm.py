@@ -1,0 +1,416 @@
+"""The language model as a TFLite file with one builtin LSTM op per layer
+(`export.fused_lstm`, `export_lm(..., lstm="fused")`).
+
+The references: numpy's LSTM language model on the same weights (float64;
+the float file within float32 rounding, the 8-bit files within a
+first-order bound of their quantization, derived below), the unrolled
+float file that the converter writes of the same checkpoint, and the
+file's own continued stream (the state carried through the runner)."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from support.versions import IS_TF2
+from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.base.compat import interpreter_class
+from tf1_awd_sparse.export import fused_lstm, sparse_format
+from tf1_awd_sparse.export.runner import TFLiteRunner
+
+needs_schema = pytest.mark.skipif(
+    not IS_TF2, reason="the fused file is written with TF 2.x's schema "
+    "module (test_tf1_refuses_the_fused_file_naming_tf2)")
+INTERPRETERS = ["tf"] + (["litert"] if IS_TF2 and __import__(
+    "importlib").util.find_spec("ai_edge_litert") else [])
+VOCAB, EMB, HIDDEN = 50, 20, 36     # 20 and 36: 16 divides neither
+STEPS = 6
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def _random_model(seed, zeros=0.8, batch=1):
+    """(table, layers, decoder bias): 2 layers, 1 x 16 blocks of each
+    kernel's rows and the table's columns zeroed at random."""
+    rng = np.random.RandomState(seed)
+
+    def blocks(value, axis):
+        keep = rng.rand(*value.shape) > zeros
+        keep = np.repeat(np.take(keep, np.arange(0, value.shape[axis], 16),
+                                 axis=axis), 16, axis=axis)
+        keep = np.take(keep, np.arange(value.shape[axis]), axis=axis)
+        return (value * keep).astype(np.float32)
+    table = blocks(rng.randn(VOCAB, EMB) * 0.7, 1)
+    layers = []
+    for inputs, units in ((EMB, HIDDEN), (HIDDEN, EMB)):
+        kernel = blocks(rng.randn(inputs + units, 4 * units) * 0.15, 0)
+        layers.append(fused_lstm.LSTMLayer(
+            kernel, (rng.randn(4 * units) * 0.2).astype(np.float32), 1.0))
+    return table, layers, (rng.randn(VOCAB) * 0.1).astype(np.float32)
+
+
+def _numpy_lm(table, layers, bias, ids, cell_clip=None, state=None):
+    """float64 logits [steps, batch, vocab] and the final [(c, h)]."""
+    state = state or [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),) * 2
+                      for l in layers]
+    out = []
+    for step in ids:
+        x = table[step].astype(np.float64)
+        new = []
+        for layer, (c, h) in zip(layers, state):
+            units = layer.kernel.shape[1] // 4
+            z = np.concatenate([x, h], 1) @ layer.kernel + layer.bias
+            i, j, f, o = (z[:, k * units:(k + 1) * units] for k in range(4))
+            c = _sigmoid(f + layer.forget_bias) * c + _sigmoid(i) * np.tanh(j)
+            if cell_clip:
+                c = np.clip(c, -cell_clip, cell_clip)
+            h = _sigmoid(o) * np.tanh(c)
+            new.append((c, h))
+            x = h
+        state = new
+        out.append(x @ table.T.astype(np.float64) + bias)
+    return np.array(out), state
+
+
+def _q(value, axis=None):
+    """Symmetric int8 of ``value``, scale max|v| / 127 (per row along
+    ``axis``, or one for the tensor): ``(codes, scale)``, what TFLite's
+    hybrid kernels do to weights and to each input vector."""
+    peak = np.abs(value).max(axis=axis, keepdims=axis is not None)
+    scale = np.where(peak > 0, peak / 127.0, 1.0)
+    return np.clip(np.round(value / scale), -127, 127), scale
+
+
+def _hybrid_lm(table, layers, bias, ids, folded):
+    """numpy's model of the 8-bit files' arithmetic (float64): int8
+    weights (one scale per gate tensor and for the table), each input
+    vector of a product quantized symmetric per batch row; ``folded``: the
+    sparse layout's ([x | h] one vector, [W_x | W_h] one tensor per gate,
+    h re-quantized by the identity projection), else x and h apart."""
+    codes, t_scale = _q(table)
+    table_q = codes * t_scale
+    state = [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),) * 2
+             for l in layers]
+    out = []
+    for step in ids:
+        x = table_q[step]
+        new = []
+        for layer, (c, h) in zip(layers, state):
+            units = layer.kernel.shape[1] // 4
+            n_in = layer.kernel.shape[0] - units
+            z = []
+            for k in range(4):
+                w = layer.kernel[:, k * units:(k + 1) * units]
+                if folded:
+                    parts = [(np.concatenate([x, h], 1), w)]
+                else:
+                    parts = [(x, w[:n_in]), (h, w[n_in:])]
+                total = layer.bias[k * units:(k + 1) * units].astype(
+                    np.float64)
+                for v, part in parts:
+                    (qv, sv), (qw, sw) = _q(v, 1), _q(part)
+                    total = total + (qv @ qw) * sv * sw
+                z.append(total)
+            i, j, f, o = z
+            c = _sigmoid(f + layer.forget_bias) * c + _sigmoid(i) * np.tanh(j)
+            h = _sigmoid(o) * np.tanh(c)
+            if folded:
+                qh, sh = _q(h, 1)
+                h = qh * sh
+            new.append((c, h))
+            x = h
+        state = new
+        qx, sx = _q(x, 1)
+        out.append((qx @ codes.T) * sx * t_scale + bias)
+    return np.array(out)
+
+
+def _assert_hybrid_close(got, want, table, layers):
+    """The 8-bit file against `_hybrid_lm`: the same integer products, so
+    float32 rounding (relative to the logits' size) everywhere but where a
+    re-quantized code rounds the other way (a float32 value at a rounding
+    boundary, e.g. a libm's last ulp of exp on another processor): at most
+    1 % of the logits, each within one code's effect, a code of the widest
+    vector (max |table| or |h| <= 1, over 127) times the largest weight,
+    carried through the cell (Lipschitz <= 1) into the decoder's widest
+    row, plus the decoder's own code."""
+    close = np.abs(got - want) <= 1e-5 * np.abs(want).max()
+    assert close.mean() >= 0.99, np.abs(got - want).max()
+    vector = max(np.abs(table).max(), 1.0) / 127
+    weight = max(np.abs(l.kernel).max() for l in layers)
+    one_code = (vector * weight * np.abs(table).sum(1).max()
+                + vector * np.abs(table).max() * table.shape[1])
+    assert np.abs(got - want).max() <= one_code + 1e-5 * np.abs(want).max()
+
+
+def _builtin_only(interpreter):
+    """The interpreter class without XNNPACK (the 8-bit kernels compared
+    are TFLite's own)."""
+    base = interpreter_class(interpreter)
+    module = __import__(base.__module__, fromlist=["OpResolverType"])
+
+    class BuiltinOnly(base):
+        def __init__(self, model_path, **kwargs):
+            kwargs["experimental_op_resolver_type"] = \
+                module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+            super(BuiltinOnly, self).__init__(model_path=model_path,
+                                              **kwargs)
+    return BuiltinOnly
+
+
+def _write(folder, name, data):
+    path = os.path.join(str(folder), name)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+def _stream(runner, ids):
+    """Logits [steps, batch, vocab] and final states, one call a token,
+    the state carried through the runner."""
+    state, out = {}, []
+    for step in ids:
+        got = runner.run(np.asarray(step, np.int32)[:, None], state)
+        out.append(got["logits"][:, 0])
+        state = {name: got["final" + name[len("state"):]]
+                 for name in runner.state_inputs}
+    return np.array(out), state
+
+
+def _op_codes(data):
+    schema, _ = sparse_format.schema_modules()
+    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(data, 0))
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items()
+             if not k.startswith("_")}
+    return [names[parsed.operatorCodes[o.opcodeIndex].builtinCode]
+            for o in parsed.subgraphs[0].operators]
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+@pytest.mark.parametrize("weights", list(fused_lstm.FORMATS))
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_fused_file_computes_the_lstm_language_model(
+        tmp_path, weights, batch, interpreter):
+    table, layers, bias = _random_model(0)
+    ids = np.random.RandomState(1).randint(0, VOCAB, [STEPS, batch])
+    data = fused_lstm.fused_lm(table, layers, bias, weights, batch)
+    assert _op_codes(data).count("LSTM") == 2   # one fused op per layer
+    runner = TFLiteRunner(_write(tmp_path, "f.tflite", data),
+                          _builtin_only(interpreter))
+    assert sorted(runner.state_variables) == [
+        "state_0_c", "state_0_h", "state_1_c", "state_1_h"]
+    got, state = _stream(runner, ids)
+    want, want_state = _numpy_lm(table, layers, bias, ids)
+    if weights == "float":
+        # float32 rounding, relative to the logits' size.
+        np.testing.assert_allclose(got, want, rtol=0,
+                                   atol=1e-5 * np.abs(want).max())
+        for layer, (c, h) in enumerate(want_state):
+            np.testing.assert_allclose(state["state_%d_c" % layer], c,
+                                       rtol=0, atol=1e-5 * np.abs(c).max())
+            np.testing.assert_allclose(state["state_%d_h" % layer], h,
+                                       rtol=0, atol=1e-5)
+    else:
+        want = _hybrid_lm(table, layers, bias, ids,
+                          folded=weights == "int8-sparse")
+        _assert_hybrid_close(got, want, table, layers)
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+def test_sparse_storage_and_the_zero_blocks(tmp_path, interpreter):
+    """The sparse file stores every int8 weight in 1 x 16 blocks (fewer
+    bytes than the dense file's, whose weights have none) and a model whose
+    kernels are all zero (no value to store) still runs, right."""
+    table, layers, bias = _random_model(2, zeros=0.9)
+    stored = {}
+    for weights in ("int8", "int8-sparse"):
+        schema, _ = sparse_format.schema_modules()
+        parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
+            fused_lstm.fused_lm(table, layers, bias, weights), 0))
+        int8 = [t for t in parsed.subgraphs[0].tensors
+                if t.type == sparse_format.INT8 and parsed.buffers[
+                    t.buffer].data is not None]
+        assert all((t.sparsity is not None) == (weights == "int8-sparse")
+                   for t in int8)
+        stored[weights] = sum(len(parsed.buffers[t.buffer].data)
+                              for t in int8)
+    # 90 % zero blocks; the folded kernels' fill, the padding to whole
+    # blocks and the identity projections cost some back.
+    assert stored["int8-sparse"] < 0.5 * stored["int8"]
+    zero = [fused_lstm.LSTMLayer(np.zeros_like(l.kernel), l.bias, 1.0)
+            for l in layers]
+    ids = np.arange(STEPS)[:, None] % VOCAB
+    for model_layers in (layers, zero):
+        data = fused_lstm.fused_lm(table, model_layers, bias, "int8-sparse")
+        got, _ = _stream(TFLiteRunner(_write(tmp_path, "s.tflite", data),
+                                      _builtin_only(interpreter)), ids)
+        want = _hybrid_lm(table, model_layers, bias, ids, folded=True)
+        _assert_hybrid_close(got, want, table, model_layers)
+
+
+@needs_schema
+def test_the_state_is_the_callers(tmp_path):
+    """The state lives in the interpreter's variable tensors, but a call
+    starts from the state it is given (zeros when none): two calls without
+    state agree, a stream cut in two and resumed from the first part's
+    final state equals the whole stream, and a given state is used."""
+    table, layers, bias = _random_model(3)
+    runner = TFLiteRunner(_write(tmp_path, "f.tflite", fused_lstm.fused_lm(
+        table, layers, bias, "float")))
+    ids = np.array([[3], [7], [11], [2]])
+    first = runner.run(ids[0][:, None])["logits"]
+    again = runner.run(ids[0][:, None])["logits"]
+    np.testing.assert_array_equal(first, again)   # same op, same inputs
+    whole, _ = _stream(runner, ids)
+    head, state = _stream(runner, ids[:2])
+    runner.run(ids[3][:, None])    # another token between: no effect
+    tail = []
+    for step in ids[2:]:
+        got = runner.run(step[:, None], state)
+        tail.append(got["logits"][:, 0])
+        state = {n: got["final" + n[len("state"):]] for n in state}
+    np.testing.assert_array_equal(np.concatenate([head, tail]), whole)
+    given = {"state_0_c": np.full([1, HIDDEN], 0.5, np.float32)}
+    want, _ = _numpy_lm(table, layers, bias, ids[:1], state=[
+        (np.full([1, HIDDEN], 0.5), np.zeros([1, HIDDEN])),
+        (np.zeros([1, EMB]),) * 2])
+    np.testing.assert_allclose(runner.run(ids[0][:, None], given)["logits"],
+                               want[:, :, None][0].transpose(0, 2, 1)
+                               .reshape(1, 1, VOCAB), rtol=0,
+                               atol=1e-5 * np.abs(want).max())
+    with pytest.raises(ValueError, match="state_0_c"):
+        runner.run(ids[0][:, None], {"state_0_c": np.zeros([1, 5])})
+
+
+@needs_schema
+def test_cell_clip(tmp_path):
+    table, layers, bias = _random_model(4)
+    layers = [fused_lstm.LSTMLayer(l.kernel * 4, l.bias, 1.0)
+              for l in layers]
+    ids = np.arange(STEPS)[:, None] * 5 % VOCAB
+    runner = TFLiteRunner(_write(tmp_path, "c.tflite", fused_lstm.fused_lm(
+        table, layers, bias, "float", cell_clip=0.3)))
+    got, state = _stream(runner, ids)
+    want, want_state = _numpy_lm(table, layers, bias, ids, cell_clip=0.3)
+    assert np.abs(want_state[0][0]).max() == pytest.approx(0.3)  # clipped
+    np.testing.assert_allclose(got, want, rtol=0,
+                               atol=1e-5 * np.abs(want).max())
+
+
+@needs_schema
+@pytest.mark.parametrize("change, message", [
+    (dict(weights="int4"), "weights must be one of"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(cell_clip=-1.0), "cell_clip"),
+    (dict(layers=[]), "at least one"),
+    (dict(decoder_bias=np.zeros(3)), "decoder_bias"),
+    (dict(table=np.zeros((VOCAB, EMB + 1))), r"layers\[0\]"),
+    (dict(top=EMB + 1), "top layer has"),
+])
+def test_bad_arguments_are_named(change, message):
+    table, layers, bias = _random_model(5)
+    args = dict(table=table, layers=layers, decoder_bias=bias)
+    top = change.pop("top", None)
+    if top is not None:
+        kernel = np.zeros((HIDDEN + top, 4 * top), np.float32)
+        args["layers"] = [layers[0], fused_lstm.LSTMLayer(
+            kernel, np.zeros(4 * top), 1.0)]
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        fused_lstm.fused_lm(**args)
+
+
+# --- export_lm(..., lstm="fused") of a checkpoint --------------------------
+
+def _params():
+    return dict(presets.params_for("demo", "awd", {
+        "emb_size": EMB, "hidden_size": HIDDEN, "num_layers": 2}),
+        vocab_size=VOCAB, quant=False, quant_delay=0)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A language model's checkpoint, 80 % of each matrix zero."""
+    folder = str(tmp_path_factory.mktemp("fused"))
+    params = _params()
+    rng = np.random.RandomState(0)
+    with tf.Graph().as_default():
+        tf.set_random_seed(0)
+        ids = tf.zeros([1, 3], tf.int32)
+        model.build_lm({"inputs": ids, "targets": ids}, True,
+                       model.check_params(dict(params, use_vd=False)))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            for variable in tf.trainable_variables():
+                value = session.run(variable)
+                if value.ndim == 2:
+                    value = value * (rng.rand(*value.shape) > 0.8) * 8
+                else:
+                    value = rng.randn(*value.shape) * 0.3
+                variable.load(value, session)
+            prefix = tf.train.Saver().save(session,
+                                           os.path.join(folder, "m.ckpt"))
+    return folder, params, prefix
+
+
+@needs_schema
+@pytest.mark.parametrize("weights, storage", [
+    ("float", "dense"), ("int8", "dense"), ("int8", "sparse")])
+def test_export_lm_fused_scores_as_the_unrolled_file(checkpoint, weights,
+                                                     storage):
+    """The fused file of a checkpoint scores a stream as the converter's
+    unrolled float file of it does: float within float32 rounding (the
+    gate order, the forget bias, the tied table and the decoder bias all
+    read right), 8-bit within 2 % in perplexity."""
+    folder, params, prefix = checkpoint
+    unrolled = os.path.join(folder, "unrolled.tflite")
+    export.export_lm(params, prefix, unrolled, 1, 1)
+    path = os.path.join(folder, "fused_%s_%s.tflite" % (weights, storage))
+    size = export.export_lm(params, prefix, path, 1, 1, weights=weights,
+                            storage=storage, lstm="fused")
+    assert size == os.path.getsize(path)
+    stream = np.random.RandomState(2).randint(0, VOCAB, [1, 40])
+    want = np.concatenate([p for p, _ in export.LMRunner(unrolled).windows(
+        stream)], 1)
+    got = np.concatenate([p for p, _ in export.LMRunner(path).windows(
+        stream)], 1)
+    if weights == "float":
+        np.testing.assert_allclose(got, want, rtol=0,
+                                   atol=1e-5 * np.abs(want).max())
+    else:
+        assert abs(np.exp(-got.mean()) / np.exp(-want.mean()) - 1) < 0.02
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(num_steps=3), "num_steps must be 1"),
+    (dict(weights="float", storage="sparse"), "needs weights='int8'"),
+    (dict(weights="int8", storage="sparse", layout="csr"), "1 x 16"),
+    (dict(lstm="scan"), "lstm must be one of"),
+])
+def test_export_lm_refuses_what_the_fused_op_cannot_write(
+        checkpoint, tmp_path, kwargs, message):
+    if not IS_TF2 and kwargs.get("lstm") != "scan":
+        pytest.skip("TF 1.x refuses every fused file first (next test)")
+    _, params, prefix = checkpoint
+    args = dict(weights="float", lstm="fused", num_steps=1)
+    args.update(kwargs)
+    path = str(tmp_path / "x.tflite")
+    with pytest.raises(ValueError, match=message):
+        export.export_lm(params, prefix, path, 1, **args)
+    assert not os.path.exists(path)
+
+
+@pytest.mark.skipif(IS_TF2, reason="TF 1.x only")
+def test_tf1_refuses_the_fused_file_naming_tf2(checkpoint, tmp_path):
+    _, params, prefix = checkpoint
+    with pytest.raises(sparse_format.SparseStorageError,
+                       match="TensorFlow 2.x"):
+        export.export_lm(params, prefix, str(tmp_path / "f.tflite"), 1, 1,
+                         lstm="fused")
+    assert not (tmp_path / "f.tflite").exists()

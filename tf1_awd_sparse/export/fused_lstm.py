@@ -1,0 +1,450 @@
+"""A language model written as a TFLite file with one builtin ``LSTM`` op
+per layer (TFLite's single-step fused LSTM kernel), straight from its
+weights: no converter, which emits no fused LSTM op for TF1 graph code.
+
+The file streams one token per call, batch ``batch_size``: the lookup of
+the tied table, per layer one ``LSTM`` op whose state lives in the
+interpreter (TFLite variable tensors ``state_<l>_h`` / ``state_<l>_c``,
+kept from call to call: `reset_all_variables` starts over, ``set_tensor``
+sets them), and the decoder (a ``FULLY_CONNECTED`` op reading the same
+table). Three weight formats:
+
+- ``"float"``: float32 weights, the float LSTM kernel;
+- ``"int8"``: symmetric per-tensor int8 weights, float activations (the
+  hybrid kernels), dense;
+- ``"int8-sparse"``: the same, stored in 1 x 16 blocks that the hybrid
+  kernels read sparse (they skip the zero blocks): the LSTM op's
+  sparse path and the fully-connected op's.
+
+The sparse LSTM kernel of TFLite (``lstm.cc`` / ``lstm_eval.cc``, checked
+on TF 2.15 and LiteRT 2.3) has two defects this layout works around
+(docs/sparse_tflite.md shows both):
+
+1. it scales the recurrent product by the *input's* quantization scale
+   instead of the state's, so a sparse recurrent matrix gives wrong
+   values from the second step on. Here the recurrent weights are folded
+   into the input weights: the op's input is ``concat(x, h_prev)`` (h_prev
+   read from the op's own state tensor) and its recurrent matrices are
+   all-zero blocks, so every product uses the scale of its own vector;
+2. it dereferences the projection weights without checking they exist, so
+   a sparse op without projection crashes the process. Here each op has
+   an identity projection (int8, one 1 x 16 block per row).
+
+The sparse layout works in whole 16-wide blocks, so each layer's units
+are padded to a multiple of 16 with units of zero weights and bias (they
+stay 0: ``c = c / 2`` from 0, ``h = tanh(0) / 2``), and the table to the
+same width; the padded state is sliced off the outputs.
+"""
+import collections
+
+import numpy as np
+
+from tf1_awd_sparse.export import sparse_format
+
+__all__ = ["LSTMLayer", "FORMATS", "fused_lm", "state_names"]
+
+#: The weight formats of `fused_lm`.
+FORMATS = ("float", "int8", "int8-sparse")
+
+#: One LSTM layer as TF's ``LSTMCell`` holds it: ``kernel``
+#: ``[input + units, 4 * units]`` (gates i, j, f, o), ``bias``
+#: ``[4 * units]``, and the ``forget_bias`` added to the f gate.
+LSTMLayer = collections.namedtuple("LSTMLayer",
+                                   ["kernel", "bias", "forget_bias"])
+
+_BLOCK = 16
+# Builtin operator codes of the TFLite schema not in `sparse_format`.
+_CONCATENATION, _LSTM, _RESHAPE = 2, 16, 22
+# TF LSTMCell's kernel columns are gates i, j, f, o; the LSTM op takes
+# input, forget, cell (j) and output gates in that order.
+_GATE_COLUMNS = (0, 2, 1, 3)
+_FORGET = 1   # position of the forget gate in the op's order
+_OP_INPUTS = 24   # the builtin LSTM op's inputs (-1: absent)
+
+
+def state_names(layer):
+    """``(h name, c name)`` of layer ``layer``'s state variable tensors."""
+    return "state_%d_h" % layer, "state_%d_c" % layer
+
+
+def _padded(size, sparse):
+    return size + (-size % _BLOCK if sparse else 0)
+
+
+class _Builder(object):
+    """A one-subgraph model being written (the schema's object API)."""
+
+    def __init__(self, schema):
+        self.schema = schema
+        self.model = schema.ModelT()
+        self.model.version = 3
+        self.model.description = "tf1_awd_sparse fused LSTM language model"
+        self.model.buffers = [schema.BufferT()]   # buffer 0: no data
+        self.model.operatorCodes = []
+        self.graph = schema.SubGraphT()
+        self.graph.tensors, self.graph.operators = [], []
+        self.graph.inputs, self.graph.outputs = [], []
+        self.model.subgraphs = [self.graph]
+
+    def tensor(self, name, shape, dtype, data=None, scale=None,
+               sparsity=None, variable=False):
+        """Adds a tensor; ``data`` (numpy, already encoded) makes it a
+        constant. Returns its index."""
+        tensor = self.schema.TensorT()
+        tensor.name = name.encode()
+        tensor.shape = np.asarray(shape, np.int32)
+        tensor.type = dtype
+        tensor.isVariable = variable
+        tensor.sparsity = sparsity
+        tensor.buffer = 0
+        if scale is not None:
+            quantization = self.schema.QuantizationParametersT()
+            quantization.scale, quantization.zeroPoint = [float(scale)], [0]
+            tensor.quantization = quantization
+        if data is not None:
+            buffer = self.schema.BufferT()
+            buffer.data = np.frombuffer(np.ascontiguousarray(data).tobytes(),
+                                        np.uint8)
+            self.model.buffers.append(buffer)
+            tensor.buffer = len(self.model.buffers) - 1
+        self.graph.tensors.append(tensor)
+        return len(self.graph.tensors) - 1
+
+    def weight(self, name, value, dtype, sparse=False):
+        """A constant 2-D weight: float32, or symmetric int8 (scale
+        max|w| / 127), stored in 1 x 16 blocks with ``sparse``. Returns
+        its index."""
+        scale, shape = None, np.shape(value)
+        if dtype == sparse_format.INT8:
+            peak = float(np.max(np.abs(value))) if np.size(value) else 0.0
+            scale = peak / 127.0 if peak > 0 else 1.0
+            value = np.clip(np.round(np.asarray(value) / scale), -127,
+                            127).astype(np.int8)
+        else:
+            value = np.asarray(value, np.float32)
+        sparsity = None
+        if sparse:
+            sparsity, value = _blocks(self.schema, value)
+        return self.tensor(name, shape, dtype, value, scale, sparsity)
+
+    def op(self, builtin, inputs, outputs, options_type=0, options=None):
+        """Appends an operator (run in the order added)."""
+        codes = [c.builtinCode for c in self.model.operatorCodes]
+        if builtin not in codes:
+            code = self.schema.OperatorCodeT()
+            code.builtinCode = builtin
+            code.deprecatedBuiltinCode = min(builtin, 127)
+            code.version = 1
+            self.model.operatorCodes.append(code)
+            codes.append(builtin)
+        operator = self.schema.OperatorT()
+        operator.opcodeIndex = codes.index(builtin)
+        operator.inputs = [int(i) for i in inputs]
+        operator.outputs = [int(i) for i in outputs]
+        operator.builtinOptionsType = options_type
+        operator.builtinOptions = options
+        self.graph.operators.append(operator)
+
+    def finish(self, flatbuffers):
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(self.model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+
+
+def _blocks(schema, value):
+    """``value`` in 1 x 16 blocks (`sparse_format.encode`); an all-zero
+    matrix keeps one zero block (TFLite reads a constant with no stored
+    bytes as no constant at all)."""
+    if np.any(value):
+        return sparse_format.encode(schema, value, "1x16")
+    marker = np.zeros(value.shape, value.dtype)
+    marker[0, 0] = 1
+    sparsity, stored = sparse_format.encode(schema, marker, "1x16")
+    return sparsity, np.zeros_like(stored)
+
+
+def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
+             batch_size=1, cell_clip=None):
+    """The bytes of a ``.tflite`` language model with one builtin ``LSTM``
+    op per layer (the module docstring says how it is laid out).
+
+    Inputs: ``inputs``, int32 ``[batch_size, 1]`` word ids. Outputs:
+    ``logits`` ``[batch_size, 1, vocab]``, ``hidden`` ``[batch_size, 1,
+    emb]`` (the top layer's output), and per layer ``final_<l>_h``
+    ``[batch_size, units]``, all float32. The state is kept in the
+    variable tensors named by `state_names` (width ``units`` padded to a
+    multiple of 16 in the sparse format, the padding 0); the cell state
+    is read from its variable (`runner.TFLiteRunner` returns it as
+    ``final_<l>_c``): an output computed from it alone would be computed
+    once, when TFLite prepares the model.
+
+    Args:
+      table: float ``[vocab, emb]``: the embedding, tied to the decoder.
+      layers: a list of `LSTMLayer` (numpy values, float): layer ``l``'s
+        kernel ``[input_l + units_l, 4 * units_l]`` with ``input_0 = emb``
+        and ``input_l = units_(l-1)``; the top layer has ``emb`` units.
+      decoder_bias: float ``[vocab]`` or None (zeros).
+      weights: one of `FORMATS`.
+      batch_size: the fixed batch.
+      cell_clip: the cells' ``cell_clip`` (None or positive): the op clips
+        the cell state to it, as ``LSTMCell`` does.
+
+    Returns:
+      the file's bytes.
+
+    Raises:
+      ValueError: a bad argument (named), shapes that do not chain, or a
+        matrix too wide for the sparse kernel (more than 4,096 columns).
+      sparse_format.SparseStorageError: TF 1.x (no flatbuffer schema).
+    """
+    schema, flatbuffers = sparse_format.schema_modules()
+    table, layers, decoder_bias = _checked(table, layers, decoder_bias,
+                                           weights, batch_size, cell_clip)
+    sparse = weights == "int8-sparse"
+    dtype = sparse_format.FLOAT32 if weights == "float" else \
+        sparse_format.INT8
+    build = _Builder(schema)
+    ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
+    build.graph.inputs = [ids]
+    table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
+    outputs = []
+    for index, layer in enumerate(layers):
+        x, state = _lstm_layer(build, index, x, layer, dtype, sparse,
+                               batch_size, cell_clip)
+        outputs += state
+    vocab, emb = table.shape
+    logits = _fully_connected(build, x, table_t, decoder_bias, batch_size)
+    logits = _reshape(build, logits, [batch_size, 1, vocab], "logits")
+    hidden = _sliced(build, x, [batch_size, emb], "hidden/slice")
+    hidden = _reshape(build, hidden, [batch_size, 1, emb], "hidden")
+    build.graph.outputs = [logits, hidden] + outputs
+    return build.finish(flatbuffers)
+
+
+def _checked(table, layers, decoder_bias, weights, batch_size, cell_clip):
+    """The arguments of `fused_lm` as float32 arrays, checked."""
+    if weights not in FORMATS:
+        raise ValueError("weights must be one of %s, got %r"
+                         % (", ".join(FORMATS), weights))
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError("batch_size must be a positive int, got %r"
+                         % (batch_size,))
+    if cell_clip is not None and not cell_clip > 0:
+        raise ValueError("cell_clip must be None or positive, got %r"
+                         % (cell_clip,))
+    table = np.asarray(table, np.float32)
+    if table.ndim != 2:
+        raise ValueError("table must be [vocab, emb], got shape %s"
+                         % (table.shape,))
+    if not layers:
+        raise ValueError("layers must hold at least one LSTMLayer")
+    checked, width = [], table.shape[1]
+    for index, layer in enumerate(layers):
+        kernel = np.asarray(layer.kernel, np.float32)
+        units = kernel.shape[-1] // 4
+        if kernel.shape != (width + units, 4 * units) or \
+                np.shape(layer.bias) != (4 * units,):
+            raise ValueError(
+                "layers[%d]: kernel %s and bias %s do not make an LSTM layer "
+                "of input width %d ([input + units, 4 units], [4 units])"
+                % (index, kernel.shape, np.shape(layer.bias), width))
+        if weights == "int8-sparse" and \
+                _padded(width, True) + _padded(units, True) > 4096:
+            raise ValueError(
+                "layers[%d]: input + units %d exceed the 4,096 columns the "
+                "sparse LSTM kernel indexes (255 blocks of 16 a row)"
+                % (index, width + units))
+        checked.append(LSTMLayer(kernel, np.asarray(layer.bias, np.float32),
+                                 float(layer.forget_bias)))
+        width = units
+    if width != table.shape[1]:
+        raise ValueError("the top layer has %d units, the tied table %d "
+                         "columns: they must be equal" % (width,
+                                                          table.shape[1]))
+    if decoder_bias is None:
+        decoder_bias = np.zeros(table.shape[0], np.float32)
+    decoder_bias = np.asarray(decoder_bias, np.float32)
+    if decoder_bias.shape != (table.shape[0],):
+        raise ValueError("decoder_bias must be [vocab] = [%d], got %s"
+                         % (table.shape[0], decoder_bias.shape))
+    return table, checked, decoder_bias
+
+
+def _lookup(build, table, ids, dtype, sparse, batch_size):
+    """The table (padded to whole blocks when ``sparse``) and the rows of
+    ``ids`` from it, as float ``[batch, width]``. Returns ``(table
+    tensor, rows tensor)``."""
+    vocab, emb = table.shape
+    width = _padded(emb, sparse)
+    padded = np.pad(table, [[0, 0], [0, width - emb]])
+    stored = build.weight("embedding", padded, dtype, sparse)
+    source = stored
+    quantization = build.graph.tensors[stored].quantization
+    scale = quantization.scale[0] if quantization is not None else None
+    if sparse:
+        source = build.tensor("embedding/densified", [vocab, width], dtype,
+                              scale=scale)
+        build.op(sparse_format.DENSIFY, [stored], [source],
+                 build.schema.BuiltinOptions.DensifyOptions,
+                 build.schema.DensifyOptionsT())
+    rows = build.tensor("embedding/rows", [batch_size, 1, width], dtype,
+                        scale=scale)
+    options = build.schema.GatherOptionsT()
+    options.axis = 0
+    build.op(sparse_format.GATHER, [source, ids], [rows],
+             build.schema.BuiltinOptions.GatherOptions, options)
+    if dtype == sparse_format.INT8:
+        dequantized = build.tensor("embedding/dequantized",
+                                   [batch_size, 1, width],
+                                   sparse_format.FLOAT32)
+        build.op(sparse_format.DEQUANTIZE, [rows], [dequantized],
+                 build.schema.BuiltinOptions.DequantizeOptions,
+                 build.schema.DequantizeOptionsT())
+        rows = dequantized
+    return stored, _reshape(build, rows, [batch_size, width],
+                            "embedding/flat")
+
+
+def _reshape(build, source, shape, name):
+    """``source`` reshaped to ``shape`` (a new float tensor ``name``)."""
+    target = build.tensor(name, shape, sparse_format.FLOAT32)
+    new_shape = build.tensor(name + "/shape", [len(shape)],
+                             sparse_format.INT32,
+                             np.asarray(shape, np.int32))
+    options = build.schema.ReshapeOptionsT()
+    options.newShape = [int(s) for s in shape]
+    build.op(_RESHAPE, [source, new_shape], [target],
+             build.schema.BuiltinOptions.ReshapeOptions, options)
+    return target
+
+
+def _sliced(build, source, shape, name, copy=False):
+    """The leading ``shape`` of float ``source`` (a new tensor ``name``;
+    the padding cut off), or ``source`` itself where it has that shape
+    and no ``copy`` is asked for (an output of its own name)."""
+    if not copy and list(build.graph.tensors[source].shape) == list(shape):
+        return source
+    target = build.tensor(name, shape, sparse_format.FLOAT32)
+    begin = build.tensor(name + "/begin", [len(shape)], sparse_format.INT32,
+                         np.zeros(len(shape), np.int32))
+    size = build.tensor(name + "/size", [len(shape)], sparse_format.INT32,
+                        np.asarray(shape, np.int32))
+    build.op(sparse_format.SLICE, [source, begin, size], [target],
+             build.schema.BuiltinOptions.SliceOptions,
+             build.schema.SliceOptionsT())
+    return target
+
+
+def _fully_connected(build, x, weights, bias, batch_size):
+    """The decoder: ``x @ weights^T + bias``, float ``[batch, vocab]``."""
+    vocab = len(bias)
+    bias_t = build.tensor("decoder/bias", [vocab], sparse_format.FLOAT32,
+                          bias)
+    logits = build.tensor("decoder/logits", [batch_size, vocab],
+                          sparse_format.FLOAT32)
+    options = build.schema.FullyConnectedOptionsT()
+    options.asymmetricQuantizeInputs = False
+    build.op(sparse_format.FULLY_CONNECTED, [x, weights, bias_t], [logits],
+             build.schema.BuiltinOptions.FullyConnectedOptions, options)
+    return logits
+
+
+def _gates(layer, width, sparse):
+    """Per gate (the op's order): ``(input weights [units_p, width],
+    recurrent weights [units_p, units_p], bias [units_p])``, the units
+    padded to ``units_p`` (whole blocks when ``sparse``) with zero rows,
+    the input to ``width`` with zero columns."""
+    kernel, bias = layer.kernel, layer.bias
+    units = kernel.shape[1] // 4
+    inputs = kernel.shape[0] - units
+    padded = _padded(units, sparse)
+    gates = []
+    for position, column in enumerate(_GATE_COLUMNS):
+        part = kernel[:, column * units:(column + 1) * units].T
+        w_x = np.zeros([padded, width], np.float32)
+        w_x[:units, :inputs] = part[:, :inputs]
+        w_h = np.zeros([padded, padded], np.float32)
+        w_h[:units, :units] = part[:, inputs:]
+        b = np.zeros([padded], np.float32)
+        b[:units] = bias[column * units:(column + 1) * units]
+        if position == _FORGET:
+            b[:units] += layer.forget_bias
+        gates.append((w_x, w_h, b))
+    return gates
+
+
+def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
+                cell_clip):
+    """Layer ``index``'s ``LSTM`` op on float ``x`` ``[batch, width]``.
+    Returns ``(output [batch, units_p], [final_c, final_h])``."""
+    schema = build.schema
+    units = layer.kernel.shape[1] // 4
+    width = layer.kernel.shape[0] - units
+    padded = _padded(units, sparse)
+    name = "lstm_%d" % index
+    h_name, c_name = state_names(index)
+    h_var = build.tensor(h_name, [batch_size, padded],
+                         sparse_format.FLOAT32, variable=True)
+    c_var = build.tensor(c_name, [batch_size, padded],
+                         sparse_format.FLOAT32, variable=True)
+    inputs = [-1] * _OP_INPUTS
+    inputs[0], inputs[18], inputs[19] = x, h_var, c_var
+    # Folded (defect 1): [x | h_prev | zeros], in the kernel's row order,
+    # so that its 1 x 16 blocks stay whole.
+    fill = -(width + padded) % _BLOCK if sparse else 0
+    for position, (w_x, w_h, bias) in enumerate(_gates(layer, width,
+                                                       sparse)):
+        gate = "%s/gate_%d" % (name, position)
+        if sparse:
+            w_x = np.concatenate([w_x, w_h, np.zeros([padded, fill])], 1)
+            w_h = np.zeros([padded, padded], np.float32)
+        inputs[1 + position] = build.weight(gate + "/input_weights", w_x,
+                                            dtype, sparse)
+        inputs[5 + position] = build.weight(gate + "/recurrent_weights",
+                                            w_h, dtype, sparse)
+        inputs[12 + position] = build.tensor(gate + "/bias", [padded],
+                                             sparse_format.FLOAT32, bias)
+    if sparse:
+        inputs[0] = _folded_input(build, name, x, width, h_var, fill)
+        # defect 2: a projection, the identity (127 at scale 1 / 127).
+        inputs[16] = build.weight(name + "/identity_projection",
+                                  np.eye(padded, dtype=np.float32),
+                                  dtype, True)
+    output = build.tensor(name + "/output", [batch_size, padded],
+                          sparse_format.FLOAT32)
+    options = schema.LSTMOptionsT()
+    options.fusedActivationFunction = schema.ActivationFunctionType.TANH
+    options.cellClip = float(cell_clip or 0.0)
+    options.kernelType = schema.LSTMKernelType.FULL
+    options.asymmetricQuantizeInputs = False   # the sparse path has no zp
+    build.op(_LSTM, inputs, [output], schema.BuiltinOptions.LSTMOptions,
+             options)
+    # No final c output: TFLite computes an op whose inputs are all
+    # persistent (a variable, constants) once, when it prepares, so a
+    # SLICE of the cell state would hold zeros; `TFLiteRunner` reads the
+    # variable itself.
+    final_h = _sliced(build, output, [batch_size, units],
+                      "final_%d_h" % index, copy=True)
+    return output, [final_h]
+
+
+def _folded_input(build, name, x, width, h_var, fill):
+    """``concat(x[:, :width], h_prev, zeros [batch, fill])``: the folded
+    op's input (h_prev read from the op's state variable, still the last
+    call's when the concatenation runs)."""
+    batch_size = build.graph.tensors[x].shape[0]
+    parts = [_sliced(build, x, [batch_size, width], name + "/input"), h_var]
+    if fill:
+        parts.append(build.tensor(name + "/fill", [batch_size, fill],
+                                  sparse_format.FLOAT32,
+                                  np.zeros([batch_size, fill], np.float32)))
+    total = sum(build.graph.tensors[p].shape[1] for p in parts)
+    folded = build.tensor(name + "/input_and_state", [batch_size, total],
+                          sparse_format.FLOAT32)
+    options = build.schema.ConcatenationOptionsT()
+    options.axis = 1
+    build.op(_CONCATENATION, parts, [folded],
+             build.schema.BuiltinOptions.ConcatenationOptions, options)
+    return folded
+
+
