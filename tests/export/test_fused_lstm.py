@@ -414,3 +414,44 @@ def test_tf1_refuses_the_fused_file_naming_tf2(checkpoint, tmp_path):
         export.export_lm(params, prefix, str(tmp_path / "f.tflite"), 1, 1,
                          lstm="fused")
     assert not (tmp_path / "f.tflite").exists()
+
+
+@needs_schema
+@pytest.mark.parametrize("weights", list(fused_lstm.FORMATS))
+def test_read_weights_inverts_the_layout(weights):
+    """The weights read back are the ones written, in LSTMCell's layout:
+    exactly (float), or each gate's (and the table's) symmetric int8 grid,
+    max|w| / 127 (numpy's), zeros kept."""
+    table, layers, bias = _random_model(6)
+    data = fused_lstm.fused_lm(table, layers, bias, weights)
+    assert fused_lstm.is_fused(data)
+    got_table, kernels = fused_lstm.read_weights(data)
+
+    def grid(value):
+        if weights == "float":
+            return value
+        codes, scale = _q(value)
+        return codes * scale
+    np.testing.assert_allclose(got_table, grid(table), rtol=1e-6, atol=0)
+    for layer, kernel in zip(layers, kernels):
+        units = layer.kernel.shape[1] // 4
+        inputs = layer.kernel.shape[0] - units
+        for column in range(4):
+            part = layer.kernel[:, column * units:(column + 1) * units]
+            pieces = [part] if weights == "int8-sparse" else [
+                part[:inputs], part[inputs:]]
+            want = np.concatenate([grid(p) for p in pieces])
+            np.testing.assert_allclose(
+                kernel[:, column * units:(column + 1) * units], want,
+                rtol=1e-6, atol=0)
+        assert np.array_equal(kernel == 0, layer.kernel == 0) or \
+            weights != "float"
+    with pytest.raises(ValueError, match="not a file of fused_lm"):
+        fused_lstm.read_weights(_other_file())
+
+
+def _other_file():
+    schema, flatbuffers = sparse_format.schema_modules()
+    build = fused_lstm._Builder(schema)
+    build.model.description = "another model"
+    return build.finish(flatbuffers)

@@ -116,6 +116,18 @@ def test_the_lm_life_with_the_installed_command(installed):
         assert '"layout": "csr"' in awd_lm(run, "info", "exp/int8.tflite")
         awd_lm(run, "score", "--model", "exp/int8.tflite",
                str(run["data"] / "test.txt"))
+        # One builtin LSTM op per layer, int8 1 x 16 blocks, the state in
+        # the interpreter: scored, generated from and described.
+        assert "fused LSTM ops" in awd_lm(
+            run, "export", "--model", "RUN/awd_compress/qat", "--format",
+            "int8", "--storage", "sparse", "--lstm", "fused", "--out",
+            "exp/fused.tflite")
+        assert '"lstm": "fused"' in awd_lm(run, "info", "exp/fused.tflite")
+        assert "perplexity" in awd_lm(run, "score", "--model",
+                                      "exp/fused.tflite",
+                                      str(run["data"] / "test.txt"))
+        awd_lm(run, "generate", "--model", "exp/fused.tflite", "--prompt",
+               "the cat", "--num-words", "5", "--seed", "1")
     awd_lm(run, "generate", "--model", "RUN/awd", "--prompt", "the cat",
            "--num-words", "5", "--seed", "1")
     assert "export" in awd_lm(run, "--help", script=True)
@@ -144,6 +156,15 @@ def test_export_refuses_what_tflite_cannot_run_and_bad_out_before_work(
                            "--format", "uint8", "--storage", "sparse",
                            "--out", "y.tflite")
     assert status == 2 and "no sparse uint8 kernel" in line
+    status, line = failing(installed, "export", "--model", "RUN/awd",
+                           "--format", "float", "--lstm", "fused",
+                           "--num-steps", "5", "--out", "y.tflite")
+    assert status == 2 and "--num-steps must be 1" in line
+    status, line = failing(installed, "export", "--model", "RUN/awd_quant",
+                           "--format", "uint8", "--lstm", "fused",
+                           "--out", "y.tflite")
+    assert status == 2 and ("no uint8 kernel" in line if IS_TF2
+                            else "TensorFlow 2.x" in line)
     if not IS_TF2:
         status, line = failing(installed, "export", "--model", "RUN/awd",
                                "--format", "int8", "--out", "y.tflite")

@@ -41,7 +41,8 @@ import numpy as np
 
 from tf1_awd_sparse.export import sparse_format
 
-__all__ = ["LSTMLayer", "FORMATS", "fused_lm", "state_names"]
+__all__ = ["LSTMLayer", "FORMATS", "fused_lm", "state_names", "is_fused",
+           "read_weights"]
 
 #: The weight formats of `fused_lm`.
 FORMATS = ("float", "int8", "int8-sparse")
@@ -53,6 +54,8 @@ LSTMLayer = collections.namedtuple("LSTMLayer",
                                    ["kernel", "bias", "forget_bias"])
 
 _BLOCK = 16
+# The files' description: how `is_fused` knows them.
+_DESCRIPTION = "tf1_awd_sparse fused LSTM language model"
 # Builtin operator codes of the TFLite schema not in `sparse_format`.
 _CONCATENATION, _LSTM, _RESHAPE = 2, 16, 22
 # TF LSTMCell's kernel columns are gates i, j, f, o; the LSTM op takes
@@ -78,7 +81,7 @@ class _Builder(object):
         self.schema = schema
         self.model = schema.ModelT()
         self.model.version = 3
-        self.model.description = "tf1_awd_sparse fused LSTM language model"
+        self.model.description = _DESCRIPTION
         self.model.buffers = [schema.BufferT()]   # buffer 0: no data
         self.model.operatorCodes = []
         self.graph = schema.SubGraphT()
@@ -448,3 +451,60 @@ def _folded_input(build, name, x, width, h_var, fill):
     return folded
 
 
+
+
+def is_fused(data):
+    """Whether the model ``data`` (bytes) was written by `fused_lm` (its
+    description says so)."""
+    schema, _ = sparse_format.schema_modules()
+    model = schema.Model.GetRootAsModel(data, 0)
+    return model.Description() == _DESCRIPTION.encode()
+
+
+def read_weights(data):
+    """The weights of a `fused_lm` file, back in ``LSTMCell``'s layout:
+    ``(table [vocab, emb], [kernel [input + units, 4 units]])``, float32,
+    int8 codes times their scale (a zero stays exactly zero), the padding
+    cut off. The inverse of the weight layout `fused_lm` writes.
+
+    Raises:
+      ValueError: ``data`` is not a file of `fused_lm`.
+    """
+    schema, _ = sparse_format.schema_modules()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(data, 0))
+    if model.description != _DESCRIPTION.encode():
+        raise ValueError("not a file of fused_lm (description %r)"
+                         % (model.description,))
+    graph = model.subgraphs[0]
+    tensors = {t.name.decode(): t for t in graph.tensors}
+    widths = {t.name.decode(): int(t.shape[-1]) for t in
+              (graph.tensors[i] for i in graph.outputs)}
+    emb = widths["hidden"]
+
+    def value(name):
+        tensor = tensors[name]
+        stored = bytes(bytearray(model.buffers[tensor.buffer].data))
+        dtype = np.int8 if tensor.type == sparse_format.INT8 else np.float32
+        stored = np.frombuffer(stored, dtype)
+        if tensor.sparsity is not None:
+            stored = sparse_format.dense_values(tensor.sparsity, stored,
+                                                tensor.shape)
+        scale = tensor.quantization.scale[0] if tensor.quantization and \
+            tensor.quantization.scale else 1.0
+        return stored.reshape(tensor.shape).astype(np.float32) * scale
+    kernels, width, layer = [], emb, 0
+    while "final_%d_h" % layer in widths:
+        units = widths["final_%d_h" % layer]
+        kernel = np.zeros([width + units, 4 * units], np.float32)
+        for position, column in enumerate(_GATE_COLUMNS):
+            gate = "lstm_%d/gate_%d/" % (layer, position)
+            w_x = value(gate + "input_weights")
+            folded = tensors[gate + "input_weights"].sparsity is not None
+            w_h = w_x[:, width:] if folded else value(
+                gate + "recurrent_weights")
+            part = slice(column * units, (column + 1) * units)
+            kernel[:width, part] = w_x[:units, :width].T
+            kernel[width:, part] = w_h[:units, :units].T
+        kernels.append(kernel)
+        width, layer = units, layer + 1
+    return value("embedding")[:, :emb], kernels

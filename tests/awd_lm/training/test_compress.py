@@ -63,8 +63,8 @@ def test_rows_and_summary_json(reference):
     # and the table says so).
     assert stages == ["float", "reference", "sparse", "sparse", "sparse",
                       "qat", "tflite_float", "tflite_uint8"] + (
-                          ["tflite_int8"] if sparse_storage.available()
-                          else [])
+                          ["tflite_int8", "tflite_int8_fused"]
+                          if sparse_storage.available() else [])
     assert result["table"][-1].startswith("tflite_int8")
     assert ("needs TensorFlow 2.x" in result["table"][-1]) != \
         sparse_storage.available()
@@ -253,6 +253,21 @@ def test_tflite_perplexity_equals_the_tf_graphs(reference):
         assert int8["bytes"] < rows["tflite_uint8"]["bytes"]
         assert 0.98 * rows["qat"]["nonzero_weights"] <= \
             int8["nonzero_weights"] <= rows["qat"]["nonzero_weights"]
+        # The same weights in 1 x 16 blocks, one fused LSTM op per layer
+        # (one token a call): within 2 % of the fake-quant graph too, and
+        # every row timed against the fastest dense file, which the table
+        # names.
+        fused = rows["tflite_int8_fused"]
+        assert fused["test_ppl"] == pytest.approx(rows["qat"]["test_ppl"],
+                                                  rel=2e-2)
+        assert fused["bytes"] < rows["tflite_uint8"]["bytes"]
+        assert fused["tokens_scored"] == rows["tflite_uint8"][
+            "tokens_scored"]
+        for stage in ("tflite_float", "tflite_uint8", "tflite_int8",
+                      "tflite_int8_fused"):
+            assert rows[stage]["x_fastest_dense"] > 0
+        assert any(line.startswith("ms/token: one thread") and
+                   "tflite_int8_fused" in line for line in result["table"])
     # Whole test stream, window by window.
     stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
     assert rows["tflite_uint8"]["tokens_scored"] == stream.shape[0] * (
@@ -295,7 +310,8 @@ class _Killed(Exception):
 #: The files made from the QAT checkpoint: uint8, and on TF 2.x the int8
 #: weights stored sparse.
 QAT_EXPORTS = ["tflite_uint8.tflite"] + (
-    ["tflite_int8.tflite"] if sparse_storage.available() else [])
+    ["tflite_int8.tflite", "tflite_int8_fused.tflite",
+     "fastest_dense.tflite"] if sparse_storage.available() else [])
 
 BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
               "before_prune",

@@ -49,7 +49,8 @@ _TOP_KEYS = ("format", "params", "checkpoint", "tflite", "vocab",
              "produced_by")
 _PRODUCED_KEYS = ("stage", "technique", "model", "sparsity", "valid_ppl",
                   "test_ppl", "init_from", "epochs_run", "best_epoch",
-                  "corpus", "source", "data_dir", "training", "storage")
+                  "corpus", "source", "data_dir", "training", "storage",
+                  "lstm")
 _TFLITE_KEYS = ("file", "batch", "window", "dtype", "inputs", "outputs",
                 "log_softmax", "storage")
 _TENSOR_KEYS = ("name", "shape", "dtype", "quantization")

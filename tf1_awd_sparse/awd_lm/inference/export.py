@@ -31,7 +31,7 @@ from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import fused_export
-from tf1_awd_sparse.export import eval_graph, graphdef
+from tf1_awd_sparse.export import eval_graph, fused_lstm, graphdef
 from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.export.runner import TFLiteRunner, open_interpreter
 
@@ -154,7 +154,8 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     return len(model_bytes)
 
 
-def check_formats(weights, storage, params, model_dir=None):
+def check_formats(weights, storage, params, model_dir=None, lstm="unrolled",
+                  layout="auto"):
     """The weight format `export_lm` writes of a model, checked against the
     model and this TensorFlow before any conversion: what `export_lm` and
     the ``awd-lm export`` command refuse.
@@ -169,6 +170,9 @@ def check_formats(weights, storage, params, model_dir=None):
         ``weights`` and ``storage``), or the model directory the command
         line names (the errors name its flags ``--format`` and
         ``--storage`` and the directory).
+      lstm, layout: `export_lm`'s (the fused file's refusals,
+        `fused_export.fused_format`, checked too; ``num_steps`` is
+        `export_lm`'s to check).
 
     Returns:
       the weight format, one of `WEIGHT_FORMATS`.
@@ -211,6 +215,8 @@ def check_formats(weights, storage, params, model_dir=None):
             "weights='int8' (8-bit weights, stored sparse) or 'float'")
     if weights == "int8" or storage == "sparse":
         _check_sparse_storage(weights, flags)
+    if lstm == "fused":
+        fused_export.fused_format(weights, storage, layout, 1)
     return weights
 
 
@@ -457,6 +463,15 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
       ValueError: a shape with no tensor in the model.
     """
     zeros = total = 0
+    fused = _fused_weights(path)
+    if fused is not None:   # its own layout: one tensor per gate
+        for value, shape in zip(fused, shapes):
+            if sorted(value.shape) != sorted(int(d) for d in shape):
+                raise ValueError("%s has no tensor of shape %s"
+                                 % (path, tuple(shape)))
+            zeros += int(np.sum(value == 0))
+            total += value.size
+        return zeros, total
     tensors = _weight_tensors(path, interpreter)
     for shape in shapes:
         rows, cols = (int(d) for d in shape)
@@ -474,6 +489,19 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
         zeros += int(np.sum(value == zero_point))
         total += value.size
     return zeros, total
+
+
+def _fused_weights(path):
+    """The weights of a fused file (`fused_lstm.read_weights`: the table,
+    then each layer's kernel), or None for any other file."""
+    if not sparse_storage.available():
+        return None
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if not fused_lstm.is_fused(data):
+        return None
+    table, kernels = fused_lstm.read_weights(data)
+    return [table] + kernels
 
 
 def _weight_tensors(path, interpreter):

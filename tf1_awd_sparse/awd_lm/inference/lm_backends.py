@@ -203,7 +203,8 @@ class TFLiteBackend(object):
         if logits is None or int(logits[-1]) != vocab or \
                 set(self.runner.state_inputs) != {"state_" + n
                                                   for n in self.names} or any(
-                    "final_" + n not in self.runner.outputs
+                    "final_" + n not in self.runner.outputs and "state_" + n
+                    not in self.runner.state_variables   # read back
                     for n in self.names):
             raise modeldir.ConfigError(
                 "%s: not the model its sidecar describes (expected logits "

@@ -52,7 +52,7 @@ def resolve(path):
 
 
 def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
-                 storage="dense", layout="auto"):
+                 storage="dense", layout="auto", lstm="unrolled"):
     """Exports a run / stage directory's model as a TFLite file with its
     sidecar (``<path>.json``) and vocab.txt beside it.
 
@@ -60,9 +60,10 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
       model_dir: a directory with config.json (`LanguageModel.load`'s).
       path: the ``.tflite`` file to write.
       batch_size, num_steps: the file's fixed batch and window.
-      weights, storage, layout: the file's weight format, storage and
-        sparse layout (`export.export_lm`: None is the model's own, float
-        or uint8).
+      weights, storage, layout, lstm: the file's weight format, storage,
+        sparse layout and LSTM ops (`export.export_lm`: None is the
+        model's own format, float or uint8; ``lstm="fused"``: one builtin
+        LSTM op per layer, ``num_steps`` 1).
 
     Returns:
       the sidecar's path.
@@ -74,11 +75,15 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
     checkpoint = os.path.join(config["directory"], config["checkpoint"])
     params = config["params"]
     # None resolved (the sidecar names the format), refused before work.
-    weights = export.check_formats(weights, storage, params)
+    weights = export.check_formats(weights, storage, params, lstm=lstm,
+                                   layout=layout)
     export.export_lm(params, checkpoint, path, batch_size, num_steps,
-                     weights=weights, storage=storage, layout=layout)
+                     weights=weights, storage=storage, layout=layout,
+                     lstm=lstm)
     produced = dict(config.get("produced_by", {}),
                     stage="tflite_" + weights, storage=storage,
                     source=os.path.abspath(model_dir))
+    if lstm == "fused":   # the sidecars of 0.3.0 files stay as they were
+        produced["lstm"] = lstm
     return modeldir.write_tflite_sidecar(path, params, config["words"],
                                          produced)

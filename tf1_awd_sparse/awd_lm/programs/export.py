@@ -1,13 +1,16 @@
 """``awd-lm export --model DIR --format float|uint8|int8 [--storage
-sparse] --out PATH``: write a model directory's model as a TFLite file,
-with its sidecar ``PATH.json`` and vocab.txt beside it
+sparse] [--lstm fused] --out PATH``: write a model directory's model as a
+TFLite file, with its sidecar ``PATH.json`` and vocab.txt beside it
 (`lm.export_model`).
 
 uint8 (fully 8-bit, TOCO) needs a quantization-aware model directory
 (``train --quant`` makes ``<out>/<model>_quant``); float needs a float one;
 int8 (int8 weights, float activations: TFLite's hybrid kernels) takes
 either. ``--storage sparse`` stores the pruned weights in TFLite's sparse
-format (float or int8, TensorFlow 2.x; docs/sparse_tflite.md). The output
+format (float or int8, TensorFlow 2.x; docs/sparse_tflite.md). ``--lstm
+fused`` writes each LSTM layer as one builtin TFLite LSTM op (float or
+int8; int8 sparse in 1 x 16 blocks, the fastest file of a block-pruned
+model; one token per call; TensorFlow 2.x). The output
 is checked (its folder created, or refused when it is not a writable
 directory; an existing file refused without --overwrite) before any
 conversion.
@@ -28,6 +31,7 @@ __all__ = ["FORMATS", "STORAGES", "parse_args", "check_out", "main"]
 FORMATS = ("float", "uint8", "int8")
 STORAGES = ("dense", "sparse")
 LAYOUTS = ("auto", "fast", "csr", "1x4", "1x16")
+LSTM_KINDS = ("unrolled", "fused")
 
 
 def parse_args(argv=None):
@@ -48,14 +52,24 @@ def parse_args(argv=None):
                    "(the layouts TFLite's sparse kernels read: int8 1x16, "
                    "a width 16 does not divide padded to a multiple of "
                    "16; float 1x4), or one layout")
+    p.add_argument("--lstm", choices=LSTM_KINDS, default="unrolled",
+                   help="fused: one builtin TFLite LSTM op per layer "
+                   "(--format float or int8; with --storage sparse int8 "
+                   "1x16 blocks; one token per call; TensorFlow 2.x)")
     p.add_argument("--out", required=True, help="the .tflite file to write")
     p.add_argument("--batch-size", type=int, default=1,
                    help="the file's fixed batch (default 1)")
-    p.add_argument("--num-steps", type=int, default=10,
-                   help="the file's fixed window (default 10)")
+    p.add_argument("--num-steps", type=int, default=None,
+                   help="the file's fixed window (default 10; 1, the only "
+                   "one, with --lstm fused)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out file")
     args = p.parse_args(argv)
+    if args.num_steps is None:
+        args.num_steps = 1 if args.lstm == "fused" else 10
+    if args.lstm == "fused" and args.num_steps != 1:
+        p.error("--lstm fused streams one token per call: --num-steps must "
+                "be 1, got %d" % args.num_steps)
     for flag in ("batch_size", "num_steps"):
         if getattr(args, flag) < 1:
             p.error("--%s must be >= 1, got %d"
@@ -116,7 +130,8 @@ def main(argv=None):
                                                    modeldir.CONFIG_FILE))
         # The library's refusals, worded for the flags.
         export.check_formats(args.format, args.storage, config["params"],
-                             model_dir=args.model)
+                             model_dir=args.model, lstm=args.lstm,
+                             layout=args.layout)
         check_out(args.out, args.overwrite)
     except ValueError as e:  # modeldir.ConfigError included
         inside = modeldir.model_dirs_in(args.model)
@@ -128,12 +143,14 @@ def main(argv=None):
     try:
         sidecar = lm.export_model(args.model, args.out, args.batch_size,
                                   args.num_steps, weights=args.format,
-                                  storage=args.storage, layout=args.layout)
+                                  storage=args.storage, layout=args.layout,
+                                  lstm=args.lstm)
     except (ValueError, OSError) as e:
         _cli.fail(e)
-    print("%s: %d bytes (%s, %s%s); sidecar %s" % (
+    print("%s: %d bytes (%s, %s%s%s); sidecar %s" % (
         args.out, os.path.getsize(args.out), args.format, args.storage,
-        ", " + args.layout if args.storage == "sparse" else "", sidecar))
+        ", " + args.layout if args.storage == "sparse" else "",
+        ", fused LSTM ops" if args.lstm == "fused" else "", sidecar))
     return 0
 
 

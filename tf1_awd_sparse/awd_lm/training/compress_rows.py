@@ -15,10 +15,11 @@ __all__ = ["STAGES", "weights_bytes", "file_bytes", "row", "tflite_row",
            "mark", "choose", "best_reference", "format_table"]
 
 #: Stage names of the rows, in order (``tflite_int8``: the QAT model's
-#: int8 weights stored sparse, on TensorFlow 2.x only, which writes and
-#: runs such files; docs/sparse_tflite.md).
+#: int8 weights stored sparse, ``tflite_int8_fused`` the same in 1 x 16
+#: blocks with one builtin LSTM op per layer, on TensorFlow 2.x only,
+#: which writes and runs such files; docs/sparse_tflite.md).
 STAGES = ("float", "reference", "sparse", "qat", "tflite_float",
-          "tflite_uint8", "tflite_int8")
+          "tflite_uint8", "tflite_int8", "tflite_int8_fused")
 
 
 def weights_bytes(weights):
@@ -173,10 +174,21 @@ def format_table(rows):
                 "%.4f" % r["ms_per_token"] if "ms_per_token" in r
                 else "-"))
     lines += [_reference_line(r) for r in rows if r.get("reference_is")]
+    timed = [r for r in rows if "x_fastest_dense" in r]
+    if timed:
+        lines.append(
+            "ms/token: one thread, the rows' batch; against the fastest "
+            "dense file (the qat model's int8 weights dense, XNNPACK: "
+            "%.4f ms/token): %s" % (timed[0]["fastest_dense_ms"], ", ".join(
+                "%s %.2f x" % (r["stage"], r["x_fastest_dense"])
+                for r in timed)))
     stages = {r["stage"] for r in rows}
     if "tflite_int8" in stages:
         lines.append("tflite_int8: the qat model's int8 weights (float "
                      "activations) stored sparse (docs/sparse_tflite.md)")
+    if "tflite_int8_fused" in stages:
+        lines.append("tflite_int8_fused: the same in 1 x 16 blocks, one "
+                     "builtin LSTM op per layer, one token a call")
     elif "tflite_uint8" in stages:
         lines.append("tflite_int8 (int8 weights stored sparse): needs "
                      "TensorFlow 2.x to write and run (make demo-tf2)")

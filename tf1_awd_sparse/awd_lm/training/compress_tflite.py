@@ -15,16 +15,17 @@ from tf1_awd_sparse.awd_lm.training.compress_cuts import made_from
 from tf1_awd_sparse.awd_lm.training.compress_rows import (file_bytes,
                                                           tflite_row)
 
-__all__ = ["EXPORT_STEPS", "tflite_rows", "time_rows"]
+__all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "tflite_rows", "time_rows"]
 
 #: Steps per call of the exported TFLite models.
 EXPORT_STEPS = 10
 
 
 def tflite_rows(pipeline, technique, pruned, quant, progress=None):
-    """Stages 5 to 7: exports the TFLite models (unless done) and scores
+    """Stages 5 to 8: exports the TFLite models (unless done) and scores
     them with the interpreter over the whole test stream: float, uint8 and
-    (TF 2.x) the QAT model's int8 weights stored sparse.
+    (TF 2.x) the QAT model's int8 weights stored sparse, unrolled and with
+    one fused LSTM op per layer (int8 1 x 16 blocks, one token a call).
 
     Args:
       pipeline: the run (`compress_pipeline.Pipeline`): its corpus, its
@@ -48,12 +49,15 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None):
     if sparse_storage.available():
         files.append(("tflite_int8", quant,
                       {"weights": "int8", "storage": "sparse"}))
+        files.append(("tflite_int8_fused", quant,
+                      {"weights": "int8", "storage": "sparse",
+                       "lstm": "fused"}))
     for stage, (stage_params, checkpoint), formats in files:
         path = pipeline.dir.tflite_file(stage)
         source = made_from(technique, checkpoint)
         if pipeline.done.get(stage) != source or not os.path.exists(path):
-            export.export_lm(stage_params, checkpoint, path, batch, steps,
-                             **formats)
+            export.export_lm(stage_params, checkpoint, path, batch,
+                             1 if formats.get("lstm") else steps, **formats)
             pipeline.record(stage, source)
         ppl, _, tokens = export.tflite_perplexity(path, test, progress)
         shapes = export.weight_shapes(stage_params)
@@ -69,18 +73,48 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None):
                                (zeros, total), shapes,
                                {"bytes": size, "gzip_bytes": gz,
                                 "tokens_scored": tokens}))
+    if sparse_storage.available():
+        runners[FASTEST_DENSE] = _fastest_dense(pipeline, technique, quant,
+                                                batch, steps)
     return time_rows(rows, runners)
+
+
+#: The timing baseline of the rows (TF 2.x): the QAT model's int8 weights
+#: dense, unrolled, with XNNPACK (the interpreter's default), the fastest
+#: dense file (docs/sparse_tflite.md).
+FASTEST_DENSE = "int8 dense, XNNPACK"
+
+
+def _fastest_dense(pipeline, technique, quant, batch, steps):
+    """The runner of the baseline file (exported unless done from the same
+    QAT checkpoint; timed, not scored)."""
+    path = pipeline.dir.tflite_file("fastest_dense")
+    source = made_from(technique, quant[1])
+    if pipeline.done.get("fastest_dense") != source or \
+            not os.path.exists(path):
+        export.export_lm(quant[0], quant[1], path, batch, steps,
+                         weights="int8")
+        pipeline.record("fastest_dense", source)
+    return export.LMRunner(path)
 
 
 def time_rows(rows, runners, rounds=5, repeats=4):
     """Adds ``ms_per_token`` to each row: the median of ``rounds`` timings
     (`LMRunner.time_per_token` of ``repeats`` calls) of its stage's runner
     in ``runners`` ({stage: runner}), the models timed in turn so that
-    they share the machine's load alike. Returns ``rows``."""
+    they share the machine's load alike; with a `FASTEST_DENSE` runner,
+    also ``fastest_dense_ms`` (its ms/token) and ``x_fastest_dense`` (the
+    median over the rounds of the row's time over its). Returns
+    ``rows``."""
     times = {stage: [] for stage in runners}
     for _ in range(rounds):
         for stage, runner in runners.items():
             times[stage].append(runner.time_per_token(repeats=repeats))
+    base = times.get(FASTEST_DENSE)
     for r in rows:
         r["ms_per_token"] = 1e3 * float(np.median(times[r["stage"]]))
+        if base:
+            r["fastest_dense_ms"] = 1e3 * float(np.median(base))
+            r["x_fastest_dense"] = float(np.median(
+                np.array(times[r["stage"]]) / np.array(base)))
     return rows
