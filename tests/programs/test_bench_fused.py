@@ -1,0 +1,36 @@
+"""benchmarks/bench_fused.py in its tiny configuration: a row per file,
+the fused files with one LSTM op per layer, each file's logits within the
+quantization of its reference; TF 1.x prints why it does not run."""
+import contextlib
+import io
+import os
+
+from support import BENCHMARKS, load_program
+from tf1_awd_sparse.export import sparse_format
+
+bench = load_program(os.path.join(BENCHMARKS, "bench_fused.py"))
+
+
+def test_the_tiny_run_prints_every_file():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.main(["--tiny", "--rounds", "2", "--tokens", "3"])
+    text = out.getvalue()
+    if not sparse_format.available():
+        assert "needs TensorFlow 2.x" in text
+        return
+    assert "the fastest dense file: dense " in text
+    rows = {}
+    for name, _, _, _, ref in bench.FILES:
+        line = [l for l in text.splitlines()
+                if l.startswith("  %-20s " % name)]
+        assert len(line) == 1, name
+        fields = line[0][2:].split()
+        rows[name] = fields
+        lstm = int(fields[len(name.split()) + 2])
+        assert lstm == (2 if name.startswith("fused") else 0), line
+        if ref is not None:
+            diff = float(fields[len(name.split()) + 6])
+            # float: rounding; int8: the inputs' and weights' int8 grids
+            # (the tiny model's logits are ~0.03).
+            assert diff < (1e-6 if "float" in name else 2e-3), line
