@@ -205,6 +205,10 @@ def test_the_fused_file_computes_the_lstm_language_model(
     assert sorted(runner.state_variables) == [
         "state_0_c", "state_0_h", "state_1_c", "state_1_h"]
     got, state = _stream(runner, ids)
+    # The states as the model has them, the padding to whole blocks cut.
+    assert {name: value.shape for name, value in state.items()} == {
+        "state_0_c": (batch, HIDDEN), "state_0_h": (batch, HIDDEN),
+        "state_1_c": (batch, EMB), "state_1_h": (batch, EMB)}
     want, want_state = _numpy_lm(table, layers, bias, ids)
     if weights == "float":
         # float32 rounding, relative to the logits' size.

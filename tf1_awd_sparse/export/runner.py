@@ -284,12 +284,14 @@ def _state_variables(interpreter, inputs, outputs):
     """{name: (details, shape)} of the tensors named as states
     (`is_state_input`) that are no model input: a fused LSTM op's variable
     state tensors; ``shape`` is the ``final_...`` output's of the same
-    state where the model has one, else the tensor's."""
+    state, else of the same layer's other state (a cell state has its
+    hidden state's width), else the tensor's."""
     found = {}
     for detail in interpreter.get_tensor_details():
         name = detail["name"]
         if is_state_input(name) and name not in inputs:
-            final = outputs.get("final" + name[len("state"):])
+            final = outputs.get("final" + name[len("state"):]) or \
+                outputs.get("final" + name[len("state"):-1] + "h")
             shape = detail["shape"] if final is None else final["shape"]
             found[name] = (detail, tuple(int(n) for n in shape))
     return found
