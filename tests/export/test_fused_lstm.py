@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from support.versions import IS_TF2
+from support.versions import IS_TF2, builtin_only
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
-from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export import fused_lstm, sparse_format
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
@@ -147,21 +146,6 @@ def _assert_hybrid_close(got, want, table, layers):
     assert np.abs(got - want).max() <= one_code + 1e-5 * np.abs(want).max()
 
 
-def _builtin_only(interpreter):
-    """The interpreter class without XNNPACK (the 8-bit kernels compared
-    are TFLite's own)."""
-    base = interpreter_class(interpreter)
-    module = __import__(base.__module__, fromlist=["OpResolverType"])
-
-    class BuiltinOnly(base):
-        def __init__(self, model_path, **kwargs):
-            kwargs["experimental_op_resolver_type"] = \
-                module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-            super(BuiltinOnly, self).__init__(model_path=model_path,
-                                              **kwargs)
-    return BuiltinOnly
-
-
 def _write(folder, name, data):
     path = os.path.join(str(folder), name)
     with open(path, "wb") as handle:
@@ -201,7 +185,7 @@ def test_the_fused_file_computes_the_lstm_language_model(
     data = fused_lstm.fused_lm(table, layers, bias, weights, batch)
     assert _op_codes(data).count("LSTM") == 2   # one fused op per layer
     runner = TFLiteRunner(_write(tmp_path, "f.tflite", data),
-                          _builtin_only(interpreter))
+                          builtin_only(interpreter))
     assert sorted(runner.state_variables) == [
         "state_0_c", "state_0_h", "state_1_c", "state_1_h"]
     got, state = _stream(runner, ids)
@@ -253,7 +237,7 @@ def test_sparse_storage_and_the_zero_blocks(tmp_path, interpreter):
     for model_layers in (layers, zero):
         data = fused_lstm.fused_lm(table, model_layers, bias, "int8-sparse")
         got, _ = _stream(TFLiteRunner(_write(tmp_path, "s.tflite", data),
-                                      _builtin_only(interpreter)), ids)
+                                      builtin_only(interpreter)), ids)
         want = _hybrid_lm(table, model_layers, bias, ids, folded=True)
         _assert_hybrid_close(got, want, table, model_layers)
 

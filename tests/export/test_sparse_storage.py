@@ -13,14 +13,13 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from support.versions import IS_TF2
+from support.versions import IS_TF2, builtin_only
 from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export, lm
 from tf1_awd_sparse.export import sparse_format, tflite_file
 from tf1_awd_sparse.export import sparse_storage as ss
-from tf1_awd_sparse.base.compat import interpreter_class
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
 # Input dimensions 16 (the table) and 32 (the cells' [x, h]): every layout
@@ -85,23 +84,8 @@ def _ids():
     return (np.arange(B * T, dtype=np.int32).reshape(B, T) * 7) % VOCAB
 
 
-def _builtin_only(interpreter):
-    """The interpreter class opening every file with TFLite's own kernels
-    (no XNNPACK), so that the dense reference runs the same arithmetic."""
-    base = interpreter_class(interpreter)
-    module = __import__(base.__module__, fromlist=["OpResolverType"])
-
-    class BuiltinOnly(base):
-        def __init__(self, model_path, **kwargs):
-            kwargs["experimental_op_resolver_type"] = \
-                module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-            super(BuiltinOnly, self).__init__(model_path=model_path,
-                                              **kwargs)
-    return BuiltinOnly
-
-
 def _outputs(path, interpreter):
-    got = TFLiteRunner(path, _builtin_only(interpreter)).run(_ids())
+    got = TFLiteRunner(path, builtin_only(interpreter)).run(_ids())
     return {name: got[name] for name in ("logits", "hidden")}
 
 
@@ -481,7 +465,7 @@ def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
     path = str(tmp_path / "s.tflite")
     with open(path, "wb") as handle:
         handle.write(sparse)
-    runner = TFLiteRunner(path, _builtin_only("tf"))
+    runner = TFLiteRunner(path, builtin_only("tf"))
     interpreter = runner.interpreter
     for i, weight in enumerate((first, second, zero)):
         x = rng.randn(1, weight.shape[0]).astype(np.float32)

@@ -61,3 +61,21 @@ needs_litert = pytest.mark.skipif(
     not _has_litert(), reason="ai_edge_litert (LiteRT) is not installed: "
                               "it exists for the TF 2.x environments' "
                               "CPython only (pip install ai-edge-litert)")
+
+
+def builtin_only(interpreter):
+    """The interpreter class (`base.compat.interpreter_class` of
+    ``interpreter``) that opens every file with TFLite's own kernels, no
+    XNNPACK: so that a sparse file and its dense reference run the same
+    kernels' arithmetic."""
+    from tf1_awd_sparse.base.compat import interpreter_class
+    base = interpreter_class(interpreter)
+    module = __import__(base.__module__, fromlist=["OpResolverType"])
+
+    class BuiltinOnly(base):
+        def __init__(self, model_path=None, **kwargs):
+            kwargs["experimental_op_resolver_type"] = \
+                module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+            super(BuiltinOnly, self).__init__(model_path=model_path,
+                                              **kwargs)
+    return BuiltinOnly
