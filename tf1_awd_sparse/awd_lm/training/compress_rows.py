@@ -152,7 +152,7 @@ def format_table(rows):
     """The pipeline's table, as lines: the ratios to the float model and
     to the reference (the float model fine-tuned for the same budget),
     and whether each compressed stage reached the target ('yes' / 'NO')."""
-    header = ("%-12s | %-19s | %8s | %6s | %6s | %17s | %7s | %9s | %9s | "
+    header = ("%-17s | %-19s | %8s | %6s | %6s | %17s | %7s | %9s | %9s | "
               "%8s" % ("stage", "technique", "test ppl", "/float", "/ref",
                        "nonzero / total", "target", "bytes", "gzip",
                        "ms/token"))
@@ -160,7 +160,7 @@ def format_table(rows):
     for r in rows:
         reached = r.get("reached_target")
         lines.append(
-            "%-12s | %-19s | %8.2f | %6.3f | %6s | %8d / %6.2f%% | %7s | "
+            "%-17s | %-19s | %8.2f | %6.3f | %6s | %8d / %6.2f%% | %7s | "
             "%9d | %9d | %8s" % (
                 r["stage"] + ("*" if r.get("reference_is") == "float"
                               else ""), r["technique"], r["test_ppl"],
