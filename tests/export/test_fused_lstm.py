@@ -53,26 +53,52 @@ def _random_model(seed, zeros=0.8, batch=1):
 
 
 def _numpy_lm(table, layers, bias, ids, cell_clip=None, state=None):
-    """float64 logits [steps, batch, vocab] and the final [(c, h)]."""
-    state = state or [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),) * 2
-                      for l in layers]
+    """float64 logits [steps, batch, vocab] and the final [(c, h)]:
+    ``LSTMCell``'s arithmetic (peepholes, cell clip, projection and its
+    clip where a layer has them)."""
+    state = state or [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),
+                       np.zeros((len(ids[0]), _out(l)))) for l in layers]
     out = []
     for step in ids:
         x = table[step].astype(np.float64)
         new = []
         for layer, (c, h) in zip(layers, state):
-            units = layer.kernel.shape[1] // 4
             z = np.concatenate([x, h], 1) @ layer.kernel + layer.bias
-            i, j, f, o = (z[:, k * units:(k + 1) * units] for k in range(4))
-            c = _sigmoid(f + layer.forget_bias) * c + _sigmoid(i) * np.tanh(j)
-            if cell_clip:
-                c = np.clip(c, -cell_clip, cell_clip)
-            h = _sigmoid(o) * np.tanh(c)
+            c, h = _cell(layer, z, c, cell_clip,
+                         lambda m, p=layer.projection: m if p is None
+                         else m @ p)
             new.append((c, h))
             x = h
         state = new
         out.append(x @ table.T.astype(np.float64) + bias)
     return np.array(out), state
+
+
+def _out(layer):
+    """The layer's output width: its units, or num_proj."""
+    return layer.kernel.shape[1] // 4 if layer.projection is None else \
+        layer.projection.shape[1]
+
+
+def _cell(layer, z, c, cell_clip, project, peephole=lambda w: w):
+    """The rest of one ``LSTMCell`` step from the gates' pre-activations
+    ``z`` ``[batch, 4 units]``: ``(c, h)``; ``project(m)`` and
+    ``peephole(w)`` give the projection and the peephole weights as the
+    file computes them."""
+    units = layer.kernel.shape[1] // 4
+    i, j, f, o = (z[:, k * units:(k + 1) * units] for k in range(4))
+    if layer.peepholes is not None:
+        w_i, w_f, w_o = (peephole(w) for w in layer.peepholes)
+        i, f = i + w_i * c, f + w_f * c
+    c = _sigmoid(f + layer.forget_bias) * c + _sigmoid(i) * np.tanh(j)
+    if cell_clip:
+        c = np.clip(c, -cell_clip, cell_clip)
+    if layer.peepholes is not None:
+        o = o + w_o * c
+    h = project(_sigmoid(o) * np.tanh(c))
+    if layer.proj_clip:
+        h = np.clip(h, -layer.proj_clip, layer.proj_clip)
+    return c, h
 
 
 def _q(value, axis=None):
@@ -84,48 +110,65 @@ def _q(value, axis=None):
     return np.clip(np.round(value / scale), -127, 127), scale
 
 
-def _hybrid_lm(table, layers, bias, ids, folded):
+def _hybrid_lm(table, layers, bias, ids, folded, cell_clip=None):
     """numpy's model of the 8-bit files' arithmetic (float64): int8
-    weights (one scale per gate tensor and for the table), each input
-    vector of a product quantized symmetric per batch row; ``folded``: the
-    sparse layout's ([x | h] one vector, [W_x | W_h] one tensor per gate,
-    h re-quantized by the identity projection), else x and h apart."""
+    weights (one scale per gate tensor, peephole vector, projection and
+    for the table), each input vector of a product quantized symmetric
+    per batch row; ``folded``: the sparse layout's ([x | h] one vector,
+    [W_x | W_h] one tensor per gate, an identity projection where the
+    layer has none), else x and h apart."""
     codes, t_scale = _q(table)
-    table_q = codes * t_scale
-    state = [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),) * 2
-             for l in layers]
+    state = [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),
+              np.zeros((len(ids[0]), _out(l)))) for l in layers]
     out = []
     for step in ids:
-        x = table_q[step]
+        x = codes[step] * t_scale
         new = []
         for layer, (c, h) in zip(layers, state):
-            units = layer.kernel.shape[1] // 4
-            n_in = layer.kernel.shape[0] - units
-            z = []
-            for k in range(4):
-                w = layer.kernel[:, k * units:(k + 1) * units]
-                if folded:
-                    parts = [(np.concatenate([x, h], 1), w)]
-                else:
-                    parts = [(x, w[:n_in]), (h, w[n_in:])]
-                total = layer.bias[k * units:(k + 1) * units].astype(
-                    np.float64)
-                for v, part in parts:
-                    (qv, sv), (qw, sw) = _q(v, 1), _q(part)
-                    total = total + (qv @ qw) * sv * sw
-                z.append(total)
-            i, j, f, o = z
-            c = _sigmoid(f + layer.forget_bias) * c + _sigmoid(i) * np.tanh(j)
-            h = _sigmoid(o) * np.tanh(c)
-            if folded:
-                qh, sh = _q(h, 1)
-                h = qh * sh
+            c, h = _cell(layer, _hybrid_gates(layer, x, h, folded), c,
+                         cell_clip,
+                         lambda m, p=layer.projection: _hybrid_project(
+                             m, p, folded), _grid)
             new.append((c, h))
             x = h
         state = new
         qx, sx = _q(x, 1)
         out.append((qx @ codes.T) * sx * t_scale + bias)
     return np.array(out)
+
+
+def _grid(value):
+    """``value`` on its symmetric int8 grid (max|v| / 127)."""
+    codes, scale = _q(value)
+    return codes * scale
+
+
+def _hybrid_gates(layer, x, h, folded):
+    units = layer.kernel.shape[1] // 4
+    n_in = x.shape[1]
+    z = []
+    for k in range(4):
+        w = layer.kernel[:, k * units:(k + 1) * units]
+        parts = [(np.concatenate([x, h], 1), w)] if folded else [
+            (x, w[:n_in]), (h, w[n_in:])]
+        total = layer.bias[k * units:(k + 1) * units].astype(np.float64)
+        for v, part in parts:
+            (qv, sv), (qw, sw) = _q(v, 1), _q(part)
+            total = total + (qv @ qw) * sv * sw
+        z.append(total)
+    return np.concatenate(z, 1)
+
+
+def _hybrid_project(m, projection, folded):
+    """The op's projection of ``m``: quantized per row times the int8
+    weights (the layer's, or folded the identity: m re-quantized)."""
+    if projection is None and not folded:
+        return m
+    qm, sm = _q(m, 1)
+    if projection is None:
+        return qm * sm
+    qp, sp = _q(projection)
+    return (qm @ qp) * sm * sp
 
 
 def _assert_hybrid_close(got, want, table, layers):
@@ -289,6 +332,56 @@ def test_cell_clip(tmp_path):
     assert np.abs(want_state[0][0]).max() == pytest.approx(0.3)  # clipped
     np.testing.assert_allclose(got, want, rtol=0,
                                atol=1e-5 * np.abs(want).max())
+
+
+def _projected_model(seed, proj, zeros=0.5):
+    """(table, layers, bias): 2 layers with peepholes, the first projected
+    to ``proj`` (then clipped), the second to EMB (the tied table)."""
+    rng = np.random.RandomState(seed)
+    table, _, bias = _random_model(seed, zeros)
+    layers = []
+    for inputs, units, out, clip in ((EMB, HIDDEN, proj, 0.4),
+                                     (proj, 24, EMB, None)):
+        kernel = rng.randn(inputs + out, 4 * units) * 0.3
+        kernel *= rng.rand(*kernel.shape) > zeros
+        layers.append(fused_lstm.LSTMLayer(
+            kernel.astype(np.float32),
+            (rng.randn(4 * units) * 0.2).astype(np.float32), 1.0,
+            peepholes=tuple((rng.randn(units) * 0.5).astype(np.float32)
+                            for _ in range(3)),
+            projection=(rng.randn(units, out) * 0.3).astype(np.float32),
+            proj_clip=clip))
+    return table, layers, bias
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+@pytest.mark.parametrize("weights", list(fused_lstm.FORMATS))
+def test_peepholes_projection_and_their_clips(tmp_path, weights,
+                                              interpreter):
+    """Layers with peepholes, a projection (num_proj 20, then the table's
+    width) and proj_clip, and a cell clip: the file computes LSTMCell's
+    arithmetic (float: to float32 rounding; 8-bit: numpy's model of the
+    hybrid kernels, the layer's projection instead of the identity); the
+    states come back at their own widths (c: units, h: num_proj)."""
+    table, layers, bias = _projected_model(7, proj=20)
+    ids = np.random.RandomState(8).randint(0, VOCAB, [STEPS, 1])
+    data = fused_lstm.fused_lm(table, layers, bias, weights, cell_clip=0.8)
+    got, state = _stream(TFLiteRunner(_write(tmp_path, "p.tflite", data),
+                                      builtin_only(interpreter)), ids)
+    assert {n: v.shape for n, v in state.items()} == {
+        "state_0_c": (1, HIDDEN), "state_0_h": (1, 20),
+        "state_1_c": (1, 24), "state_1_h": (1, EMB)}
+    want, want_state = _numpy_lm(table, layers, bias, ids, cell_clip=0.8)
+    assert np.abs(want_state[0][1]).max() == pytest.approx(0.4)  # clipped
+    if weights == "float":
+        np.testing.assert_allclose(got, want, rtol=0,
+                                   atol=1e-5 * np.abs(want).max())
+        return
+    _assert_hybrid_close(got, _hybrid_lm(table, layers, bias, ids,
+                                         weights == "int8-sparse",
+                                         cell_clip=0.8),
+                         table, layers)
 
 
 @needs_schema

@@ -187,3 +187,27 @@ def test_opening_damaged_files_is_an_error_on_every_interpreter_never_a_signal(
     for path, interpreter, result in lines:
         assert result.startswith("TFLiteFileError: %r is not " % path), (
             path, interpreter, result)
+
+
+def test_metadata_reads_the_entries_a_writer_put():
+    """`tflite_file.metadata` against the schema module's own writer: every
+    entry's name and bytes (TF 2.x writes; any version reads)."""
+    from tf1_awd_sparse.export import sparse_format
+    if not sparse_format.available():
+        pytest.skip("the flatbuffer is written with TF 2.x's schema module")
+    schema, flatbuffers = sparse_format.schema_modules()
+    model = schema.ModelT()
+    model.version, model.subgraphs = 3, [schema.SubGraphT()]
+    model.buffers, model.metadata = [schema.BufferT()], []
+    for name, data in (("a", b"{}"), ("b", b"\x00\x01 bytes")):
+        buffer = schema.BufferT()
+        buffer.data = list(data)
+        model.buffers.append(buffer)
+        entry = schema.MetadataT()
+        entry.name, entry.buffer = name, len(model.buffers) - 1
+        model.metadata.append(entry)
+    builder = flatbuffers.Builder(256)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    data = bytes(builder.Output())
+    assert tflite_file.metadata(tflite_file.verify(data)) == {
+        "a": b"{}", "b": b"\x00\x01 bytes"}

@@ -36,22 +36,32 @@ stay 0: ``c = c / 2`` from 0, ``h = tanh(0) / 2``), and the table to the
 same width; the padded state is sliced off the outputs.
 """
 import collections
+import json
 
 import numpy as np
 
 from tf1_awd_sparse.export import sparse_format
 
-__all__ = ["LSTMLayer", "FORMATS", "fused_lm", "state_names", "is_fused",
-           "read_weights"]
+__all__ = ["LSTMLayer", "FORMATS", "STATE_WIDTHS", "fused_lm",
+           "state_names", "is_fused", "read_weights"]
 
 #: The weight formats of `fused_lm`.
 FORMATS = ("float", "int8", "int8-sparse")
 
 #: One LSTM layer as TF's ``LSTMCell`` holds it: ``kernel``
-#: ``[input + units, 4 * units]`` (gates i, j, f, o), ``bias``
-#: ``[4 * units]``, and the ``forget_bias`` added to the f gate.
-LSTMLayer = collections.namedtuple("LSTMLayer",
-                                   ["kernel", "bias", "forget_bias"])
+#: ``[input + out, 4 * units]`` (gates i, j, f, o; ``out`` is ``units``,
+#: or ``num_proj`` with a projection), ``bias`` ``[4 * units]``, the
+#: ``forget_bias`` added to the f gate; optional: ``peepholes``, the
+#: triple ``(w_i_diag, w_f_diag, w_o_diag)`` of ``[units]`` vectors
+#: (``use_peepholes``), ``projection``, the ``projection/kernel``
+#: ``[units, num_proj]``, and ``proj_clip``.
+LSTMLayer = collections.namedtuple(
+    "LSTMLayer", ["kernel", "bias", "forget_bias", "peepholes",
+                  "projection", "proj_clip"], defaults=(None, None, None))
+#: The metadata entry naming each state variable's width without the
+#: padding to whole blocks (JSON {name: width}); `runner.TFLiteRunner`
+#: reads it.
+STATE_WIDTHS = "tf1_awd_sparse.state_widths"
 
 _BLOCK = 16
 # The files' description: how `is_fused` knows them.
@@ -148,6 +158,16 @@ class _Builder(object):
         operator.builtinOptions = options
         self.graph.operators.append(operator)
 
+    def metadata(self, name, text):
+        """Adds a metadata entry ``name`` holding ``text`` (UTF-8)."""
+        buffer = self.schema.BufferT()
+        buffer.data = np.frombuffer(text.encode("utf-8"), np.uint8)
+        self.model.buffers.append(buffer)
+        entry = self.schema.MetadataT()
+        entry.name = name.encode()
+        entry.buffer = len(self.model.buffers) - 1
+        self.model.metadata = (self.model.metadata or []) + [entry]
+
     def finish(self, flatbuffers):
         builder = flatbuffers.Builder(1024)
         builder.Finish(self.model.Pack(builder), file_identifier=b"TFL3")
@@ -174,18 +194,20 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     Inputs: ``inputs``, int32 ``[batch_size, 1]`` word ids. Outputs:
     ``logits`` ``[batch_size, 1, vocab]``, ``hidden`` ``[batch_size, 1,
     emb]`` (the top layer's output), and per layer ``final_<l>_h``
-    ``[batch_size, units]``, all float32. The state is kept in the
-    variable tensors named by `state_names` (width ``units`` padded to a
-    multiple of 16 in the sparse format, the padding 0); the cell state
-    is read from its variable (`runner.TFLiteRunner` returns it as
+    ``[batch_size, out]``, all float32. The state is kept in the
+    variable tensors named by `state_names` (widths padded to a multiple
+    of 16 in the sparse format, the padding 0; the metadata entry
+    `STATE_WIDTHS` gives each state's own width); the cell state is read
+    from its variable (`runner.TFLiteRunner` returns it as
     ``final_<l>_c``): an output computed from it alone would be computed
     once, when TFLite prepares the model.
 
     Args:
       table: float ``[vocab, emb]``: the embedding, tied to the decoder.
       layers: a list of `LSTMLayer` (numpy values, float): layer ``l``'s
-        kernel ``[input_l + units_l, 4 * units_l]`` with ``input_0 = emb``
-        and ``input_l = units_(l-1)``; the top layer has ``emb`` units.
+        kernel ``[input_l + out_l, 4 * units_l]`` with ``input_0 = emb``
+        and ``input_l = out_(l-1)``, ``out`` being the units or the
+        projection's width; the top layer's ``out`` is ``emb``.
       decoder_bias: float ``[vocab]`` or None (zeros).
       weights: one of `FORMATS`.
       batch_size: the fixed batch.
@@ -210,11 +232,13 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
     build.graph.inputs = [ids]
     table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
-    outputs = []
+    outputs, widths = [], {}
     for index, layer in enumerate(layers):
-        x, state = _lstm_layer(build, index, x, layer, dtype, sparse,
-                               batch_size, cell_clip)
+        x, state, width = _lstm_layer(build, index, x, layer, dtype, sparse,
+                                      batch_size, cell_clip)
         outputs += state
+        widths.update(width)
+    build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
     vocab, emb = table.shape
     logits = _fully_connected(build, x, table_t, decoder_bias, batch_size)
     logits = _reshape(build, logits, [batch_size, 1, vocab], "logits")
@@ -243,23 +267,9 @@ def _checked(table, layers, decoder_bias, weights, batch_size, cell_clip):
         raise ValueError("layers must hold at least one LSTMLayer")
     checked, width = [], table.shape[1]
     for index, layer in enumerate(layers):
-        kernel = np.asarray(layer.kernel, np.float32)
-        units = kernel.shape[-1] // 4
-        if kernel.shape != (width + units, 4 * units) or \
-                np.shape(layer.bias) != (4 * units,):
-            raise ValueError(
-                "layers[%d]: kernel %s and bias %s do not make an LSTM layer "
-                "of input width %d ([input + units, 4 units], [4 units])"
-                % (index, kernel.shape, np.shape(layer.bias), width))
-        if weights == "int8-sparse" and \
-                _padded(width, True) + _padded(units, True) > 4096:
-            raise ValueError(
-                "layers[%d]: input + units %d exceed the 4,096 columns the "
-                "sparse LSTM kernel indexes (255 blocks of 16 a row)"
-                % (index, width + units))
-        checked.append(LSTMLayer(kernel, np.asarray(layer.bias, np.float32),
-                                 float(layer.forget_bias)))
-        width = units
+        layer = _checked_layer(index, layer, width, weights)
+        checked.append(layer)
+        width = _widths(layer)[1]
     if width != table.shape[1]:
         raise ValueError("the top layer has %d units, the tied table %d "
                          "columns: they must be equal" % (width,
@@ -271,6 +281,48 @@ def _checked(table, layers, decoder_bias, weights, batch_size, cell_clip):
         raise ValueError("decoder_bias must be [vocab] = [%d], got %s"
                          % (table.shape[0], decoder_bias.shape))
     return table, checked, decoder_bias
+
+
+def _checked_layer(index, layer, width, weights):
+    """``layers[index]`` as float32 arrays, checked against the input
+    ``width``."""
+    kernel = np.asarray(layer.kernel, np.float32)
+    units = kernel.shape[-1] // 4 if kernel.ndim == 2 else 0
+    projection = None if layer.projection is None else np.asarray(
+        layer.projection, np.float32)
+    if projection is not None and (projection.ndim != 2 or
+                                   projection.shape[0] != units):
+        raise ValueError("layers[%d]: projection must be [units, num_proj] "
+                         "= [%d, num_proj], got shape %s"
+                         % (index, units, projection.shape))
+    out = units if projection is None else projection.shape[1]
+    if kernel.shape != (width + out, 4 * units) or units == 0 or \
+            np.shape(layer.bias) != (4 * units,):
+        raise ValueError(
+            "layers[%d]: kernel %s and bias %s do not make an LSTM layer "
+            "of input width %d ([input + out, 4 units], [4 units]; out: "
+            "the units or num_proj)"
+            % (index, kernel.shape, np.shape(layer.bias), width))
+    peepholes = layer.peepholes
+    if peepholes is not None:
+        peepholes = tuple(np.asarray(v, np.float32) for v in peepholes)
+        if len(peepholes) != 3 or any(v.shape != (units,)
+                                      for v in peepholes):
+            raise ValueError("layers[%d]: peepholes must be three [%d] "
+                             "vectors (w_i_diag, w_f_diag, w_o_diag)"
+                             % (index, units))
+    if layer.proj_clip is not None and not layer.proj_clip > 0:
+        raise ValueError("layers[%d]: proj_clip must be None or positive, "
+                         "got %r" % (index, layer.proj_clip))
+    if weights == "int8-sparse" and \
+            _padded(width, True) + _padded(out, True) > 4096:
+        raise ValueError(
+            "layers[%d]: input + output %d exceed the 4,096 columns the "
+            "sparse LSTM kernel indexes (255 blocks of 16 a row)"
+            % (index, width + out))
+    return LSTMLayer(kernel, np.asarray(layer.bias, np.float32),
+                     float(layer.forget_bias), peepholes, projection,
+                     layer.proj_clip)
 
 
 def _lookup(build, table, ids, dtype, sparse, batch_size):
@@ -354,20 +406,21 @@ def _fully_connected(build, x, weights, bias, batch_size):
 
 def _gates(layer, width, sparse):
     """Per gate (the op's order): ``(input weights [units_p, width],
-    recurrent weights [units_p, units_p], bias [units_p])``, the units
-    padded to ``units_p`` (whole blocks when ``sparse``) with zero rows,
-    the input to ``width`` with zero columns."""
+    recurrent weights [units_p, out_p], bias [units_p])``, the units (and
+    the output, ``num_proj`` or the units) padded to whole blocks when
+    ``sparse`` with zero rows (columns), the input to ``width`` with zero
+    columns."""
     kernel, bias = layer.kernel, layer.bias
-    units = kernel.shape[1] // 4
-    inputs = kernel.shape[0] - units
-    padded = _padded(units, sparse)
+    units, out = _widths(layer)
+    inputs = kernel.shape[0] - out
+    padded, out_p = _padded(units, sparse), _padded(out, sparse)
     gates = []
     for position, column in enumerate(_GATE_COLUMNS):
         part = kernel[:, column * units:(column + 1) * units].T
         w_x = np.zeros([padded, width], np.float32)
         w_x[:units, :inputs] = part[:, :inputs]
-        w_h = np.zeros([padded, padded], np.float32)
-        w_h[:units, :units] = part[:, inputs:]
+        w_h = np.zeros([padded, out_p], np.float32)
+        w_h[:units, :out] = part[:, inputs:]
         b = np.zeros([padded], np.float32)
         b[:units] = bias[column * units:(column + 1) * units]
         if position == _FORGET:
@@ -376,17 +429,23 @@ def _gates(layer, width, sparse):
     return gates
 
 
+def _widths(layer):
+    """``(units, out)``: the cell's units and its output's width."""
+    units = layer.kernel.shape[1] // 4
+    out = units if layer.projection is None else layer.projection.shape[1]
+    return units, out
+
+
 def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
                 cell_clip):
     """Layer ``index``'s ``LSTM`` op on float ``x`` ``[batch, width]``.
-    Returns ``(output [batch, units_p], [final_c, final_h])``."""
-    schema = build.schema
-    units = layer.kernel.shape[1] // 4
-    width = layer.kernel.shape[0] - units
-    padded = _padded(units, sparse)
+    Returns ``(output [batch, out_p], [final_h], {state: width})``."""
+    units, out = _widths(layer)
+    width = layer.kernel.shape[0] - out
+    padded, out_p = _padded(units, sparse), _padded(out, sparse)
     name = "lstm_%d" % index
     h_name, c_name = state_names(index)
-    h_var = build.tensor(h_name, [batch_size, padded],
+    h_var = build.tensor(h_name, [batch_size, out_p],
                          sparse_format.FLOAT32, variable=True)
     c_var = build.tensor(c_name, [batch_size, padded],
                          sparse_format.FLOAT32, variable=True)
@@ -394,13 +453,13 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     inputs[0], inputs[18], inputs[19] = x, h_var, c_var
     # Folded (defect 1): [x | h_prev | zeros], in the kernel's row order,
     # so that its 1 x 16 blocks stay whole.
-    fill = -(width + padded) % _BLOCK if sparse else 0
+    fill = -(width + out_p) % _BLOCK if sparse else 0
     for position, (w_x, w_h, bias) in enumerate(_gates(layer, width,
                                                        sparse)):
         gate = "%s/gate_%d" % (name, position)
         if sparse:
             w_x = np.concatenate([w_x, w_h, np.zeros([padded, fill])], 1)
-            w_h = np.zeros([padded, padded], np.float32)
+            w_h = np.zeros_like(w_h)
         inputs[1 + position] = build.weight(gate + "/input_weights", w_x,
                                             dtype, sparse)
         inputs[5 + position] = build.weight(gate + "/recurrent_weights",
@@ -409,26 +468,48 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
                                              sparse_format.FLOAT32, bias)
     if sparse:
         inputs[0] = _folded_input(build, name, x, width, h_var, fill)
-        # defect 2: a projection, the identity (127 at scale 1 / 127).
-        inputs[16] = build.weight(name + "/identity_projection",
-                                  np.eye(padded, dtype=np.float32),
-                                  dtype, True)
-    output = build.tensor(name + "/output", [batch_size, padded],
+    _peepholes_and_projection(build, name, inputs, layer, dtype, sparse)
+    output = build.tensor(name + "/output", [batch_size, out_p],
                           sparse_format.FLOAT32)
-    options = schema.LSTMOptionsT()
-    options.fusedActivationFunction = schema.ActivationFunctionType.TANH
+    options = build.schema.LSTMOptionsT()
+    options.fusedActivationFunction = \
+        build.schema.ActivationFunctionType.TANH
     options.cellClip = float(cell_clip or 0.0)
-    options.kernelType = schema.LSTMKernelType.FULL
+    options.projClip = float(layer.proj_clip or 0.0)
+    options.kernelType = build.schema.LSTMKernelType.FULL
     options.asymmetricQuantizeInputs = False   # the sparse path has no zp
-    build.op(_LSTM, inputs, [output], schema.BuiltinOptions.LSTMOptions,
-             options)
+    build.op(_LSTM, inputs, [output],
+             build.schema.BuiltinOptions.LSTMOptions, options)
     # No final c output: TFLite computes an op whose inputs are all
     # persistent (a variable, constants) once, when it prepares, so a
     # SLICE of the cell state would hold zeros; `TFLiteRunner` reads the
     # variable itself.
-    final_h = _sliced(build, output, [batch_size, units],
+    final_h = _sliced(build, output, [batch_size, out],
                       "final_%d_h" % index, copy=True)
-    return output, [final_h]
+    return output, [final_h], {h_name: out, c_name: units}
+
+
+def _peepholes_and_projection(build, name, inputs, layer, dtype, sparse):
+    """Sets the op's peephole inputs (9-11: ``[units_p]``, int8 in the
+    hybrid formats) and its projection (16: ``[out_p, units_p]``, stored
+    as the gates are): the layer's, or with ``sparse`` and none, the
+    identity, since the sparse kernel needs one (defect 2)."""
+    units, out = _widths(layer)
+    padded, out_p = _padded(units, sparse), _padded(out, sparse)
+    if layer.peepholes is not None:
+        for position, vector in zip((9, 10, 11), layer.peepholes):
+            value = np.zeros([padded], np.float32)
+            value[:units] = vector
+            inputs[position] = build.weight(
+                "%s/peephole_%d" % (name, position - 9), value, dtype)
+    if layer.projection is not None:
+        value = np.zeros([out_p, padded], np.float32)
+        value[:out, :units] = np.asarray(layer.projection).T
+        inputs[16] = build.weight(name + "/projection", value, dtype, sparse)
+    elif sparse:   # the identity: 127 at scale 1 / 127
+        inputs[16] = build.weight(name + "/identity_projection",
+                                  np.eye(padded, dtype=np.float32), dtype,
+                                  True)
 
 
 def _folded_input(build, name, x, width, h_var, fill):
@@ -463,7 +544,7 @@ def is_fused(data):
 
 def read_weights(data):
     """The weights of a `fused_lm` file, back in ``LSTMCell``'s layout:
-    ``(table [vocab, emb], [kernel [input + units, 4 units]])``, float32,
+    ``(table [vocab, emb], [kernel [input + out, 4 units]])``, float32,
     int8 codes times their scale (a zero stays exactly zero), the padding
     cut off. The inverse of the weight layout `fused_lm` writes.
 
@@ -492,10 +573,14 @@ def read_weights(data):
         scale = tensor.quantization.scale[0] if tensor.quantization and \
             tensor.quantization.scale else 1.0
         return stored.reshape(tensor.shape).astype(np.float32) * scale
+    states = json.loads(bytes(bytearray(model.buffers[[
+        m for m in model.metadata if m.name.decode() == STATE_WIDTHS][
+            0].buffer].data)).decode("utf-8"))
     kernels, width, layer = [], emb, 0
     while "final_%d_h" % layer in widths:
-        units = widths["final_%d_h" % layer]
-        kernel = np.zeros([width + units, 4 * units], np.float32)
+        h_name, c_name = state_names(layer)
+        units, out = states[c_name], states[h_name]
+        kernel = np.zeros([width + out, 4 * units], np.float32)
         for position, column in enumerate(_GATE_COLUMNS):
             gate = "lstm_%d/gate_%d/" % (layer, position)
             w_x = value(gate + "input_weights")
@@ -504,7 +589,7 @@ def read_weights(data):
                 gate + "recurrent_weights")
             part = slice(column * units, (column + 1) * units)
             kernel[:width, part] = w_x[:units, :width].T
-            kernel[width:, part] = w_h[:units, :units].T
+            kernel[width:, part] = w_h[:units, :out].T
         kernels.append(kernel)
-        width, layer = units, layer + 1
+        width, layer = out, layer + 1
     return value("embedding")[:, :emb], kernels

@@ -3,6 +3,7 @@ interpreter chosen by `tf1_awd_sparse.base.compat.interpreter_class`,
 inputs quantized and outputs dequantized for 8-bit models. Every file is
 checked (`tflite_file.verify`) before an interpreter reads it.
 """
+import json
 import os
 import re
 import sys
@@ -10,7 +11,8 @@ import sys
 import numpy as np
 
 from tf1_awd_sparse.base.compat import interpreter_class
-from tf1_awd_sparse.export import sparse_storage
+from tf1_awd_sparse.export import sparse_storage, tflite_file
+from tf1_awd_sparse.export.fused_lstm import STATE_WIDTHS
 from tf1_awd_sparse.export.eval_graph import OUTPUT_NAME
 
 __all__ = ["TFLiteRunner", "open_interpreter", "is_state_input"]
@@ -136,8 +138,8 @@ class TFLiteRunner(object):
         states a file keeps in TFLite variable tensors (a fused LSTM op's,
         `export.fused_lstm`): ``run`` sets each like a state input (given,
         or zeros) and returns its ``final_...`` output, read from the
-        variable where the file has no such output; ``shape`` is that
-        output's, or the same layer's ``_h`` one's (the variable may be
+        variable where the file has no such output; ``shape`` is the
+        state's, which the file's metadata gives (the variable may be
         wider: zero padding).
     """
 
@@ -155,8 +157,8 @@ class TFLiteRunner(object):
                             if not is_state_input(d["name"])]
         self.state_inputs = [d["name"] for d in details
                              if is_state_input(d["name"])]
-        self.state_variables = _state_variables(self.interpreter,
-                                                self.inputs, self.outputs)
+        self.state_variables = _state_variables(
+            self.interpreter, self.inputs, _state_widths(path))
         self.state_inputs += sorted(self.state_variables)
 
     def output_quantization(self, name=None):
@@ -280,20 +282,27 @@ class TFLiteRunner(object):
         return feeds
 
 
-def _state_variables(interpreter, inputs, outputs):
+def _state_widths(path):
+    """{state: width} of a fused file's metadata (`fused_lstm.STATE_WIDTHS`:
+    each state variable's width without the padding to whole blocks), or
+    {} for another file."""
+    with open(path, "rb") as handle:
+        found = tflite_file.metadata(handle.read()).get(STATE_WIDTHS)
+    return json.loads(found.decode("utf-8")) if found else {}
+
+
+def _state_variables(interpreter, inputs, widths):
     """{name: (details, shape)} of the tensors named as states
     (`is_state_input`) that are no model input: a fused LSTM op's variable
-    state tensors; ``shape`` is the ``final_...`` output's of the same
-    state, else of the same layer's other state (a cell state has its
-    hidden state's width), else the tensor's."""
+    state tensors; ``shape`` is the tensor's, its last dimension cut to
+    the width ``widths`` gives it."""
     found = {}
     for detail in interpreter.get_tensor_details():
         name = detail["name"]
         if is_state_input(name) and name not in inputs:
-            final = outputs.get("final" + name[len("state"):]) or \
-                outputs.get("final" + name[len("state"):-1] + "h")
-            shape = detail["shape"] if final is None else final["shape"]
-            found[name] = (detail, tuple(int(n) for n in shape))
+            shape = [int(n) for n in detail["shape"]]
+            shape[-1] = int(widths.get(name, shape[-1]))
+            found[name] = (detail, tuple(shape))
     return found
 
 

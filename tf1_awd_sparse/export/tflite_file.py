@@ -30,7 +30,7 @@ from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["IDENTIFIER", "TABLES", "UNIONS", "TFLiteFileError", "verify",
            "model_bytes", "root", "field", "scalar", "tables", "ints",
-           "string"]
+           "string", "metadata"]
 
 #: The file identifier of ``schema.fbs`` (bytes 4 to 8 of every file).
 IDENTIFIER = b"TFL3"
@@ -239,6 +239,25 @@ def string(buf, table, kind, name):
         return ""
     size = struct.unpack_from("<I", buf, start)[0]
     return bytes(buf[start + 4:start + 4 + size]).decode("utf-8", "replace")
+
+
+def metadata(buf):
+    """{name: bytes} of the model's metadata entries (of bytes that
+    `verify` passed; an entry whose buffer holds no data maps to
+    ``b""``)."""
+    model = root(buf)
+    buffers = tables(buf, model, "Model", "buffers")
+    found = {}
+    for entry in tables(buf, model, "Model", "metadata"):
+        index = scalar(buf, entry, "Metadata", "buffer")
+        data = b""
+        if index < len(buffers):
+            start = _target(buf, buffers[index], "Buffer", "data")
+            if start is not None:
+                size = struct.unpack_from("<I", buf, start)[0]
+                data = bytes(buf[start + 4:start + 4 + size])
+        found[string(buf, entry, "Metadata", "name")] = data
+    return found
 
 
 # --- the check -------------------------------------------------------------

@@ -100,10 +100,11 @@ def _check_cells(cells):
     for index, config in enumerate(configs):
         if config.get("use_peepholes") or config.get("num_proj"):
             raise ValueError(
-                "layer %d has %s: the fused export writes LSTM layers "
-                "without peepholes or projection; export with "
-                "lstm='unrolled'" % (index, "peepholes" if config.get(
-                    "use_peepholes") else "a projection"))
+                "layer %d has %s: the language model's fused export "
+                "reads none (export.fused_lm writes them from arrays); "
+                "export with lstm='unrolled'" % (index, "peepholes" if
+                                                 config.get("use_peepholes")
+                                                 else "a projection"))
     clips = {config.get("cell_clip") for config in configs}
     if len(clips) > 1:
         raise ValueError("the layers' cell_clip differ (%s): the fused "
