@@ -47,7 +47,11 @@ here); ms/token is the median process CPU time, the ratio the per-round
 median of CPU time over the baseline's in the same group. Logits: max
 absolute difference over a 6-token stream from a random state, against the
 dense float file (float files) or the dense int8 file (int8 files) of the
-same weights, in the same interpreter and delegate setting.
+same weights, in the same interpreter and delegate setting. Each time is
+also given against the fastest dense file with XNNPACK in the same
+interpreter (`fastest_dense`: int8 in LiteRT, where XNNPACK runs its
+fully-connected layers as dynamically quantized int8), the baseline of
+every speed claim in the docs; ``bench_fused`` times the fused files.
 
 Run: ``TF_USE_LEGACY_KERAS=1 .venv-tf2/bin/python benchmarks/run.py
 bench_sparse_storage`` (or ``python benchmarks/bench_sparse_storage.py
@@ -456,18 +460,36 @@ def _timings(names, paths, sparse, rounds, tokens, root):
     return ms, ratios
 
 
+#: The dense files: the fastest of them with XNNPACK is the baseline of
+#: every speed claim (docs/results.md).
+DENSE = ("dense float", "dense uint8", "int8 dense")
+
+
+def fastest_dense(ratios, runtime):
+    """The dense file (`DENSE`, XNNPACK on) of lowest time in ``runtime``:
+    the ratios are all to the same timed baseline, so the lowest ratio."""
+    return min(DENSE, key=lambda n: ratios.get((n, runtime, True),
+                                               float("inf")))
+
+
 def _print_timings(names, configs, head, ms, ratios, rounds, tokens):
+    fastest = {r: fastest_dense(ratios, r) for r, _ in configs}
+
     def cell(key):
         if key not in ms:
             return "-"
-        return "%.3f %5.2fx" % (ms[key], ratios[key])
+        return "%.3f %5.2fx %5.2fx" % (ms[key], ratios[key], ratios[key] / (
+            ratios[fastest[key[1]], key[1], True]))
 
-    print("  ms/token (CPU, median of %d rounds x %d tokens) and x the dense "
-          "uint8 file with XNNPACK, same interpreter:" % (rounds, tokens))
-    print("  %-12s " % "file" + " ".join("%-19s" % h for h in head))
+    print("  ms/token (CPU, median of %d rounds x %d tokens), x the dense "
+          "uint8 file with XNNPACK (timed in every group) and x the fastest "
+          "dense file with XNNPACK (%s), same interpreter:" % (
+              rounds, tokens, ", ".join("%s: %s" % (r, f) for r, f in
+                                        sorted(fastest.items()))))
+    print("  %-12s " % "file" + " ".join("%-25s" % h for h in head))
     for name in names:
         print("  %-12s " % name + " ".join(
-            "%-19s" % cell((name, r, x)) for r, x in configs))
+            "%-25s" % cell((name, r, x)) for r, x in configs))
     print("  (dense uint8 with XNNPACK, wall ms/token: %s)" % ", ".join(
         "%s %.3f" % (r, ms["wall", BASELINE, r, True])
         for r, x in configs if x))
