@@ -199,8 +199,9 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     of 16 in the sparse format, the padding 0; the metadata entry
     `STATE_WIDTHS` gives each state's own width); the cell state is read
     from its variable (`runner.TFLiteRunner` returns it as
-    ``final_<l>_c``): an output computed from it alone would be computed
-    once, when TFLite prepares the model.
+    ``final_<l>_c``): an op reading the variable has no edge from the
+    LSTM op, which writes it in place, so a delegate (XNNPACK) may run
+    that op first.
 
     Args:
       table: float ``[vocab, emb]``: the embedding, tied to the decoder.
@@ -480,10 +481,10 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     options.asymmetricQuantizeInputs = False   # the sparse path has no zp
     build.op(_LSTM, inputs, [output],
              build.schema.BuiltinOptions.LSTMOptions, options)
-    # No final c output: TFLite computes an op whose inputs are all
-    # persistent (a variable, constants) once, when it prepares, so a
-    # SLICE of the cell state would hold zeros; `TFLiteRunner` reads the
-    # variable itself.
+    # No final c output: a SLICE of the cell state has no edge from the
+    # LSTM op (which writes the variable in place), and XNNPACK ran it in
+    # a partition before the op: the last call's state (measured, TF
+    # 2.15). `TFLiteRunner` reads the variable itself.
     final_h = _sliced(build, output, [batch_size, out],
                       "final_%d_h" % index, copy=True)
     return output, [final_h], {h_name: out, c_name: units}
