@@ -536,3 +536,21 @@ def _other_file():
     build = fused_lstm._Builder(schema)
     build.model.description = "another model"
     return build.finish(flatbuffers)
+
+
+@needs_schema
+def test_weight_sparsity_of_a_fused_file(tmp_path):
+    """Zeros counted from the fused file's gates, as numpy counts them in
+    the table and the kernels; shapes that are not the file's refused."""
+    table, layers, bias = _random_model(9, zeros=0.7)
+    path = _write(tmp_path, "w.tflite", fused_lstm.fused_lm(
+        table, layers, bias, "float"))
+    shapes = [table.shape] + [l.kernel.shape[::-1] for l in layers]
+    want = [table] + [l.kernel for l in layers]
+    assert export.weight_sparsity_of_tflite(path, shapes) == (
+        sum(int(np.sum(w == 0)) for w in want), sum(w.size for w in want))
+    with pytest.raises(ValueError, match="weight matrices"):
+        export.weight_sparsity_of_tflite(path, shapes[:2])
+    with pytest.raises(ValueError, match="no tensor of shape"):
+        export.weight_sparsity_of_tflite(path, [(VOCAB, EMB + 1)] +
+                                         shapes[1:])

@@ -140,8 +140,8 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     params = as_params(model.check_params(params)).replace(
         use_vd=False, quant_delay=0, quant=weights == "uint8")
     if fused is not None:
-        model_bytes = fused_export.write_fused(
-            params.replace(quant=False), checkpoint, batch_size, fused)
+        model_bytes = fused_export.write_fused(params, checkpoint,
+                                               batch_size, fused)
     else:
         model_bytes = _converted(params, checkpoint, batch_size, num_steps,
                                  weights == "uint8")
@@ -465,6 +465,9 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
     zeros = total = 0
     fused = _fused_weights(path)
     if fused is not None:   # its own layout: one tensor per gate
+        if len(fused) != len(shapes):
+            raise ValueError("%s holds %d weight matrices, not the %d of "
+                             "shapes" % (path, len(fused), len(shapes)))
         for value, shape in zip(fused, shapes):
             if sorted(value.shape) != sorted(int(d) for d in shape):
                 raise ValueError("%s has no tensor of shape %s"
