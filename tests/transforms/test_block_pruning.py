@@ -275,3 +275,77 @@ def test_the_cut_and_the_schedule_are_importable_from_magnitude_pruning():
     assert set(mp.__all__) >= {"gradual_sparsity", "exact_keep_masks",
                                "exact_block_keep_masks", "check_block",
                                "block_scores", "expand_blocks", "block_sizes"}
+
+
+def _two_layer_values(params, shapes, seed):
+    rng = np.random.RandomState(seed)
+    values = {}
+    for name in compress.weight_names(params):
+        values[name] = rng.randn(*shapes[name]).astype(np.float32)
+        values[compress._mask_name(name)] = np.ones(shapes[name], np.float32)
+    return values
+
+
+@pytest.mark.parametrize("k", [1, 16])
+@pytest.mark.parametrize("table", [0.8, 0.9, 0.95])
+def test_uneven_budgets_keep_the_models_zeros(k, table):
+    """--table-sparsity: the cut gives the table its own target and the
+    kernels one shared fraction; the model's zeros still reach
+    round(0.9 * n) and overshoot it by less than a block per matrix."""
+    params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
+              "num_layers": 2, "model": "awd", "pruning": "magnitude",
+              "pruning_block": k, "target_sparsity": 0.9,
+              "table_sparsity": table}
+    names = compress.weight_names(params)
+    shapes = dict(zip(names, [(50, 32), (48, 64), (48, 128)]))
+    out = compress._dense_survivors(_two_layer_values(params, shapes, k),
+                                    params, 0.9, "matrix")
+    zeros = {n: int(np.sum(out[n] == 0)) for n in names}
+    sizes = {n: int(np.prod(shapes[n])) for n in names}
+    total = sum(sizes.values())
+    assert total == 1600 + 3072 + 6144
+    # The table: its own exact cut (whole 1 x k blocks, never short).
+    wanted = int(round(table * 1600))
+    assert zeros[names[0]] == -(-wanted // k) * k
+    # The kernels: one fraction, the rest of the model's zeros.
+    kernel = [zeros[n] / float(sizes[n]) for n in names[1:]]
+    assert abs(kernel[0] - kernel[1]) <= float(k) / 3072
+    model_zeros = int(round(0.9 * total))
+    assert model_zeros <= sum(zeros.values()) < model_zeros + 3 * k + 2
+    targets = model.matrix_targets(params, sizes)
+    assert targets[names[0]] == table
+    assert targets[names[1]] == targets[names[2]]
+    # A sparser table leaves the kernels denser, and the other way round.
+    assert (targets[names[1]] - 0.9) * (0.9 - table) >= 0
+    for name in names:
+        assert _is_block_constant(out[name] != 0, model.pruning_block(
+            name, shapes[name], k))
+
+
+def test_uneven_budgets_refuse_what_leaves_the_kernels_none():
+    params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
+              "num_layers": 2, "model": "awd", "target_sparsity": 0.9}
+    sizes = {"lm/embedding": 1600, "lm/layer_0/lstm_0/kernel": 3072,
+             "lm/layer_1/lstm_1/kernel": 6144}
+    # The kernels hold 9216 of 10816 weights: the table needs at least
+    # (0.9 * 10816 - 9216) / 1600 = 0.324 of zeros.
+    with pytest.raises(ValueError, match=r"table_sparsity \(--table-"
+                       r"sparsity\) 0.3 leaves the kernels 1.00\d+ of zeros "
+                       r"for the model's target 0.9: give it in "
+                       r"\[0.3240, 1.0000\)"):
+        model.matrix_targets(dict(params, table_sparsity=0.3), sizes)
+    assert model.matrix_targets(dict(params, table_sparsity=0.33),
+                                sizes)["lm/embedding"] == 0.33
+    with pytest.raises(ValueError, match=r"needs cut_scope 'matrix'"):
+        model.matrix_targets(dict(params, table_sparsity=0.9,
+                                  cut_scope="global"), sizes)
+    assert set(model.matrix_targets(params, sizes).values()) == {0.9}
+
+
+def test_the_table_budget_reaches_the_ramp_and_its_cut():
+    params = dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
+                  table_sparsity=0.93, compress="magnitude", vocab_size=50)
+    ramp = compress.finetune_params(params, "magnitude", 10)
+    assert ramp["table_sparsity"] == 0.93
+    with pytest.raises(ValueError, match=r"table_sparsity.*got 1.0"):
+        presets.check_params({"table_sparsity": 1.0})

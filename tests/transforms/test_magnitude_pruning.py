@@ -331,6 +331,66 @@ def test_sparsity_at_end_step_is_the_target(sess):
     assert sess.run(pruning.last_update_step) == 40
 
 
+def _registered(name, init):
+    """A weight ``name`` with its mask and threshold, registered as the
+    cells register theirs; returns the mask."""
+    weight = tf.get_variable(name, initializer=init)
+    mask = tf.get_variable(name + "_pruning_mask",
+                           initializer=np.ones_like(init), trainable=False)
+    threshold = tf.get_variable(name + "_pruning_threshold", [],
+                                trainable=False,
+                                initializer=tf.zeros_initializer())
+    _register_for_model_pruning(weight, mask, threshold, weight * mask)
+    return mask
+
+
+def test_weight_sparsity_map_gives_a_weight_its_own_target(sess):
+    """contrib's weight_sparsity_map: a weight whose name holds a key of
+    the map ramps to that key's target on the same cubic schedule, the
+    others to target_sparsity (exact quantile: round(s * n) zeros)."""
+    rng = np.random.RandomState(1)
+    inits = {"table/embedding": rng.randn(30, 20).astype(np.float32),
+             "cell/kernel": rng.randn(24, 10).astype(np.float32)}
+    masks = {n: _registered(n, v) for n, v in inits.items()}
+    step = tf.train.get_or_create_global_step()
+    pruning = MagnitudePruning(0, 12, 3, 0.9, nbins=None,
+                               weight_sparsity_map={"embedding": 0.5})
+    assert pruning.target_of("table/embedding") == 0.5
+    assert pruning.target_of("cell/kernel") == 0.9
+    with tf.control_dependencies([tf.assign_add(step, 1)]):
+        update = pruning.conditional_mask_update_op(step)
+    sess.run(tf.global_variables_initializer())
+    for _ in range(13):
+        sess.run(update)
+        now, got = sess.run([step, masks])
+        if now % 3:
+            continue
+        for name, target in (("table/embedding", 0.5), ("cell/kernel", 0.9)):
+            size = got[name].size
+            wanted = _closed_form(now, 0, 12, target)
+            assert (got[name] == 0).sum() == round(size * wanted), (now, name)
+            zeros = np.abs(inits[name])[got[name] == 0]
+            if 0 < zeros.size < size:
+                assert (np.abs(inits[name])[got[name] == 1].min()
+                        >= zeros.max())
+
+
+def test_weight_sparsity_map_refuses_what_contrib_refuses():
+    _registered("a/embedding_kernel", np.ones((3, 4), np.float32))
+    pruning = MagnitudePruning(0, 10, 2, 0.5, weight_sparsity_map={
+        "embedding": 0.2, "kernel": 0.3})
+    with pytest.raises(ValueError, match=r"weight_sparsity_map: weight "
+                       r"a/embedding_kernel matches \['embedding', "
+                       r"'kernel'\]"):
+        pruning.conditional_mask_update_op(tf.constant(1))
+    with pytest.raises(ValueError, match=r"weight_sparsity_map\['x'\] must "
+                       r"be a finite number in \[0, 1\), got 1.5"):
+        MagnitudePruning(0, 10, 2, 0.5, weight_sparsity_map={"x": 1.5})
+    with pytest.raises(ValueError, match=r"weight_sparsity_map must be None "
+                       r"or a dict"):
+        MagnitudePruning(0, 10, 2, 0.5, weight_sparsity_map=["x:0.5"])
+
+
 def test_histogram_threshold_against_the_exact_quantile(sess):
     """Same weights, same sparsity s: the 4096-bin threshold is the left
     edge of the bin where the cumulative fraction reaches s, so it prunes
@@ -499,28 +559,43 @@ def _contrib_lm_pruning_op(params, global_step, train_op):
             params["pruning_begin_step"], params["pruning_end_step"],
             params["pruning_frequency"], float(params["target_sparsity"]),
             params["pruning_begin_step"], params["pruning_end_step"]))
+    if params.get("table_sparsity") is not None:
+        # Uneven budgets as contrib spells them: name part -> target.
+        from tf1_awd_sparse.awd_lm.graph import model
+        targets = model.matrix_targets(params, _LM_SIZES)
+        hparams.set_hparam("weight_sparsity_map", [
+            "%s:%r" % (name.split("lm/")[1], t) for name, t in
+            sorted(targets.items())])
     with tf.control_dependencies([train_op]):
         pruning = contrib.model_pruning.Pruning(hparams,
                                                 global_step=global_step)
         return pruning.conditional_mask_update_op()
 
 
-def _train_lm(make_op, steps=15):
-    """Trains the tiny AWD model ``steps`` steps with ``make_op``'s pruning;
-    returns the masks (and their weights) by name after every step."""
+#: LM_PARAMS' pruned matrices: the 11 x 4 table, the kernels [4 + 6, 24]
+#: and [6 + 4, 16].
+_LM_SIZES = {"lm/embedding": 44, "lm/layer_0/lstm_0/kernel": 240,
+             "lm/layer_1/lstm_1/kernel": 160}
+
+
+def _train_lm(make_op, steps=15, **changes):
+    """Trains the tiny AWD model ``steps`` steps with ``make_op``'s pruning
+    (LM_PARAMS with ``changes``); returns the masks (and their weights) by
+    name after every step."""
     from tf1_awd_sparse.awd_lm.graph import model
     from tf1_awd_sparse.transforms.kernel import PRUNING_MASKS, pruned_weight_name
     history = []
     with tf.Graph().as_default():
         tf.set_random_seed(3)
         rng = np.random.RandomState(0)
-        ids = rng.randint(0, LM_PARAMS["vocab_size"], (3, 9))
+        params = dict(LM_PARAMS, **changes)
+        ids = rng.randint(0, params["vocab_size"], (3, 9))
         features = {"inputs": tf.constant(ids[:, :-1], tf.int32),
                     "targets": tf.constant(ids[:, 1:], tf.int32)}
         step = tf.train.get_or_create_global_step()
-        out = model.build_lm(features, True, LM_PARAMS)
-        train_op, _ = model.build_train_op(out.loss, 1.0, LM_PARAMS, step)
-        op = make_op(LM_PARAMS, step, train_op)
+        out = model.build_lm(features, True, params)
+        train_op, _ = model.build_train_op(out.loss, 1.0, params, step)
+        op = make_op(params, step, train_op)
         names = {v.op.name for v in tf.global_variables()}
         assert "lm_pruning/last_mask_update_step" in names
         masks = tf.get_collection(PRUNING_MASKS)
@@ -537,38 +612,47 @@ def _train_lm(make_op, steps=15):
     return history
 
 
-def test_language_model_prunes_by_the_schedule():
+@pytest.mark.parametrize("table", [None, 0.3])
+def test_language_model_prunes_by_the_schedule(table):
     """awd_lm.model.magnitude_pruning_op on this version: every mask at its
     schedule's sparsity after the last update (step 12), largest
-    magnitudes kept."""
+    magnitudes kept; with table_sparsity (uneven budgets) the table ramps
+    to it and the kernels to the fraction that keeps the model's zeros at
+    the target (here 0.3 of 44 and 253 of 400 for 266 of 444)."""
     from tf1_awd_sparse.awd_lm.graph import model
-    history = _train_lm(model.magnitude_pruning_op)
+    history = _train_lm(model.magnitude_pruning_op, table_sparsity=table)
+    targets = [0.6] * 3 if table is None else [0.3] + [253.0 / 400] * 2
     updates = _update_steps(15, 0, 12, 3)
     assert updates == [3, 6, 9, 12]
     for now, masks, weights in history:
-        for mask, weight in zip(masks, weights):
+        assert [m.size for m in masks] == [44, 240, 160]
+        for mask, weight, target in zip(masks, weights, targets):
             if now < 3:
                 assert mask.min() == 1.0
             if now in updates:
-                expected = _closed_form(now, 0, 12, 0.6)
+                expected = _closed_form(now, 0, 12, target)
                 # These matrices have 44 - 240 entries: within a few of
                 # the schedule (one histogram bin's entries, and rounding).
                 assert abs((mask == 0).mean() - expected) <= 3.0 / mask.size
                 assert (np.abs(weight[mask == 1]).min()
                         > np.abs(weight[mask == 0]).max())
     final = history[-1][1]
-    assert all(abs((m == 0).mean() - 0.6) <= 3.0 / m.size for m in final)
+    assert all(abs((m == 0).mean() - t) <= 3.0 / m.size
+               for m, t in zip(final, targets))
+    assert abs(sum((m == 0).sum() for m in final) - 266) <= 6
 
 
 @needs_contrib
-def test_language_model_prunes_as_contrib_did():
+@pytest.mark.parametrize("table", [None, 0.3])
+def test_language_model_prunes_as_contrib_did(table):
     """On TF 1.x the language model's pruning is the op contrib built:
     identical masks and weights after every step (on 1.15, contrib's exact
     quantile against the library's 4096 bins: equal to the bin's
-    resolution, checked by the sparsity)."""
+    resolution, checked by the sparsity); uneven budgets
+    (``table_sparsity``) as contrib's ``weight_sparsity_map``."""
     from tf1_awd_sparse.awd_lm.graph import model
-    ours = _train_lm(model.magnitude_pruning_op)
-    reference = _train_lm(_contrib_lm_pruning_op)
+    ours = _train_lm(model.magnitude_pruning_op, table_sparsity=table)
+    reference = _train_lm(_contrib_lm_pruning_op, table_sparsity=table)
     exact = not _contrib_threshold_is_exact()
     for (now, masks, weights), (ref_now, ref_masks, ref_weights) in zip(
             ours, reference):

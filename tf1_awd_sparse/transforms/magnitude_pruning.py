@@ -4,7 +4,8 @@ It drives the masks that :class:`tf1_awd_sparse.transforms.PruningMask`
 registers, on every supported TensorFlow version (``tf.contrib`` is gone in
 2.x). It behaves as ``tf.contrib.model_pruning.Pruning`` of TF 1.13 with
 the hyperparameters the library uses (``initial_sparsity=0``,
-``threshold_decay=0``, element-wise masks, no per-weight sparsity map);
+``threshold_decay=0``, element-wise masks; its ``weight_sparsity_map`` as
+this class's argument of that name);
 ``tests/transforms/test_magnitude_pruning.py`` runs the two side by side on TF 1.x.
 
 The schedule ``s(t)``, the target fraction of zeros at global step
@@ -93,7 +94,7 @@ class MagnitudePruning(object):
         (int > ``begin_step``).
       frequency: global steps between two mask updates (int >= 1).
       target_sparsity: final fraction of zeros of every weight, in
-        ``[0, 1)``.
+        ``[0, 1)`` (but those of ``weight_sparsity_map``).
       nbins: bins of the ``|w|`` histogram the threshold is read from (int
         >= 1, default 4096); None: the exact quantile (module docstring).
       sparsity_begin_step, sparsity_end_step: the schedule's ramp (default
@@ -110,6 +111,11 @@ class MagnitudePruning(object):
         dimension: docs/sparse_tflite.md). Where a block does not divide
         its weight, the last block along that dimension is partial
         (`check_block`).
+      weight_sparsity_map: None or a dict ``{name part: target}``, as
+        contrib's hyperparameter of that name: a weight whose name contains
+        ``name part`` ramps to that target on the same schedule (uneven
+        budgets: the language model's table and kernels); a weight that two
+        parts match is refused when the op is built.
 
     Raises:
       ValueError: a bad argument, naming it, what was expected and what
@@ -119,7 +125,7 @@ class MagnitudePruning(object):
     def __init__(self, begin_step, end_step, frequency, target_sparsity,
                  nbins=DEFAULT_NBINS, sparsity_begin_step=None,
                  sparsity_end_step=None, exponent=3, name="model_pruning",
-                 block_shape=None):
+                 block_shape=None, weight_sparsity_map=None):
         self.begin_step = check_nonnegative_int(begin_step, "begin_step")
         self.end_step = check_int(end_step, "end_step")
         if self.end_step <= self.begin_step:
@@ -147,6 +153,15 @@ class MagnitudePruning(object):
         if block_shape is not None and not callable(block_shape):
             check_block(block_shape, None, "block_shape")
         self.block_shape = block_shape
+        if weight_sparsity_map is not None and not isinstance(
+                weight_sparsity_map, dict):
+            raise ValueError("weight_sparsity_map must be None or a dict "
+                             "{name part: target}, got %r"
+                             % (weight_sparsity_map,))
+        self.weight_sparsity_map = {
+            str(part): check_real(value, "weight_sparsity_map[%r]" % (part,),
+                                  low=0.0, high=1.0, high_open=True)
+            for part, value in (weight_sparsity_map or {}).items()}
         _compat.require_graph_mode("MagnitudePruning")
         with tf.variable_scope(name, reuse=tf.AUTO_REUSE):
             #: int32 variable: the global step of the last mask update.
@@ -154,13 +169,31 @@ class MagnitudePruning(object):
                 "last_mask_update_step", [], dtype=tf.int32,
                 initializer=tf.zeros_initializer(), trainable=False)
 
-    def sparsity_at(self, step):
-        """The schedule's target sparsity at ``step``: a float32 tensor for
-        an int tensor, a numpy float32 array for ints (see
-        :func:`gradual_sparsity`)."""
+    def sparsity_at(self, step, weight_name=None):
+        """The schedule's target sparsity at ``step`` (of the weight named
+        ``weight_name``, `target_of`): a float32 tensor for an int tensor, a
+        numpy float32 array for ints (see :func:`gradual_sparsity`)."""
         return gradual_sparsity(step, self.sparsity_begin_step,
-                                self.sparsity_end_step, self.target_sparsity,
-                                self.exponent)
+                                self.sparsity_end_step,
+                                self.target_of(weight_name), self.exponent)
+
+    def target_of(self, weight_name=None):
+        """The final fraction of zeros of the weight named ``weight_name``:
+        its ``weight_sparsity_map`` entry, else ``target_sparsity``.
+
+        Raises:
+          ValueError: two entries of the map match the name.
+        """
+        if weight_name is None:
+            return self.target_sparsity
+        hits = sorted(part for part in self.weight_sparsity_map
+                      if part in weight_name)
+        if len(hits) > 1:
+            raise ValueError("weight_sparsity_map: weight %s matches %s; "
+                             "give one entry per weight" % (weight_name,
+                                                            hits))
+        return (self.weight_sparsity_map[hits[0]] if hits
+                else self.target_sparsity)
 
     def is_update_step(self, global_step=None):
         """Scalar bool tensor: whether the masks change at ``global_step``
@@ -188,7 +221,7 @@ class MagnitudePruning(object):
           DtypeError: a non-int step or a non-float weight.
         """
         step = self._read_step(global_step)
-        return self._update(step, self.sparsity_at(step))
+        return self._update(step)
 
     def conditional_mask_update_op(self, global_step=None):
         """:meth:`mask_update_op` on the schedule's update steps
@@ -198,12 +231,12 @@ class MagnitudePruning(object):
         Args, Raises: as :meth:`mask_update_op`.
         """
         step = self._read_step(global_step)
-        sparsity = self.sparsity_at(step)
         triples = self._pruned_weights()  # errors now, not inside the cond
+        for weight, _, _ in triples:
+            self.target_of(_weight_name(weight))
         with tf.name_scope(self.name):
             due = self._is_update_step(step)
-        return tf.cond(due, lambda: self._update(step, sparsity, triples),
-                       tf.no_op)
+        return tf.cond(due, lambda: self._update(step, triples), tf.no_op)
 
     # -- building blocks ----------------------------------------------------
 
@@ -244,11 +277,12 @@ class MagnitudePruning(object):
                                              mask.shape))
         return list(zip(weights, masks, thresholds))
 
-    def _update(self, step, sparsity, triples=None):
+    def _update(self, step, triples=None):
         triples = self._pruned_weights() if triples is None else triples
         with tf.name_scope(self.name):
             assigns = []
             for weight, mask, threshold in triples:
+                sparsity = self.sparsity_at(step, _weight_name(weight))
                 new_threshold, new_mask = self._threshold_and_mask(
                     weight, sparsity, threshold.dtype.base_dtype,
                     mask.dtype.base_dtype)
@@ -262,8 +296,7 @@ class MagnitudePruning(object):
 
     def _threshold_and_mask(self, weight, sparsity, threshold_dtype,
                             mask_dtype):
-        name = (weight.name if isinstance(weight, _compat.PartitionedVariable)
-                else weight.op.name)
+        name = _weight_name(weight)
         variable = weight
         if isinstance(weight, _compat.PartitionedVariable):
             weight = weight.as_tensor()
@@ -288,6 +321,12 @@ class MagnitudePruning(object):
             return (1, 1)
         return check_block(block, shape.as_list(),
                            "block_shape of weight %s" % name)
+
+
+def _weight_name(weight):
+    """A pruned weight's name: the op's, a partitioned variable's own."""
+    return (weight.name if isinstance(weight, _compat.PartitionedVariable)
+            else weight.op.name)
 
 
 def _pooled(magnitude, block):

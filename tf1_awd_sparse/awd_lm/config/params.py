@@ -93,10 +93,12 @@ which it ramps up linearly.""")
 PruneConfig = _section(
     "PruneConfig", ("pruning", "target_sparsity", "pruning_begin_step",
                     "pruning_end_step", "pruning_frequency",
-                    "pruning_block"), """\
+                    "pruning_block", "table_sparsity"), """\
 Pruning masks: None, 'magnitude' (the gradual schedule to
 ``target_sparsity`` between the two steps, every ``pruning_frequency``
-steps) or 'fixed' (masks as restored), in 1 x ``pruning_block`` blocks.""")
+steps) or 'fixed' (masks as restored), in 1 x ``pruning_block`` blocks;
+``table_sparsity`` (None: the target) the table's own target, the kernels
+taking the rest of the model's zeros (`compression_ops.matrix_targets`).""")
 
 CompressionConfig = _section(
     "CompressionConfig", ("compress", "finetune_epochs", "finetune_lr",

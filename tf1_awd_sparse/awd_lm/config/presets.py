@@ -56,6 +56,10 @@ DEFAULTS = {
     # at the ramp's end per weight matrix ('matrix') or across all of them
     # ('global', one threshold)
     "compress_controller": 2.0, "cut_scope": "matrix",
+    # uneven budgets: the table's (embedding and tied decoder) own target
+    # fraction of zeros; the kernels share the rest of the model's zeros,
+    # target_sparsity * all weights (None: every matrix at the target)
+    "table_sparsity": None,
     # knowledge distillation from the float model in the technique phases
     # (ramp and survivors; `awd_lm.distill`): the loss adds distill_weight
     # * T^2 * the cross-entropy of the student's softmax at temperature T
@@ -129,7 +133,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "compress_controller", "cut_scope", "distill_weight",
                  "distill_temperature", "distill_teacher",
                  "finetune_optimizer", "finetune_dropout_scale",
-                 "pruning_block")
+                 "pruning_block", "table_sparsity")
 
 
 def split_quant(params):
@@ -291,6 +295,8 @@ CHECKS = {
     "compress_sparsity_weight": _POSITIVE_OR_NONE,
     "compress_controller": functools.partial(check_real, low=1.0),
     "cut_scope": _choice(("matrix", "global")),
+    "table_sparsity": functools.partial(check_real, low=0.0, high=1.0,
+                                        high_open=True, allow_none=True),
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
     "distill_teacher": _choice(("float", "reference")),
     "finetune_optimizer": _choice(("sgd", "ntasgd")),
@@ -315,7 +321,7 @@ CHECKS = {
 # How a parameter whose default is None is written as text.
 _TEXT_TYPES = {"sparsity": str, "sparsity_weight": float, "quant_lr": float,
                "pruning": str, "finetune_lr": float,
-               "compress_sparsity_weight": float,
+               "compress_sparsity_weight": float, "table_sparsity": float,
                "sparsity_controller": float}
 
 

@@ -10,6 +10,8 @@ schedules count global steps, and `sparsity_report` /
 """
 import collections
 
+import numpy as np
+
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.ops import mask_placement
@@ -19,7 +21,8 @@ from tf1_awd_sparse import transforms
 from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
-           "magnitude_pruning_op", "pruning_block", "sparsity_report",
+           "magnitude_pruning_op", "pruning_block", "matrix_targets",
+           "is_table", "sparsity_report",
            "quant_range_variables"]
 
 
@@ -84,13 +87,21 @@ def magnitude_pruning_op(params, global_step, train_op):
     # nbins: the threshold is a histogram quantile; contrib's default 256
     # bins leave a matrix up to ~1 % short of the target.
     k = int(prune.pruning_block)
+    weights = tf.get_collection(magnitude_pruning.PRUNING_COLLECTIONS[3])
+    # .name, not .op.name: a partitioned variable has no op.
+    names = [w.name.split(":")[0] for w in weights]
+    targets = matrix_targets(params, {
+        n: int(np.prod(w.get_shape().as_list()))
+        for n, w in zip(names, weights)})
     pruning = magnitude_pruning.MagnitudePruning(
         begin_step=prune.pruning_begin_step,
         end_step=prune.pruning_end_step,
         frequency=prune.pruning_frequency,
         target_sparsity=float(prune.target_sparsity),
         nbins=magnitude_pruning.DEFAULT_NBINS, name="lm_pruning",
-        # .name, not .op.name: a partitioned variable has no op.
+        weight_sparsity_map=({n: targets[n] for n in names
+                              if targets[n] != prune.target_sparsity}
+                             or None),
         block_shape=lambda weight: pruning_block(
             weight.name.split(":")[0], weight.get_shape().as_list(), k))
     # Built after the step: the op reads the global step (its sparsity
@@ -113,8 +124,58 @@ def pruning_block(name, shape, k):
     tensor's input dimension to the next multiple of 16 for the int8 1 x 16
     kernel, so the partial block fills one stored block."""
     del shape   # every k is taken as it is: a last block may be partial
-    table = "embedding" in name.split("/")[-1]
-    return (1, k) if table else (k, 1)
+    return (1, k) if is_table(name) else (k, 1)
+
+
+def is_table(name):
+    """Whether the weight ``name`` is the table (the embedding, tied to
+    the decoder) rather than a cell's kernel."""
+    return "embedding" in name.split("/")[-1]
+
+
+def matrix_targets(params, sizes):
+    """Each weight matrix's final fraction of zeros: every matrix at
+    ``target_sparsity``, or with ``table_sparsity`` set (uneven budgets)
+    the table at it and every kernel at the one fraction that makes the
+    model's zeros ``round(target_sparsity * n)`` of its ``n`` weights (the
+    model's target, not each matrix's), rounded up so that exact cuts of
+    each matrix (``round(t_i * n_i)`` zeros or more) never fall short of it.
+
+    Args:
+      params: the model's parameters (`as_params`).
+      sizes: ``{weight name: entries}``.
+
+    Returns:
+      ``{weight name: float target}``.
+
+    Raises:
+      ValueError: a ``table_sparsity`` that leaves the kernels outside
+        ``[0, 1)``, naming it and the range that fits; ``table_sparsity``
+        with ``cut_scope`` 'global' (one threshold has no budgets).
+    """
+    params = as_params(params)
+    target = float(params.prune.target_sparsity)
+    table = params.prune.table_sparsity
+    if table is None:
+        return {n: target for n in sizes}
+    if params.compression.cut_scope != "matrix":
+        raise ValueError("table_sparsity (--table-sparsity) needs cut_scope "
+                         "'matrix' (one budget per matrix), got %r"
+                         % params.compression.cut_scope)
+    tables = {n: s for n, s in sizes.items() if is_table(n)}
+    kernels = {n: s for n, s in sizes.items() if not is_table(n)}
+    total, in_kernels = sum(sizes.values()), sum(kernels.values())
+    wanted = int(round(target * total)) - sum(
+        int(round(table * s)) for s in tables.values())
+    kernel = (wanted + 0.5 * len(kernels)) / max(in_kernels, 1)
+    if not (tables and kernels) or not 0.0 <= kernel < 1.0:
+        low = (target * total - in_kernels) / max(sum(tables.values()), 1)
+        high = target * total / max(sum(tables.values()), 1)
+        raise ValueError(
+            "table_sparsity (--table-sparsity) %g leaves the kernels %g of "
+            "zeros for the model's target %g: give it in [%.4f, %.4f)"
+            % (table, kernel, target, max(low, 0.0), min(high, 1.0)))
+    return {n: (table if is_table(n) else kernel) for n in sizes}
 
 
 def sparsity_report(params):

@@ -40,7 +40,7 @@ from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
 # training loop, the Estimator and the tests reach them as model.NAME.
 from tf1_awd_sparse.awd_lm.graph.compression_ops import (  # noqa: F401
     CONTROLLER_SCOPE, sparsity_weight_scale, needs_global_step,
-    magnitude_pruning_op, pruning_block, sparsity_report,
+    magnitude_pruning_op, pruning_block, matrix_targets, sparsity_report,
     quant_range_variables)
 from tf1_awd_sparse.awd_lm.graph.train_op import (  # noqa: F401 (public)
     build_train_op, build_train_step)

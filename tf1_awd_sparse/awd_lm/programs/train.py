@@ -115,6 +115,10 @@ HELP = {
     "distill_teacher": "--compress: the distillation's teacher: the float "
     "model (float) or the reference, the float model fine-tuned for the "
     "same budget (reference: trained before the techniques)",
+    "table_sparsity": "--compress: uneven budgets: the table's (embedding "
+    "and tied decoder) own fraction of zeros; the kernels share the rest of "
+    "the model's zeros, --target-sparsity x all weights (default: every "
+    "matrix at --target-sparsity; with --cut-scope matrix)",
     "cut_scope": "--compress: the exact cut to the target at the ramp's end "
     "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "

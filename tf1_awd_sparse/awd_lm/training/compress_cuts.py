@@ -135,8 +135,10 @@ def dense_survivors(values, params, target, scope):
         masks = magnitude_pruning.exact_block_keep_masks(scores, target,
                                                          blocks)
     else:
+        targets = model.matrix_targets(params.replace(
+            target_sparsity=target), {n: kept[n].size for n in names})
         masks = {n: magnitude_pruning.exact_block_keep_masks(
-            scores[n], target, blocks[n]) for n in names}
+            scores[n], targets[n], blocks[n]) for n in names}
     return {n: (kept[n] * masks[n]).astype(np.float32) for n in names}
 
 
@@ -145,8 +147,10 @@ def cut_checkpoint(checkpoint, params, target, output_prefix,
     """The exact final cut of a technique's first phase: writes the model
     of ``checkpoint`` as dense weights with fixed pruning masks holding
     exactly ``round(target * n)`` zeros (up to ties, `magnitude_pruning.
-    exact_keep_masks`) of each weight matrix (``scope='matrix'``) or of
-    all of them together (``'global'``, one threshold); with
+    exact_keep_masks`) of each weight matrix (``scope='matrix'``; with
+    ``params.prune.table_sparsity``, each matrix's own target,
+    `model.matrix_targets`) or of all of them together (``'global'``, one
+    threshold); with
     ``params.prune.pruning_block`` k > 1, whole 1 x k blocks along each
     matrix's input dimension (`model.pruning_block`), ranked by their mean
     score.

@@ -10,11 +10,12 @@ import threading
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import (
     compress_cuts as cuts, compress_plot, compress_rows as rows_,
-    compress_stages as stages, compress_tflite, rundir, train)
+    compress_stages as stages, compress_tflite, records, rundir, train)
 
 __all__ = ["Pipeline", "run_pipeline", "sparsify", "ramp_and_cut", "prune",
            "quantize"]
@@ -128,16 +129,22 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                         {"resume": resume, "log": log, "progress": progress,
                          "threads": threads})
     target = pipeline.params.prune.target_sparsity
+    weights = cuts.effective_weights(pipeline.float_best, pipeline.params)
+    # A table budget that leaves the kernels none is refused before any
+    # fine-tuning.
+    model.matrix_targets(pipeline.params,
+                         {n: w.size for n, w in weights.items()})
     rows = [rows_.row("float", "-", float_summary, pipeline.float_ppl,
-                      cuts.effective_weights(pipeline.float_best,
-                                             pipeline.params))]
+                      weights)]
     runs = sparsify(pipeline, ["reference"] + list(techniques), parallel)
     reference, sparse_runs = runs[0], runs[1:]
     reference["row"] = rows_.best_reference(rows[0], reference["row"])
     rows += [run["row"] for run in runs]
     scope = pipeline.params.compression.cut_scope
+    table = pipeline.params.prune.table_sparsity
+    reach = records.reach_scope(scope, table)
     chosen_row, chosen_reached = rows_.choose(
-        [run["row"] for run in sparse_runs], target, log, scope)
+        [run["row"] for run in sparse_runs], target, log, reach)
     chosen = chosen_row["technique"]
     pruned = prune(pipeline, chosen)
     quant, quant_best = quantize(pipeline, pruned)
@@ -151,10 +158,12 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     rows += compress_tflite.tflite_rows(
         pipeline, chosen, (pipeline.model_params(pruning="fixed"), pruned),
         (quant["params"], quant_best), progress)
-    rows_.mark(rows, target, reference["row"]["test_ppl"], scope)
+    rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
     result = {"stages": rows, "table": rows_.format_table(rows),
               "chosen": chosen, "chosen_reached_target": chosen_reached,
               "target_sparsity": target, "cut_scope": scope}
+    if table is not None:
+        result["table_sparsity"] = table
     with open(pipeline.dir.summary_file, "w") as handle:
         json.dump(result, handle, indent=1)
     compress_plot.plot(pipeline, [reference] + sparse_runs, chosen, quant)
@@ -225,7 +234,9 @@ def ramp_and_cut(pipeline, technique):
     last = tf.train.latest_checkpoint(run.last_dir)
     cut = pipeline.dir.cut_prefix(technique)
     scope = pipeline.params.compression.cut_scope
-    source = cuts.made_from("%s:%s" % (technique, scope), last)
+    table = pipeline.params.prune.table_sparsity
+    source = cuts.made_from("%s:%s" % (technique, scope) + (
+        "" if table is None else ":table=%r" % table), last)
     key = "cut_" + rundir.TECHNIQUE_DIRS[technique]
     remade = pipeline.done.get(key) != source
     if remade:

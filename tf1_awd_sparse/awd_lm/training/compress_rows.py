@@ -42,7 +42,8 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
     """One TF stage's row from its run's ``summary`` and its weight
     matrices ``weights`` ({name: array}, `effective_weights`): test and
     validation perplexity, the ratio to the float model's ``float_ppl``,
-    non-zero / total weights and each matrix's size, bytes and gzip bytes
+    non-zero / total weights, each matrix's size and fraction of zeros
+    (in name order), bytes and gzip bytes
     of the weights as float32 .npy data, the training seconds and epochs;
     ``extra``'s keys added."""
     count, total = nonzero(weights)
@@ -54,6 +55,8 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
               "nonzero_weights": count, "total_weights": total,
               "matrix_sizes": [int(np.size(w)) for _, w in
                                sorted(weights.items())],
+              "matrix_sparsity": [1.0 - np.count_nonzero(w) / float(np.size(w))
+                                  for _, w in sorted(weights.items())],
               "sparsity": 1.0 - count / float(total),
               "bytes": size, "gzip_bytes": gz,
               "seconds": summary.get("train_seconds"),

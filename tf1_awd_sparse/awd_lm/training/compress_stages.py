@@ -163,7 +163,8 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
     Returns:
       Params: ``max_epochs = ramp_epochs(...)`` at ``finetune_lr``, plain
       SGD, the dropout rates scaled (`compressed_dropout`), the
-      ``pruning_block`` of the ramp's pruning and cut; magnitude: the
+      ``pruning_block`` and ``table_sparsity`` of the ramp's pruning and
+      cut; magnitude: the
       gradual schedule over all of it; VD / L0: the KL / L0 weight ramped
       over all of it, the controller's factor ``sparsity_controller`` and
       the auxiliary learning-rate scale; only the last epoch selectable
@@ -180,10 +181,11 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
     steps = max(1, epochs * steps_per_epoch)
     changes = _technique_changes(float_params, technique, steps)
     params = finetune_base(float_params, epochs).replace(
-        # The ramp's pruning and the exact cut read the block from these
-        # parameters; `split_quant` strips it with the other compression
-        # keys.
+        # The ramp's pruning and the exact cut read the block and the
+        # table's budget from these parameters; `split_quant` strips them
+        # with the other compression keys.
         pruning_block=int(float_params.prune.pruning_block),
+        table_sparsity=float_params.prune.table_sparsity,
         target_sparsity=float_params.prune.target_sparsity,
         select_from_epoch=epochs, **changes)
     params = compressed_dropout(params, float_params)

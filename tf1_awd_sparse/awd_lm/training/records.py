@@ -39,7 +39,7 @@ import collections
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
            "results_table", "merge_summaries", "plot_curves",
            "sparsity_series", "sparsity_table", "plot_sparsity", "reached",
-           "target_zeros", "main"]
+           "target_zeros", "reach_scope", "main"]
 
 _COLUMNS = "%-7s | %5s | %9s | %9s | %6s | %7s | %s"
 _ROW = "%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s"
@@ -294,8 +294,9 @@ def sparsity_series(summaries):
                 "reached": r["reached_target"],
                 "nonzero": r["nonzero_weights"], "total": r["total_weights"],
                 "target_zeros": target_zeros(
-                    r, r["target_sparsity"], summary.get("cut_scope",
-                                                         "matrix"))})
+                    r, r["target_sparsity"], reach_scope(
+                        summary.get("cut_scope", "matrix"),
+                        summary.get("table_sparsity")))})
     for points in techniques.values():
         points.sort(key=lambda p: (p["sparsity"], p["target"]))
     return {"techniques": techniques, "float_ppl": floats[0],
@@ -311,6 +312,13 @@ def target_zeros(row, target, scope="matrix"):
     if scope == "matrix" and sizes:
         return sum(int(round(target * n)) for n in sizes)
     return int(round(target * row["total_weights"]))
+
+
+def reach_scope(cut_scope, table_sparsity=None):
+    """The ``scope`` `target_zeros` counts a run's zeros with: its cut's,
+    but the model's (``'global'``) under uneven budgets
+    (``table_sparsity``), whose per-matrix targets add up to it."""
+    return "global" if table_sparsity is not None else cut_scope
 
 
 def reached(row, target, scope="matrix"):
