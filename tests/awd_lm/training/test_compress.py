@@ -671,8 +671,8 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
                "aux_lr_scale": compress_stages.AUX_LR_SCALE[technique]}
     assert dict(compress.finetune_params(params, technique, 30)) == dict(
         base, max_epochs=ramp, lr=lr, optimizer="sgd", pruning_block=1,
-        target_sparsity=0.9, select_from_epoch=ramp, **dict(
-            own, **dict(scaled, **distill)))
+        table_sparsity=None, target_sparsity=0.9, select_from_epoch=ramp,
+        **dict(own, **dict(scaled, **distill)))
     assert dict(compress.survivors_params(params)) == dict(
         base, max_epochs=rest, lr=lr, optimizer="ntasgd", pruning="fixed",
         select_min_sparsity=0.9, **dict(scaled, **distill))
