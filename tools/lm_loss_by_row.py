@@ -12,10 +12,9 @@ the reference (the within-class choice stays the pruned model's).
 
 REF and MODEL are run directories or .tflite files (`LanguageModel.load`);
 RUN_DIR is the run directory whose checkpoint holds the pruned table
-(``lm/embedding`` times ``lm/embedding_pruning_mask``).
+(the weights its evaluation uses).
 """
 import argparse
-import json
 import os
 import sys
 
@@ -23,22 +22,21 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
+from tf1_awd_sparse.awd_lm.config import modeldir  # noqa: E402
 from tf1_awd_sparse.awd_lm.inference.lm import LanguageModel  # noqa: E402
+from tf1_awd_sparse.awd_lm.training import compress  # noqa: E402
 
 CHUNK = 500
 
 
 def zero_rows(run_dir):
-    """bool [vocab]: the rows of the run's table that are all zero."""
-    import tensorflow.compat.v1 as tf
-    with open(os.path.join(run_dir, "config.json")) as handle:
-        prefix = os.path.join(run_dir, json.load(handle)["checkpoint"])
-    reader = tf.train.load_checkpoint(prefix)
-    table = reader.get_tensor("lm/embedding")
-    names = reader.get_variable_to_shape_map()
-    if "lm/embedding_pruning_mask" in names:
-        table = table * reader.get_tensor("lm/embedding_pruning_mask")
-    return np.abs(table).sum(axis=1) == 0
+    """bool [vocab]: the rows of the run's table that are all zero, in the
+    weights its evaluation uses (`compress.effective_weights`: the
+    pruning masks or the sparse technique's evaluation weights)."""
+    config = modeldir.read_config(os.path.join(run_dir, "config.json"))
+    weights = compress.effective_weights(
+        os.path.join(run_dir, config["checkpoint"]), config["params"])
+    return np.abs(weights["lm/embedding"]).sum(axis=1) == 0
 
 
 def log_probs(path, words, dead):
