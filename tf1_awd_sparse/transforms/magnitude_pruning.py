@@ -77,7 +77,8 @@ from tf1_awd_sparse.transforms.pruning_schedule import (  # noqa: F401
 PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
 
 __all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS",
-           "exact_keep_masks", "check_block", "block_scores",
+           "block_group_lasso", "exact_keep_masks", "check_block",
+           "block_scores",
            "expand_blocks", "block_sizes", "exact_block_keep_masks"]
 
 #: The histogram resolution the library prunes with (contrib's default 256
@@ -321,6 +322,53 @@ class MagnitudePruning(object):
             return (1, 1)
         return check_block(block, shape.as_list(),
                            "block_shape of weight %s" % name)
+
+
+def block_group_lasso(weights, blocks):
+    """The group lasso over blocks (Yuan & Lin 2006, as block-sparse RNNs
+    use it before a block cut): ``sum_w sum_b sqrt(|b|) * ||w_b||_2``,
+    each block's L2 norm weighted by the square root of its entries, so a
+    partial last block (`check_block`) is pulled as its size warrants.
+    Its gradient pulls every block towards zero by the same norm per
+    step, so the weakest blocks reach the cut nearly empty.
+
+    Args:
+      weights: a list of 2-D float tensors or variables (a 1 x 1 block
+        also takes other ranks).
+      blocks: one ``(rows, cols)`` pair for all, or a list of pairs, one
+        per weight.
+
+    Returns:
+      a float32 scalar tensor (0 for no weight). An all-zero block adds
+      under 1e-18 and a 0 gradient (its norm is taken as ``sqrt(max(sum
+      w^2, tiny))``, where the plain norm's gradient would be NaN).
+
+    Raises:
+      ValueError: ``blocks`` not one pair or one per weight, or a block
+        that is no pair of positive ints or does not fit a non-2-D weight
+        (`check_block`).
+    """
+    weights = list(weights)
+    one_pair = (isinstance(blocks, (tuple, list)) and len(blocks) == 2
+                and all(isinstance(b, int) for b in blocks))
+    per = [blocks] * len(weights) if one_pair else list(blocks)
+    if len(per) != len(weights):
+        raise ValueError("blocks must be one pair or one per weight (%d), "
+                         "got %d" % (len(weights), len(per)))
+    terms = []
+    for weight, block in zip(weights, per):
+        shape = weight.get_shape().as_list()
+        block = check_block(block, shape, "blocks")
+        if block == (1, 1):
+            terms.append(tf.reduce_sum(tf.abs(tf.cast(weight, tf.float32))))
+            continue
+        sizes = block_sizes(shape, block)
+        squares = _pooled(tf.square(tf.cast(weight, tf.float32)), block) \
+            * tf.constant(sizes, tf.float32)
+        norms = tf.sqrt(tf.maximum(squares, np.finfo(np.float32).tiny))
+        terms.append(tf.reduce_sum(
+            norms * tf.constant(np.sqrt(sizes), tf.float32)))
+    return tf.add_n(terms) if terms else tf.constant(0.0)
 
 
 def _weight_name(weight):

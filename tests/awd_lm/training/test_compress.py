@@ -664,7 +664,8 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
     distill = {"distill_weight": 0.0, "distill_temperature": 1.0}
     if technique == "magnitude":   # the schedule over the ramp's steps
         own = {"pruning": "magnitude", "pruning_begin_step": 0,
-               "pruning_end_step": 5 * 30, "pruning_frequency": 5 * 30 // 40}
+               "pruning_end_step": 5 * 30, "pruning_frequency": 5 * 30 // 40,
+               "group_lasso": 0.0}
     else:   # the KL / L0 weight ramped, with the controller's factor
         own = {"sparsity": technique, "sparsity_ramp_steps": 5 * 30,
                "sparsity_controller": 2.0, "sparsity_weight": 0.003,

@@ -60,6 +60,9 @@ DEFAULTS = {
     # fraction of zeros; the kernels share the rest of the model's zeros,
     # target_sparsity * all weights (None: every matrix at the target)
     "table_sparsity": None,
+    # group lasso on the pruned weights' blocks in the magnitude ramp:
+    # the loss adds group_lasso * sum_b sqrt(|b|) ||w_b||_2 (0: off)
+    "group_lasso": 0.0,
     # knowledge distillation from the float model in the technique phases
     # (ramp and survivors; `awd_lm.distill`): the loss adds distill_weight
     # * T^2 * the cross-entropy of the student's softmax at temperature T
@@ -133,7 +136,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "compress_controller", "cut_scope", "distill_weight",
                  "distill_temperature", "distill_teacher",
                  "finetune_optimizer", "finetune_dropout_scale",
-                 "pruning_block", "table_sparsity")
+                 "pruning_block", "table_sparsity", "group_lasso")
 
 
 def split_quant(params):
@@ -297,6 +300,7 @@ CHECKS = {
     "cut_scope": _choice(("matrix", "global")),
     "table_sparsity": functools.partial(check_real, low=0.0, high=1.0,
                                         high_open=True, allow_none=True),
+    "group_lasso": _NONNEGATIVE,
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
     "distill_teacher": _choice(("float", "reference")),
     "finetune_optimizer": _choice(("sgd", "ntasgd")),

@@ -3,7 +3,8 @@ techniques and quantization add to its graph beside the forward pass.
 
 `sparsity_weight_scale` is the sparsity controller's factor on the KL / L0
 loss, `magnitude_pruning_op` the gradual magnitude pruning's mask update
-(in ``pruning_block`` blocks), `needs_global_step` says whether a model's
+(in ``pruning_block`` blocks), `group_lasso_loss` the group lasso on
+those blocks, `needs_global_step` says whether a model's
 schedules count global steps, and `sparsity_report` /
 `quant_range_variables` give the training loop's summaries their tensors.
 (`graph.model` re-exports every name.)
@@ -21,7 +22,8 @@ from tf1_awd_sparse import transforms
 from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
-           "magnitude_pruning_op", "pruning_block", "matrix_targets",
+           "magnitude_pruning_op", "group_lasso_loss", "pruning_block",
+           "matrix_targets",
            "is_table", "sparsity_report",
            "quant_range_variables"]
 
@@ -110,6 +112,29 @@ def magnitude_pruning_op(params, global_step, train_op):
     # the scheduler (seen on TF 1.15 with contrib's Pruning).
     with tf.control_dependencies([train_op]):
         return pruning.conditional_mask_update_op(global_step)
+
+
+def group_lasso_loss(params):
+    """With ``params.prune.pruning == 'magnitude'`` and ``group_lasso >
+    0``: ``group_lasso * sum_b sqrt(|b|) ||w_b||_2`` over the blocks of the
+    weights magnitude pruning ranks (the embedding and the cells'
+    kernels, the *variables*, as the ranking reads them; in
+    `pruning_block`'s 1 x ``pruning_block`` blocks), a float32 scalar
+    (`magnitude_pruning.block_group_lasso`); else None. Build it after the
+    model's masked weights.
+
+    Raises:
+      ValueError: bad params (`as_params`)."""
+    prune = as_params(params).prune
+    if prune.pruning != "magnitude" or not float(prune.group_lasso or 0.0):
+        return None
+    k = int(prune.pruning_block)
+    weights = collections.OrderedDict(
+        (w.name, w) for w in tf.get_collection(
+            magnitude_pruning.PRUNING_COLLECTIONS[3]))
+    blocks = [pruning_block(n.split(":")[0], None, k) for n in weights]
+    return float(prune.group_lasso) * magnitude_pruning.block_group_lasso(
+        list(weights.values()), blocks)
 
 
 def pruning_block(name, shape, k):

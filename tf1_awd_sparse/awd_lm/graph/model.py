@@ -40,8 +40,8 @@ from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
 # training loop, the Estimator and the tests reach them as model.NAME.
 from tf1_awd_sparse.awd_lm.graph.compression_ops import (  # noqa: F401
     CONTROLLER_SCOPE, sparsity_weight_scale, needs_global_step,
-    magnitude_pruning_op, pruning_block, matrix_targets, sparsity_report,
-    quant_range_variables)
+    magnitude_pruning_op, group_lasso_loss, pruning_block, matrix_targets,
+    sparsity_report, quant_range_variables)
 from tf1_awd_sparse.awd_lm.graph.train_op import (  # noqa: F401 (public)
     build_train_op, build_train_step)
 from tf1_awd_sparse.ops import fake_quant as fq
@@ -50,7 +50,8 @@ __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
            "build_lm", "embedding_table", "make_layer", "decoder_logits",
            "pruning_block",
            "CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
-           "magnitude_pruning_op", "sparsity_report", "quant_range_variables",
+           "magnitude_pruning_op", "group_lasso_loss", "sparsity_report",
+           "quant_range_variables",
            "build_train_op", "build_train_step"]
 
 MODELS = ("awd", "plain")
@@ -490,7 +491,8 @@ def _decode(x, table, sparse, features, training, params):
 def _penalties(x, raw, weights, training, params, awd):
     """(AR, TAR, weight decay, sparsity loss): scalars, 0 where off. AR and
     TAR are training-time penalties; weight decay covers ``weights``
-    only."""
+    only; the sparsity loss is the KL / L0 loss plus, while magnitude
+    pruning runs, the group lasso (`group_lasso_loss`)."""
     zero = tf.constant(0.0)
     ar = tar = wd = zero
     regularization, sparse = params.regularization, params.sparse
@@ -516,6 +518,9 @@ def _penalties(x, raw, weights, training, params, awd):
         if params.stage.sparsity_controller:
             # The controller's factor on the weight (`train`, per epoch).
             sparsity_loss = sparsity_loss * sparsity_weight_scale()
+    lasso = group_lasso_loss(params)
+    if lasso is not None:
+        sparsity_loss = sparsity_loss + lasso
     return ar, tar, wd, sparsity_loss
 
 

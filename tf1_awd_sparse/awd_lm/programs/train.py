@@ -121,6 +121,10 @@ HELP = {
     "and tied decoder) own fraction of zeros; the kernels share the rest of "
     "the model's zeros, --target-sparsity x all weights (default: every "
     "matrix at --target-sparsity; with --cut-scope matrix)",
+    "group_lasso": "--compress magnitude: weight G of a group lasso on the "
+    "pruned weights' 1 x k blocks in the ramp (not the survivors' "
+    "fine-tuning): loss + G * sum over blocks of sqrt(entries) * L2 norm "
+    "(0: off; docs/results.md measures it)",
     "cut_scope": "--compress: the exact cut to the target at the ramp's end "
     "per weight matrix (matrix) or with one threshold across all (global)",
     "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "

@@ -126,9 +126,12 @@ def _technique_changes(float_params, technique, steps):
     Raises:
       ValueError: an unknown technique."""
     if technique == "magnitude":
+        # The group lasso empties weak blocks before the cut, so it is
+        # the ramp's alone (magnitude's: VD / L0 have their own loss).
         return dict(pruning="magnitude", pruning_begin_step=0,
                     pruning_end_step=steps,
-                    pruning_frequency=max(1, steps // 40))
+                    pruning_frequency=max(1, steps // 40),
+                    group_lasso=float(float_params.prune.group_lasso))
     if technique not in ("variational_dropout", "l0"):
         raise ValueError("technique must be one of %s, got %r"
                          % (", ".join(presets.COMPRESS_TECHNIQUES),
@@ -165,7 +168,7 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
       SGD, the dropout rates scaled (`compressed_dropout`), the
       ``pruning_block`` and ``table_sparsity`` of the ramp's pruning and
       cut; magnitude: the
-      gradual schedule over all of it; VD / L0: the KL / L0 weight ramped
+      gradual schedule over all of it and the ``group_lasso``; VD / L0: the KL / L0 weight ramped
       over all of it, the controller's factor ``sparsity_controller`` and
       the auxiliary learning-rate scale; only the last epoch selectable
       (the cut reads the last checkpoint); the distillation settings
