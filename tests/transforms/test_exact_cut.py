@@ -283,6 +283,32 @@ def test_phases_share_the_budget():
     json.dumps(dict(first))   # no numpy scalar among the values
 
 
+@pytest.mark.parametrize("fraction,epochs,ramp", [
+    (0.4, 10, 4), (0.7, 10, 7), (0.2, 10, 2), (0.25, 10, 2),
+    (0.99, 10, 9), (0.01, 10, 1), (0.5, 1, 1)])
+def test_the_ramp_fraction_splits_the_budget(fraction, epochs, ramp):
+    """--ramp-fraction: the ramp takes round(fraction * epochs) epochs
+    (banker's rounding of 2.5: 2), never all nor none of them; the
+    magnitude schedule ends with it; the survivors take the rest; the
+    reference the whole budget."""
+    params = presets.params_for("demo", "awd", {
+        "finetune_epochs": epochs, "ramp_fraction": fraction})
+    assert compress.ramp_epochs(params) == ramp
+    first = compress.finetune_params(params, "magnitude", 30)
+    assert first["max_epochs"] == ramp
+    assert first["pruning_end_step"] == 30 * ramp
+    assert compress.survivors_params(params)["max_epochs"] == max(
+        1, epochs - ramp)
+    assert compress.reference_params(params)["max_epochs"] == max(
+        2, epochs)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5])
+def test_a_ramp_fraction_outside_the_open_interval_is_refused(bad):
+    with pytest.raises(ValueError, match=r"ramp_fraction"):
+        presets.params_for("demo", "awd", {"ramp_fraction": bad})
+
+
 @pytest.mark.parametrize("technique", ["magnitude", "l0"])
 def test_cut_after_a_ramp_past_the_target(tmp_path, technique):
     """A ramp that closed 95 % cut at 0.9: L0 keeps exactly 10 %, the gates

@@ -106,12 +106,13 @@ CompressionConfig = _section(
     "CompressionConfig", ("compress", "finetune_epochs", "finetune_lr",
                           "compress_sparsity_weight", "compress_controller",
                           "cut_scope", "finetune_optimizer",
-                          "finetune_dropout_scale"), """\
+                          "finetune_dropout_scale", "ramp_fraction"), """\
 The compression pipeline after the float model: the techniques
 (comma-separated), each stage's fine-tuning epochs, learning rate (None:
 lr / 4) and optimizer, the VD / L0 weight and its controller factor, the
-exact cut's scope ('matrix' or 'global') and the factor on every dropout
-rate in the compressed model's fine-tunings.""")
+exact cut's scope ('matrix' or 'global'), the factor on every dropout
+rate in the compressed model's fine-tunings and the ramp's fraction of
+the epochs.""")
 
 DistillConfig = _section(
     "DistillConfig", ("distill_weight", "distill_temperature",

@@ -75,6 +75,9 @@ DEFAULTS = {
     # survivors after the cut, the reference): 'sgd' or 'ntasgd' (NT-ASGD,
     # the float model's trigger window); a ramp always runs plain SGD
     "finetune_optimizer": "ntasgd",
+    # the fraction of finetune_epochs the ramp takes (the schedule or the
+    # KL / L0 weight's rise, up to the exact cut); the survivors the rest
+    "ramp_fraction": 0.4,
     # the factor on every dropout rate (dropout, dropouth, dropouti,
     # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
     # survivors, QAT; not the reference's): fewer weights, less to
@@ -136,7 +139,8 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "compress_controller", "cut_scope", "distill_weight",
                  "distill_temperature", "distill_teacher",
                  "finetune_optimizer", "finetune_dropout_scale",
-                 "pruning_block", "table_sparsity", "group_lasso")
+                 "pruning_block", "table_sparsity", "group_lasso",
+                 "ramp_fraction")
 
 
 def split_quant(params):
@@ -301,6 +305,8 @@ CHECKS = {
     "table_sparsity": functools.partial(check_real, low=0.0, high=1.0,
                                         high_open=True, allow_none=True),
     "group_lasso": _NONNEGATIVE,
+    "ramp_fraction": functools.partial(check_real, low=0.0, high=1.0,
+                                       low_open=True, high_open=True),
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,
     "distill_teacher": _choice(("float", "reference")),
     "finetune_optimizer": _choice(("sgd", "ntasgd")),

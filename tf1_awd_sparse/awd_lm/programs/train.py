@@ -37,8 +37,8 @@ quantization-aware fine-tuning), summary.json and valid_ppl.png.
 --compress TECHNIQUES (variational_dropout, l0, magnitude, comma-separated)
 then compresses each model (`tf1_awd_sparse.awd_lm.training.compress`): each
 technique fine-tunes the float model for --finetune-epochs at
---finetune-lr: a ramp towards --target-sparsity (40 %), an exact cut to it,
-the survivors fine-tuned (60 %), beside a float model fine-tuned for the
+--finetune-lr: a ramp towards --target-sparsity (--ramp-fraction, default
+40 %), an exact cut to it, the survivors fine-tuned (the rest), beside a float model fine-tuned for the
 same budget (the reference row); the best is pruned, fine-tuned
 quantization-aware (--quant-epochs, --quant-lr) and exported as float and
 uint8 TFLite files scored with the TFLite interpreter. Its outputs and the
@@ -121,6 +121,9 @@ HELP = {
     "and tied decoder) own fraction of zeros; the kernels share the rest of "
     "the model's zeros, --target-sparsity x all weights (default: every "
     "matrix at --target-sparsity; with --cut-scope matrix)",
+    "ramp_fraction": "--compress: the fraction of --finetune-epochs the "
+    "ramp takes (magnitude's schedule, the VD / L0 weight's rise) before "
+    "the exact cut; the survivors are fine-tuned for the rest",
     "group_lasso": "--compress magnitude: weight G of a group lasso on the "
     "pruned weights' 1 x k blocks in the ramp (not the survivors' "
     "fine-tuning): loss + G * sum over blocks of sqrt(entries) * L2 norm "

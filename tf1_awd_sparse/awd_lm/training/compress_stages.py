@@ -18,8 +18,8 @@ __all__ = ["RAMP_FRACTION", "DROPOUT_KEYS", "AUX_LR_SCALE", "ramp_epochs",
            "model_params"]
 
 #: Fraction of the fine-tuning budget over which the sparsity loss ramps up
-#: and magnitude pruning's schedule runs.
-RAMP_FRACTION = 0.4
+#: and magnitude pruning's schedule runs, by default (``ramp_fraction``).
+RAMP_FRACTION = presets.DEFAULTS["ramp_fraction"]
 #: The auxiliary variables' learning rate as a multiple of the weights'
 #: (measured on the demo preset: at 1 L0's gates never close within the
 #: budget; at 1000 they pass the target within it).
@@ -31,11 +31,14 @@ DROPOUT_KEYS = ("dropout", "dropouth", "dropouti", "dropoute", "wdrop")
 
 def ramp_epochs(float_params):
     """Epochs of a technique's first phase (the ramp / schedule up to the
-    exact cut): `RAMP_FRACTION` of ``finetune_epochs``, at least 1 and
-    leaving at least 1 epoch to fine-tune the survivors (a budget of 1
-    epoch runs one epoch of each phase)."""
-    epochs = int(as_params(float_params).compression.finetune_epochs)
-    return max(1, min(epochs - 1, int(round(RAMP_FRACTION * epochs))))
+    exact cut): ``ramp_fraction`` (default `RAMP_FRACTION`) of
+    ``finetune_epochs``, rounded, at least 1 and leaving at least 1 epoch
+    to fine-tune the survivors (a budget of 1 epoch runs one epoch of each
+    phase)."""
+    compression = as_params(float_params).compression
+    epochs = int(compression.finetune_epochs)
+    return max(1, min(epochs - 1, int(round(
+        float(compression.ramp_fraction) * epochs))))
 
 
 def survivors_epochs(float_params):
