@@ -54,6 +54,8 @@ SCRIPT_CASES = [
     ("--sparsity-weight", "0"), ("--quant-lr", "-1"),
     ("--quant-epochs", "0"), ("--quant-delay", "-1"),
     ("--hmm-vocab", "0"), ("--hmm-train", "-1"), ("--weight-bits", "9"),
+    ("--group-lasso", "-1e-05"), ("--ramp-fraction", "1"),
+    ("--ramp-fraction", "0"),
 ]
 
 
