@@ -57,6 +57,8 @@ Which weights. The four graph collections `PRUNING_COLLECTIONS` -
 """
 from __future__ import absolute_import, division, print_function
 
+import numbers
+
 import numpy as np
 
 from tf1_awd_sparse.base import compat as _compat
@@ -350,7 +352,7 @@ def block_group_lasso(weights, blocks):
     """
     weights = list(weights)
     one_pair = (isinstance(blocks, (tuple, list)) and len(blocks) == 2
-                and all(isinstance(b, int) for b in blocks))
+                and all(isinstance(b, numbers.Integral) for b in blocks))
     per = [blocks] * len(weights) if one_pair else list(blocks)
     if len(per) != len(weights):
         raise ValueError("blocks must be one pair or one per weight (%d), "
