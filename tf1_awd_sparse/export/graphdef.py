@@ -312,7 +312,37 @@ def _toco_on_path():
             os.environ["PATH"] = before
 
 
-def convert(session, input_tensors, output_tensors, quantized_input_stats):
+def _named_outputs(graph_def, output_tensors, output_names):
+    """Names (without ``:0``) of the model's outputs: each tensor's op name,
+    or the name ``output_names`` gives it, an ``Identity`` of the tensor
+    added to ``graph_def`` (after `_shorten_names`, so that the name may be
+    one a folded or shortened node had)."""
+    if output_names is None:
+        return [t.name for t in output_tensors]
+    if len(output_names) != len(output_tensors) or len(
+            set(output_names)) != len(output_names):
+        raise ValueError("output_names must be %d different names, one per "
+                         "output tensor, got %r" % (len(output_tensors),
+                                                    output_names))
+    taken = {node.name for node in graph_def.node}
+    names = []
+    for tensor, name in zip(output_tensors, output_names):
+        if name == tensor.op.name and tensor.value_index == 0:
+            names.append(tensor.name)
+            continue
+        if name in taken:
+            raise ValueError("output_names: %r is the name of another "
+                             "tensor of the model" % (name,))
+        node = graph_def.node.add()
+        node.name, node.op = name, "Identity"
+        node.input.append(tensor.name)
+        node.attr["T"].type = tensor.dtype.as_datatype_enum
+        names.append(name + ":0")
+    return names
+
+
+def convert(session, input_tensors, output_tensors, quantized_input_stats,
+            output_names=None):
     """Folds a session's graph between inputs and outputs to constants and
     converts it with ``tf.lite.TFLiteConverter`` (TOCO on TF 1.x).
 
@@ -325,22 +355,28 @@ def convert(session, input_tensors, output_tensors, quantized_input_stats):
         (``inference_type=tf.uint8``) a dict input name -> ``(mean, std)``
         for every input (`input_stats`); every tensor between the inputs
         and the outputs must then carry a fake-quant range.
+      output_names: optional list of names, one per output tensor: the
+        model's output names (an ``Identity`` of each tensor so named);
+        by default each tensor's op name.
 
     Returns:
       the ``.tflite`` bytes.
 
     Raises:
+      ValueError: ``output_names`` not one different name per output, or
+        a name another tensor of the model has.
       tf.lite.ConverterError (``ConverterError``): if the converter
         rejects the graph.
     """
     graph_def = _folded_graph_def(session, input_tensors, output_tensors)
+    outputs = _named_outputs(graph_def, output_tensors, output_names)
     frozen = tf.Graph()
     with frozen.as_default():
         tf.import_graph_def(graph_def, name="")
         converter = tf.lite.TFLiteConverter(
             graph_def,
             [frozen.get_tensor_by_name(t.name) for t in input_tensors],
-            [frozen.get_tensor_by_name(t.name) for t in output_tensors])
+            [frozen.get_tensor_by_name(name) for name in outputs])
         if quantized_input_stats is not None:
             converter.inference_type = tf.uint8
             converter.quantized_input_stats = quantized_input_stats

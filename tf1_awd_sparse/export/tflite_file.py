@@ -1,9 +1,9 @@
 """A ``.tflite`` file's flatbuffer read with the standard library: the
 schema's tables as this library knows them (:data:`TABLES` and
 :data:`UNIONS`, the one registry), readers of a table's fields
-(:func:`root`, :func:`field`, :func:`scalar`, :func:`tables`,
-:func:`ints`, :func:`string`) and :func:`verify`, which checks every offset
-and length in a file before an interpreter reads it. The readers take
+(:func:`root`, :func:`field`, :func:`scalar`, :func:`subtable`,
+:func:`tables`, :func:`ints`, :func:`values`, :func:`string`) and
+:func:`verify`, which checks every offset and length in a file before an interpreter reads it. The readers take
 bytes that :func:`verify` passed (on other bytes they may raise
 ``struct.error`` or read garbage); their ``kind`` and ``name`` are a table
 and a field of :data:`TABLES` (a KeyError otherwise).
@@ -29,8 +29,8 @@ import struct
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["IDENTIFIER", "TABLES", "UNIONS", "TFLiteFileError", "verify",
-           "model_bytes", "root", "field", "scalar", "tables", "ints",
-           "string", "metadata"]
+           "model_bytes", "root", "field", "scalar", "subtable", "tables",
+           "ints", "values", "string", "metadata"]
 
 #: The file identifier of ``schema.fbs`` (bytes 4 to 8 of every file).
 IDENTIFIER = b"TFL3"
@@ -212,6 +212,12 @@ def _target(buf, table, kind, name):
     return position + struct.unpack_from("<I", buf, position)[0]
 
 
+def subtable(buf, table, kind, name):
+    """Position of the table a table field points to (None where
+    unset)."""
+    return _target(buf, table, kind, name)
+
+
 def tables(buf, table, kind, name):
     """Positions of the tables of a vector-of-tables field (empty where
     unset)."""
@@ -230,6 +236,17 @@ def ints(buf, table, kind, name):
         return ()
     count = struct.unpack_from("<I", buf, start)[0]
     return struct.unpack_from("<%di" % count, buf, start + 4)
+
+
+def values(buf, table, kind, name):
+    """The values of a vector-of-scalars field (``[float]``, ``[long]``...)
+    in its type (empty where unset)."""
+    start = _target(buf, table, kind, name)
+    if start is None:
+        return ()
+    _, _, (_, fmt) = _FIELDS[kind][_SLOTS[(kind, name)]]
+    count = struct.unpack_from("<I", buf, start)[0]
+    return struct.unpack_from("<%d%s" % (count, fmt[1:]), buf, start + 4)
 
 
 def string(buf, table, kind, name):
