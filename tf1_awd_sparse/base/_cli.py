@@ -20,7 +20,8 @@ import os
 import sys
 
 __all__ = ["ArgumentParser", "fail", "os_error_line", "requirement_line",
-           "WRITTEN"]
+           "WRITTEN", "interrupted", "broken_pipe", "quoted",
+           "INTERRUPTED", "BROKEN_PIPE"]
 
 #: The destinations of the flags the programs write to (an ``OSError`` on
 #: their paths "cannot write"; on any other flag's, "cannot read").
@@ -43,6 +44,50 @@ def fail(message, status=2):
     lines = str(message).strip().splitlines() or [""]
     print("error: %s" % lines[0], file=sys.stderr)
     raise SystemExit(status)
+
+
+#: The exit status of a program stopped by Ctrl-C (128 + SIGINT), as a
+#: shell reports a process the signal ended.
+INTERRUPTED = 130
+#: The exit status of a program whose output's reader went away (128 +
+#: SIGPIPE), as a shell reports a unix tool that signal ended.
+BROKEN_PIPE = 141
+
+
+def interrupted(message="interrupted"):
+    """Ends a program stopped by Ctrl-C: ``message`` (one line, e.g. how
+    to resume) on stderr, exit status `INTERRUPTED`, no traceback.
+
+    Raises:
+      SystemExit: always, with code 130.
+    """
+    print(message, file=sys.stderr)
+    raise SystemExit(INTERRUPTED)
+
+
+def broken_pipe():
+    """Ends a program whose standard output was closed by its reader
+    (``... | head``) silently, with exit status `BROKEN_PIPE`: what is
+    still buffered is dropped (stdout pointed at the null device, so that
+    Python's flush at exit has nowhere to fail), and nothing is printed.
+
+    Raises:
+      SystemExit: always, with code 141.
+    """
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass   # stdout without a file descriptor (e.g. a test's StringIO)
+    raise SystemExit(BROKEN_PIPE)
+
+
+def quoted(text):
+    """``text`` as one shell word (quoted only when it needs to be), for a
+    command line a message suggests."""
+    import shlex
+    return shlex.quote(text)
 
 
 def _within(path, folder):

@@ -15,9 +15,14 @@ command (also ``python -m tf1_awd_sparse.awd_lm``).
 subcommand's (0 done, 2 bad input with one line naming the flag or file,
 1 a diverged training run). A path that cannot be read or written, and a
 TensorFlow that is missing or that the library refuses, end any of them
-with one line and status 2, never a traceback.
+with one line and status 2, never a traceback. Ctrl-C ends any of them
+with one line and status 130 (``train`` and ``compress``: the command
+that resumes the run); a reader that closes the output early
+(``awd-lm info RUN | head``) ends it silently with status 141, as a unix
+tool killed by SIGPIPE.
 """
 import importlib
+import os
 import sys
 
 from tf1_awd_sparse.base import _cli
@@ -41,6 +46,28 @@ PROGRAMS = {
 #: The subcommands that never import TensorFlow (info reads JSON files):
 #: TensorFlow's quieting (`base._quiet`, which imports it) is skipped.
 WITHOUT_TENSORFLOW = ("info",)
+
+
+def _resume_hint(name, rest):
+    """What Ctrl-C prints: how to continue ``train`` / ``compress``, which
+    keep every finished epoch and stage (their files are written whole)."""
+    if name == "compress":
+        return "interrupted; run the same awd-lm compress command again " \
+               "to resume it"
+    if name != "train":
+        return "interrupted"
+    out = None
+    for index, arg in enumerate(rest):
+        if arg == "--out" and index + 1 < len(rest):
+            out = rest[index + 1]
+        elif arg.startswith("--out="):
+            out = arg[len("--out="):]
+    if out is None:
+        return "interrupted"
+    if not os.path.isdir(out):
+        return "interrupted before the run began: nothing was written"
+    return "interrupted; resume with: awd-lm train --out %s --resume" % (
+        _cli.quoted(out),)
 
 
 def main(argv=None):
@@ -67,6 +94,11 @@ def main(argv=None):
         if name not in WITHOUT_TENSORFLOW:
             import tf1_awd_sparse.base._quiet  # noqa: F401  (before TF)
         status = importlib.import_module(PROGRAMS[name]).main(rest)
+        sys.stdout.flush()   # a closed pipe met here, not at exit
+    except KeyboardInterrupt:
+        _cli.interrupted(_resume_hint(name, rest))
+    except BrokenPipeError:
+        _cli.broken_pipe()
     except OSError as e:   # a path no program's own checks caught
         _cli.fail(e)
     except ImportError as e:
