@@ -10,8 +10,8 @@ import sys
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.errors import Error
 
-__all__ = ["CheckpointError", "restore", "DIVERGED_LOSS", "perplexity",
-           "diverged"]
+__all__ = ["CheckpointError", "restore", "cause_line", "DIVERGED_LOSS",
+           "perplexity", "diverged"]
 
 #: The largest mean cross-entropy (nats per token) whose perplexity is a
 #: float: a larger loss (or a NaN or infinite one) is a diverged run.
@@ -52,8 +52,32 @@ def restore(saver, session, prefix):
     try:
         saver.restore(session, prefix)
     except (tf.errors.OpError, ValueError) as e:
-        detail = (str(getattr(e, "message", "") or e).strip().splitlines()
-                  or [""])[0]
         raise CheckpointError("%s: cannot restore this checkpoint (%s: %s); "
                               "nothing was deleted" % (
-                                  prefix, type(e).__name__, detail))
+                                  prefix, type(e).__name__, cause_line(e)))
+
+
+#: What TensorFlow's ``Saver.restore`` puts before the real cause of a
+#: failed restore ("Restoring from checkpoint failed. This is most likely
+#: due to ... Original error:", then the cause on the next lines).
+_ORIGINAL_ERROR = "Original error:"
+#: The lines of an op error's message that say where, not what: TF 2.x's
+#: "Graph execution error:", "Detected at node ... defined at", the
+#: stack's ``File`` lines and "Node: ..."; both versions' ``[[node ...]]``.
+_WHERE_LINES = ("Graph execution error:", "Detected at node", "File \"",
+                "Node: ", "[[")
+
+
+def cause_line(error):
+    """The first line of an error's message that says what went wrong (e.g.
+    ``Read less bytes than requested``, or the missing data file's name):
+    TensorFlow's restore errors open with a paragraph of guesses ending in
+    ``Original error:``, and TF 2.x's with where the op was defined; both
+    are skipped. The message's first line when no other is left."""
+    message = str(getattr(error, "message", "") or error).strip()
+    cause = message.split(_ORIGINAL_ERROR, 1)[-1]
+    for line in cause.splitlines():
+        line = line.strip()
+        if line and not line.startswith(_WHERE_LINES):
+            return line
+    return (message.splitlines() or [""])[0]

@@ -29,7 +29,7 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.inference import fused_export
 from tf1_awd_sparse.export import eval_graph, fused_lstm, graphdef
 from tf1_awd_sparse.export import sparse_storage
@@ -121,7 +121,9 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
         uint8 of a float model or float of a quantization-aware one.
       sparse_storage.SparseStorageError: sparse storage or int8 on TF 1.x,
         or sparse uint8.
-      tf.errors.NotFoundError: the checkpoint lacks a variable of the model.
+      checkpoints.CheckpointError (a ValueError): the checkpoint is
+        missing, truncated or corrupt, or lacks a variable of the model
+        (one line naming it and TensorFlow's cause).
       tf.lite.ConverterError: TOCO rejected the graph.
     """
     batch_size = check_positive_int(batch_size, "batch_size")
@@ -243,7 +245,8 @@ def _converted(params, checkpoint, batch_size, num_steps, quantized):
         saver = tf.train.Saver(tf.global_variables())
         with tf.Session(graph=graph,
                         config=runtime.session_config(1)) as session:
-            saver.restore(session, checkpoint)
+            # A missing or truncated data file: one CheckpointError line.
+            checkpoints.restore(saver, session, checkpoint)
             stats = None
             if quantized:
                 stats = eval_graph.state_input_stats(cells, session)

@@ -7,7 +7,7 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.export import eval_graph, fused_lstm, sparse_format
 
 __all__ = ["LSTM_KINDS", "fused_format", "lm_arrays", "write_fused"]
@@ -67,7 +67,8 @@ def lm_arrays(params, checkpoint):
     Raises:
       ValueError: cells with peepholes or a projection (the fused export
         writes neither yet), or cells whose ``cell_clip`` differ.
-      tf.errors.NotFoundError: the checkpoint lacks a variable.
+      checkpoints.CheckpointError (a ValueError): the checkpoint is
+        missing, truncated or corrupt, or lacks a variable.
     """
     params = as_params(params)
     graph = tf.Graph()
@@ -84,8 +85,8 @@ def lm_arrays(params, checkpoint):
                                    for c in cells]
         with tf.Session(graph=graph,
                         config=runtime.session_config(1)) as session:
-            tf.train.Saver(tf.global_variables()).restore(session,
-                                                          checkpoint)
+            checkpoints.restore(tf.train.Saver(tf.global_variables()),
+                                session, checkpoint)
             values = session.run(fetches)
     layers = [fused_lstm.LSTMLayer(np.asarray(kernel), np.asarray(b),
                                    float(cell.forget_bias))
