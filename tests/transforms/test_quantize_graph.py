@@ -176,9 +176,20 @@ def _train(rewrite, case, momentum=0.99):
                 trace[-1]["moving"] = sess.run(moving)
             final = sess.run(ranges)
     fingerprint = sorted((op.name, op.get_attr("num_bits"),
-                          op.get_attr("narrow_range"), op.inputs[0].op.type)
+                          op.get_attr("narrow_range"), _source_type(op))
                          for op in quants)
     return {"fingerprint": fingerprint, "trace": trace, "ranges": final}
+
+
+def _source_type(quant):
+    """The type of the op whose value a FakeQuant quantizes: for an
+    activation, through an Identity (contrib puts the FakeQuant after a
+    layer's trailing Identity, the rewrite before it: issue 54, item 4)."""
+    tensor = quant.inputs[0]
+    if not quant.get_attr("narrow_range"):
+        while tensor.op.type == "Identity":
+            tensor = tensor.op.inputs[0]
+    return tensor.op.type
 
 
 def _contrib_rewrite(**kwargs):
@@ -261,7 +272,7 @@ def _evaluate(rewrite, case):
             output = sess.run(target.op.inputs[0], {
                 x: rng.randn(*SHAPE).astype(np.float32)})
     return sorted((op.name, op.get_attr("num_bits"),
-                   op.get_attr("narrow_range"), op.inputs[0].op.type)
+                   op.get_attr("narrow_range"), _source_type(op))
                   for op in forward_quants(graph)), output
 
 
@@ -311,9 +322,11 @@ def test_what_is_quantized(ours):
         ("c1/act_quant", "Relu6"), ("c1/weights_quant", "read"),
         ("mul/activation_Mul_quant", "Mul"),
         ("mul_1/activation_Mul_quant", "Mul")]
-    # Folded through the Identity: the weights are the folded ones (Mul).
-    assert inputs("bn_behind_identity") == [
-        ("c1/act_quant", 8, False, "read"),
+    # Folded through the Identity: the weights are the folded ones (Mul),
+    # the activation the folded layer's (its Add, before the Identity).
+    assert [(n, b, w, k.replace("AddV2", "Add")) for n, b, w, k in
+            inputs("bn_behind_identity")] == [
+        ("c1/act_quant", 8, False, "Add"),
         ("c1/weights_quant", 8, True, "Mul")]
     # One weight FakeQuant (the first layer's) for the shared kernel.
     assert [n for n, _, _, _ in inputs("shared_weights")] == [

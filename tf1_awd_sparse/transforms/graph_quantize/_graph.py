@@ -1,6 +1,7 @@
 """Small facts about ops and tensors that the rewrite's modules share, and
 the two changes it makes to ops it did not build (through the graph's
 private methods: public TensorFlow has no way to change a built op)."""
+import re
 
 __all__ = []
 
@@ -8,6 +9,13 @@ __all__ = []
 # a TF1 while loop's entry of a value read outside it).
 _READ_TYPES = ("Identity", "ReadVariableOp", "Enter")
 _VARIABLE_TYPES = ("VariableV2", "Variable", "VarHandleOp")
+
+
+def in_gradients(op):
+    """Whether ``op`` was made by ``tf.gradients`` (its name scope is
+    ``gradients``, ``gradients_1``, ..., at any depth)."""
+    return any(re.match(r"gradients(_\d+)?$", part)
+               for part in op.name.split("/")[:-1])
 
 
 def is_fake_quant(op):

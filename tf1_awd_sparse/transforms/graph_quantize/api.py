@@ -9,15 +9,13 @@ optimizer (the gradients must go through the FakeQuant ops), then
 norms in inference mode) in a graph of its own, call the eval rewrite,
 then restore the trained variables into it.
 """
-import re
-
 from tf1_awd_sparse.base import checks as _checks
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.transforms.graph_quantize import (
     fold_batch_norm, insert, patterns, recurrent)
 from tf1_awd_sparse.transforms.graph_quantize.report import RewriteReport
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
-    is_fake_quant, op_scope, reroute)
+    in_gradients, is_fake_quant, op_scope, reroute)
 
 __all__ = ["GraphRewriteError", "REWRITTEN_COLLECTION",
            "create_training_graph", "create_eval_graph",
@@ -35,20 +33,13 @@ class GraphRewriteError(ValueError, Error):
     no error: as contrib's, it changes nothing.)"""
 
 
-def _in_gradients(op):
-    """Whether ``op`` was made by ``tf.gradients`` (its name scope is
-    ``gradients``, ``gradients_1``, ..., at any depth)."""
-    return any(re.match(r"gradients(_\d+)?$", part)
-               for part in op.name.split("/")[:-1])
-
-
 def _check_rewritable(graph, training):
     if not training:
         return
     for op in graph.get_operations():
         if (op.type.startswith(("Apply", "ResourceApply", "SparseApply",
                                 "ResourceSparseApply"))
-                or _in_gradients(op)):
+                or in_gradients(op)):
             raise GraphRewriteError(
                 "the graph already holds training ops (%s, %r): call "
                 "create_training_graph after building the model and before "
@@ -81,9 +72,7 @@ def _reads_quantized(op):
     if len(readers) == 1 and readers[0].type in _RELU_TYPES:
         return False
     for tensor in op.inputs:
-        source = tensor.op
-        while source.type in _PASS_THROUGH_TYPES and source.inputs:
-            source = source.inputs[0].op
+        source = _pass_through(tensor).op
         if is_fake_quant(source) or source.name.endswith("delayed_quant/Merge"):
             return True
         if source.type in _ARITHMETIC_TYPES and any(
@@ -107,9 +96,33 @@ def _quantize_arithmetic(graph, settings, scope):
                                    symmetric=False)
 
 
+def _pass_through(tensor):
+    while tensor.op.type in _PASS_THROUGH_TYPES and tensor.op.inputs:
+        tensor = tensor.op.inputs[0]
+    return tensor
+
+
+def _quantize_means(layers, settings):
+    """Beyond contrib: a FakeQuant after a Mean of quantized activations that
+    a layer reads (global average pooling before a head): TF 2.x's
+    converter gives a Mean no range of its own, so the head would run in
+    float (``<Mean>/activation_Mean_quant``, asymmetric)."""
+    for layer in layers:
+        mean = _pass_through(layer.op.inputs[0]).op
+        if mean.type != "Mean" or _already_quantized(mean.outputs[0]):
+            continue
+        source = _pass_through(mean.inputs[0]).op
+        if is_fake_quant(source) or source.name.endswith(
+                "delayed_quant/Merge"):
+            insert.quantize_activation(mean.outputs[0], mean.name + "/",
+                                       "activation_Mean_quant", settings,
+                                       symmetric=False)
+
+
 def _quantize_layer(layer, settings):
     """Folds the layer's batch norm and inserts its FakeQuant ops."""
     if layer.batch_norm is not None:
+        settings.report.replaced.add(layer.op.name)
         fold_batch_norm.fold(layer, settings)
     # Conv2D only: TF 2.15's converter rejects a per-channel MatMul weight
     # (its FullyConnected transposes it, "mismatched quantized axes").
@@ -123,6 +136,11 @@ def _quantize_layer(layer, settings):
         insert.quantize_activation(layer.output(), layer.scope, "conv_quant",
                                    settings, readers=[layer.bypass])
     last = layer.last()
+    if layer.activation is not None and layer.activation.type == "Identity":
+        # Before an Identity, not after it as contrib: it is often the
+        # model's named output (tf.identity(x, "logits")), which must read
+        # the FakeQuant for the converter to have its range.
+        last = layer.activation.inputs[0]
     scope = (op_scope(layer.bypass) if layer.bypass is not None
              else layer.scope)
     if not _already_quantized(last):
@@ -155,8 +173,10 @@ def _rewrite(input_graph, settings, scope, report):
             for layer in layers:
                 _quantize_layer(layer, settings)
             _quantize_arithmetic(graph, settings, scope)
+            _quantize_means(layers, settings)
             graph.add_to_collection(REWRITTEN_COLLECTION, "training"
                                     if settings.training else "eval")
+        record.finish(scope)
     record.log()
     return record if report else graph
 

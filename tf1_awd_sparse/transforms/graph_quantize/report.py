@@ -2,12 +2,18 @@
 compute ops it left in float, each with the reason, so that nothing is
 left float silently.
 
-The rewrite fills a :class:`RewriteReport` as it goes; ``create_*_graph``
-log its one-line summary (a warning when a layer op was left float) and
-return it with ``report=True``.
+The rewrite fills a :class:`RewriteReport` as it goes (the FakeQuants it
+inserts, and notes of why an op may stay float); at its end
+:meth:`RewriteReport.finish` reads the graph it wrote
+(:func:`audit.graph_float_ops`): an op is left float only if the graph
+says so, with the rewrite's note as its reason when there is one.
+``create_*_graph`` log its one-line summary (a warning when an op was left
+float) and return it with ``report=True``.
 """
 import collections
 import logging
+
+from tf1_awd_sparse.transforms.graph_quantize import audit
 
 __all__ = ["LOGGER_NAME", "Quantized", "LeftFloat", "RewriteReport"]
 
@@ -40,6 +46,10 @@ class RewriteReport(object):
         self.training = training
         self.quantized = []
         self.left_float = []
+        self._notes = collections.OrderedDict()
+        #: Names of layer ops the rewrite replaced (folded with their batch
+        #: norm: the original only feeds the batch statistics).
+        self.replaced = set()
         #: None, or ``'training'`` / ``'eval'``: the graph had been
         #: rewritten so before, and this call changed nothing (as contrib's).
         self.previous = None
@@ -51,9 +61,30 @@ class RewriteReport(object):
         self.quantized.append(Quantized(name, kind, scope))
 
     def add_left_float(self, op, reason):
-        """Records that ``op`` (a ``tf.Operation``) stays float, and why
-        (a short clause: ``'inside a control flow v2 While function'``)."""
-        self.left_float.append(LeftFloat(op.name, op.type, reason))
+        """Notes that ``op`` (a ``tf.Operation``) may stay float, and why
+        (a short clause: ``'inside a control flow v2 While function'``).
+        A product (``audit.PRODUCT_TYPES``) is listed only if
+        :meth:`finish` finds it float in the graph; another op is
+        listed as noted (the audit does not look into function bodies)."""
+        self._notes[op.name] = (op, reason)
+
+    def finish(self, scope=None):
+        """Sets :attr:`left_float` from the rewritten graph: every product
+        in ``scope`` whose weights or data are not fake-quantized
+        (:func:`audit.graph_float_ops`), with its note's reason if noted,
+        and every other op noted, in graph order."""
+        found = {f.op.name: f for f in audit.graph_float_ops(
+            self.graph, scope=scope, skip=self.replaced)}
+        self.left_float = []
+        for op in self.graph.get_operations():
+            note = self._notes.get(op.name)
+            if op.name in found:
+                reason = note[1] if note else found[op.name].reason
+            elif note and op.type not in audit.PRODUCT_TYPES:
+                reason = note[1]
+            else:
+                continue
+            self.left_float.append(LeftFloat(op.name, op.type, reason))
 
     def float_ops(self, reason_part=""):
         """The names of the ops left float whose reason contains
