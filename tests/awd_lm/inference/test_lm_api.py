@@ -64,7 +64,12 @@ def test_tflite_sidecar_names_tensors(models):
         models["data"]).vocab)]
     assert logits["quantization"][0] > 0
     assert sidecar["produced_by"]["stage"] == "tflite_uint8"
-    assert os.path.isfile(os.path.join(os.path.dirname(
+    # The file's own vocabulary (another export into the folder writes
+    # its own), its hash in the sidecar.
+    assert sidecar["vocab"] == "uint8.tflite.vocab.txt"
+    assert modeldir.read_config(models["uint8_tflite"] + ".json")[
+        "words"] == data.read_ptb(models["data"]).vocab
+    assert not os.path.exists(os.path.join(os.path.dirname(
         models["uint8_tflite"]), "vocab.txt"))
 
 

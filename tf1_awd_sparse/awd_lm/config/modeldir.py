@@ -16,9 +16,12 @@ that made it:
 
 ``<file>.tflite.json`` (beside a ``.tflite`` file): the same keys with
 ``"tflite"`` instead of ``"checkpoint"``: the file name, its batch and
-window (steps per call), dtype (``float32`` or ``uint8``) and every
+window (steps per call), dtype (``float32`` or ``uint8``), every
 input / output tensor's name, shape, dtype and quantization
-``[scale, zero_point]``.
+``[scale, zero_point]``, and ``vocab_sha256``, the hash of its vocabulary,
+which is the file's own ``<file>.tflite.vocab.txt`` (so that a second
+export into the same folder changes nothing of the first; sidecars
+written before name the folder's shared ``vocab.txt`` and no hash).
 
 A SavedModel directory (`awd_lm.savedmodel`) holds a ``config.json``
 whose ``checkpoint`` is ``variables/variables`` (the SavedModel's own
@@ -29,6 +32,7 @@ variables) and whose ``produced_by.stage`` is ``saved_model``.
 misspelt keys are refused with one line naming the closest known key.
 """
 import difflib
+import hashlib
 import json
 import os
 
@@ -39,7 +43,8 @@ from tf1_awd_sparse.base.errors import Error
 __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
            "write_config", "write_vocab", "read_vocab", "read_config",
            "sidecar_path", "write_tflite_sidecar", "produced_by",
-           "write_run_dir", "vocab_has_specials", "model_dirs_in"]
+           "write_run_dir", "vocab_has_specials", "model_dirs_in",
+           "vocab_path", "vocab_sha256"]
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -50,9 +55,9 @@ _TOP_KEYS = ("format", "params", "checkpoint", "tflite", "vocab",
 _PRODUCED_KEYS = ("stage", "technique", "model", "sparsity", "valid_ppl",
                   "test_ppl", "init_from", "epochs_run", "best_epoch",
                   "corpus", "source", "data_dir", "training", "storage",
-                  "lstm")
+                  "lstm", "plan")
 _TFLITE_KEYS = ("file", "batch", "window", "dtype", "inputs", "outputs",
-                "log_softmax", "storage")
+                "log_softmax", "storage", "vocab_sha256")
 _TENSOR_KEYS = ("name", "shape", "dtype", "quantization")
 #: Parameters a config may hold: the presets', the model's own and a
 #: distilled run's teacher checkpoint.
@@ -114,8 +119,20 @@ def _write_json(path, obj):
     os.replace(tmp, path)
 
 
-def write_vocab(directory, vocab):
-    """Writes ``directory/vocab.txt``: one word per line, in id order.
+def _vocab_text(vocab):
+    """The text of a vocabulary file: one word per line, in id order."""
+    return "".join(word + "\n" for word in vocab)
+
+
+def vocab_sha256(vocab):
+    """The hex SHA-256 of a vocabulary's file text (`write_vocab`'s), which
+    a sidecar records and `read_config` checks."""
+    return hashlib.sha256(_vocab_text(vocab).encode("utf-8")).hexdigest()
+
+
+def write_vocab(directory, vocab, name=VOCAB_FILE):
+    """Writes ``directory/<name>`` (default vocab.txt): one word per line,
+    in id order.
 
     Raises:
       ValueError: an empty vocabulary, or a word that is empty or holds
@@ -128,10 +145,10 @@ def write_vocab(directory, vocab):
         if not word or len(word.split()) != 1 or word != word.strip():
             raise ValueError("vocab: word %r is empty or holds white space"
                              % (word,))
-    path = os.path.join(directory, VOCAB_FILE)
+    path = os.path.join(directory, name)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write("".join(word + "\n" for word in vocab))
+        handle.write(_vocab_text(vocab))
     os.replace(tmp, path)
     return path
 
@@ -163,8 +180,8 @@ def read_vocab(path):
 
 
 def write_config(directory, params, vocab, produced, checkpoint=None,
-                 tflite=None, name=CONFIG_FILE):
-    """Writes ``directory/<name>`` and ``directory/vocab.txt``.
+                 tflite=None, name=CONFIG_FILE, vocab_name=VOCAB_FILE):
+    """Writes ``directory/<name>`` and ``directory/<vocab_name>``.
 
     Args:
       directory: an existing directory.
@@ -174,17 +191,19 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
       checkpoint: checkpoint prefix relative to ``directory`` (TF models).
       tflite: the ``tflite`` entry (`write_tflite_sidecar`).
       name: the JSON file's name.
+      vocab_name: the vocabulary file's name (a sidecar's is its file's
+        own, `vocab_path`).
 
     Returns:
       the JSON file's path.
     """
-    config = {"format": FORMAT, "params": dict(params), "vocab": VOCAB_FILE,
+    config = {"format": FORMAT, "params": dict(params), "vocab": vocab_name,
               "produced_by": dict(produced)}
     if checkpoint is not None:
         config["checkpoint"] = checkpoint
     if tflite is not None:
         config["tflite"] = tflite
-    write_vocab(directory, vocab)
+    write_vocab(directory, vocab, vocab_name)   # before the JSON naming it
     path = os.path.join(directory, name)
     _write_json(path, config)
     return path
@@ -212,11 +231,18 @@ def sidecar_path(tflite_path):
     return tflite_path + ".json"
 
 
+def vocab_path(tflite_path):
+    """``<file>.vocab.txt`` beside a ``.tflite`` file: its own vocabulary
+    (no other file's export writes it)."""
+    return tflite_path + ".vocab.txt"
+
+
 def write_tflite_sidecar(tflite_path, params, vocab, produced):
-    """Writes ``<file>.tflite.json`` (and vocab.txt beside it): the model's
-    config plus its tensors, read from the file with the interpreter, and
-    what it stores sparse (``storage``: `sparse_storage.describe`, empty
-    for a dense file).
+    """Writes ``<file>.tflite.json`` and ``<file>.tflite.vocab.txt`` beside
+    the file: the model's config plus its tensors, read from the file with
+    the interpreter, what it stores sparse (``storage``:
+    `sparse_storage.describe`, empty for a dense file) and its
+    vocabulary's hash (``vocab_sha256``, checked by `read_config`).
 
     Returns:
       the sidecar's path.
@@ -233,10 +259,12 @@ def write_tflite_sidecar(tflite_path, params, vocab, produced):
              "dtype": states[0]["dtype"] if states else "float32",
              "inputs": inputs, "outputs": outputs,
              "log_softmax": "outside the model, on the dequantized logits",
-             "storage": sparse_storage.describe(tflite_path)}
+             "storage": sparse_storage.describe(tflite_path),
+             "vocab_sha256": vocab_sha256(vocab)}
     directory = os.path.dirname(os.path.abspath(tflite_path))
     return write_config(directory, params, vocab, produced, tflite=entry,
-                        name=os.path.basename(sidecar_path(tflite_path)))
+                        name=os.path.basename(sidecar_path(tflite_path)),
+                        vocab_name=os.path.basename(vocab_path(tflite_path)))
 
 
 def _check_tflite(entry, path):
@@ -262,7 +290,9 @@ def read_config(path):
 
     Raises:
       ConfigError: a missing or unreadable file, an unknown key (named with
-        the closest known one), a missing key or an invalid parameter.
+        the closest known one), a missing key or an invalid parameter, a
+        vocabulary of another size than ``vocab_size`` or (a sidecar that
+        records ``vocab_sha256``) another vocabulary than the file's.
     """
     try:
         with open(path, encoding="utf-8") as handle:
@@ -294,6 +324,12 @@ def read_config(path):
         raise ConfigError("%s: %s has %d words, params['vocab_size'] is %d"
                           % (path, config["vocab"], len(config["words"]),
                              config["params"]["vocab_size"]))
+    recorded = config.get("tflite", {}).get("vocab_sha256")
+    if recorded is not None and recorded != vocab_sha256(config["words"]):
+        raise ConfigError("%s: %s is not the vocabulary this file was "
+                          "exported with (its sha256 differs from the "
+                          "sidecar's vocab_sha256): export the model again"
+                          % (path, config["vocab"]))
     return config
 
 

@@ -1,7 +1,7 @@
 """A trained model's files: where a path's configuration is
 (`resolve`: a model directory's config.json or a ``.tflite`` file's
 sidecar), and a model directory written as a TFLite file with its sidecar
-and vocabulary (`export_model`, public as `lm.export_model`).
+and its own vocabulary (`export_model`, public as `lm.export_model`).
 """
 import os
 
@@ -54,7 +54,9 @@ def resolve(path):
 def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
                  storage="dense", layout="auto", lstm="unrolled"):
     """Exports a run / stage directory's model as a TFLite file with its
-    sidecar (``<path>.json``) and vocab.txt beside it.
+    sidecar (``<path>.json``) and its vocabulary (``<path>.vocab.txt``,
+    its hash in the sidecar) beside it: a second export into the folder
+    changes nothing of the first.
 
     Args:
       model_dir: a directory with config.json (`LanguageModel.load`'s).

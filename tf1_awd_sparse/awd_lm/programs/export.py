@@ -1,7 +1,7 @@
 """``awd-lm export --model DIR --format float|uint8|int8 [--storage
 sparse] [--lstm fused] --out PATH``: write a model directory's model as a
-TFLite file, with its sidecar ``PATH.json`` and vocab.txt beside it
-(`lm.export_model`).
+TFLite file, with its sidecar ``PATH.json`` and its vocabulary
+``PATH.vocab.txt`` beside it (`lm.export_model`).
 
 uint8 (fully 8-bit, TOCO) needs a quantization-aware model directory
 (``train --quant`` makes ``<out>/<model>_quant``); float needs a float one;
@@ -15,7 +15,8 @@ is checked (its folder created, or refused when it is not a writable
 directory; an existing file refused without --overwrite) before any
 conversion.
 
-Exit status: 0 written; 2 bad input (one line naming the flag or path).
+Exit status: 0 written; 2 bad input (one line naming the flag or path,
+e.g. a checkpoint whose data file is missing or truncated).
 """
 import os
 import sys
