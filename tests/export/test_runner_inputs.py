@@ -14,6 +14,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse import quantization as quantize
 from tf1_awd_sparse.export.graphdef import convert, nudged_quantization
 from support.graphs import eval_graph_file
+from support.versions import IS_TF2
 from tf1_awd_sparse.export.runner import TFLiteRunner, is_state_input
 
 BATCH, SIDE, FILTERS = 4, 5, 3
@@ -154,3 +155,41 @@ def test_only_the_exporters_state_names_are_states():
     for name in ("inputs", "images", "state_scale", "state_0", "state_0_x",
                  "final_0_c", "my_state_0_c"):
         assert not is_state_input(name), name
+
+
+@pytest.mark.skipif(not IS_TF2, reason="int8 files: TF 1.13's converter has "
+                    "no int8 type and TF 1.15's interpreter cannot run its "
+                    "int8 files")
+def test_an_int8_output_with_a_nonzero_zero_point_is_dequantized(tmp_path):
+    """An int8 file whose output's zero point is not 0 (a range of
+    [-1, 5]): the runner's floats are numpy's dequantization of the
+    interpreter's codes, ``(code - zero_point) * scale``, and agree with the
+    graph's FakeQuant (a flipped zero point would be ``2 * zero_point``
+    steps off)."""
+    low, high = -1.0, 5.0
+    data = np.random.RandomState(3).uniform(-2, 6, [2, 6]).astype(np.float32)
+    with tf.Graph().as_default() as graph:
+        x = tf.placeholder(tf.float32, data.shape, "x")
+        out = tf.reshape(tf.quantization.fake_quant_with_min_max_args(
+            x, low, high), data.shape, name="out")
+        with tf.Session() as sess:
+            expected = sess.run(out, {x: data})
+        converter = tf.lite.TFLiteConverter(graph.as_graph_def(), [x], [out])
+    converter.inference_type = converter.inference_output_type = tf.int8
+    scale, zero_point = nudged_quantization(low, high)
+    converter.quantized_input_stats = {"x": (zero_point - 128, 1.0 / scale)}
+    path = str(tmp_path / "int8.tflite")
+    with open(path, "wb") as handle:
+        handle.write(converter.convert())
+    runner = TFLiteRunner(path)
+    name, = runner.outputs
+    detail = runner.outputs[name]
+    out_scale, out_zero = detail["quantization"]
+    assert detail["dtype"] == np.int8 and out_zero != 0, detail
+    got = runner.run(data)[name]
+    codes = runner.interpreter.get_tensor(detail["index"])
+    np.testing.assert_array_equal(
+        got, (codes.astype(np.float32) - out_zero) * np.float32(out_scale))
+    # The file's input codes are the graph's FakeQuant codes (one grid):
+    # the same values, at most one step apart at a rounding tie.
+    assert np.abs(got - expected).max() <= out_scale * (1 + 1e-5)

@@ -211,3 +211,93 @@ def test_metadata_reads_the_entries_a_writer_put():
     data = bytes(builder.Output())
     assert tflite_file.metadata(tflite_file.verify(data)) == {
         "a": b"{}", "b": b"\x00\x01 bytes"}
+
+
+def _scalar_vectors(data):
+    """[(start, item size, path)] of every vector of scalars `verify`
+    checks in ``data`` (a spy on the check itself: the vectors it reads)."""
+    seen = []
+    original = tflite_file._Checker.items
+
+    def items(self, start, element, path):
+        if element[0] == "scalar":
+            seen.append((start, struct.calcsize(element[1]), path))
+        return original(self, start, element, path)
+    tflite_file._Checker.items = items
+    try:
+        tflite_file.verify(data)
+    finally:
+        tflite_file._Checker.items = original
+    return seen
+
+
+def _with_count(data, start, count):
+    return _put(data, start, "<I", count)
+
+
+def test_a_vector_overrunning_the_file_by_less_than_an_item_is_refused(
+        lm_file):
+    """Each vector's bound counts its 4-byte length and its items' size:
+    a length that puts the vector's end 1 to 4 bytes past the file's end
+    (an [int] shape, a [ubyte] buffer, a [float] or [long] quantization
+    where the file has one) is refused naming the vector."""
+    vectors = _scalar_vectors(lm_file)
+    size = len(lm_file)
+    kinds = {}
+    for start, item, path in vectors:
+        kinds.setdefault((item, path[-1]), (start, item, path))
+    assert {4, 1} <= {item for item, _ in kinds}, sorted(kinds)
+    for start, item, path in kinds.values():
+        count = (size - start - 4) // item + 1   # ends 1..item bytes past
+        assert 0 < start + 4 + count * item - size <= item
+        with pytest.raises(tflite_file.TFLiteFileError) as error:
+            tflite_file.verify(_with_count(lm_file, start, count))
+        assert ": %s: " % _where(path) in str(error.value), (path, error)
+
+
+def _where(path):
+    return tflite_file._where(path)
+
+
+def _moved_to_the_end(data, table, kind, name, item):
+    """``data`` with the vector of field ``name`` of the ``kind`` table at
+    ``table`` copied to the end of the file (4-byte aligned) and the field
+    pointed at the copy: the file's last bytes are that vector's.
+    Returns (the bytes, the copy's start)."""
+    position = tflite_file.field(data, table, kind, name)
+    old = position + struct.unpack_from("<I", data, position)[0]
+    count = struct.unpack_from("<I", data, old)[0]
+    padded = data + b"\0" * (-len(data) % 4)
+    start = len(padded)
+    moved = padded + data[old:old + 4 + count * item]
+    return _put(moved, position, "<I", start - position), start
+
+
+def test_a_file_cut_inside_its_last_vector_is_refused(lm_file):
+    """A file whose last bytes are a vector (an [int] tensor shape, a
+    [ubyte] buffer's data), cut inside that vector's last item (1 byte
+    short: less than its 4-byte length) and one item short: each cut is
+    refused naming the vector, and the uncut file passes."""
+    root = tflite_file.root(lm_file)
+    graph, = tflite_file.tables(lm_file, root, "Model", "subgraphs")
+    shaped = [t for t in tflite_file.tables(lm_file, graph, "SubGraph",
+                                            "tensors")
+              if len(tflite_file.ints(lm_file, t, "Tensor", "shape")) >= 2]
+    buffers = tflite_file.tables(lm_file, root, "Model", "buffers")
+    tensor = tflite_file.tables(lm_file, graph, "SubGraph",
+                                "tensors").index(shaped[0])
+    with_data = [(i, b) for i, b in enumerate(buffers) if tflite_file.field(
+        lm_file, b, "Buffer", "data") is not None]
+    cases = [((shaped[0], "Tensor", "shape", 4),
+              "subgraphs[0].tensors[%d].shape" % tensor),
+             ((with_data[0][1], "Buffer", "data", 1),
+              "buffers[%d].data" % with_data[0][0])]
+    for (table, kind, name, item), where in cases:
+        data, start = _moved_to_the_end(lm_file, table, kind, name, item)
+        assert tflite_file.verify(data) is data
+        count = struct.unpack_from("<I", data, start)[0]
+        assert count >= 2 and len(data) == start + 4 + count * item
+        for cut in sorted({len(data) - 1, len(data) - item}):
+            with pytest.raises(tflite_file.TFLiteFileError) as error:
+                tflite_file.verify(data[:cut])
+            assert ": %s: " % where in str(error.value), (cut, error.value)
