@@ -16,7 +16,7 @@ from tf1_awd_sparse.base.checks import (
 __all__ = ["DEFAULTS", "PRESETS", "MODEL_OVERRIDES", "QUANT_KEYS",
            "COMPRESS_KEYS", "split_quant", "params_for", "COMPRESS_TECHNIQUES",
            "CHECKS", "check_params", "REQUIRED_PARAMS", "check_model_params",
-           "check_used", "unknown_key", "text_type", "parse_bool",
+           "check_used", "check_unused", "unknown_key", "text_type", "parse_bool",
            "parse_value", "label", "SPARSITY_CHOICES"]
 DEFAULTS = {
     # model
@@ -358,27 +358,90 @@ def check_params(params, name="params[%r]"):
     return checked
 
 
-def check_used(params, given, flag):
-    """Refuses an explicit value the model would ignore: ``hidden_size``
-    with ``num_layers`` 1 (the one LSTM layer has ``emb_size`` units, its
-    output tied to the decoder), which a summary would otherwise record as
-    if it had been used.
+def _techniques(value):
+    """The set of techniques of a ``compress`` value."""
+    return set(filter(None, (value("compress") or "").split(",")))
+
+
+#: (keys, whether a run uses them, what they need): a parameter given
+#: explicitly that no model of a run uses is refused (`check_unused`).
+_USED_BY = (
+    (("hidden_size",), lambda v: v("num_layers") >= 2, None),
+    (("dropout", "dropouth", "dropouti", "dropoute", "wdrop", "alpha",
+      "beta", "wdecay"), lambda v: v("model") == "awd",
+     "model awd: the plain model has no regularization"),
+    (("sparsity_weight", "sparsity_ramp_steps", "aux_lr_scale"),
+     lambda v: bool(v("sparsity")), "--sparsity"),
+    (("pruning_begin_step", "pruning_end_step", "pruning_frequency"),
+     lambda v: v("pruning") == "magnitude", "--pruning magnitude"),
+    (("nonmono",), lambda v: v("optimizer") == "ntasgd" or (
+        bool(v("compress")) and v("finetune_optimizer") == "ntasgd"),
+     "--optimizer ntasgd (or --compress with --finetune-optimizer "
+     "ntasgd)"),
+    (tuple(k for k in QUANT_KEYS if k != "quant"),
+     lambda v: bool(v("quant") or v("compress")), "--quant or --compress"),
+    (("group_lasso",), lambda v: "magnitude" in _techniques(v),
+     "--compress magnitude"),
+    (("compress_controller", "compress_sparsity_weight"),
+     lambda v: bool(_techniques(v) & {"variational_dropout", "l0"}),
+     "--compress variational_dropout or l0"),
+    (("distill_temperature", "distill_teacher"),
+     lambda v: bool(v("compress")) and v("distill_weight") > 0,
+     "--compress with --distill-weight > 0"),
+    (tuple(k for k in COMPRESS_KEYS if k not in (
+        "compress", "group_lasso", "compress_controller",
+        "compress_sparsity_weight", "distill_temperature",
+        "distill_teacher")),
+     lambda v: bool(v("compress")), "--compress TECHNIQUES (the float "
+     "run's --pruning magnitude keeps its default)"),
+)
+
+
+def check_unused(configs, given, flag):
+    """Refuses an explicit value no model of a run would use, which a
+    summary would otherwise record as if it had been used: a flag of a
+    phase that does not run (``target_sparsity`` without ``compress``,
+    ``quant_delay`` without ``quant`` or ``compress``), of a technique or
+    optimizer not chosen, the regularization of the plain model alone,
+    ``hidden_size`` with ``num_layers`` 1 (the one LSTM layer has
+    ``emb_size`` units, its output tied to the decoder).
 
     Args:
-      params: the run's parameters (`params_for`).
+      configs: the parameters (`params_for` dicts or `Params`) of every
+        model the run trains; a key is used if one of them uses it.
       given: the keys given explicitly (flags, ``--hparams``).
       flag: function ``key -> how the command line names it``.
 
     Raises:
-      ValueError: naming both flags.
+      ValueError: one line naming the flag and what it needs.
     """
-    if "hidden_size" in given and params["num_layers"] == 1:
-        raise ValueError(
-            "%s %d has no effect with %s 1: the one LSTM layer has %s (%d) "
-            "units, tied to the decoder; leave %s out or use %s >= 2" % (
-                flag("hidden_size"), params["hidden_size"],
-                flag("num_layers"), flag("emb_size"), params["emb_size"],
-                flag("hidden_size"), flag("num_layers")))
+    values = [functools.partial(lambda d, k: d[k] if k in d else
+                                DEFAULTS.get(k), dict(p)) for p in configs]
+    for keys, used, needs in _USED_BY:
+        for key in keys:
+            if key not in given or any(used(v) for v in values):
+                continue
+            if key == "hidden_size":
+                first = dict(configs[0])
+                raise ValueError(
+                    "%s %d has no effect with %s 1: the one LSTM layer has "
+                    "%s (%d) units, tied to the decoder; leave %s out or "
+                    "use %s >= 2" % (
+                        flag("hidden_size"), first["hidden_size"],
+                        flag("num_layers"), flag("emb_size"),
+                        first["emb_size"], flag("hidden_size"),
+                        flag("num_layers")))
+            raise ValueError("%s has no effect here: it needs %s; leave it "
+                             "out" % (flag(key), needs))
+
+
+def check_used(params, given, flag):
+    """`check_unused` of one model's parameters.
+
+    Raises:
+      ValueError: as `check_unused`.
+    """
+    check_unused([params], given, flag)
 
 
 def unknown_key(key, name):

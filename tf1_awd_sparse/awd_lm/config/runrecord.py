@@ -10,6 +10,14 @@ directory is ``produced_by.data_dir`` of the model's config.json (an
 absolute path; null for the embedded corpus); runs of versions before it
 record only the corpus's name (``produced_by.corpus``, written at the end).
 
+The whole plan of a run is recorded at its start (issue 54): the float
+phase's config.json holds, in ``produced_by.plan``, the parameters of the
+phases after it that were asked for, the quantization-aware one
+(`presets.QUANT_KEYS`, with ``quant`` true) and the compression pipeline
+(`presets.COMPRESS_KEYS`, with ``compress``), so that a run killed in its
+float phase resumes into them as asked. Runs of versions before it record
+a phase only once it has started (``<model>_quant/``).
+
 `read` gathers one model's record; `explicit_conflicts` and `conflict_line`
 say which explicitly given flags contradict it; `corpus_dir` decides the
 corpus to read. Nothing here loads TensorFlow or a corpus.
@@ -19,7 +27,7 @@ import os
 
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 
-__all__ = ["MODELS", "Recorded", "trained_models", "read",
+__all__ = ["MODELS", "Recorded", "trained_models", "read", "plan_entry",
            "recorded_overrides", "explicit_conflicts", "conflict_line",
            "corpus_dir", "EMBEDDED_PREFIX"]
 
@@ -38,6 +46,8 @@ class Recorded(object):
       params: the float phase's complete parameters (config.json, else
         state.json).
       produced: config.json's ``produced_by`` ({} without one).
+      plan: the later phases' recorded parameters (``produced_by.plan``,
+        `plan_entry`; {} for a run of a version before it).
       words: the vocabulary (vocab.txt), or None.
       finished: whether the float phase finished (state.json ``done``).
       epoch: the epochs it has run.
@@ -50,6 +60,7 @@ class Recorded(object):
                  quant=None):
         self.model, self.run_dir, self.params = model, run_dir, params
         self.produced, self.words = produced, words
+        self.plan = dict(produced.get("plan") or {})
         self.finished = bool(state.get("done"))
         self.epoch = int(state.get("epoch") or 0)
         self.quant_params = quant[0] if quant else None
@@ -126,12 +137,38 @@ def read(out, model):
                     _phase(run_dir + "_quant"))
 
 
-def recorded_overrides(record):
-    """The parameters to run ``record``'s model with: its float phase's and,
+def plan_entry(params):
+    """What a run's float phase records of the phases after it
+    (``produced_by.plan``): every `presets.QUANT_KEYS` value when
+    ``quant`` is on and every `presets.COMPRESS_KEYS` value when
+    ``compress`` names techniques, as resolved (defaults included), so
+    that a resumed run finishes what was asked whatever the defaults
+    become.
+
+    Args:
+      params: the model's complete parameters (a mapping).
+
+    Returns:
+      dict (empty for a run of the float phase alone).
+    """
+    value = dict(presets.DEFAULTS, **dict(params))
+    keys = ((presets.QUANT_KEYS if value["quant"] else ())
+            + (presets.COMPRESS_KEYS if value["compress"] else ()))
+    return {k: value[k] for k in keys}
+
+
+def recorded_overrides(record, compression=True):
+    """The parameters to run ``record``'s model with, as
+    `presets.params_for` overrides: its float phase's, the later phases'
+    it planned (`plan_entry`; ``compression`` False leaves the
+    compression pipeline's out: ``awd-lm compress`` gives its own) and,
     when it has one, its quantization-aware phase's `presets.QUANT_KEYS`
-    (``quant`` on), as `presets.params_for` overrides."""
+    (``quant`` on; they win, as that phase ran with them)."""
     overrides = {k: v for k, v in record.params.items()
                  if k in presets.DEFAULTS and k not in presets.QUANT_KEYS}
+    overrides.update((k, v) for k, v in record.plan.items()
+                     if k in presets.DEFAULTS and (
+                         compression or k not in presets.COMPRESS_KEYS))
     if record.quant_params is not None:
         overrides.update({k: record.quant_params[k]
                           for k in presets.QUANT_KEYS
@@ -140,7 +177,7 @@ def recorded_overrides(record):
     return overrides
 
 
-def explicit_conflicts(record, explicit, may_change=()):
+def explicit_conflicts(record, explicit, may_change=(), compression=True):
     """The explicitly given parameters that contradict ``record``.
 
     Args:
@@ -148,18 +185,19 @@ def explicit_conflicts(record, explicit, may_change=()):
       explicit: {key: value} of the parameters given explicitly (flags).
       may_change: keys allowed to differ (``max_epochs`` and
         ``quant_epochs`` extend a resumed run).
+      compression: whether the planned compression binds (as
+        `recorded_overrides`).
 
     Returns:
       sorted [(key, given, recorded)]: a float-phase parameter the run
-      records otherwise, or a quantization-aware one its ``_quant`` phase
-      records otherwise (``quant`` itself adds a phase: never a conflict).
+      records otherwise, or one of a later phase it planned (or its
+      ``_quant`` phase ran) otherwise. ``quant`` and ``compress`` given to
+      a run that planned no such phase add it: never a conflict.
     """
-    recorded = recorded_overrides(record)
+    recorded = recorded_overrides(record, compression)
     out = []
     for key, value in sorted(explicit.items()):
         if key in may_change or key == "quant" or key not in recorded:
-            continue
-        if key in presets.QUANT_KEYS and record.quant_params is None:
             continue
         if value != recorded[key]:
             out.append((key, value, recorded[key]))

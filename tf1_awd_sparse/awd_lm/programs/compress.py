@@ -1,5 +1,12 @@
 """``awd-lm compress --out RUN --compress TECHNIQUES``: compress the
-models of a finished run's --out (see `main`)."""
+trained model of a finished run's --out (``awd-lm train``'s run), as the
+run records it: its parameters, its corpus and, without --model, its one
+trained model. No training flag is needed; one that contradicts the run
+is refused. The float model's files are read, never written; finished
+stages of an earlier pipeline in --compress-out are kept.
+
+The compression flags (--target-sparsity, --finetune-epochs, ...) are
+``awd-lm train --compress``'s: see ``awd-lm train --help``."""
 from tf1_awd_sparse.base import _cli, compat as _compat
 from tf1_awd_sparse.awd_lm.programs import train
 from tf1_awd_sparse.awd_lm.training import flag_name, plan_run
@@ -17,7 +24,8 @@ def parse_args(argv=None):
       (compress deletes nothing) ends the program with status 2 and one
       line.
     """
-    args = train.parse_args(argv, prog="awd-lm compress")
+    args = train.parse_args(argv, prog="awd-lm compress",
+                            description=__doc__)
     if args.compress is None:
         _cli.fail("compress needs --compress TECHNIQUES (e.g. "
                   "--compress magnitude) and the run's --out")

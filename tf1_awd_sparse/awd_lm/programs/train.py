@@ -19,12 +19,21 @@ refused unless --resume (continue it) is given; a new run goes to a new
 --out keeps the trained models instead.)
 
 --resume reads the run back (`tf1_awd_sparse.awd_lm.config.runrecord`):
-each model's recorded parameters (sizes, epochs, preset), its --quant
-phase and its corpus (the --data-dir it was trained on, or the embedded
-one); no other flag is needed. A flag given that contradicts the run is
+each model's recorded parameters (sizes, epochs, preset), its corpus (the
+--data-dir it was trained on, or the embedded one) and its whole plan,
+recorded when it started: --quant and --compress with their flags and
+--compress-out, so a run killed in its float phase finishes them as
+asked; no other flag is needed. A flag given that contradicts the run is
 refused (exit 2, one line naming it), except --max-epochs and
---quant-epochs, which extend it. --out's summary.json keeps the rows of
-the models not run again.
+--quant-epochs, which extend it (they override the record), and --quant
+or --compress on a run that planned none, which add the phase. --out's
+summary.json keeps the rows of the models not run again.
+
+A flag that no model of the run would use is refused (exit 2, one line
+naming it and what it needs): e.g. --target-sparsity without --compress,
+--quant-delay without --quant or --compress, --pruning-end-step without
+--pruning magnitude, a dropout with --model plain, an --hmm-* size with
+--data-dir, --compress-out without --compress.
 
 Exit status: 0 done; 1 training diverged (one line naming the epoch and
 step; the checkpoints of the epochs before are kept, nothing diverged is
@@ -183,7 +192,7 @@ def _refuse_stage_flags(argv):
                       % (arg.partition("=")[0], key))
 
 
-def parse_args(argv=None, prog="awd-lm train"):
+def parse_args(argv=None, prog="awd-lm train", description=None):
     """Command-line arguments; every parameter a user sets
     (`params.USER_KEYS`) has an override flag, the stage keys
     (`params.STAGE_KEYS`, set by the pipeline) none.
@@ -192,13 +201,14 @@ def parse_args(argv=None, prog="awd-lm train"):
       argv: the flags (default ``sys.argv[1:]``).
       prog: the command's name in --help and errors (``awd-lm compress``
         parses the same flags).
+      description: the --help text (default: this program's).
 
     A bad value ends the program with status 2 and one line naming the
     flag (`tf1_awd_sparse.base._cli`); so does a stage key's flag.
     """
     _refuse_stage_flags(sys.argv[1:] if argv is None else argv)
     p = _cli.ArgumentParser(
-        prog=prog, description=__doc__,
+        prog=prog, description=description or __doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["awd", "plain", "both"], default=None,
                    help="model(s) to train (default awd; with --resume the "

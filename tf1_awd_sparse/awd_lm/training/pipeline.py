@@ -142,7 +142,10 @@ def _model_params(out, preset, model, record, explicit, compress_only,
         return as_params(presets.params_for(preset or "demo", model,
                                             explicit))
     may_change = () if compress_only else ("max_epochs", "quant_epochs")
-    conflicts = runrecord.explicit_conflicts(record, explicit, may_change)
+    # compress states its own compression: the run's planned one (if
+    # any) does not bind it.
+    conflicts = runrecord.explicit_conflicts(
+        record, explicit, may_change, compression=not compress_only)
     recorded = as_params(record.params).run.preset or "demo"
     if preset and preset != recorded:
         conflicts.insert(0, ("preset", preset, recorded))
@@ -150,8 +153,29 @@ def _model_params(out, preset, model, record, explicit, compress_only,
         raise ValueError(runrecord.conflict_line(
             record.run_dir, conflicts, flag,
             _REMEDY if len(conflicts) == 1 else _REMEDIES))
-    overrides = dict(runrecord.recorded_overrides(record), **explicit)
+    overrides = dict(runrecord.recorded_overrides(
+        record, compression=not compress_only), **explicit)
     return as_params(presets.params_for(recorded, model, overrides))
+
+
+def _planned_compress_out(recorded, given):
+    """The --compress-out of a resumed run: the one its plan records
+    (`runrecord.plan_entry`'s ``compress_out``), else ``given``.
+
+    Raises:
+      ValueError: ``given`` names another directory than the recorded.
+    """
+    for record in recorded.values():
+        planned = record.plan.get("compress_out") if record else None
+        if planned is None:
+            continue
+        if given and os.path.abspath(given) != planned:
+            raise ValueError(
+                "--compress-out %s contradicts the run in %s (made with "
+                "--compress-out %s): %s" % (given, record.run_dir, planned,
+                                            _REMEDY))
+        return planned
+    return given
 
 
 def _previous_models(out):
@@ -193,6 +217,16 @@ def _check_vocab(corpus, record, data_dir):
         "(%s, %d words): give --data-dir with the run's corpus" % (
             data_dir or "the embedded corpus", len(corpus.vocab),
             record.run_dir, modeldir.VOCAB_FILE, len(record.words)))
+
+
+def _check_embedded_flags(data_dir, explicit, flag):
+    """Refuses a flag of the embedded corpus (``hmm_*``) on a run that
+    reads a corpus directory, which would ignore it."""
+    for key in sorted(explicit):
+        if data_dir and key.startswith("hmm_"):
+            raise ValueError("%s has no effect here: it sizes the embedded "
+                             "corpus, and the run reads --data-dir %s; "
+                             "leave it out" % (flag(key), data_dir))
 
 
 def _phases(params):
@@ -242,6 +276,8 @@ def plan_run(out, explicit, model=None, preset=None, data_dir=None,
                 for m in models}
     configs = [_model_params(out, preset, m, recorded[m], explicit,
                              compress_only, flag) for m in models]
+    if not compress_only:
+        compress_out = _planned_compress_out(recorded, compress_out)
     if compress_out and configs[0].compression.compress \
             and len(models) > 1:
         raise ValueError(
@@ -249,13 +285,17 @@ def plan_run(out, explicit, model=None, preset=None, data_dir=None,
             "compresses two models: leave it out (each gets "
             "<out>/<model>_compress) or give one --model")
     check_out(out, resume, overwrite, compress_out, configs)
-    for params in configs:
-        presets.check_used(params, set(explicit), flag)
+    # A flag no model would use is refused, never recorded as if used.
+    presets.check_unused(configs, set(explicit), flag)
+    if compress_out and not configs[0].compression.compress:
+        raise ValueError("--compress-out has no effect here: it needs "
+                         "--compress TECHNIQUES; leave it out")
     # compress trains no float model: each must have finished (its
     # summary is read here, before anything is written).
     finished = {m: recorded[m] for m in models
                 if compress_only and recorded[m].summary()}
     data_dir = _corpus_dir(out, data_dir, recorded)
+    _check_embedded_flags(data_dir, explicit, flag)
     corpus, floor, description = runtime.load_corpus(data_dir, configs[0])
     for name, params in zip(models, configs):
         runtime.check_corpus(corpus, params, data_dir, flag)
@@ -279,8 +319,14 @@ def _run_model(plan, index, runs):
     root, name = RunDir(plan.out), float_params.run.model
     float_dir = root.model_run(name).path
     record = plan.finished.get(model)
+    # The float phase's config.json records the whole plan from its start
+    # (`runrecord.plan_entry`): --resume after a kill finishes it.
+    planned = runrecord.plan_entry(params)
+    if planned.get("compress") and plan.compress_out:
+        planned["compress_out"] = os.path.abspath(plan.compress_out)
+    float_runs = dict(runs, produced=dict(runs["produced"], plan=planned))
     float_summary = (record.summary() if record else train.run(
-        corpus, float_params, float_dir, **runs))
+        corpus, float_params, float_dir, **float_runs))
     summaries = [float_summary]
     if record and record.quant_finished and quant_params is not None:
         summaries.append(record.summary(quant=True))
