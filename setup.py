@@ -10,18 +10,21 @@ What is tested, per Python (docs/versions.md):
 * CPython 3.9 - 3.12: TensorFlow 2.15 - 2.21 in v1 graph mode. TensorFlow is
   not required by name, because ``tensorflow`` and ``tensorflow-cpu`` are two
   distributions of the same package and pip cannot take either; the ``tf2``
-  extra installs the CPU build that is tested (``pip install
+  extra installs one TensorFlow, ``tensorflow`` (``pip install
   'tf1-awd-sparse[tf2]'``), and the library checks the version when it is
   imported. TF >= 2.16 needs ``tf-keras`` (Keras 2) with
-  ``TF_USE_LEGACY_KERAS=1``; the extra installs it.
+  ``TF_USE_LEGACY_KERAS=1``; the extra installs it. tf-keras requires
+  ``tensorflow`` by that name, so an extra naming ``tensorflow-cpu`` got
+  both distributions (issue 54: twice the download, one package's files
+  over the other's).
 """
 import os
 import re
 
 from setuptools import find_packages, setup
 
-# The one place of the version is the package (and CHANGELOG.md's newest
-# entry; tests/project/test_names.py checks that they agree).
+# The one place of the version is the package (the release being made,
+# after CHANGELOG.md's newest entry; tests/project/test_names.py checks).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "tf1_awd_sparse", "__init__.py")) as _init:
     VERSION = re.search(r'^__version__ = "([^"]+)"', _init.read(),
@@ -59,9 +62,12 @@ setup(
         "numpy>=1.23.5; " + PY3X,
     ],
     extras_require={
-        # The tested TF 2.x build; tf-keras is Keras 2 for TF >= 2.16 (used
-        # with TF_USE_LEGACY_KERAS=1; harmless on 2.15, which bundles it).
-        "tf2": ["tensorflow-cpu>=2.15,<2.22; " + PY3X,
+        # One TF 2.x: ``tensorflow``, the distribution tf-keras requires by
+        # name (``tensorflow-cpu`` beside it would install a second copy).
+        # tf-keras is Keras 2 for TF >= 2.16 (used with
+        # TF_USE_LEGACY_KERAS=1; harmless on 2.15, which bundles it). A user
+        # may install tensorflow-cpu himself without the extra.
+        "tf2": ["tensorflow>=2.15,<2.22; " + PY3X,
                 "tf-keras>=2.15,<2.22; " + PY3X],
         # LiteRT, the runtime deployments use for .tflite files (CPython
         # 3.9+); the tests use it where it is installed.

@@ -23,8 +23,14 @@ Every error the library raises under a name of its own derives from
 error of its case as well. Importing this package imports no TensorFlow.
 """
 from tf1_awd_sparse.base.errors import Error  # noqa: F401  (no TensorFlow)
+from tf1_awd_sparse.base import names as _names
 
 __all__ = ["Error", "__version__"]
 
-#: The release (CHANGELOG.md; setup.py reads it from here).
-__version__ = "0.3.0"
+#: The release (CHANGELOG.md; setup.py reads it from here): 0.4.0, whose
+#: removals (`base.names`' tables) are done.
+__version__ = "0.4.0"
+
+# ``import tf1_awd_sparse._checks`` and the other removed modules say what
+# replaces them.
+_names.install_removed_module_names()

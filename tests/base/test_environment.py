@@ -27,8 +27,9 @@ def test_tensorflow_version_is_supported():
     if IS_TF2:
         # setup.py's CPython range for 2.x; 1.x wheels exist only for 3.7.
         assert (3, 9) <= sys.version_info[:2] <= (3, 12)
-        # The imported package is the CPU build the constraints name.
-        dist = pkg_resources.get_distribution("tensorflow-cpu")
+        # The imported package is the distribution the constraints name
+        # (the tf2 extra's one TensorFlow, which tf-keras requires).
+        dist = pkg_resources.get_distribution("tensorflow")
     else:
         assert sys.version_info[:2] <= (3, 7)
         dist = pkg_resources.get_distribution("tensorflow")

@@ -150,18 +150,21 @@ with warnings.catch_warnings(record=True) as caught:
         exec("import %s" % old)
         again = [w for w in caught if str(w.message).startswith(old)]
         out["modules"][old] = [first, same, len(again)]
+def error_of(statement, kind):
+    try:
+        exec(statement)
+    except kind as e:
+        return [isinstance(e, ModuleNotFoundError), str(e)]
 for old in sorted(names.REMOVED_MODULES):
-    try:
-        importlib.import_module(old)
-        out["gone"][old] = None
-    except ImportError as e:
-        out["gone"][old] = type(e).__name__
+    parent, _, leaf = old.rpartition(".")
+    out["gone"][old] = [error_of("import %s" % old, ImportError),
+                        error_of("from %s import %s" % (parent, leaf),
+                                 ImportError)]
 for (module, name), new in sorted(names.REMOVED_ATTRIBUTES.items()):
-    try:
-        getattr(importlib.import_module(module), name)
-        out["removed"][module + "." + name] = None
-    except AttributeError as e:
-        out["removed"][module + "." + name] = str(e)
+    out["removed"][module + "." + name] = [
+        error_of("getattr(importlib.import_module(%r), %r)" % (module, name),
+                 AttributeError)[1],
+        error_of("from %s import %s" % (module, name), ImportError)[1]]
 print(json.dumps(out))
 """
 
@@ -193,20 +196,28 @@ def test_a_flat_awd_lm_name_warns_once_with_its_floor_module(old,
     assert filename in ("<string>", "-c"), filename
 
 
-def test_the_names_deprecated_in_0_3_0_are_gone(old_names_run):
-    """The old module names no longer import (0.4.0, as 0.3.0 announced)."""
-    assert old_names_run["gone"] == dict(
-        (old, "ModuleNotFoundError") for old in names.REMOVED_MODULES)
+@pytest.mark.parametrize("old", sorted(names.REMOVED_MODULES))
+def test_the_names_deprecated_in_0_3_0_are_gone(old, old_names_run):
+    """The old module names no longer import (0.4.0, as 0.3.0 announced),
+    and both ``import old`` and ``from parent import leaf`` say what
+    replaces them (issue 54: a bare ModuleNotFoundError did not)."""
+    for found in old_names_run["gone"][old]:
+        assert found is not None, "%s still imports" % old
+        is_module_error, message = found
+        assert is_module_error, message
+        assert "removed" in message and names.REMOVED_MODULES[old] in message
 
 
 @pytest.mark.parametrize("old", sorted("%s.%s" % k
                                        for k in names.REMOVED_ATTRIBUTES))
 def test_a_removed_name_says_what_replaces_it(old, old_names_run):
-    message = old_names_run["removed"][old]
+    """Through attribute access and through ``from module import name``
+    (issue 54: that said only "cannot import name")."""
     module, _, name = old.rpartition(".")
-    assert message is not None, "%s still exists" % old
-    assert "removed" in message
-    assert names.REMOVED_ATTRIBUTES[(module, name)] in message
+    for message in old_names_run["removed"][old]:
+        assert message is not None, "%s still exists" % old
+        assert "removed" in message
+        assert names.REMOVED_ATTRIBUTES[(module, name)] in message
 
 
 def test_an_unknown_name_is_a_plain_attribute_error():
@@ -385,12 +396,13 @@ def _version(text):
 
 
 def test_the_version_is_the_changelogs_and_the_tables():
-    """One version: the package's and the newest released CHANGELOG
-    entry's; the flat awd_lm names are deprecated by the release after it
-    and go in a later one."""
+    """One version (issue 54): the package's is the release being made
+    (the removals 0.3.0 announced for 0.4.0 are done), after the newest
+    released CHANGELOG entry; the warnings' "deprecated since" is that
+    version, and the flat awd_lm names go in a later one."""
     import tf1_awd_sparse
     with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
         newest = re.search(r"^## \[(\d[^\]]*)\]", f.read(), re.M).group(1)
-    assert tf1_awd_sparse.__version__ == newest
-    assert _version(names.DEPRECATED_SINCE) > _version(newest)
+    assert _version(tf1_awd_sparse.__version__) > _version(newest)
+    assert names.DEPRECATED_SINCE == tf1_awd_sparse.__version__
     assert _version(names.REMOVED_IN) > _version(names.DEPRECATED_SINCE)

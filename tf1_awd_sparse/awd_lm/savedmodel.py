@@ -166,7 +166,7 @@ def export_saved_model(model_dir, path, overwrite=False):
 def parse_args(argv):
     """The flags (``--model``, ``--out``, ``--overwrite``)."""
     parser = _cli.ArgumentParser(
-        prog="python -m tf1_awd_sparse.awd_lm.savedmodel",
+        prog="awd-lm savedmodel",
         description="Export a trained language model as a SavedModel "
         "(signatures next_token, score, serving_default).")
     parser.add_argument("--model", required=True,

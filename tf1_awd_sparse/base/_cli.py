@@ -168,6 +168,35 @@ class ArgumentParser(argparse.ArgumentParser):
         """Ends the program with ``error: <message>``, exit status 2."""
         fail(message)
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, with a misspelt flag's closest flag in its one line:
+        ``error: unrecognized arguments: --hiden-size 3 (did you mean
+        --hidden-size?)``.
+
+        Raises:
+          SystemExit: (code 2, via `fail`) a bad or unknown flag.
+        """
+        parsed, rest = self.parse_known_args(args, namespace)
+        if rest:
+            fail("unrecognized arguments: %s%s"
+                 % (" ".join(rest), self._closest_flag(rest)))
+        return parsed
+
+    def _closest_flag(self, rest):
+        """`` (did you mean --X?)`` for the first unknown flag of ``rest``
+        that is close to one of this parser's (difflib), else ''."""
+        import difflib
+        known = [option for action in self._actions
+                 for option in action.option_strings
+                 if option.startswith("--")]
+        for arg in rest:
+            if arg.startswith("--"):
+                close = difflib.get_close_matches(arg.partition("=")[0],
+                                                  known, n=1)
+                if close:
+                    return " (did you mean %s?)" % close[0]
+        return ""
+
     def parse_known_args(self, args=None, namespace=None):
         """argparse's, remembering the paths given (every str value of a
         flag or argument without fixed choices) for `os_error_line`."""

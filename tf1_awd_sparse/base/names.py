@@ -18,26 +18,34 @@ names the floor module and the release that drops the flat name
 (:data:`REMOVED_IN`).
 
 The names deprecated in 0.3.0 went in 0.4.0: the old module names
-(:data:`REMOVED_MODULES`) are no longer importable, and a name that moved
-out of a module that still exists (:data:`REMOVED_ATTRIBUTES`) raises an
-``AttributeError`` that says what replaces it. The project's own code uses
-no old name (``tests/project/test_names.py``).
+(:data:`REMOVED_MODULES`) are no longer importable (``import`` and ``from
+... import`` of one raise a ``ModuleNotFoundError`` that says what replaces
+it, from a finder that ``tf1_awd_sparse``'s ``__init__`` installs), and a
+name that moved out of a module that still exists
+(:data:`REMOVED_ATTRIBUTES`) raises an ``AttributeError`` that says what
+replaces it (an ``ImportError`` with the same words under ``from module
+import name``, which would otherwise say only "cannot import name"). The
+project's own code uses no old name (``tests/project/test_names.py``).
 
 This module imports nothing but the standard library, so that every
 package's ``__init__`` can read it without importing TensorFlow.
 """
 from __future__ import absolute_import, division, print_function
 
+import dis
 import importlib
 import importlib.abc
 import importlib.util
 import sys
 import warnings
 
+from tf1_awd_sparse.base.errors import Error
+
 __all__ = ["PUBLIC", "FLAT_AWD_LM_MODULES", "REMOVED_MODULES",
            "REMOVED_ATTRIBUTES", "DEPRECATED_SINCE", "REMOVED_IN",
-           "public_module", "lazy_api", "moved_attribute",
-           "install_flat_awd_lm_names"]
+           "RemovedNameError", "RemovedModuleError", "public_module",
+           "lazy_api", "moved_attribute", "install_flat_awd_lm_names",
+           "install_removed_module_names"]
 
 #: The release that deprecates the flat awd_lm names (the one after 0.3.0),
 #: and the release that drops them.
@@ -167,6 +175,16 @@ REMOVED_ATTRIBUTES.update({
 _warned = set()
 
 
+class RemovedNameError(ImportError, Error):
+    """``from module import name`` of a name that went
+    (:data:`REMOVED_ATTRIBUTES`): says what replaces it."""
+
+
+class RemovedModuleError(ModuleNotFoundError, Error):
+    """``import`` (or ``from package import``) of a module that went
+    (:data:`REMOVED_MODULES`): says what replaces it."""
+
+
 def _warn_once(old, new, stacklevel):
     """Warns the first time ``old`` is used; ``stacklevel`` counts the
     frames from the caller up to the user's line (import frames skipped)."""
@@ -253,10 +271,32 @@ def moved_attribute(module_name, name):
     """
     key = (module_name, name)
     if key in REMOVED_ATTRIBUTES:
-        raise AttributeError("module %r has no attribute %r: it was removed "
-                             "(CHANGELOG.md); use %s"
-                             % (module_name, name, REMOVED_ATTRIBUTES[key]))
+        message = ("module %r has no attribute %r: it was removed "
+                   "(CHANGELOG.md); use %s"
+                   % (module_name, name, REMOVED_ATTRIBUTES[key]))
+        if _importing_from():
+            # ``from module import name`` turns an AttributeError into
+            # "cannot import name", losing the hint; an ImportError passes.
+            raise RemovedNameError(message, name=module_name)
+        raise AttributeError(message)
     raise AttributeError("module %r has no attribute %r" % key)
+
+
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+
+
+def _importing_from():
+    """Whether the attribute asked for is read by an ``IMPORT_FROM``
+    instruction: the first frame above this module and the modules'
+    ``__getattr__`` (the C import machinery has none)."""
+    frame = sys._getframe(1)   # pylint: disable=protected-access
+    while frame is not None and (frame.f_code.co_filename == __file__
+                                 or frame.f_code.co_name == "__getattr__"):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return 0 <= at < len(code) and code[at] == _IMPORT_FROM
 
 
 class _FlatAwdLmNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -287,3 +327,27 @@ def install_flat_awd_lm_names():
         # (an upgrade over an old install, or an editable install's finder
         # pointing at another checkout); it answers only the table's names.
         sys.meta_path.insert(0, _FlatAwdLmNames())
+
+
+class _RemovedModules(importlib.abc.MetaPathFinder):
+    """A ``sys.meta_path`` finder that answers :data:`REMOVED_MODULES` with
+    a `RemovedModuleError` saying what replaces the module, instead of a
+    bare ``ModuleNotFoundError``."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in REMOVED_MODULES:
+            return None
+        # name=None: importlib's ``from package import module`` swallows a
+        # ModuleNotFoundError naming the module it looked for, and would
+        # then say only "cannot import name".
+        raise RemovedModuleError(
+            "No module named %r: it was removed in 0.4.0 (CHANGELOG.md); "
+            "use %s" % (fullname, REMOVED_MODULES[fullname]))
+
+
+def install_removed_module_names():
+    """Makes importing a removed module name (:data:`REMOVED_MODULES`) say
+    what replaces it (idempotent); ``tf1_awd_sparse``'s ``__init__`` calls
+    it."""
+    if not any(isinstance(f, _RemovedModules) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RemovedModules())

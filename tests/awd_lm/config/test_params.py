@@ -124,3 +124,31 @@ def test_the_docs_table_is_the_sections():
             set(P._SECTION_OF)
     assert rows == dict((name, set(cls._fields))
                         for name, cls in P.SECTIONS.items())
+
+
+def test_a_key_not_given_is_no_item_but_reads_its_default():
+    """Issue 54, item 10: ``params[key]`` of a key not given raises
+    KeyError (the mapping of the former dicts), as ``in`` and ``get`` say,
+    while its attribute reads `presets.DEFAULTS`."""
+    params = P.as_params({"lr": 2.0, "quant_epochs": 5})
+    assert params["quant_epochs"] == 5
+    for key in ("quant_delay", "bptt", "target_sparsity"):
+        assert key not in params and params.get(key, "absent") == "absent"
+        with pytest.raises(KeyError):
+            params[key]  # pylint: disable=pointless-statement
+    assert params.quantization.quant_delay == presets.DEFAULTS["quant_delay"]
+    assert params.optimization.bptt == presets.DEFAULTS["bptt"]
+
+
+@pytest.mark.parametrize("value, builtin", [
+    ({"hiden_size": 3}, ValueError), ({"bptt": 0}, ValueError),
+    ([("lr", 1.0)], TypeError)])
+def test_configuration_errors_are_library_errors(value, builtin):
+    """Issue 54, item 8: ``except tf1_awd_sparse.Error`` catches what
+    `as_params` refuses, which stays the built-in error it was."""
+    import tf1_awd_sparse
+    with pytest.raises(tf1_awd_sparse.Error) as caught:
+        P.as_params(value)
+    assert isinstance(caught.value, builtin)
+    with pytest.raises(tf1_awd_sparse.Error):
+        P.as_params({"lr": 1.0}).replace(dropout=2.0)

@@ -35,12 +35,25 @@ import collections
 import collections.abc
 
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.base.errors import Error
 
-__all__ = ["Params", "as_params", "SECTIONS", "USER_KEYS", "STAGE_KEYS",
+__all__ = ["Params", "as_params", "ParameterError", "ParameterTypeError",
+           "SECTIONS", "USER_KEYS", "STAGE_KEYS",
            "RunConfig", "ModelConfig", "RegularizationConfig",
            "OptimizationConfig", "StoppingConfig", "SparseConfig",
            "PruneConfig", "CompressionConfig", "DistillConfig",
            "QuantizationConfig", "CorpusConfig", "StageConfig"]
+
+
+class ParameterError(ValueError, Error):
+    """A key that is no parameter (named with the closest) or an invalid
+    value (named with its range), from `as_params` / `Params.from_flat` /
+    `Params.replace`: a ``ValueError`` and a `tf1_awd_sparse.Error`."""
+
+
+class ParameterTypeError(TypeError, Error):
+    """`as_params` given neither a mapping nor a `Params`: a ``TypeError``
+    and a `tf1_awd_sparse.Error`."""
 
 
 def _section(name, fields, doc):
@@ -179,9 +192,16 @@ def _check_use_vd(value, name):
 
 
 def _check(key, value, name):
+    """``value`` checked by ``key``'s check (`presets.CHECKS`).
+
+    Raises:
+      ParameterError: it is invalid (the check's one line)."""
     check = presets.CHECKS.get(key, _check_use_vd if key == "use_vd"
                                else None)
-    return check(value, name % (key,)) if check else value
+    try:
+        return check(value, name % (key,)) if check else value
+    except ValueError as e:
+        raise ParameterError(str(e))
 
 
 class Params(collections.abc.Mapping):
@@ -215,15 +235,17 @@ class Params(collections.abc.Mapping):
           Params.
 
         Raises:
-          ValueError: a key that is not a parameter (naming the closest)
-            or an invalid value (naming the key, see `presets.CHECKS`).
+          ParameterError: (a ValueError) a key that is not a parameter
+            (naming the closest) or an invalid value (naming the key, see
+            `presets.CHECKS`).
         """
         if isinstance(flat, Params):
             return flat
         values = dict(presets.DEFAULTS, **_EXTRA_DEFAULTS)
         for key, value in flat.items():
             if key not in values:
-                raise ValueError(presets.unknown_key(key, name % (key,)))
+                raise ParameterError(presets.unknown_key(key,
+                                                         name % (key,)))
             values[key] = _check(key, value, name)
         given = list(flat)
         sections = dict((section, cls_(**dict(
@@ -312,12 +334,12 @@ def as_params(value, name="params[%r]"):
     checked (`Params.from_flat`). The one entry of a Python call.
 
     Raises:
-      TypeError: ``value`` is neither.
-      ValueError: as `Params.from_flat`.
+      ParameterTypeError: (a TypeError) ``value`` is neither.
+      ParameterError: (a ValueError) as `Params.from_flat`.
     """
     if isinstance(value, Params):
         return value
     if not isinstance(value, collections.abc.Mapping):
-        raise TypeError("params must be a dict of parameters or a Params, "
-                        "got %s" % type(value).__name__)
+        raise ParameterTypeError("params must be a dict of parameters or "
+                                 "a Params, got %s" % type(value).__name__)
     return Params.from_flat(value, name)

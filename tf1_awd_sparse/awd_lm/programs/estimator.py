@@ -112,7 +112,7 @@ def parse_args(argv=None, extra_flags=()):
       SystemExit: (code 2, one line on stderr naming the flag) a bad flag.
     """
     return cli.parse_args(
-        argv, extra_flags, prog="python -m tf1_awd_sparse.awd_lm.estimator",
+        argv, extra_flags, prog="awd-lm estimator",
         description=__doc__)
 
 

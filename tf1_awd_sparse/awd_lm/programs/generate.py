@@ -27,7 +27,7 @@ def parse_args(argv):
     from tf1_awd_sparse.base.checks import (
         check_nonnegative_int, check_positive_int, check_real)
     parser = _cli.ArgumentParser(
-        prog="python -m tf1_awd_sparse.awd_lm.generate",
+        prog="awd-lm generate",
         description="Continue a prompt with a trained language model.")
     parser.add_argument("--model", required=True,
                         help="run directory or .tflite file")

@@ -54,7 +54,7 @@ from tf1_awd_sparse.awd_lm.distributed.model_fn import eval_xent, train_step
 __all__ = ["PROG", "LOG_FLAGS", "Task", "task_from_tf_config", "parse_args", "prepare",
            "execute", "evaluate_checkpoint", "run", "main"]
 
-PROG = "python -m tf1_awd_sparse.awd_lm.monitored"
+PROG = "awd-lm monitored"
 
 #: One task of a cluster as ``TF_CONFIG`` describes it: ``cluster`` a
 #: ``tf.train.ClusterSpec``; ``task_type`` 'ps', 'chief' or 'worker';

@@ -42,7 +42,7 @@ PROGRESS_LINES = 2000
 def parse_args(argv):
     """The flags (``--model``, ``--per-line``, ``--threads``, FILE...)."""
     parser = _cli.ArgumentParser(
-        prog="python -m tf1_awd_sparse.awd_lm.score",
+        prog="awd-lm score",
         description="Per-line and total perplexity of text files.")
     parser.add_argument("--model", required=True,
                         help="run directory or .tflite file")
