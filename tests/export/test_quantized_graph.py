@@ -5,7 +5,6 @@ its one-step eval graph written as a fully uint8 TFLite file by the one
 public call from the training checkpoint: the inputs' grids are the
 graph's own range variables, the file streams within a few output steps
 of the eval graph, and what a file leaves float is named from the file."""
-import logging
 import os
 
 import numpy as np
@@ -15,7 +14,6 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse import quantization as quantize
 from tf1_awd_sparse.export import graphdef, quantized_graph
 from tf1_awd_sparse.export.runner import TFLiteRunner
-from support.versions import IS_TF2
 
 UNITS, DEPTH, CLASSES, BATCH, TIME, STREAM = 8, 3, 4, 4, 6, 20
 QUANT_DELAY, STEPS = 10, 60
@@ -155,6 +153,79 @@ def test_the_file_streams_within_two_output_steps_of_the_eval_graph(
     mean_free = {n: np.mean([s[n] for s in free]) for n in free[0]}
     print("one step, max output steps:", worst)
     print("fed back, mean output steps:", mean_free)
+    written = exported["written"]
     if TF_215:
-        pytest.xfail("TF 2.15 (docs/quantization.md): measured %r" % worst)
-    assert max(worst.values()) <= 2.0, worst
+        # TF 2.15's converter requantizes the concatenations' inputs with
+        # QUANTIZE ops, which its kernel rounds twice (docs/quantization.md):
+        # the call warns, naming them.
+        assert quantized_graph.requantizations(written.path)
+        assert any("QUANTIZE ops requantize" in line
+                   for line in written.warnings), written.warnings
+        return
+    assert written.warnings == []
+    assert max(worst.values()) <= 2.0 * (1 + 1e-5), worst
+    assert max(mean_free.values()) <= 2.0, mean_free
+
+
+def _float_model(folder):
+    """A float file: ``x * 2 + 1`` on a placeholder ``x``."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2, 3], "x")
+        out = tf.identity(x * 2.0 + 1.0, name="out")
+        with tf.Session() as sess:
+            model = graphdef.convert(sess, [x], [out], None)
+    path = os.path.join(folder, "float.tflite")
+    with open(path, "wb") as handle:
+        handle.write(model)
+    return path
+
+
+def test_float_ops_names_each_op_of_a_float_file(tmp_path):
+    path = _float_model(str(tmp_path))
+    found = quantized_graph.float_ops(path)
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    names = {d["name"] for d in interpreter.get_tensor_details()
+             if d["dtype"] == np.float32}
+    assert found and all(set(f.outputs) <= names for f in found)
+    assert {f.op for f in found} <= {"MUL", "ADD"}
+    assert "out" in {name for f in found for name in f.outputs}
+
+
+def test_a_graph_the_call_cannot_write_is_refused_naming_it(tmp_path):
+    path = str(tmp_path / "never.tflite")
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [1, DEPTH], "x")
+        out = tf.layers.dense(x, 2, name="d")
+        with pytest.raises(quantized_graph.QuantizedGraphError,
+                           match="not rewritten for quantization"):
+            quantized_graph.export_quantized_graph(out, path, checkpoint="c")
+        quantize.create_eval_graph()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            # The dense layer reads x in float: x has no grid.
+            quant = [op for op in out.consumers()
+                     if op.type.startswith("FakeQuant")][0].outputs[0]
+            with pytest.raises(quantized_graph.QuantizedGraphError,
+                               match=r"input 'x': no 8-bit FakeQuant .* "
+                               r"input_ranges=\{'x': \(min, max\)\}"):
+                quantized_graph.export_quantized_graph(quant, path,
+                                                       session=sess)
+            with pytest.raises(ValueError, match="session or checkpoint"):
+                quantized_graph.export_quantized_graph(quant, path)
+            with pytest.raises(quantized_graph.QuantizedGraphError,
+                               match=r"outputs\[0\]: 'x:0' is not "
+                               r"quantized"):
+                quantized_graph.export_quantized_graph(x, path, session=sess)
+            with pytest.raises(quantized_graph.QuantizedGraphError,
+                               match=r"states\[0\]'s input 'd/BiasAdd:0' "
+                               r"must be a placeholder"):
+                quantized_graph.export_quantized_graph(
+                    quant, path, session=sess, states={out: quant})
+            assert not os.path.exists(path)     # nothing written
+            # The range given: a whole uint8 file, x on that grid.
+            written = quantized_graph.export_quantized_graph(
+                quant, path, session=sess, input_ranges={"x": (-3.0, 1.0)})
+    assert written.left_float == []
+    assert written.inputs["x"] == pytest.approx(
+        graphdef.nudged_quantization(-3.0, 1.0))

@@ -9,7 +9,9 @@ reads it), :mod:`.sparse_storage` (pruned weights stored in TFLite's
 sparse format, int8 weights; its format and encodings are
 :mod:`.sparse_format`'s, its rewrite :mod:`.sparse_rewrite`'s) and
 :mod:`.strip` (sparse pairs to plain dense weights) and :mod:`.fused_lstm`
-(a language model written with one builtin TFLite LSTM op per layer).
+(a language model written with one builtin TFLite LSTM op per layer) and
+:mod:`.quantized_graph` (``export_quantized_graph``: a graph rewritten by
+``create_eval_graph`` to a uint8 file in one call).
 Imports floors 0-3 only."""
 from tf1_awd_sparse.base import names as _names
 
@@ -19,6 +21,8 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.export.tflite": ["export_tflite"],
     "tf1_awd_sparse.export.eval_graph": ["unroll"],
     "tf1_awd_sparse.export.runner": ["TFLiteRunner", "open_interpreter"],
+    "tf1_awd_sparse.export.quantized_graph": [
+        "export_quantized_graph", "QuantizedGraphError", "float_ops"],
     "tf1_awd_sparse.export.tflite_file": ["verify", "TFLiteFileError"],
     "tf1_awd_sparse.export.sparse_storage": [
         "store_sparse", "stores_sparse", "sparse_tensors",

@@ -29,13 +29,14 @@ import os
 import tempfile
 
 from tf1_awd_sparse.base import checks as _checks
-from tf1_awd_sparse.base.compat import TF_VERSION, tf
+from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.export import graphdef, tflite_file
 from tf1_awd_sparse.transforms.graph_quantize.api import REWRITTEN_COLLECTION
 
 __all__ = ["QuantizedGraphError", "FloatOp", "QuantizedFile",
-           "export_quantized_graph", "float_ops", "LOGGER_NAME"]
+           "export_quantized_graph", "float_ops", "tensor_grids",
+           "requantizations", "LOGGER_NAME"]
 
 #: The logger the export's warnings go to (ops left float, TF 2.15).
 LOGGER_NAME = "tf1_awd_sparse.export"
@@ -263,7 +264,8 @@ def export_quantized_graph(outputs, path, session=None, checkpoint=None,
     Returns:
       a :data:`QuantizedFile`: the path, each input's and output's uint8
       ``(scale, zero_point)``, the ops left float (:func:`float_ops`) and
-      the warnings logged to :data:`LOGGER_NAME` (ops left float).
+      the warnings logged to :data:`LOGGER_NAME` (ops left float; 8-bit
+      tensors requantized with two roundings, `requantizations`: TF 2.15).
 
     Raises:
       QuantizedGraphError: a graph not rewritten by ``create_eval_graph``,
@@ -327,6 +329,16 @@ def _export(session, outputs, path, pairs, inputs, input_ranges):
         warnings.append(
             "export_quantized_graph: %s: %d ops left float (%s%s)" % (
                 path, len(left), shown, ", ..." if len(left) > 5 else ""))
+    twice = requantizations(model)
+    if twice:
+        warnings.append(
+            "export_quantized_graph: %s: %d QUANTIZE ops requantize 8-bit "
+            "tensors onto a coarser grid (%s): TFLite's Requantize kernel "
+            "rounds twice there, one code off for about 1 value in 8 (the "
+            "TF 2.15 converter puts them before each concatenation of "
+            "inputs on other grids; docs/quantization.md)" % (
+                path, len(twice), ", ".join(twice[:3])
+                + (", ..." if len(twice) > 3 else "")))
     for line in warnings:
         logging.getLogger(LOGGER_NAME).warning("%s", line)
     grids = tensor_grids(model)
@@ -386,6 +398,52 @@ def tensor_grids(model):
     return grids
 
 
+#: The schema's QUANTIZE operator and its 8-bit tensor types.
+_QUANTIZE, _EIGHT_BITS = 114, (3, 9)
+
+
+def requantizations(model):
+    """The output names of a file's QUANTIZE ops from an 8-bit tensor to
+    an 8-bit tensor whose scale is more than twice the input's.
+
+    TFLite's Requantize kernel multiplies the difference of the codes by
+    a fixed-point multiplier and, for a ratio of scales below 1/2, shifts
+    right after the multiplication has already rounded: two roundings,
+    the output one code off for about one value in eight. (A
+    CONCATENATION rescales its inputs itself, in one rounding.)
+
+    Raises:
+      tflite_file.TFLiteFileError: not a whole TFLite file.
+    """
+    buf = tflite_file.verify(model)
+    root, graph, tensors = _subgraph(buf)
+    grids = tensor_grids(buf)
+    codes = _codes(buf, root)
+    found = []
+    for op in tflite_file.tables(buf, graph, "SubGraph", "operators"):
+        if codes[tflite_file.scalar(buf, op, "Operator",
+                                    "opcode_index")] != _QUANTIZE:
+            continue
+        (source,), (target,) = [tflite_file.ints(buf, op, "Operator", name)
+                                for name in ("inputs", "outputs")]
+        names = [tflite_file.string(buf, tensors[i], "Tensor", "name")
+                 for i in (source, target)]
+        if all(tflite_file.scalar(buf, tensors[i], "Tensor", "type")
+               in _EIGHT_BITS for i in (source, target)) and \
+                grids[names[0]][0] < 0.5 * grids[names[1]][0]:
+            found.append(names[1])
+    return found
+
+
+def _codes(buf, root):
+    """The builtin code of each of a file's operator codes."""
+    return [max(tflite_file.scalar(buf, c, "OperatorCode",
+                                   "deprecated_builtin_code"),
+                tflite_file.scalar(buf, c, "OperatorCode", "builtin_code"))
+            for c in tflite_file.tables(buf, root, "Model",
+                                        "operator_codes")]
+
+
 def float_ops(model):
     """The operators of a TFLite file that compute in float: each with a
     float32 / float16 / float64 tensor among its inputs or outputs (a
@@ -404,11 +462,7 @@ def float_ops(model):
     """
     buf = tflite_file.verify(model)
     root, graph, tensors = _subgraph(buf)
-    codes = [max(tflite_file.scalar(buf, c, "OperatorCode",
-                                    "deprecated_builtin_code"),
-                 tflite_file.scalar(buf, c, "OperatorCode", "builtin_code"))
-             for c in tflite_file.tables(buf, root, "Model",
-                                         "operator_codes")]
+    codes = _codes(buf, root)
     found = []
     for index, op in enumerate(tflite_file.tables(buf, graph, "SubGraph",
                                                   "operators")):
