@@ -204,10 +204,15 @@ def _damaged_checkpoint(trained, name, damage):
             handle.write(whole[:len(whole) // 2])
     elif damage == "missing index":
         os.remove(prefix + ".index")
+    elif damage == "damaged index":   # its last bytes, the table's footer
+        with open(prefix + ".index", "r+b") as handle:
+            handle.seek(-8, os.SEEK_END)
+            handle.write(b"\0" * 8)
     return copy, prefix, data_file
 
 
-DAMAGES = ("missing data", "empty data", "truncated data", "missing index")
+DAMAGES = ("missing data", "empty data", "truncated data", "missing index",
+           "damaged index")
 
 
 def test_export_of_a_damaged_checkpoint_is_one_line_with_its_cause(
@@ -231,20 +236,24 @@ def test_export_of_a_damaged_checkpoint_is_one_line_with_its_cause(
                                  "requested); nothing was deleted"), line
 
 
-def test_info_refuses_a_missing_or_empty_checkpoint(trained):
+def test_info_refuses_a_missing_empty_or_truncated_checkpoint(trained):
+    # Without TensorFlow: the files' names and sizes, and the extent of
+    # each tensor the index records (what TensorFlow's reader meets).
     cases = [_damaged_checkpoint(trained, "info_%d" % i, damage)
              for i, damage in enumerate(DAMAGES)]
     results = _run([["info", copy] for copy, _, _ in cases]
                    + [["info", trained["model_dir"]]], NO_TENSORFLOW)
     for damage, (_, prefix, data_file), result in zip(DAMAGES, cases,
                                                       results):
-        if damage == "truncated data":   # found only by reading it
-            assert result[0] == 0, result
-            continue
         line = _one_line(result)
         assert line.startswith("error: %s: " % prefix), line
-        named = prefix + ".index" if damage == "missing index" else data_file
+        named = prefix + ".index" if "index" in damage else data_file
         assert os.path.basename(named) in line, line
+        if damage == "truncated data":   # half of it kept
+            whole = glob.glob(os.path.join(trained["model_dir"], "best",
+                                           "model.ckpt.data-*"))[0]
+            assert "truncated (%d bytes, its index records %d)" % (
+                os.path.getsize(data_file), os.path.getsize(whole)) in line
     assert results[-1][0] == 0, results[-1]
 
 

@@ -7,8 +7,8 @@
 
 Exit status: 0; 2 (one line naming the path) when it is none of these,
 or a model directory without its whole checkpoint (an index and every
-data shard, none empty; a truncated data file is only found by reading
-it: ``awd-lm export`` / ``score`` name it), or a ``.tflite`` file that is
+data shard, none empty or shorter than the index records:
+`tf1_awd_sparse.base.checkpoint_files`), or a ``.tflite`` file that is
 not a whole TFLite flatbuffer (`tf1_awd_sparse.export.verify`), or whose
 sidecar or vocabulary cannot be read; 141 (as a tool killed by SIGPIPE),
 silently, when the reader of its output closed it (``info ... | head``).
@@ -20,7 +20,7 @@ import sys
 from tf1_awd_sparse.base import _cli
 
 
-__all__ = ["shown", "check_checkpoint_files", "model_lines", "run_lines", "info_lines", "main"]
+__all__ = ["shown", "model_lines", "run_lines", "info_lines", "main"]
 
 
 def shown(value):
@@ -37,44 +37,14 @@ def _bytes(pattern):
     return sum(os.path.getsize(p) for p in glob.glob(pattern))
 
 
-def check_checkpoint_files(prefix):
-    """Refuses a checkpoint that is not whole as far as its files' names
-    and sizes tell (no TensorFlow here): ``<prefix>.index`` and every data
-    shard ``<prefix>.data-NNNNN-of-MMMMM`` present and not empty.
-
-    Args:
-      prefix: the checkpoint prefix.
-
-    Raises:
-      ValueError: the index or a data shard is missing or empty (named).
-    """
-    index = prefix + ".index"
-    if not os.path.isfile(index):
-        raise ValueError("%s: no checkpoint there (no file %s; a run writes "
-                         "it at the end of its first epoch)"
-                         % (prefix, os.path.basename(index)))
-    shards = glob.glob(glob.escape(prefix) + ".data-*-of-*")
-    expected = {"%s.data-%05d-of-%s" % (prefix, i, total)
-                for total in {name.rsplit("-of-", 1)[1] for name in shards}
-                if total.isdigit() for i in range(int(total))}
-    missing = sorted(expected - set(shards)) or (
-        [] if shards else [prefix + ".data-00000-of-00001"])
-    if missing:
-        raise ValueError("%s: checkpoint incomplete: no data file %s"
-                         % (prefix, os.path.basename(missing[0])))
-    for path in [index] + sorted(shards):
-        if os.path.getsize(path) == 0:
-            raise ValueError("%s: checkpoint damaged: %s is empty (0 bytes)"
-                             % (prefix, os.path.basename(path)))
-
-
 def model_lines(directory):
     """``key: value`` lines of a model directory's config.json.
 
     Raises:
       modeldir.ConfigError: a bad config.json (named).
-      ValueError: a checkpoint that is missing or not whole
-        (`check_checkpoint_files`).
+      ValueError: a checkpoint whose index or a data shard is missing,
+        empty, damaged or truncated
+        (`base.checkpoint_files.check_checkpoint_files`).
     """
     # Imported here: no TF for --help.
     from tf1_awd_sparse.awd_lm.config import modeldir
@@ -89,6 +59,8 @@ def model_lines(directory):
         lines.append("  %s: %s" % (key, shown(produced.get(key))))
     quant = as_params(config["params"]).quantization.quant
     lines.append("  quant: %s" % bool(quant))
+    # Its files' names and sizes and the index's record (no TensorFlow).
+    from tf1_awd_sparse.base.checkpoint_files import check_checkpoint_files
     check_checkpoint_files(checkpoint)
     lines.append("  checkpoint: %s (%d bytes)"
                  % (config["checkpoint"], _bytes(checkpoint + ".*")))
@@ -123,7 +95,7 @@ def info_lines(path):
     Raises:
       ValueError: none of a model directory, a run's --out or a .tflite
         file with its sidecar (naming the path); a bad config; a model
-        directory's checkpoint not whole (`check_checkpoint_files`); a
+        directory's checkpoint not whole (`base.checkpoint_files`); a
         ``.tflite`` file that is not a whole TFLite flatbuffer
         (``TFLiteFileError``).
     """
