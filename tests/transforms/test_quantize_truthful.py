@@ -45,8 +45,8 @@ def _fake_quantized(tensor):
         branches = op.inputs[-2:]
         done = [t for t in branches if _fake_quantized(t)]
         return len(done) == 2 or (len(done) == 1 and any(
-            _raw(t) is _raw(_quant_op(done[0]).inputs[0])
-            for t in branches if t not in done))
+            _raw(t).name == _raw(_quant_op(done[0]).inputs[0]).name
+            for t in branches if t.name != done[0].name))
     return False
 
 
@@ -280,11 +280,11 @@ def test_resource_weights_read_twice_get_one_fake_quant():
         first = tf.matmul(x, w, name="first")
         second = tf.matmul(tf.nn.relu(first), w, name="second")
         tf.nn.relu(second)
-        reads = {first.op.inputs[1], second.op.inputs[1]}
+        reads = {first.op.inputs[1].name, second.op.inputs[1].name}
         assert len(reads) == 2                   # two ReadVariableOps
         quantize.create_training_graph()
         weight_quants = [op for op in graph.get_operations() if _is_fq(op)
                          and op.get_attr("narrow_range")]
     assert len(weight_quants) == 1
-    assert first.op.inputs[1] is second.op.inputs[1] is (
-        weight_quants[0].outputs[0])
+    assert {first.op.inputs[1].name, second.op.inputs[1].name} == {
+        weight_quants[0].outputs[0].name}

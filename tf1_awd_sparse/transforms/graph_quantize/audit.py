@@ -108,7 +108,8 @@ class _Walk(object):
     def quantized(self, tensor, inputs_ok):
         """Whether ``tensor`` is fake-quantized (or, with ``inputs_ok``, a
         graph input followed through ops that keep its values)."""
-        key = (tensor, inputs_ok)
+        # By name: a tensor may be unhashable (TF 2.x tensor equality).
+        key = (tensor.name, inputs_ok)
         if key not in self._memo:
             # A cycle (a loop variable) is as quantized as its other ways.
             self._memo[key] = True
@@ -138,14 +139,14 @@ class _Walk(object):
     def _choice(self, options, inputs_ok):
         """A Merge / Select: every option quantized, or a FakeQuant and its
         own input (the quant_delay switch)."""
-        done = [t for t in options if self.quantized(t, inputs_ok)]
+        done = [t.name for t in options if self.quantized(t, inputs_ok)]
         if len(done) == len(options):
             return True
-        sources = {_plain_source(t) for t in done
-                   if is_fake_quant(_plain_source(t).op)}
-        raw = {_plain_source(fq.op.inputs[0]) for fq in sources}
-        rest = [t for t in options if t not in done]
-        return bool(raw) and all(_plain_source(t) in raw for t in rest)
+        quants = [_plain_source(t).op for t in options if t.name in done]
+        raw = {_plain_source(op.inputs[0]).name for op in quants
+               if is_fake_quant(op)}
+        return bool(raw) and all(_plain_source(t).name in raw
+                                 for t in options if t.name not in done)
 
 
 def _first_float(tensor):
