@@ -43,13 +43,18 @@ def _awd_lm(args, prelude="", env=None):
 
 
 def test_info_imports_no_tensorflow(model_dir):
-    # TensorFlow made unimportable: info reads config.json without it (and
-    # of the checkpoint only its files' names and sizes: stand-ins here).
+    # TensorFlow made unimportable: info reads config.json without it, and
+    # of the checkpoint its files' sizes and its index's table: here one
+    # that records no tensor (an empty block, its trailer, the footer).
     prefix = os.path.join(model_dir, "best", "model.ckpt")
     os.makedirs(os.path.dirname(prefix))
-    for suffix in (".index", ".data-00000-of-00001"):
-        with open(prefix + suffix, "wb") as handle:
-            handle.write(b"stand-in")
+    block = b"\0\0\0\0\1\0\0\0" + b"\0" * 5   # no entry, 1 restart
+    handles = bytes([0, 8, 0, 8])   # the metaindex and index blocks
+    with open(prefix + ".index", "wb") as handle:
+        handle.write(block + handles.ljust(40, b"\0")
+                     + (0xdb4775248b80fb57).to_bytes(8, "little"))
+    with open(prefix + ".data-00000-of-00001", "wb") as handle:
+        handle.write(b"stand-in")
     done = _awd_lm(["info", model_dir], NO_TENSORFLOW)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:2] == [

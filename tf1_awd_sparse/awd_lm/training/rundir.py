@@ -19,7 +19,8 @@ OUT`` tree in one place, and the writes that keep its files whole.
         vd_cut/model.ckpt*            its exact cut (.cut_prefix(t))
         vd_ft/                        its survivors' run (.survivors_run(t))
         pruned/model.ckpt*            the chosen model pruned (.pruned_prefix)
-        tflite_float.tflite(.json)    the exported files (.tflite_file(stage))
+        tflite_float.tflite(.json, .vocab.txt)  each exported file, its
+                                      sidecar and vocabulary (.tflite_file)
 
 A `RunDir` is only a path with names for what lies under it: it creates
 nothing until asked (`makedirs`, `write_json`) and deletes only an earlier
