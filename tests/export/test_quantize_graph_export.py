@@ -114,8 +114,8 @@ def _per_channel_model():
     h = tf.quantization.fake_quant_with_min_max_args(x, *INPUT_RANGE)
     h = tf.layers.conv2d(h, 4, 3, activation=tf.nn.relu, name="c1")
     # The output reads the layer's output: the rewrite puts the FakeQuant
-    # between them (the layer's own tensor stays float; an Identity would be
-    # taken for the layer's activation, quantized after it).
+    # between them (the layer's own tensor stays float; so it does before
+    # a trailing Identity, issue 54).
     return x, tf.reshape(tf.layers.dense(tf.reshape(h, [1, -1]), 5,
                                          name="d1"), [1, 5], name="out")
 
@@ -216,3 +216,42 @@ def test_per_channel_weights_export_to_int8(per_channel, tmp_path):
     ran = TFLiteRunner(path).run(per_channel["data"])["out"]
     error = np.abs(ran - per_channel["expected"]) / out_scale
     assert error.mean() < 1.0, error
+
+
+def _head_model(inputs, kind):
+    """conv + ReLU, then a dense head named ``logits`` by tf.identity:
+    behind a reshape, or behind a reduce_mean (global average pooling)."""
+    x = tf.quantization.fake_quant_with_min_max_args(inputs, *INPUT_RANGE)
+    h = tf.layers.conv2d(x, 4, 3, padding="same", activation=tf.nn.relu,
+                         name="conv")
+    h = (tf.reduce_mean(h, axis=[1, 2]) if kind == "mean"
+         else tf.reshape(h, [BATCH, -1]))
+    return tf.identity(tf.layers.dense(h, CLASSES, name="head"), "logits")
+
+
+@pytest.mark.parametrize("kind", ["identity", "mean"])
+def test_head_behind_identity_or_mean_exports_all_uint8(kind, tmp_path):
+    """Issue 54, item 4: contrib's placement leaves such a head float (TOCO
+    stops: logits has no range; TF 2.x writes a float head); the rewrite's
+    file has no float operator and agrees with the graph."""
+    from tf1_awd_sparse.export.quantized_graph import float_ops
+    data = np.random.RandomState(3).uniform(
+        -2, 2, [BATCH, 4, 4, 1]).astype(np.float32)
+    ckpt, path = str(tmp_path / "qat"), str(tmp_path / "head.tflite")
+    with tf.Graph().as_default():
+        tf.set_random_seed(0)
+        inputs = tf.placeholder(tf.float32, data.shape, "inputs")
+        logits = _head_model(inputs, kind)
+        quantize.create_training_graph()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):          # ranges from the data
+                sess.run(logits, {inputs: data})
+            tf.train.Saver().save(sess, ckpt)
+    _, expected = eval_graph_file(lambda t: _head_model(t, kind), "inputs",
+                                  data, ckpt, INPUT_RANGE, path)
+    assert float_ops(path) == []
+    runner = TFLiteRunner(path)
+    assert runner.outputs["logits"]["dtype"] == np.uint8
+    step = runner.output_quantization("logits")[0]
+    assert np.abs(runner.run(data)["logits"] - expected).max() <= 1.01 * step
