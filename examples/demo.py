@@ -16,7 +16,10 @@ compress/summary.json).  Outputs (checkpoints, TensorBoard events,
 summaries, valid_ppl.png) go to runs/demo/, or to `--out DIR` (one folder
 per model inside it, with the run's own output in train.log, and
 compress/).  Other arguments are passed to both runs (e.g. `--resume`; a
-new demo goes to a new `--out DIR`, which keeps the trained one).
+new demo goes to a new `--out DIR`, which keeps the trained one), but a
+flag of the compression pipeline (or of --quant's phase, without --quant)
+only to the awd run, which compresses: `awd-lm train` refuses a flag its
+run would not use.
 The embedded corpus is written first as text in the PTB layout
 (``data/{train,valid,test}.txt``), to score or train on; the demo ends
 with a few sentences drawn from the uint8 TFLite model
@@ -35,6 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tf1_awd_sparse.awd_lm.training import records  # noqa: E402  (no TensorFlow)
+from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
 
 # The installed command (`awd-lm train`), run as a module so that the
 # interpreter of this program is the one that trains.
@@ -145,6 +149,25 @@ class RunWatcher(object):
         return run
 
 
+def plain_argv(argv):
+    """``argv`` without the flags the plain run (no --compress) would not
+    use, and refuse: the compression pipeline's and, without --quant,
+    --quant's phase's (each with its value)."""
+    keys = set(presets.COMPRESS_KEYS)
+    if "--quant" not in argv:
+        keys |= set(presets.QUANT_KEYS)
+    unused = {"--" + k.replace("_", "-") for k in keys if k != "quant"}
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg.partition("=")[0] in unused:
+            skip = "=" not in arg
+        else:
+            kept.append(arg)
+    return kept
+
+
 def main(argv):
     """Runs both models side by side and prints their rows and one table.
 
@@ -172,7 +195,8 @@ def main(argv):
             procs.append(subprocess.Popen(
                 TRAIN + ["--model", model, "--preset", "demo",
                  "--threads", "1", "--no-progress", "--out", model_out]
-                + extra + argv, stdout=log))
+                + extra + (argv if model == "awd" else plain_argv(argv)),
+                stdout=log))
         watchers.append(RunWatcher(model, model_out, start))
     stage_watchers = [RunWatcher(label, None, start,
                                  os.path.join(compress_out, name))
