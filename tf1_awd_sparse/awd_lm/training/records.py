@@ -39,7 +39,7 @@ import collections
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
            "results_table", "merge_summaries", "plot_curves",
            "sparsity_series", "sparsity_table", "plot_sparsity", "reached",
-           "target_zeros", "reach_scope", "main"]
+           "target_zeros", "reach_scope", "quant_bits", "main"]
 
 _COLUMNS = "%-7s | %5s | %9s | %9s | %6s | %7s | %s"
 _ROW = "%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s"
@@ -137,10 +137,29 @@ def results_table(summaries, floor):
             by["awd"]["test_ppl"] / by["plain"]["test_ppl"]))
     for name in ("plain", "awd"):
         if name in by and name + "+q" in by:
-            lines.append("%s fake-quant (8-bit cells) / float test perplexity:"
-                         " %.3f" % (name, by[name + "+q"]["test_ppl"]
-                                    / by[name]["test_ppl"]))
+            lines.append("%s fake-quant (%s) / float test perplexity: %.3f"
+                         % (name, quant_bits(by[name + "+q"]),
+                            by[name + "+q"]["test_ppl"]
+                            / by[name]["test_ppl"]))
     return lines
+
+
+def quant_bits(summary):
+    """What a quantization-aware run's model fake-quantized, from the
+    parameters its graph was built with (its summary's ``params``; the
+    line once said "8-bit cells" whatever ``--weight-bits`` /
+    ``--activation-bits`` were): ``"8-bit cells"`` when both are 8,
+    ``"W-bit weights, A-bit activations"`` otherwise, ``"bits not
+    recorded"`` for a summary without them."""
+    params = summary.get("params") or {}
+    weight, activation = (params.get("weight_bits"),
+                          params.get("activation_bits"))
+    if weight is None or activation is None:
+        return "bits not recorded"
+    if int(weight) == int(activation) == 8:
+        return "8-bit cells"
+    return "%d-bit weights, %d-bit activations" % (int(weight),
+                                                  int(activation))
 
 
 def merge_summaries(previous, summaries, dropped=()):
