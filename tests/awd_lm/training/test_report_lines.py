@@ -2,15 +2,20 @@
 (issue 54): each test makes the request and the result differ and checks
 the printed line against the graph or the file."""
 import collections
+import os
 import re
 
+import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.training import records
-from support.lm import make_features
+from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.training import (compress_rows, compress_tflite,
+                                            records)
+from tf1_awd_sparse.export import sparse_storage
+from support.lm import PARAMS, make_features
 
 
 def _graph_bits(flat_params):
@@ -49,3 +54,76 @@ def test_results_table_names_the_bits_the_graph_quantized_with():
     assert match, line
     assert {int(match.group(1))} == graph["weights"]
     assert {int(match.group(2))} == graph["activations"]
+
+
+def _quant_checkpoint(folder):
+    """An untrained quantization-aware model of support.lm's PARAMS (no
+    weight is zero) saved under ``folder``: (params, prefix)."""
+    params = dict(PARAMS, model="awd", quant=True, quant_delay=0)
+    with tf.Graph().as_default():
+        features, _ = make_features()
+        model.build_lm(features, "eval", params)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            return params, tf.train.Saver().save(sess, os.path.join(
+                str(folder), "lm"))
+
+
+def _schema_facts(path):
+    """(tensors stored sparse, operators with a float tensor, operators,
+    {type: constants}) of a file, read with TensorFlow's generated schema
+    module (not the library's reader)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    with open(path, "rb") as handle:
+        parsed = schema.ModelT.InitFromObj(
+            schema.Model.GetRootAsModel(handle.read(), 0))
+    graph = parsed.subgraphs[0]
+    names = {v: k.lower() for k, v in vars(schema.TensorType).items()
+             if not k.startswith("_")}
+    constants = collections.Counter(
+        names[t.type] for t in graph.tensors
+        if parsed.buffers[t.buffer].data is not None
+        and len(parsed.buffers[t.buffer].data))
+    floats = sum(1 for op in graph.operators if any(
+        i >= 0 and graph.tensors[i].type in (schema.TensorType.FLOAT32,
+                                             schema.TensorType.FLOAT16)
+        for i in list(op.inputs) + list(op.outputs)))
+    return (sum(t.sparsity is not None for t in graph.tensors), floats,
+            len(graph.operators), dict(constants))
+
+
+@pytest.mark.skipif(not sparse_storage.available(),
+                    reason="int8 sparse storage: TensorFlow 2.x")
+def test_table_says_what_the_int8_file_stores(tmp_path):
+    """An int8 file asked to store its weights sparse, of a model with no
+    zeros, stores none sparse: the table's note said "stored sparse"
+    anyway; it now says what the file holds, which TensorFlow's schema
+    reader confirms (and the uint8 file's note likewise)."""
+    params, checkpoint = _quant_checkpoint(tmp_path)
+    rows = []
+    for stage, formats in (("tflite_uint8", {}), ("tflite_int8", {
+            "weights": "int8", "storage": "sparse"})):
+        path = str(tmp_path / (stage + ".tflite"))
+        export.export_lm(params, checkpoint, path, 2, 3, **formats)
+        rows.append(compress_rows.tflite_row(
+            stage, "magnitude", 10.0, 10.0, (0, 1), [(1, 1)],
+            {"bytes": 1, "gzip_bytes": 1,
+             "stored": compress_tflite.stored(path)}))
+        rows[-1]["path"] = path
+    table = compress_rows.format_table(rows)
+    for r in rows:
+        note, = [l for l in table if l.startswith(r["stage"] + ":")]
+        sparse, floats, operators, constants = _schema_facts(r["path"])
+        said = note.split("; the file holds ")[1]
+        found = re.match(r"constants (.*), (none|\d+) stored sparse, "
+                         r"(\d+) of (\d+) operators in float$", said)
+        assert found, note
+        assert dict((k, int(v)) for k, v in (
+            item.rsplit(" ", 1) for item in found.group(1).split(", "))) \
+            == constants
+        assert (0 if found.group(2) == "none" else int(found.group(2))) \
+            == sparse
+        assert (int(found.group(3)), int(found.group(4))) == (floats,
+                                                              operators)
+    # The case the old note got wrong: asked sparse, no weight had zeros.
+    assert _schema_facts(rows[1]["path"])[0] == 0

@@ -12,7 +12,7 @@ from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.awd_lm.training.compress_cuts import nonzero
 
 __all__ = ["STAGES", "weights_bytes", "file_bytes", "row", "tflite_row",
-           "mark", "choose", "best_reference", "format_table"]
+           "mark", "choose", "best_reference", "format_table", "ASKED"]
 
 #: Stage names of the rows, in order (``tflite_int8``: the QAT model's
 #: int8 weights stored sparse, ``tflite_int8_fused`` the same in 1 x 16
@@ -185,17 +185,40 @@ def format_table(rows):
             "%.4f ms/token): %s" % (timed[0]["fastest_dense_ms"], ", ".join(
                 "%s %.2f x" % (r["stage"], r["x_fastest_dense"])
                 for r in timed)))
+    # What each file holds, read from it (`compress_tflite.stored`): the
+    # notes once restated the format asked for, and called an int8 file
+    # "stored sparse" when its weights had too few zeros to be.
+    lines += [_file_line(r) for r in rows if r.get("stored")]
     stages = {r["stage"] for r in rows}
-    if "tflite_int8" in stages:
-        lines.append("tflite_int8: the qat model's int8 weights (float "
-                     "activations) stored sparse (docs/sparse_tflite.md)")
-    if "tflite_int8_fused" in stages:
-        lines.append("tflite_int8_fused: the same in 1 x 16 blocks, one "
-                     "builtin LSTM op per layer, one token a call")
-    elif "tflite_uint8" in stages:
+    if "tflite_uint8" in stages and "tflite_int8" not in stages:
         lines.append("tflite_int8 (int8 weights stored sparse): needs "
                      "TensorFlow 2.x to write and run (make demo-tf2)")
     return lines
+
+
+#: What each TFLite stage's export is asked for (docs/sparse_tflite.md).
+ASKED = {"tflite_float": "the pruned model, float",
+         "tflite_uint8": "the qat model, fully 8-bit (uint8)",
+         "tflite_int8": "the qat model's int8 weights (float activations) "
+                        "stored sparse",
+         "tflite_int8_fused": "the same in 1 x 16 blocks, one builtin LSTM "
+                              "op per layer, one token a call"}
+
+
+def _file_line(r):
+    """A TFLite row's note: what its export was asked for, then what the
+    file holds (its ``stored`` entry, read from the file)."""
+    facts = r["stored"]
+    constants = ", ".join("%s %d" % item
+                          for item in sorted(facts["constants"].items()))
+    sparse = facts["sparse_tensors"]
+    return ("%s: asked for %s; the file holds constants %s, %s, %d of %d "
+            "operators in float" % (
+                r["stage"], ASKED.get(r["stage"], r["stage"]),
+                constants or "none",
+                "%d stored sparse" % sparse if sparse else
+                "none stored sparse", facts["float_ops"],
+                facts["operators"]))
 
 
 def _reference_line(r):
