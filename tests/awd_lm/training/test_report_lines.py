@@ -5,10 +5,11 @@ import collections
 import os
 import re
 
+import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
@@ -127,3 +128,59 @@ def test_table_says_what_the_int8_file_stores(tmp_path):
                                                               operators)
     # The case the old note got wrong: asked sparse, no weight had zeros.
     assert _schema_facts(rows[1]["path"])[0] == 0
+
+
+def _float_model_dir(folder):
+    """A model directory (config.json, vocab.txt, checkpoint) of an
+    untrained float model of support.lm's sizes: no weight is zero."""
+    params = dict(presets.params_for("demo", "awd", {
+        "emb_size": PARAMS["emb_size"],
+        "hidden_size": PARAMS["hidden_size"]}),
+        vocab_size=PARAMS["vocab_size"])
+    with tf.Graph().as_default():
+        features, _ = make_features()
+        model.build_lm(features, "eval", params)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver().save(sess, os.path.join(str(folder), "model"))
+    words = ["<eos>", "<unk>"] + ["w%d" % i for i in
+                                  range(PARAMS["vocab_size"] - 2)]
+    modeldir.write_config(str(folder), params, words,
+                          modeldir.produced_by(params), checkpoint="model")
+    return str(folder)
+
+
+@pytest.mark.skipif(not sparse_storage.available(),
+                    reason="sparse storage: TensorFlow 2.x")
+def test_export_says_what_the_file_stores(tmp_path, capsys):
+    """``awd-lm export --storage sparse`` of a model without zeros writes
+    a file that stores nothing sparse: the printed line said "sparse,
+    auto" and the sidecar's produced_by "storage": "sparse" (the flag);
+    both now say what TensorFlow's schema reader finds in the file, and
+    the sidecar's sparsity is the file's weights' zeros."""
+    from tf1_awd_sparse.awd_lm.programs import export as export_program
+    model_dir = _float_model_dir(tmp_path / "model")
+    out = str(tmp_path / "lm.tflite")
+    assert export_program.main(["--model", model_dir, "--format", "float",
+                                "--storage", "sparse", "--out", out]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    sparse, _, _, _ = _schema_facts(out)
+    assert sparse == 0
+    described = re.search(r"\(float, (.*?)\); sidecar", line).group(1)
+    assert described.startswith("dense"), line
+    sidecar = modeldir.read_config(modeldir.sidecar_path(out))
+    produced = sidecar["produced_by"]
+    assert produced["storage"] == "dense"
+    # The file's zeros, counted with numpy on the interpreter's tensors of
+    # the weight matrices' shapes (a dense file: stored as they are).
+    from tf1_awd_sparse.base.compat import interpreter_class
+    interpreter = interpreter_class()(model_path=out)
+    interpreter.allocate_tensors()
+    shapes = export.weight_shapes(sidecar["params"])
+    values = [interpreter.get_tensor(d["index"])
+              for d in interpreter.get_tensor_details()
+              if tuple(d["shape"]) in [tuple(s) for s in shapes]]
+    assert len(values) == len(shapes)
+    assert produced["sparsity"] == sum(
+        int(np.sum(v == 0)) for v in values) / float(
+            sum(v.size for v in values))

@@ -5,6 +5,7 @@ and its own vocabulary (`export_model`, public as `lm.export_model`).
 """
 import os
 
+from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.inference import export
 
@@ -56,7 +57,9 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
     """Exports a run / stage directory's model as a TFLite file with its
     sidecar (``<path>.json``) and its vocabulary (``<path>.vocab.txt``,
     its hash in the sidecar) beside it: a second export into the folder
-    changes nothing of the first.
+    changes nothing of the first. The sidecar's ``produced_by`` records
+    the file's ``storage`` (``sparse`` when it stores a tensor sparse) and
+    ``sparsity`` (its weights' zeros), read from the file.
 
     Args:
       model_dir: a directory with config.json (`LanguageModel.load`'s).
@@ -82,8 +85,15 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
     export.export_lm(params, checkpoint, path, batch_size, num_steps,
                      weights=weights, storage=storage, layout=layout,
                      lstm=lstm)
+    # The file's storage and zeros, read from it: --storage sparse leaves
+    # weights with too few zeros dense, and a uint8 file has the zeros of
+    # its quantized weights, not the checkpoint's recorded sparsity.
+    zeros, total = export.weight_sparsity_of_tflite(
+        path, export.weight_shapes(params))
     produced = dict(config.get("produced_by", {}),
-                    stage="tflite_" + weights, storage=storage,
+                    stage="tflite_" + weights, storage="sparse" if
+                    sparse_storage.stores_sparse(path) else "dense",
+                    sparsity=zeros / float(total),
                     source=os.path.abspath(model_dir))
     if lstm == "fused":   # the sidecars of 0.3.0 files stay as they were
         produced["lstm"] = lstm

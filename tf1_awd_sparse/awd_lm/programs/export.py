@@ -148,9 +148,15 @@ def main(argv=None):
                                   lstm=args.lstm)
     except (ValueError, OSError) as e:
         _cli.fail(e)
+    # What the file stores sparse, read from it (the sidecar's `storage`),
+    # not --storage: weights with too few zeros stay dense.
+    stored = len(modeldir.read_config(sidecar)["tflite"].get("storage") or [])
     print("%s: %d bytes (%s, %s%s%s); sidecar %s" % (
-        args.out, os.path.getsize(args.out), args.format, args.storage,
-        ", " + args.layout if args.storage == "sparse" else "",
+        args.out, os.path.getsize(args.out), args.format,
+        "%d tensors stored sparse" % stored if stored else "dense" + (
+            " (--storage sparse: no weight had the zeros to store sparse)"
+            if args.storage == "sparse" else ""),
+        ", " + args.layout if stored else "",
         ", fused LSTM ops" if args.lstm == "fused" else "", sidecar))
     return 0
 
