@@ -151,11 +151,13 @@ def quant_bits(summary):
     ``--activation-bits`` were): ``"8-bit cells"`` when both are 8,
     ``"W-bit weights, A-bit activations"`` otherwise, ``"bits not
     recorded"`` for a summary without them."""
-    params = summary.get("params") or {}
-    weight, activation = (params.get("weight_bits"),
-                          params.get("activation_bits"))
-    if weight is None or activation is None:
+    if not summary.get("params"):
         return "bits not recorded"
+    # Imported here: the module's other readers need no configuration.
+    from tf1_awd_sparse.awd_lm.config.params import as_params
+    quantization = as_params(summary["params"]).quantization
+    weight, activation = (quantization.weight_bits,
+                          quantization.activation_bits)
     if int(weight) == int(activation) == 8:
         return "8-bit cells"
     return "%d-bit weights, %d-bit activations" % (int(weight),
