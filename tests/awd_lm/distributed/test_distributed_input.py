@@ -250,9 +250,10 @@ def test_task_from_tf_config_errors(text, match):
 
 def test_monitored_refuses_a_cluster_with_mirrored_or_evaluate_only(tmp_path):
     text = tf_config(_cluster(1), "chief", 0)
-    for flag in (["--distribute", "mirrored"], ["--evaluate-only"]):
+    for flag, hparams in ((["--distribute", "mirrored"], TINY_HPARAMS),
+                          (["--evaluate-only"], EVAL_HPARAMS)):
         args = monitored.parse_args(["--model-dir", str(tmp_path)] + flag
-                                    + ["--hparams", TINY_HPARAMS])
+                                    + ["--hparams", hparams])
         with pytest.raises(ValueError, match="unset TF_CONFIG"):
             monitored.prepare(args, tf_config=text)
 
@@ -260,6 +261,10 @@ def test_monitored_refuses_a_cluster_with_mirrored_or_evaluate_only(tmp_path):
 TINY_HPARAMS = ("emb_size=4,hidden_size=8,num_layers=2,batch_size=2,"
                 "eval_batch_size=3,bptt=5,hmm_vocab=20,hmm_states=2,"
                 "hmm_train=600,hmm_valid=200,hmm_test=100,lr=2.0")
+#: TINY_HPARAMS without what only training reads (--evaluate-only refuses
+#: batch_size and lr).
+EVAL_HPARAMS = ",".join(item for item in TINY_HPARAMS.split(",")
+                        if item.split("=")[0] not in ("batch_size", "lr"))
 
 
 @pytest.fixture(scope="module")

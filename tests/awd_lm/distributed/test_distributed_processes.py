@@ -56,7 +56,9 @@ def _load(path):
 
 
 def _evaluate_in_this_process(model_dir, entry):
-    return MODULES[entry].run(_args(model_dir, "--evaluate-only"))
+    # Without --use-vd, which --evaluate-only refuses (no dropout masks).
+    return MODULES[entry].run(["--model-dir", model_dir, "--hparams",
+                               HPARAMS, "--threads", "1", "--evaluate-only"])
 
 
 def _check_saved_variables(model_dir, global_step):

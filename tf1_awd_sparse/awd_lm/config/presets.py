@@ -8,6 +8,7 @@ validates one parameter given as text (a command-line flag or a
 """
 import difflib
 import functools
+import re
 
 from tf1_awd_sparse.base.checks import (
     check_bool, check_choice, check_nonnegative_int, check_num_bits,
@@ -16,8 +17,8 @@ from tf1_awd_sparse.base.checks import (
 __all__ = ["DEFAULTS", "PRESETS", "MODEL_OVERRIDES", "QUANT_KEYS",
            "COMPRESS_KEYS", "split_quant", "params_for", "COMPRESS_TECHNIQUES",
            "CHECKS", "check_params", "REQUIRED_PARAMS", "check_model_params",
-           "check_used", "check_unused", "unknown_key", "text_type", "parse_bool",
-           "parse_value", "label", "SPARSITY_CHOICES"]
+           "check_used", "check_unused", "LOOPS", "unknown_key", "text_type",
+           "parse_bool", "parse_value", "label", "SPARSITY_CHOICES"]
 DEFAULTS = {
     # model
     "emb_size": 400, "hidden_size": 1150, "num_layers": 3,
@@ -363,63 +364,99 @@ def _techniques(value):
     return set(filter(None, (value("compress") or "").split(",")))
 
 
-#: (keys, whether a run uses them, what they need): a parameter given
-#: explicitly that no model of a run uses is refused (`check_unused`).
+#: What a program runs: ``train`` (`awd-lm train` / ``compress``),
+#: ``distributed`` (``awd-lm estimator`` / ``monitored``: clipped SGD on
+#: fixed windows) and ``evaluate`` (their --evaluate-only).
+LOOPS = ("train", "distributed", "evaluate")
+_T, _D, _E = LOOPS
+_REGULARIZATION = ("dropout", "dropouth", "dropouti", "dropoute", "wdrop",
+                   "alpha", "beta", "wdecay")
+_PRUNING_TARGET = ("target_sparsity", "pruning_block", "table_sparsity",
+                   "group_lasso")
+#: (keys, the loops the row holds in, whether a model uses them, what they
+#: need: ``{key}`` the key's flag, ``{key=value}`` that setting, as the
+#: program spells them): an explicit key no model of a run uses is
+#: refused (`check_unused`).
 _USED_BY = (
-    (("hidden_size",), lambda v: v("num_layers") >= 2, None),
-    (("dropout", "dropouth", "dropouti", "dropoute", "wdrop", "alpha",
-      "beta", "wdecay"), lambda v: v("model") == "awd",
-     "model awd: the plain model has no regularization"),
-    (("sparsity_weight", "sparsity_ramp_steps", "aux_lr_scale"),
-     lambda v: bool(v("sparsity")), "--sparsity"),
+    (("hidden_size",), LOOPS, lambda v: v("num_layers") >= 2, None),
+    (("variable_bptt", "optimizer", "nonmono", "max_epochs", "patience",
+      "select_from_epoch", "select_min_sparsity", "quant_epochs",
+      "quant_lr") + tuple(k for k in COMPRESS_KEYS
+                          if k not in _PRUNING_TARGET),
+     (_D, _E), lambda v: False, "awd-lm train: this program trains with "
+     "clipped SGD on fixed windows of bptt steps up to --train-steps (no "
+     "NT-ASGD, epochs, quantization-aware phase or compression pipeline)"),
+    (_REGULARIZATION + _PRUNING_TARGET + (
+        "batch_size", "lr", "clip", "seed", "sparsity_weight",
+        "sparsity_ramp_steps", "aux_lr_scale", "pruning_begin_step",
+        "pruning_end_step", "pruning_frequency", "quant_delay"),
+     (_E,), lambda v: False, "training: --evaluate-only trains nothing"),
+    (tuple(k for k in DEFAULTS if k.startswith("hmm_")), (_D, _E),
+     lambda v: not v("data_dir"), "the embedded corpus: the run reads "
+     "--data-dir"),
+    (_REGULARIZATION, (_T, _D), lambda v: v("model") == "awd",
+     "{model=awd}: the plain model has no regularization"),
+    (("sparsity_weight", "sparsity_ramp_steps", "aux_lr_scale"), (_T, _D),
+     lambda v: bool(v("sparsity")), "{sparsity}"),
     (("pruning_begin_step", "pruning_end_step", "pruning_frequency"),
-     lambda v: v("pruning") == "magnitude", "--pruning magnitude"),
-    (("nonmono",), lambda v: v("optimizer") == "ntasgd" or (
+     (_T, _D), lambda v: v("pruning") == "magnitude", "{pruning=magnitude}"),
+    (_PRUNING_TARGET, (_D,), lambda v: v("pruning") == "magnitude",
+     "{pruning=magnitude}"),
+    (("quant_delay", "weight_bits", "activation_bits"), (_D, _E),
+     lambda v: bool(v("quant")), "{quant=true}"),
+    (("nonmono",), (_T,), lambda v: v("optimizer") == "ntasgd" or (
         bool(v("compress")) and v("finetune_optimizer") == "ntasgd"),
      "--optimizer ntasgd (or --compress with --finetune-optimizer "
      "ntasgd)"),
-    (tuple(k for k in QUANT_KEYS if k != "quant"),
+    (tuple(k for k in QUANT_KEYS if k != "quant"), (_T,),
      lambda v: bool(v("quant") or v("compress")), "--quant or --compress"),
-    (("group_lasso",), lambda v: "magnitude" in _techniques(v),
+    (("group_lasso",), (_T,), lambda v: "magnitude" in _techniques(v),
      "--compress magnitude"),
-    (("compress_controller", "compress_sparsity_weight"),
+    (("compress_controller", "compress_sparsity_weight"), (_T,),
      lambda v: bool(_techniques(v) & {"variational_dropout", "l0"}),
      "--compress variational_dropout or l0"),
-    (("distill_temperature", "distill_teacher"),
+    (("distill_temperature", "distill_teacher"), (_T,),
      lambda v: bool(v("compress")) and v("distill_weight") > 0,
      "--compress with --distill-weight > 0"),
     (tuple(k for k in COMPRESS_KEYS if k not in (
         "compress", "group_lasso", "compress_controller",
         "compress_sparsity_weight", "distill_temperature",
-        "distill_teacher")),
+        "distill_teacher")), (_T,),
      lambda v: bool(v("compress")), "--compress TECHNIQUES (the float "
      "run's --pruning magnitude keeps its default)"),
 )
 
 
-def check_unused(configs, given, flag):
+def check_unused(configs, given, flag, loop="train", setting=None,
+                 facts=None):
     """Refuses an explicit value no model of a run would use, which a
     summary would otherwise record as if it had been used: a flag of a
-    phase that does not run (``target_sparsity`` without ``compress``,
-    ``quant_delay`` without ``quant`` or ``compress``), of a technique or
-    optimizer not chosen, the regularization of the plain model alone,
-    ``hidden_size`` with ``num_layers`` 1 (the one LSTM layer has
-    ``emb_size`` units, its output tied to the decoder).
+    phase that does not run (``target_sparsity`` without ``compress``), of
+    a technique or optimizer not chosen or that the loop never runs
+    (``optimizer`` in the distributed one), of training (evaluate), the
+    plain model's regularization, ``hidden_size`` with ``num_layers`` 1.
 
     Args:
       configs: the parameters (`params_for` dicts or `Params`) of every
         model the run trains; a key is used if one of them uses it.
       given: the keys given explicitly (flags, ``--hparams``).
       flag: function ``key -> how the command line names it``.
+      loop: one of `LOOPS`, what the program runs.
+      setting: function ``(key, value) -> how the command line sets it``
+        (default ``flag(key) + ' ' + value``: ``--pruning magnitude``).
+      facts: more values the rules read, e.g. ``{"data_dir": ...}``.
 
     Raises:
       ValueError: one line naming the flag and what it needs.
     """
-    values = [functools.partial(lambda d, k: d[k] if k in d else
-                                DEFAULTS.get(k), dict(p)) for p in configs]
-    for keys, used, needs in _USED_BY:
+    facts = dict(facts or {})
+    setting = setting or (lambda key, value: "%s %s" % (flag(key), value))
+    values = [functools.partial(lambda d, k: facts[k] if k in facts else (
+        d[k] if k in d else DEFAULTS.get(k)), dict(p)) for p in configs]
+    for keys, loops, used, needs in _USED_BY:
         for key in keys:
-            if key not in given or any(used(v) for v in values):
+            if (loop not in loops or key not in given
+                    or any(used(v) for v in values)):
                 continue
             if key == "hidden_size":
                 first = dict(configs[0])
@@ -431,17 +468,16 @@ def check_unused(configs, given, flag):
                         flag("num_layers"), flag("emb_size"),
                         first["emb_size"], flag("hidden_size"),
                         flag("num_layers")))
+            needs = re.sub(r"\{(\w+)(?:=([^}]*))?\}", lambda m: setting(
+                *m.groups()) if m.group(2) else flag(m.group(1)), needs)
             raise ValueError("%s has no effect here: it needs %s; leave it "
                              "out" % (flag(key), needs))
 
 
-def check_used(params, given, flag):
-    """`check_unused` of one model's parameters.
-
-    Raises:
-      ValueError: as `check_unused`.
-    """
-    check_unused([params], given, flag)
+def check_used(params, given, flag, **kwargs):
+    """`check_unused` of one model's parameters (and its ``kwargs``),
+    raising its ValueError."""
+    check_unused([params], given, flag, **kwargs)
 
 
 def unknown_key(key, name):

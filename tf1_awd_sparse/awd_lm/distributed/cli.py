@@ -82,8 +82,8 @@ FLAGS = (
                        "with a config.json they must agree with it")),
     ("--data-dir", dict(help="PTB-layout corpus; default: the embedded HMM "
                         "corpus")),
-    ("--train-steps", dict(type=int, default=1000,
-                           help="global step at which training stops")),
+    ("--train-steps", dict(type=int, default=None, help="global step at "
+                           "which training stops (default 1000)")),
     ("--eval-steps", dict(type=int, default=None, help="validation batches "
                           "per evaluation (default: all)")),
     ("--use-vd", dict(action="store_true", help="DropConnect masks in "
@@ -92,14 +92,14 @@ FLAGS = (
     ("--distribute", dict(choices=DISTRIBUTE_CHOICES, default="none",
                           help="'mirrored': MirroredStrategy over "
                           "--num-devices devices of this machine")),
-    ("--num-devices", dict(type=int, default=2, help="devices for "
+    ("--num-devices", dict(type=int, default=None, help="devices for "
                            "--distribute mirrored (GPUs if any, else CPU "
-                           "devices)")),
+                           "devices; default 2)")),
     ("--threads", dict(type=int, default=0, help="intra/inter-op threads per "
                        "process (0: TF's choice)")),
-    ("--barrier-timeout", dict(type=float, default=120.0, help="seconds a "
+    ("--barrier-timeout", dict(type=float, default=None, help="seconds a "
                                "cluster task waits for the others at start "
-                               "and end")),
+                               "and end (default 120)")),
     ("--evaluate-only", dict(action="store_true", help="evaluate the latest "
                              "checkpoint of --model-dir on the validation "
                              "split in this process (no TF_CONFIG)")),
@@ -107,8 +107,34 @@ FLAGS = (
                             "after so many seconds (0: never) with one line "
                             "saying so and exit status 3; bounds a ps, which "
                             "never exits by itself")),
-    ("--save-steps", dict(type=int, default=100,
-                          help="checkpoint every N global steps")),
+    ("--save-steps", dict(type=int, default=None, help="checkpoint every "
+                          "N global steps (default 100)")),
+)
+
+#: The defaults of the flags that some others make do nothing (None in
+#: `FLAGS`, so that `parse_args` sees whether they were given).
+FLAG_DEFAULTS = {"train_steps": 1000, "num_devices": 2,
+                 "barrier_timeout": 120.0, "save_steps": 100}
+
+#: (flag's dest, what it needs, whether the others leave it something to
+#: do): a flag given that does nothing is refused (`parse_args`).
+_NEEDS = (
+    ("num_devices", "--distribute mirrored",
+     lambda a: a.distribute == "mirrored"),
+    ("distribute", "a training run: --evaluate-only evaluates in this "
+     "process, on one device", lambda a: a.distribute == "none"
+     or not a.evaluate_only),
+    ("barrier_timeout", "a TF_CONFIG cluster's training (--evaluate-only "
+     "and --distribute mirrored run in one process)",
+     lambda a: not a.evaluate_only and a.distribute == "none"),
+    ("train_steps", "a training run: --evaluate-only trains nothing",
+     lambda a: not a.evaluate_only),
+    ("save_steps", "a training run: --evaluate-only trains nothing",
+     lambda a: not a.evaluate_only),
+    ("use_vd", "a training run: --evaluate-only reads no dropout masks",
+     lambda a: not a.use_vd or not a.evaluate_only),
+    ("log_steps", "a training run: --evaluate-only trains nothing",
+     lambda a: not a.evaluate_only),
 )
 
 
@@ -142,7 +168,15 @@ def parse_args(argv=None, extra_flags=(), prog=None, description=None):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag, kwargs in FLAGS + tuple(extra_flags):
         p.add_argument(flag, **kwargs)
-    return p.check_flags(p.parse_args(argv), FLAG_CHECKS)
+    args = p.check_flags(p.parse_args(argv), FLAG_CHECKS)
+    for dest, needs, used in _NEEDS:
+        if getattr(args, dest, None) is not None and not used(args):
+            _cli.fail("%s has no effect here: it needs %s; leave it out"
+                      % ("--" + dest.replace("_", "-"), needs))
+    for dest, default in FLAG_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+    return args
 
 
 def hparam_flag(key):
@@ -152,6 +186,15 @@ def hparam_flag(key):
 
 
 _hparam = hparam_flag
+
+
+def hparam_setting(key, value):
+    """How the distributed command lines set a parameter, in errors:
+    ``--model awd`` and ``--preset demo`` (their flags), else
+    ``--hparams key=value``."""
+    if key in ("model", "preset"):
+        return "--%s %s" % (key, value)
+    return "%s=%s" % (hparam_flag(key), value)
 
 
 def _config_path(model_dir):
@@ -190,7 +233,10 @@ def command_params(args, flag=None):
 
     Raises:
       ValueError: one line each: a malformed, unknown (with the closest
-        key) or invalid ``--hparams`` item; a bad config.json
+        key) or invalid ``--hparams`` item; without a config.json, a key
+        this loop would not use (`presets.check_unused`, loop
+        'distributed' or, with --evaluate-only, 'evaluate', naming what
+        it needs); --use-vd with the plain model; a bad config.json
         (`modeldir.ConfigError`: unknown keys named with the closest);
         a flag that disagrees with config.json (naming both values); a
         corpus whose vocabulary is not the directory's; an unreadable
@@ -201,13 +247,28 @@ def command_params(args, flag=None):
     path = _config_path(args.model_dir)
     config = (modeldir.read_config(path) if os.path.exists(path)
               else None)
+    data_dir = args.data_dir
+    if not data_dir and config is not None:
+        # The corpus the directory trained on, as its config.json says.
+        data_dir = (config.get("produced_by") or {}).get("data_dir")
     if config is None:
         params = presets.params_for(args.preset or "demo",
                                     args.model or "awd", overrides)
-        presets.check_used(params, overrides, flag)
-        params = as_params(params)
+        # The flags are the configuration: a key this loop would not use
+        # is refused, never recorded as used. (With a config.json, the
+        # flags given are checked against it, as train --resume's are.)
+        presets.check_used(params, overrides, flag, loop="evaluate" if
+                           args.evaluate_only else "distributed",
+                           setting=hparam_setting,
+                           facts={"data_dir": data_dir})
     else:
-        params = as_params(config["params"])
+        params = config["params"]
+    params = as_params(params)
+    if args.use_vd and params.run.model != "awd":
+        raise ValueError("--use-vd has no effect here: it needs --model awd "
+                         "(the plain model has no DropConnect); leave it "
+                         "out")
+    if config is not None:
         # A flag names its flat key (config.json's), so compare flat.
         recorded = params.to_flat()
         for name, value in sorted(_given(args, overrides).items()):
@@ -218,10 +279,6 @@ def command_params(args, flag=None):
                     "directory's config is its configuration; leave the "
                     "flag out or use a new --model-dir"
                     % (name, value, path, recorded.get(key)))
-    data_dir = args.data_dir
-    if not data_dir and config is not None:
-        # The corpus the directory trained on, as its config.json says.
-        data_dir = (config.get("produced_by") or {}).get("data_dir")
     corpus, _, _ = runtime.load_corpus(data_dir, as_params(params))
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(

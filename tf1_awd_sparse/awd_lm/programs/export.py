@@ -36,8 +36,10 @@ LSTM_KINDS = ("unrolled", "fused")
 
 
 def parse_args(argv=None):
-    """The flags (--model, --format, --out, --batch-size, --num-steps,
-    --overwrite); bad values exit 2 naming the flag."""
+    """The flags (--model, --format, --storage, --layout, --lstm, --out,
+    --batch-size, --num-steps, --overwrite); bad values, and --layout
+    without --storage sparse (which would ignore it), exit 2 naming the
+    flag."""
     p = _cli.ArgumentParser(prog="awd-lm export", description=__doc__,
                             formatter_class=_raw())
     p.add_argument("--model", required=True, help="model directory "
@@ -48,8 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--storage", choices=STORAGES, default="dense",
                    help="sparse: pruned weights in TFLite's sparse format "
                    "(float or int8; TensorFlow 2.x)")
-    p.add_argument("--layout", choices=LAYOUTS, default="auto",
-                   help="with --storage sparse: auto (fewest bytes), fast "
+    p.add_argument("--layout", choices=LAYOUTS, default=None,
+                   help="with --storage sparse (default auto): auto (fewest "
+                   "bytes), fast "
                    "(the layouts TFLite's sparse kernels read: int8 1x16, "
                    "a width 16 does not divide padded to a multiple of "
                    "16; float 1x4), or one layout")
@@ -66,6 +69,10 @@ def parse_args(argv=None):
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out file")
     args = p.parse_args(argv)
+    if args.layout is not None and args.storage != "sparse":
+        p.error("--layout has no effect here: it needs --storage sparse "
+                "(a dense file stores no layout); leave it out")
+    args.layout = args.layout or "auto"
     if args.num_steps is None:
         args.num_steps = 1 if args.lstm == "fused" else 10
     if args.lstm == "fused" and args.num_steps != 1:

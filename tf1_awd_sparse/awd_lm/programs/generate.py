@@ -18,14 +18,16 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 
-__all__ = ["parse_args", "main"]
+__all__ = ["parse_args", "refuse_unused", "main"]
 
 
 
 def parse_args(argv):
-    """The flags, checked (one line, exit 2, on a bad one)."""
+    """The flags, checked: one line, exit 2, on a bad one, or on one the
+    others leave nothing to do (`refuse_unused`)."""
     from tf1_awd_sparse.base.checks import (
         check_nonnegative_int, check_positive_int, check_real)
+    from tf1_awd_sparse.awd_lm.programs.score import refuse_tflite_threads
     parser = _cli.ArgumentParser(
         prog="awd-lm generate",
         description="Continue a prompt with a trained language model.")
@@ -33,16 +35,45 @@ def parse_args(argv):
                         help="run directory or .tflite file")
     parser.add_argument("--prompt", default="", help="words to continue")
     parser.add_argument("--num-words", type=int, required=True)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-k", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(argv)
-    return parser.check_flags(args, {
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="0: the most likely word (default 1)")
+    parser.add_argument("--top-k", type=int, default=None,
+                        help="draw among the k most likely words")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the same seed draws the same words")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="TensorFlow's threads (a model directory; "
+                        "default 1)")
+    args = parser.check_flags(parser.parse_args(argv), {
         "num_words": check_positive_int,
         "temperature": lambda v, n: check_real(v, n, low=0.0),
-        "top_k": check_positive_int, "seed": check_nonnegative_int,
-        "threads": check_positive_int})
+        "top_k": check_positive_int, "seed": check_nonnegative_int})
+    refuse_unused(parser, args)
+    if args.temperature is None:
+        args.temperature = 1.0
+    return refuse_tflite_threads(parser, args)
+
+
+def refuse_unused(parser, args):
+    """Ends the program (status 2, one line naming the flag) on a flag
+    that the others leave nothing to do: --temperature with --top-k 1,
+    --top-k with --temperature 0 (either picks the most likely word), and
+    --seed with either (nothing is drawn at random).
+
+    Raises:
+      SystemExit: (code 2) such a flag.
+    """
+    greedy = ("--top-k 1" if args.top_k == 1 else "--temperature 0"
+              if args.temperature == 0 else None)
+    for flag, given in (("--temperature", args.top_k == 1
+                         and args.temperature is not None),
+                        ("--top-k", args.temperature == 0
+                         and args.top_k is not None),
+                        ("--seed", greedy and args.seed is not None)):
+        if given:
+            parser.error("%s has no effect here: it needs a random draw, "
+                         "and %s picks the most likely word; leave it out"
+                         % (flag, greedy))
 
 
 def main(argv=None):

@@ -51,7 +51,7 @@ from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook, mirror
 from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn
 from tf1_awd_sparse.awd_lm.distributed.model_fn import eval_xent, train_step
 
-__all__ = ["PROG", "LOG_FLAGS", "Task", "task_from_tf_config", "parse_args", "prepare",
+__all__ = ["PROG", "LOG_FLAGS", "LOG_STEPS", "Task", "task_from_tf_config", "parse_args", "prepare",
            "execute", "evaluate_checkpoint", "run", "main"]
 
 PROG = "awd-lm monitored"
@@ -136,6 +136,8 @@ def parse_args(argv=None, extra_flags=()):
     """
     args = cli.parse_args(argv, LOG_FLAGS + tuple(extra_flags), prog=PROG,
                           description=__doc__)
+    if args.log_steps is None:
+        args.log_steps = LOG_STEPS
     if args.log_steps < 0:
         _cli.fail("--log-steps must be >= 0, got %d" % args.log_steps)
     return args
@@ -143,9 +145,12 @@ def parse_args(argv=None, extra_flags=()):
 
 # The monitored command line's own flag: how often training says how it
 # goes (TensorFlow's own step log is hidden by the quiet logging).
+# (None: not given; --evaluate-only refuses it, `cli.parse_args`.)
 LOG_FLAGS = (("--log-steps", dict(
-    type=int, default=100, help="print this task's training loss and "
-    "perplexity every N of its steps on stderr (0: never)")),)
+    type=int, default=None, help="print this task's training loss and "
+    "perplexity every N of its steps on stderr (0: never; default 100)")),)
+#: --log-steps when not given.
+LOG_STEPS = 100
 
 
 class _RunOnceHook(tf.compat.v1.train.SessionRunHook):

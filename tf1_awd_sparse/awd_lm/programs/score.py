@@ -32,15 +32,38 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
 
-__all__ = ["PROGRESS_LINES", "parse_args", "main"]
+__all__ = ["PROGRESS_LINES", "parse_args", "refuse_tflite_threads",
+           "main"]
 
 
 #: Kept for compatibility: progress now shows whatever the input's length.
 PROGRESS_LINES = 2000
 
 
+def refuse_tflite_threads(parser, args):
+    """Ends the program (status 2, one line) when ``--threads`` is given
+    for a ``.tflite`` model, whose interpreter runs single-threaded and
+    would ignore it; else sets its default, 1, and checks it (score's and
+    generate's).
+
+    Raises:
+      SystemExit: (code 2) --threads with a .tflite, or not >= 1.
+    """
+    import os
+    from tf1_awd_sparse.base.checks import check_positive_int
+    if args.threads is not None and args.model.endswith(".tflite") \
+            and not os.path.isdir(args.model):
+        parser.error("--threads has no effect here: it needs a model "
+                     "directory (a TensorFlow session); the .tflite runs "
+                     "on the single-threaded interpreter; leave it out")
+    args.threads = 1 if args.threads is None else args.threads
+    return parser.check_flags(args, {"threads": check_positive_int})
+
+
 def parse_args(argv):
-    """The flags (``--model``, ``--per-line``, ``--threads``, FILE...)."""
+    """The flags (``--model``, ``--per-line``, ``--threads``, FILE...):
+    one line and status 2 for a bad one, or one that would do nothing
+    (``--threads`` with a ``.tflite``, `refuse_tflite_threads`)."""
     parser = _cli.ArgumentParser(
         prog="awd-lm score",
         description="Per-line and total perplexity of text files.")
@@ -51,7 +74,9 @@ def parse_args(argv):
     parser.add_argument("--as-training", action="store_true",
                         help="only the total, as the training evaluates "
                         "a split (eval_batch_size rows)")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="TensorFlow's threads (a model directory; "
+                        "default 1)")
     parser.add_argument("--cache-window", type=int, default=None,
                         help="continuous cache: previous steps held")
     parser.add_argument("--cache-theta", type=float, default=None,
@@ -61,7 +86,7 @@ def parse_args(argv):
     parser.add_argument("--tune-cache", metavar="VALID_FILE", default=None,
                         help="choose the cache's parameters on this file")
     parser.add_argument("files", nargs="+", metavar="FILE")
-    args = parser.parse_args(argv)
+    args = refuse_tflite_threads(parser, parser.parse_args(argv))
     if args.as_training and args.per_line:
         parser.error("--as-training and --per-line exclude each other")
     given = [f for f in ("window", "theta", "lambda")
