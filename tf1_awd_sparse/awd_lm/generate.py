@@ -4,11 +4,10 @@ Imported, this name is the module `awd_lm.programs.generate` itself (the same
 object, so a patch through either name sees one module)."""
 import sys
 
-if __name__ == "__main__":  # the command line: quiet TensorFlow first
-    import tf1_awd_sparse.base._quiet  # noqa: F401
+if __name__ == "__main__":  # as ``awd-lm generate``: its quiet start-up,
+    # its Ctrl-C and closed-pipe endings (`programs.main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("generate")
 
 from tf1_awd_sparse.awd_lm.programs import generate as _program  # noqa: E402
-
-if __name__ == "__main__":
-    sys.exit(_program.main())
 sys.modules[__name__] = _program

@@ -197,5 +197,6 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as ``awd-lm savedmodel`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("savedmodel")

@@ -299,3 +299,133 @@ def test_ctrl_c_in_train_is_one_line_naming_the_resume(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     with open(os.path.join(out, "plain", "summary.json")) as handle:
         assert json.load(handle)["epochs_run"] == 6
+
+
+#: The distributed programs' tiny model on the embedded corpus.
+MONITORED_HPARAMS = ("emb_size=4,hidden_size=8,num_layers=2,batch_size=2,"
+                     "eval_batch_size=3,bptt=5,hmm_vocab=20,hmm_states=2,"
+                     "hmm_train=600,hmm_valid=200,hmm_test=100,lr=2.0")
+
+
+@pytest.fixture(scope="module")
+def monitored_dir(tmp_path_factory):
+    """A model directory of ``awd-lm monitored`` (2 steps, in this
+    process) and its checkpoint prefix."""
+    import tensorflow.compat.v1 as tf
+    from tf1_awd_sparse.awd_lm.programs import monitored
+    model_dir = str(tmp_path_factory.mktemp("monitored") / "model")
+    verbosity = tf.logging.get_verbosity()
+    try:
+        with tf.Graph().as_default():
+            monitored.run(["--model-dir", model_dir, "--hparams",
+                           MONITORED_HPARAMS, "--threads", "1",
+                           "--train-steps", "2"])
+    finally:
+        tf.logging.set_verbosity(verbosity)
+    return model_dir, tf.train.latest_checkpoint(model_dir)
+
+
+def test_monitored_evaluates_a_damaged_checkpoint_in_one_line(
+        monitored_dir, tmp_path):
+    """--evaluate-only restores through `checkpoints.restore` (was
+    ``saver.restore``: TensorFlow's traceback): a truncated data file, a
+    missing one, and a checkpoint of another model's sizes."""
+    model_dir, prefix = monitored_dir
+    copies = {}
+    for damage in ("truncated data", "missing data", "other sizes"):
+        copy = str(tmp_path / damage.replace(" ", "_"))
+        shutil.copytree(model_dir, copy)
+        state = os.path.join(copy, "checkpoint")   # its paths: the copy's
+        with open(state) as handle:
+            text = handle.read().replace(model_dir, copy)
+        with open(state, "w") as handle:
+            handle.write(text)
+        data_file = glob.glob(os.path.join(
+            copy, os.path.basename(prefix) + ".data-*"))[0]
+        if damage == "truncated data":
+            with open(data_file, "rb") as handle:
+                whole = handle.read()
+            with open(data_file, "wb") as handle:
+                handle.write(whole[:len(whole) // 2])
+        elif damage == "missing data":
+            os.remove(data_file)
+        else:   # config.json describes a wider model than was trained
+            config = os.path.join(copy, modeldir.CONFIG_FILE)
+            with open(config) as handle:
+                stored = json.load(handle)
+            stored["params"]["hidden_size"] += 1
+            with open(config, "w") as handle:
+                json.dump(stored, handle)
+        copies[damage] = (copy, data_file)
+    results = _run([["monitored", "--model-dir", copy, "--evaluate-only",
+                     "--threads", "1"] for copy, _ in copies.values()]
+                   + [["monitored", "--model-dir", model_dir,
+                       "--evaluate-only", "--threads", "1"]])
+    for (damage, (copy, data_file)), result in zip(copies.items(), results):
+        code, _, err = result
+        lines = [line for line in err.strip().splitlines()
+                 if line.startswith("error: ") or "Traceback" in line]
+        assert (code, len(lines)) == (2, 1), (damage, err[-3000:])
+        assert os.path.join(copy, os.path.basename(prefix)) in lines[0]
+        if damage != "other sizes":
+            assert os.path.basename(data_file) in lines[0], lines[0]
+        else:   # TensorFlow's cause: the shapes that differ
+            assert "cannot restore this checkpoint" in lines[0], lines[0]
+    assert results[-1][0] == 0 and "eval: " in results[-1][1], results[-1]
+
+
+@pytest.mark.parametrize("module, argv", [
+    ("tf1_awd_sparse.awd_lm.generate", ["--num-words", "3", "--seed", "1"]),
+    ("tf1_awd_sparse.awd_lm.programs.info", [])])
+def test_an_old_module_path_into_a_closed_pipe_ends_silently(trained, module,
+                                                             argv):
+    """``python -m tf1_awd_sparse.awd_lm.generate ... | head -0`` went past
+    `programs.main`: BrokenPipeError at exit, status 120."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", module] + (["--model", trained["tflite"]]
+                                          if argv else [trained["tflite"]])
+        + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    child.stdout.close()
+    # Nothing but the TFLite runtime's own note (TF 2.x: "INFO: Created
+    # TensorFlow Lite XNNPACK delegate for CPU.").
+    err = [line for line in child.stderr.read().decode().splitlines()
+           if not line.startswith("INFO: ")]
+    child.stderr.close()
+    assert (child.wait(timeout=120), err) == (141, [])
+
+
+def test_ctrl_c_in_an_old_module_path_is_one_line(tmp_path):
+    """``python -m tf1_awd_sparse.awd_lm.monitored`` stopped by Ctrl-C in
+    training (was KeyboardInterrupt's traceback): one line, status 130,
+    naming how to continue, which the same command then does."""
+    argv = [sys.executable, "-m", "tf1_awd_sparse.awd_lm.monitored",
+            "--model-dir", str(tmp_path / "m"), "--hparams",
+            MONITORED_HPARAMS, "--threads", "1", "--train-steps", "40",
+            "--save-steps", "1", "--log-steps", "1", "--eval-steps", "1"]
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True,
+                             env=env, cwd=ROOT)
+    seen = []
+    for line in child.stderr:   # until its second step is logged
+        seen.append(line)
+        if line.startswith("train: step 2 "):
+            child.send_signal(signal.SIGINT)
+            break
+    rest = child.stderr.read()
+    child.stderr.close()
+    child.stdout.close()
+    assert child.wait(timeout=120) == 130, "".join(seen) + rest
+    assert "Traceback" not in rest, rest
+    assert rest.strip().splitlines()[-1] == (
+        "interrupted; the same command continues from --model-dir's latest "
+        "checkpoint"), rest
+    done = subprocess.run(argv, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True,
+                          env=env, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    trained_line = json.loads(done.stdout.split("train: ", 1)[1]
+                              .splitlines()[0])
+    assert trained_line["global_step"] == 40
+    assert 0 < trained_line["steps"] < 40   # it went on from a checkpoint

@@ -21,6 +21,7 @@ from tensorflow.python.util import deprecation
 
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.base.checkpoint_files import check_checkpoint_files
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import (
     check_nonnegative_int, check_positive_int, check_real)
@@ -28,11 +29,13 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import STAGE_KEYS, as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 
 __all__ = ["DISTRIBUTE_CHOICES", "graph_mode_program", "parse_hparams",
-           "FLAGS", "FLAG_CHECKS", "parse_args", "hparam_flag",
-           "command_params", "write_model_dir", "record_valid_ppl",
+           "FLAGS", "FLAG_CHECKS", "FLAG_DEFAULTS", "parse_args",
+           "hparam_flag", "hparam_setting",
+           "command_params", "checkpoint_step", "write_model_dir",
+           "record_valid_ppl",
            "start_lifetime", "LIFETIME_EXIT_STATUS", "LIFETIME_GRACE",
            "command_line", "eval_line"]
 
@@ -301,6 +304,26 @@ def command_params(args, flag=None):
                           use_vd=args.use_vd), corpus
 
 
+def checkpoint_step(model_dir):
+    """The global step of ``model_dir``'s latest checkpoint (0: none), its
+    files checked whole first (`base.checkpoint_files`: no index or data
+    shard missing, empty or shorter than the index records).
+
+    Raises:
+      checkpoints.CheckpointError: a checkpoint that cannot be read, one
+        line naming it and the file.
+    """
+    latest = tf.train.latest_checkpoint(model_dir)
+    if not latest:
+        return 0
+    try:
+        check_checkpoint_files(latest)
+        return int(check_checkpoint(latest, "--model-dir").get_tensor(
+            "global_step"))
+    except ValueError as e:
+        raise checkpoints.CheckpointError(str(e).splitlines()[0])
+
+
 def write_model_dir(args, params, corpus):
     """Writes ``--model-dir``'s config.json and vocab.txt
     (`modeldir.write_config`) before a run trains: the parameters
@@ -318,9 +341,7 @@ def write_model_dir(args, params, corpus):
     params = as_params(params)
     kept = {k: v for k, v in params.to_flat().items()
             if k in modeldir.PARAM_KEYS}
-    latest = tf.train.latest_checkpoint(args.model_dir)
-    step = max(args.train_steps, int(check_checkpoint(
-        latest, "--model-dir").get_tensor("global_step")) if latest else 0)
+    step = max(args.train_steps, checkpoint_step(args.model_dir))
     # How and on what the run trains, so that the directory describes it
     # (and --evaluate-only finds the corpus without a repeated --data-dir).
     how = {"optimizer": "clipped SGD (lr %g, clip %g); no NT-ASGD"
@@ -400,7 +421,9 @@ def command_line(args, prepare_fn, execute_fn, make_hooks=None):
 
     Returns:
       0; a ValueError of ``prepare_fn`` (bad input, found before anything
-      is written) ends the process with status 2 and its one line.
+      is written), and a `checkpoints.CheckpointError` of ``execute_fn``
+      (a damaged checkpoint in --model-dir), end the process with status
+      2 and its one line.
     """
     graph_mode_program()
     start_lifetime(args)
@@ -413,7 +436,10 @@ def command_line(args, prepare_fn, execute_fn, make_hooks=None):
         setup = prepare_fn(args, hooks)
     except ValueError as e:
         _cli.fail(e)
-    metrics = execute_fn(setup)
+    try:
+        metrics = execute_fn(setup)
+    except checkpoints.CheckpointError as e:   # --model-dir's, damaged
+        _cli.fail(e)
     if metrics:
         print(eval_line(metrics))
     return 0

@@ -179,6 +179,7 @@ def prepare(args, training_hooks=None):
         if not tf.train.latest_checkpoint(args.model_dir):
             raise ValueError("--model-dir: no checkpoint in %r"
                              % (args.model_dir,))
+        cli.checkpoint_step(args.model_dir)   # a damaged one: one line
         return setup
     hooks = []
     if probe.cluster_spec and task_type != "ps":
@@ -263,8 +264,9 @@ def main(argv=None, extra_flags=(), make_hooks=None):
                         make_hooks)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as ``awd-lm estimator`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("estimator")
 
 
 def __getattr__(name):

@@ -19,7 +19,6 @@ Exit status: 0 written; 2 bad input (one line naming the flag or path,
 e.g. a checkpoint whose data file is missing or truncated).
 """
 import os
-import sys
 
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base.checks import check_writable_dir
@@ -168,6 +167,6 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
-    import tf1_awd_sparse.base._quiet  # noqa: F401  (before TensorFlow)
-    sys.exit(main())
+if __name__ == "__main__":  # as ``awd-lm export`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("export")

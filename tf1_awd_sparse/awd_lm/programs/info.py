@@ -15,7 +15,6 @@ silently, when the reader of its output closed it (``info ... | head``).
 """
 import glob
 import os
-import sys
 
 from tf1_awd_sparse.base import _cli
 
@@ -135,5 +134,6 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as ``awd-lm info`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("info")

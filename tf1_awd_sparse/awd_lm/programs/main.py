@@ -19,7 +19,9 @@ with one line and status 2, never a traceback. Ctrl-C ends any of them
 with one line and status 130 (``train`` and ``compress``: the command
 that resumes the run); a reader that closes the output early
 (``awd-lm info RUN | head``) ends it silently with status 141, as a unix
-tool killed by SIGPIPE.
+tool killed by SIGPIPE. The old module paths (``python -m
+tf1_awd_sparse.awd_lm.score``, each program's own module) run through
+`run_as_main`, so they end the same way.
 """
 import importlib
 import os
@@ -27,7 +29,7 @@ import sys
 
 from tf1_awd_sparse.base import _cli
 
-__all__ = ["PROGRAMS", "WITHOUT_TENSORFLOW", "main"]
+__all__ = ["PROGRAMS", "WITHOUT_TENSORFLOW", "main", "run_as_main"]
 
 # The one table of subcommands: the module (imported only when chosen, so
 # --help and info stay fast) whose main(argv) runs it.
@@ -54,6 +56,9 @@ def _resume_hint(name, rest):
     if name == "compress":
         return "interrupted; run the same awd-lm compress command again " \
                "to resume it"
+    if name in ("estimator", "monitored") and "--evaluate-only" not in rest:
+        return "interrupted; the same command continues from --model-dir's " \
+               "latest checkpoint"
     if name != "train":
         return "interrupted"
     out = None
@@ -107,3 +112,16 @@ def main(argv=None):
             raise
         _cli.fail(line)
     return 0 if status is None else status
+
+
+def run_as_main(name):
+    """Runs program ``name`` as ``awd-lm NAME`` with this process's
+    arguments and exits with its status: the ``python -m`` entry of each
+    program's module and of its old path (``python -m
+    tf1_awd_sparse.awd_lm.score``), so that they start, fail, end on
+    Ctrl-C and on a closed pipe as the command does.
+
+    Raises:
+      SystemExit: always, with the program's exit status.
+    """
+    sys.exit(main([name] + sys.argv[1:]))

@@ -40,7 +40,6 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
     import tf1_awd_sparse.base._quiet  # noqa: F401  pylint: disable=unused-import
 
 from tf1_awd_sparse.base import _cli
-from tf1_awd_sparse.base.checkpoints import check_checkpoint
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
 from tf1_awd_sparse.awd_lm.config.params import as_params
@@ -51,8 +50,9 @@ from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook, mirror
 from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn
 from tf1_awd_sparse.awd_lm.distributed.model_fn import eval_xent, train_step
 
-__all__ = ["PROG", "LOG_FLAGS", "LOG_STEPS", "Task", "task_from_tf_config", "parse_args", "prepare",
-           "execute", "evaluate_checkpoint", "run", "main"]
+__all__ = ["PROG", "LOG_FLAGS", "LOG_STEPS", "Task", "task_from_tf_config",
+           "parse_args", "prepare", "execute", "evaluate_checkpoint", "run",
+           "main"]
 
 PROG = "awd-lm monitored"
 
@@ -335,12 +335,16 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
     Raises:
       ValueError: ``eval_steps`` neither None nor a positive int, no
         checkpoint in ``model_dir``, or ``ids`` too short for one batch.
+      checkpoints.CheckpointError: (a ValueError) its checkpoint cannot be
+        read or does not fit the model (`cli.checkpoint_step`,
+        `checkpoints.restore`): one line with the cause.
     """
     eval_steps = check_positive_int(eval_steps, "eval_steps",
                                     allow_none=True)
     path = tf.train.latest_checkpoint(model_dir)
     if not path:
         raise ValueError("model_dir: no checkpoint in %r" % (model_dir,))
+    cli.checkpoint_step(model_dir)   # its files whole
     params = as_params(params)
     input_fn = make_input_fn(ids, params.optimization.eval_batch_size,
                              params.optimization.bptt, repeat=False)
@@ -351,7 +355,8 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
         global_step = tf.train.get_or_create_global_step()
         saver = tf.train.Saver()
         with tf.Session(config=config) as session:
-            saver.restore(session, path)
+            # A damaged or mismatched checkpoint: one CheckpointError line.
+            checkpoints.restore(saver, session, path)
             session.run(tf.local_variables_initializer())
             total, batches = 0.0, 0
             while eval_steps is None or batches < eval_steps:
@@ -364,15 +369,6 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
     mean = total / batches
     return {"xent": mean, "loss": mean, "perplexity": checkpoints.perplexity(mean),
             "global_step": step}
-
-
-def _checkpoint_step(model_dir):
-    """The global step of the latest checkpoint in ``model_dir`` (0: none)."""
-    path = tf.train.latest_checkpoint(model_dir)
-    if not path:
-        return 0
-    return int(check_checkpoint(path, "--model-dir").get_tensor(
-        "global_step"))
 
 
 def _train(setup, master, task):
@@ -419,7 +415,7 @@ def execute(setup):
                             args.barrier_timeout,
                             setup["config"])
     progress = setup["progress"]
-    saved_step = _checkpoint_step(args.model_dir)
+    saved_step = cli.checkpoint_step(args.model_dir)
     if saved_step >= args.train_steps:
         # As Estimator: a finished run is not stepped again (StopAtStepHook
         # would stop it only after one more step).
@@ -473,5 +469,6 @@ def main(argv=None, extra_flags=(), make_hooks=None):
                             execute, make_hooks)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as ``awd-lm monitored`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("monitored")

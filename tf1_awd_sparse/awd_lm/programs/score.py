@@ -188,8 +188,7 @@ def main(argv=None):
     from tf1_awd_sparse.awd_lm.graph import checkpoints
     from tf1_awd_sparse.awd_lm.inference import lm
     try:
-        model = lm.LanguageModel.load(args.model, threads=max(1,
-                                                              args.threads))
+        model = lm.LanguageModel.load(args.model, threads=args.threads)
     except ValueError as e:  # ConfigError, CheckpointError
         _cli.fail(e)
     cache = args.cache
@@ -223,5 +222,6 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as ``awd-lm score`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("score")
