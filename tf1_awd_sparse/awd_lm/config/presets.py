@@ -391,7 +391,7 @@ _USED_BY = (
         "sparsity_ramp_steps", "aux_lr_scale", "pruning_begin_step",
         "pruning_end_step", "pruning_frequency", "quant_delay"),
      (_E,), lambda v: False, "training: --evaluate-only trains nothing"),
-    (tuple(k for k in DEFAULTS if k.startswith("hmm_")), (_D, _E),
+    (tuple(k for k in DEFAULTS if k.startswith("hmm_")), LOOPS,
      lambda v: not v("data_dir"), "the embedded corpus: the run reads "
      "--data-dir"),
     (_REGULARIZATION, (_T, _D), lambda v: v("model") == "awd",

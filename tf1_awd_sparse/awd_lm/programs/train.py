@@ -342,5 +342,6 @@ def main(argv=None):
     return run_and_report(plan, args)
 
 
-if __name__ == "__main__":
-    sys.exit(main())  # python -m tf1_awd_sparse.awd_lm train is the command
+if __name__ == "__main__":  # as ``awd-lm train`` (`main.run_as_main`)
+    from tf1_awd_sparse.awd_lm.programs.main import run_as_main
+    run_as_main("train")

@@ -219,16 +219,6 @@ def _check_vocab(corpus, record, data_dir):
             record.run_dir, modeldir.VOCAB_FILE, len(record.words)))
 
 
-def _check_embedded_flags(data_dir, explicit, flag):
-    """Refuses a flag of the embedded corpus (``hmm_*``) on a run that
-    reads a corpus directory, which would ignore it."""
-    for key in sorted(explicit):
-        if data_dir and key.startswith("hmm_"):
-            raise ValueError("%s has no effect here: it sizes the embedded "
-                             "corpus, and the run reads --data-dir %s; "
-                             "leave it out" % (flag(key), data_dir))
-
-
 def _phases(params):
     """(float `Params`, quantization-aware `Params` or None) of a model
     (`presets.split_quant`)."""
@@ -295,7 +285,10 @@ def plan_run(out, explicit, model=None, preset=None, data_dir=None,
     finished = {m: recorded[m] for m in models
                 if compress_only and recorded[m].summary()}
     data_dir = _corpus_dir(out, data_dir, recorded)
-    _check_embedded_flags(data_dir, explicit, flag)
+    # The corpus is known only now (a resumed run's is recorded): the
+    # embedded corpus's sizes (--hmm-*) are refused against it.
+    presets.check_unused(configs, set(explicit), flag,
+                         facts={"data_dir": data_dir})
     corpus, floor, description = runtime.load_corpus(data_dir, configs[0])
     for name, params in zip(models, configs):
         runtime.check_corpus(corpus, params, data_dir, flag)
