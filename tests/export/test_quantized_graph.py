@@ -102,6 +102,7 @@ def exported(tmp_path_factory):
             grids = {"inputs": _grid(sess, "layer0/lstm_cell/concat_quant/"
                                      "FakeQuantWithMinMaxVars")}
             yield {"written": written, "runner": TFLiteRunner(path),
+                   "checkpoint": checkpoint,
                    "grids": grids, "states": states,
                    "graph": lambda feed: sess.run(fetch, {
                        placeholders[n]: v for n, v in feed.items()})}
@@ -154,17 +155,113 @@ def test_the_file_streams_within_two_output_steps_of_the_eval_graph(
     print("one step, max output steps:", worst)
     print("fed back, mean output steps:", mean_free)
     written = exported["written"]
-    if TF_215:
-        # TF 2.15's converter requantizes the concatenations' inputs with
-        # QUANTIZE ops, which its kernel rounds twice (docs/quantization.md):
-        # the call warns, naming them.
-        assert quantized_graph.requantizations(written.path)
-        assert any("QUANTIZE ops requantize" in line
-                   for line in written.warnings), written.warnings
+    # TF 2.15's converter requantizes the concatenations' inputs with
+    # QUANTIZE ops, which its kernel rounds twice (docs/quantization.md);
+    # the call bypasses them, so no version's file has one that is read.
+    assert quantized_graph.requantizations(written.path) == []
+    merged = quantized_graph.merged_grids(written.path)
+    if merged:
+        # TF 2.15's converter also writes the GRU's r * h on the
+        # concatenation's grid (one rounding where the graph rounds twice):
+        # the call names it, and the file is not held to the bound.
+        assert len(written.warnings) == 1, written.warnings
+        assert "products are written on the grid of the concatenation" in \
+            written.warnings[0] and merged[0] in written.warnings[0]
         return
     assert written.warnings == []
     assert max(worst.values()) <= 2.0 * (1 + 1e-5), worst
     assert max(mean_free.values()) <= 2.0, mean_free
+
+
+def test_merged_grids_are_the_interpreters_products_on_a_concat_grid(
+        exported):
+    """`merged_grids` against the interpreter's own reading of the file:
+    each ADD / MUL / SUB output read only by CONCATENATION ops whose
+    output has the same (scale, zero point)."""
+    interpreter = tf.lite.Interpreter(model_path=exported["written"].path)
+    if not hasattr(interpreter, "_get_ops_details"):
+        pytest.skip("this interpreter lists no operators")
+    interpreter.allocate_tensors()
+    ops = interpreter._get_ops_details()
+    grid = {d["index"]: (d["name"], d["quantization"])
+            for d in interpreter.get_tensor_details()}
+    expected = []
+    for op in ops:
+        if op["op_name"] not in ("ADD", "MUL", "SUB"):
+            continue
+        for out in op["outputs"]:
+            readers = [r for r in ops if out in list(r["inputs"])]
+            if readers and all(
+                    r["op_name"] == "CONCATENATION"
+                    and grid[r["outputs"][0]][1] == grid[out][1]
+                    for r in readers):
+                expected.append(grid[out][0])
+    assert sorted(quantized_graph.merged_grids(
+        exported["written"].path)) == sorted(expected)
+
+
+def _converted(exported):
+    """The file as the converter wrote it, before the call's bypass: the
+    one-step graph converted again by `graphdef.convert` with the grids
+    the call used."""
+    written = exported["written"]
+    with tf.Graph().as_default():
+        placeholders, logits, states = _step_graph()
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, exported["checkpoint"])
+            outs = [logits] + [states[placeholders[n]] for n in STATES]
+            quantized = []
+            for tensor in outs:
+                fq = [op for op in tensor.consumers()
+                      if op.type.startswith("FakeQuant")]
+                quantized.append(fq[0].outputs[0] if fq else tensor)
+            # The converter's (mean, std) of each input's uint8 grid.
+            stats = {n: (float(z), 1.0 / s)
+                     for n, (s, z) in written.inputs.items()}
+            return graphdef.convert(
+                sess, [placeholders[n] for n in ("inputs",) + STATES],
+                quantized, stats, output_names=["logits"] + [
+                    "final" + n[len("state"):] for n in STATES])
+
+
+def test_bypassed_concatenations_rescale_their_inputs_once(exported):
+    """Where the converter put QUANTIZE ops before concatenations (TF
+    2.15), the call's file reads the unquantized inputs instead: each
+    concatenation's output equals numpy's one rounding of its inputs
+    onto its grid, read from the interpreter's own tensors."""
+    model = _converted(exported)
+    if not quantized_graph.requantizations(model):
+        pytest.skip("this converter puts no QUANTIZE before a "
+                    "concatenation")
+    patched, bypassed = quantized_graph.bypass_requantizations(model)
+    assert bypassed and quantized_graph.requantizations(patched) == []
+    interpreter = tf.lite.Interpreter(
+        model_content=patched, experimental_preserve_all_tensors=True)
+    interpreter.allocate_tensors()
+    rng = np.random.RandomState(2)
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], rng.randint(
+            0, 256, detail["shape"]).astype(np.uint8))
+    interpreter.invoke()
+    grids = {d["index"]: d["quantization"]
+             for d in interpreter.get_tensor_details()}
+    checked = 0
+    for op in interpreter._get_ops_details():
+        if op["op_name"] != "CONCATENATION":
+            continue
+        (out,) = op["outputs"]
+        scale, zero = grids[out]
+        parts = []
+        for index in op["inputs"]:
+            s_in, z_in = grids[index]
+            codes = interpreter.get_tensor(index).astype(np.float64)
+            value = (codes - z_in) * (s_in / scale)
+            parts.append(np.clip(np.sign(value) * np.floor(
+                np.abs(value) + 0.5) + zero, 0, 255))
+        np.testing.assert_array_equal(
+            interpreter.get_tensor(out), np.concatenate(parts, axis=-1))
+        checked += 1
+    assert checked >= 2
 
 
 def _float_model(folder):

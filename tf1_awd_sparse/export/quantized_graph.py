@@ -26,6 +26,7 @@ FakeQuants kept, one copy per use).
 import collections
 import logging
 import os
+import struct
 import tempfile
 
 from tf1_awd_sparse.base import checks as _checks
@@ -36,7 +37,8 @@ from tf1_awd_sparse.transforms.graph_quantize.api import REWRITTEN_COLLECTION
 
 __all__ = ["QuantizedGraphError", "FloatOp", "QuantizedFile",
            "export_quantized_graph", "float_ops", "tensor_grids",
-           "requantizations", "LOGGER_NAME"]
+           "requantizations", "bypass_requantizations", "merged_grids",
+           "LOGGER_NAME"]
 
 #: The logger the export's warnings go to (ops left float, TF 2.15).
 LOGGER_NAME = "tf1_awd_sparse.export"
@@ -320,6 +322,9 @@ def _export(session, outputs, path, pairs, inputs, input_ranges):
             *_quant_range(source, session))
     model = graphdef.convert(session, inputs + [s for s, _ in pairs],
                              converted, stats, output_names=names)
+    # TF 2.15's converter requantizes concatenations' inputs in ops that
+    # round twice; the concatenation itself rescales in one rounding.
+    model, _ = bypass_requantizations(model)
     _write_atomically(path, model)
     left = float_ops(model)
     warnings = []
@@ -339,6 +344,16 @@ def _export(session, outputs, path, pairs, inputs, input_ranges):
             "inputs on other grids; docs/quantization.md)" % (
                 path, len(twice), ", ".join(twice[:3])
                 + (", ..." if len(twice) > 3 else "")))
+    merged = merged_grids(model)
+    if merged:
+        warnings.append(
+            "export_quantized_graph: %s: %d products are written on the "
+            "grid of the concatenation that reads them (%s): one rounding "
+            "where the eval graph rounds twice, so the file can differ from "
+            "the graph by several output steps on recurrent states (the TF "
+            "2.15 converter; TF 1.x and >= 2.16 keep the product's grid; "
+            "docs/quantization.md)" % (path, len(merged), ", ".join(
+                merged[:3]) + (", ..." if len(merged) > 3 else "")))
     for line in warnings:
         logging.getLogger(LOGGER_NAME).warning("%s", line)
     grids = tensor_grids(model)
@@ -404,7 +419,8 @@ _QUANTIZE, _EIGHT_BITS = 114, (3, 9)
 
 def requantizations(model):
     """The output names of a file's QUANTIZE ops from an 8-bit tensor to
-    an 8-bit tensor whose scale is more than twice the input's.
+    an 8-bit tensor whose scale is more than twice the input's, and whose
+    output is read (by an operator, or as the file's output).
 
     TFLite's Requantize kernel multiplies the difference of the codes by
     a fixed-point multiplier and, for a ratio of scales below 1/2, shifts
@@ -419,13 +435,19 @@ def requantizations(model):
     root, graph, tensors = _subgraph(buf)
     grids = tensor_grids(buf)
     codes = _codes(buf, root)
+    operators = tflite_file.tables(buf, graph, "SubGraph", "operators")
+    read = set(tflite_file.ints(buf, graph, "SubGraph", "outputs"))
+    for op in operators:
+        read.update(tflite_file.ints(buf, op, "Operator", "inputs"))
     found = []
-    for op in tflite_file.tables(buf, graph, "SubGraph", "operators"):
+    for op in operators:
         if codes[tflite_file.scalar(buf, op, "Operator",
                                     "opcode_index")] != _QUANTIZE:
             continue
         (source,), (target,) = [tflite_file.ints(buf, op, "Operator", name)
                                 for name in ("inputs", "outputs")]
+        if target not in read:
+            continue    # bypassed (`bypass_requantizations`)
         names = [tflite_file.string(buf, tensors[i], "Tensor", "name")
                  for i in (source, target)]
         if all(tflite_file.scalar(buf, tensors[i], "Tensor", "type")
@@ -433,6 +455,123 @@ def requantizations(model):
                 grids[names[0]][0] < 0.5 * grids[names[1]][0]:
             found.append(names[1])
     return found
+
+
+#: The schema's CONCATENATION operator and its uint8 tensor type.
+_CONCATENATION, _UINT8 = 2, 3
+
+
+def bypass_requantizations(model):
+    """The file with each uint8 -> uint8 QUANTIZE op that only feeds
+    CONCATENATION ops bypassed: each concatenation reads the QUANTIZE's
+    input instead of its output (the QUANTIZE is left, unread).
+
+    A uint8 CONCATENATION rescales each input from the input's grid to
+    its output's in one rounding (TOCO's files, TF 1.x's, rely on it);
+    the QUANTIZE ops TF 2.15's converter puts before it round twice
+    (`requantizations`). The patch rewrites operator input indices in
+    place, so the file keeps its layout. int8 concatenations are left as
+    they are: their kernel requires every input on the output's grid.
+
+    Args:
+      model: the file's bytes or path.
+
+    Returns:
+      ``(bytes, names)``: the patched file and the names of the QUANTIZE
+      outputs bypassed (empty, and the bytes unchanged, where none).
+
+    Raises:
+      tflite_file.TFLiteFileError: not a whole TFLite file.
+    """
+    buf = bytearray(tflite_file.verify(model))
+    root, graph, tensors = _subgraph(bytes(buf))
+    codes = _codes(buf, root)
+    operators = tflite_file.tables(buf, graph, "SubGraph", "operators")
+    graph_outputs = set(tflite_file.ints(buf, graph, "SubGraph", "outputs"))
+
+    def code(op):
+        return codes[tflite_file.scalar(buf, op, "Operator", "opcode_index")]
+
+    def uint8(index):
+        return tflite_file.scalar(buf, tensors[index], "Tensor",
+                                  "type") == _UINT8
+
+    readers = collections.defaultdict(list)
+    for op in operators:
+        for slot, index in enumerate(
+                tflite_file.ints(buf, op, "Operator", "inputs")):
+            readers[index].append((op, slot))
+    bypassed = []
+    for op in operators:
+        if code(op) != _QUANTIZE:
+            continue
+        (source,), (target,) = [tflite_file.ints(buf, op, "Operator", name)
+                                for name in ("inputs", "outputs")]
+        reads = readers[target]
+        if (target in graph_outputs or not reads or not uint8(source)
+                or not uint8(target)
+                or any(code(reader) != _CONCATENATION
+                       for reader, _ in reads)):
+            continue
+        for reader, slot in reads:
+            start = tflite_file.subtable(buf, reader, "Operator", "inputs")
+            struct.pack_into("<i", buf, start + 4 + 4 * slot, source)
+        bypassed.append(tflite_file.string(buf, tensors[target], "Tensor",
+                                           "name"))
+    return bytes(buf), bypassed
+
+
+def merged_grids(model):
+    """The output names of a file's arithmetic ops (not QUANTIZE, not a
+    move) read only by CONCATENATION ops and written directly on the
+    concatenation's grid.
+
+    An eval graph rounds such a value twice: on its own FakeQuant's grid,
+    then on the concatenation's. TF 2.15's converter gives the op the
+    concatenation's grid instead (one rounding), so its file can differ
+    from the graph by a code there, which a recurrent state amplifies
+    (a GRU's ``r * h``: docs/quantization.md). TOCO and TF >= 2.16 keep
+    the op's own grid, and the concatenation rescales.
+
+    Raises:
+      tflite_file.TFLiteFileError: not a whole TFLite file.
+    """
+    buf = tflite_file.verify(model)
+    root, graph, tensors = _subgraph(buf)
+    codes = _codes(buf, root)
+    grids = tensor_grids(buf)
+    operators = tflite_file.tables(buf, graph, "SubGraph", "operators")
+    readers = collections.defaultdict(list)
+    for op in operators:
+        for index in tflite_file.ints(buf, op, "Operator", "inputs"):
+            readers[index].append(op)
+    outputs = set(tflite_file.ints(buf, graph, "SubGraph", "outputs"))
+
+    def code(op):
+        return codes[tflite_file.scalar(buf, op, "Operator", "opcode_index")]
+
+    def name(index):
+        return tflite_file.string(buf, tensors[index], "Tensor", "name")
+
+    found = []
+    for op in operators:
+        if code(op) not in _ARITHMETIC:
+            continue
+        for index in tflite_file.ints(buf, op, "Operator", "outputs"):
+            reads = readers[index]
+            if index in outputs or not reads or any(
+                    code(r) != _CONCATENATION for r in reads):
+                continue
+            if all(grids[name(index)] == grids[name(
+                    tflite_file.ints(buf, r, "Operator", "outputs")[0])]
+                   for r in reads):
+                found.append(name(index))
+    return found
+
+
+#: The schema's ADD, MUL and SUB: ops that compute a value on a grid of
+#: their own (a move, a concatenation or a QUANTIZE only re-grids).
+_ARITHMETIC = (0, 18, 41)
 
 
 def _codes(buf, root):
