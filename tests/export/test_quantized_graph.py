@@ -12,7 +12,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse import quantization as quantize
-from tf1_awd_sparse.export import graphdef, quantized_graph
+from tf1_awd_sparse.export import graphdef, quantized_graph, tflite_audit
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
 UNITS, DEPTH, CLASSES, BATCH, TIME, STREAM = 8, 3, 4, 4, 6, 20
@@ -111,7 +111,7 @@ def exported(tmp_path_factory):
 def test_the_file_is_fully_uint8_and_names_nothing_float(exported):
     written, runner = exported["written"], exported["runner"]
     assert written.left_float == []
-    assert quantized_graph.float_ops(written.path) == []
+    assert tflite_audit.float_ops(written.path) == []
     details = list(runner.inputs.values()) + list(runner.outputs.values())
     assert {d["dtype"] for d in details} == {np.uint8}
     assert sorted(runner.inputs) == sorted(("inputs",) + STATES)
@@ -158,8 +158,8 @@ def test_the_file_streams_within_two_output_steps_of_the_eval_graph(
     # TF 2.15's converter requantizes the concatenations' inputs with
     # QUANTIZE ops, which its kernel rounds twice (docs/quantization.md);
     # the call bypasses them, so no version's file has one that is read.
-    assert quantized_graph.requantizations(written.path) == []
-    merged = quantized_graph.merged_grids(written.path)
+    assert tflite_audit.requantizations(written.path) == []
+    merged = tflite_audit.merged_grids(written.path)
     if merged:
         # TF 2.15's converter also writes the GRU's r * h on the
         # concatenation's grid (one rounding where the graph rounds twice):
@@ -196,7 +196,7 @@ def test_merged_grids_are_the_interpreters_products_on_a_concat_grid(
                     and grid[r["outputs"][0]][1] == grid[out][1]
                     for r in readers):
                 expected.append(grid[out][0])
-    assert sorted(quantized_graph.merged_grids(
+    assert sorted(tflite_audit.merged_grids(
         exported["written"].path)) == sorted(expected)
 
 
@@ -230,11 +230,11 @@ def test_bypassed_concatenations_rescale_their_inputs_once(exported):
     concatenation's output equals numpy's one rounding of its inputs
     onto its grid, read from the interpreter's own tensors."""
     model = _converted(exported)
-    if not quantized_graph.requantizations(model):
+    if not tflite_audit.requantizations(model):
         pytest.skip("this converter puts no QUANTIZE before a "
                     "concatenation")
-    patched, bypassed = quantized_graph.bypass_requantizations(model)
-    assert bypassed and quantized_graph.requantizations(patched) == []
+    patched, bypassed = tflite_audit.bypass_requantizations(model)
+    assert bypassed and tflite_audit.requantizations(patched) == []
     interpreter = tf.lite.Interpreter(
         model_content=patched, experimental_preserve_all_tensors=True)
     interpreter.allocate_tensors()
@@ -279,7 +279,7 @@ def _float_model(folder):
 
 def test_float_ops_names_each_op_of_a_float_file(tmp_path):
     path = _float_model(str(tmp_path))
-    found = quantized_graph.float_ops(path)
+    found = tflite_audit.float_ops(path)
     interpreter = tf.lite.Interpreter(model_path=path)
     interpreter.allocate_tensors()
     names = {d["name"] for d in interpreter.get_tensor_details()

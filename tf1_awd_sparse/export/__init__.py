@@ -11,7 +11,8 @@ sparse format, int8 weights; its format and encodings are
 :mod:`.strip` (sparse pairs to plain dense weights) and :mod:`.fused_lstm`
 (a language model written with one builtin TFLite LSTM op per layer) and
 :mod:`.quantized_graph` (``export_quantized_graph``: a graph rewritten by
-``create_eval_graph`` to a uint8 file in one call).
+``create_eval_graph`` to a uint8 file in one call), whose files
+:mod:`.tflite_audit` reads (float ops, grids, requantizations).
 Imports floors 0-3 only."""
 from tf1_awd_sparse.base import names as _names
 
@@ -22,7 +23,8 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.export.eval_graph": ["unroll"],
     "tf1_awd_sparse.export.runner": ["TFLiteRunner", "open_interpreter"],
     "tf1_awd_sparse.export.quantized_graph": [
-        "export_quantized_graph", "QuantizedGraphError", "float_ops"],
+        "export_quantized_graph", "QuantizedGraphError"],
+    "tf1_awd_sparse.export.tflite_audit": ["float_ops"],
     "tf1_awd_sparse.export.tflite_file": ["verify", "TFLiteFileError"],
     "tf1_awd_sparse.export.sparse_storage": [
         "store_sparse", "stores_sparse", "sparse_tensors",
