@@ -6,6 +6,8 @@ resume at every stage boundary."""
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.export import sparse_storage
+from support import ROOT
 from support.versions import needs_litert
 from support.lm import FLOAT_LOG_PROB_ATOL, FLOAT_PPL_RTOL
 
@@ -65,8 +68,9 @@ def test_rows_and_summary_json(reference):
                       "qat", "tflite_float", "tflite_uint8"] + (
                           ["tflite_int8", "tflite_int8_fused"]
                           if sparse_storage.available() else [])
-    assert result["table"][-1].startswith("tflite_int8")
-    assert ("needs TensorFlow 2.x" in result["table"][-1]) != \
+    # Under the notes, the recommended file's line (last).
+    assert result["table"][-2].startswith("tflite_int8")
+    assert ("needs TensorFlow 2.x" in result["table"][-2]) != \
         sparse_storage.available()
     with open(os.path.join(out, "compress", "summary.json")) as handle:
         written = json.load(handle)
@@ -685,3 +689,164 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
         quant, pruning="fixed", **scaled)
     assert dict(compress_stages.model_params(params, pruning="fixed")) == \
         dict(base, pruning="fixed")
+
+
+def _ship_rule(rows, target):
+    """The recommendation rule written out (docs/awd_lm.md, the file to
+    ship): the scored files within ``target`` x /ref, fastest first (an
+    untimed one last), then fewest bytes; none within: the lowest test
+    perplexity."""
+    files = [r for r in rows if "tokens_scored" in r]
+    reference_ppl = [r for r in rows if r["stage"] == "reference"][0][
+        "test_ppl"]
+    within = [r for r in files if r["test_ppl"] <= target * reference_ppl]
+    if within:
+        return sorted(within, key=lambda r: (
+            r.get("ms_per_token") is None, r.get("ms_per_token") or 0,
+            r["bytes"]))[0], True
+    return sorted(files, key=lambda r: r["test_ppl"])[0], False
+
+
+def test_the_summary_names_the_file_to_ship(reference):
+    """summary.json's ``recommended`` is the rule's pick among the rows,
+    its figures the row's and the file's; the table's last line says it."""
+    from tf1_awd_sparse.awd_lm.training import compress_ship
+    out, result = reference
+    with open(os.path.join(out, "compress", "summary.json")) as handle:
+        entry = json.load(handle)["recommended"]
+    assert entry == result["recommended"]
+    row, within = _ship_rule(result["stages"], 1.05)
+    assert entry["stage"] == row["stage"]
+    assert entry["within_target"] is within
+    assert entry["ship_ppl_target"] == 1.05
+    path = os.path.join(out, "compress", entry["path"])
+    assert os.path.getsize(path) == entry["bytes"] == row["bytes"]
+    for key in ("test_ppl", "ratio_to_reference", "ms_per_token"):
+        assert entry[key] == row[key]
+    assert entry["ratio_to_reference"] == pytest.approx(
+        row["test_ppl"] / result["stages"][1]["test_ppl"])
+    uint8 = [r for r in result["stages"] if r["stage"] == "tflite_uint8"][0]
+    assert entry["x_uint8_bytes"] == pytest.approx(
+        row["bytes"] / float(uint8["bytes"]))
+    line = result["table"][-1]
+    assert line == compress_ship.recommended_line(entry)
+    assert line.startswith("recommended: %s  %s bytes" % (
+        entry["path"], "{:,}".format(row["bytes"])))
+    assert "ppl %.3f x ref" % row["ratio_to_reference"] in line
+    if "x_fastest_dense" in row:
+        assert "%.2f x the fastest dense" % row["x_fastest_dense"] in line
+    else:
+        assert "%.4f ms/token" % row["ms_per_token"] in line
+
+
+def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
+        reference, tmp_path):
+    """--ship-ppl-target below every file's ratio: the pipeline, resumed
+    with it (nothing retrained), recommends the lowest perplexity and its
+    line says no file is within."""
+    ref_out, result = reference
+    files = [r for r in result["stages"] if "tokens_scored" in r]
+    target = 0.5 * min(r["ratio_to_reference"] for r in files)
+    out = str(tmp_path)
+    shutil.copytree(os.path.join(ref_out, "compress"),
+                    os.path.join(out, "compress"))
+    corpus, float_dir = _corpus(), os.path.join(ref_out, "float")
+    params = dict(_params(), ship_ppl_target=target)
+    summary = train.run(corpus, presets.split_quant(params)[0], float_dir,
+                        resume=True, log=lambda *a: None, threads=1)
+    again = compress.run_pipeline(
+        corpus, params, summary, float_dir, os.path.join(out, "compress"),
+        TECHNIQUES, resume=True, log=lambda *a: None, threads=1,
+        parallel=1)
+    entry = again["recommended"]
+    row, within = _ship_rule(again["stages"], target)
+    assert not within and entry["within_target"] is False
+    assert entry["stage"] == row["stage"]
+    assert entry["test_ppl"] == min(r["test_ppl"] for r in files
+                                    if r["stage"] == row["stage"])
+    assert entry["ship_ppl_target"] == target
+    assert "NO file within the" in again["table"][-1]
+
+
+def test_info_shows_the_recommended_file(reference):
+    """``awd-lm info`` of the run (and of the pipeline's folder), without
+    TensorFlow: the pipeline's line is the table's last."""
+    out, result = reference
+    folder = os.path.join(out, "compress")
+    prelude = "import sys; sys.modules['tensorflow'] = None\n"
+    for path in (out, folder):
+        code = (prelude + "import runpy, sys\nsys.argv = ['awd-lm', 'info',"
+                " %r]\nrunpy.run_module('tf1_awd_sparse.awd_lm', "
+                "run_name='__main__', alter_sys=True)\n" % path)
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=ROOT))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "  %s: %s" % (
+            folder, result["table"][-1])
+
+
+def test_export_of_the_run_writes_the_recommended_file(reference, tmp_path,
+                                                       capsys):
+    """``awd-lm export --model RUN --out F``: the recommended file's bytes,
+    its sidecar and vocabulary naming the copy, one line saying which;
+    ``awd-lm score`` of the copy gives the row's perplexity. A flag given
+    exports that file's model again with the flag winning; a refused
+    --out leaves nothing."""
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    from tf1_awd_sparse.awd_lm.programs import export as export_program
+    from tf1_awd_sparse.awd_lm.programs import score as score_program
+    out, result = reference
+    entry = result["recommended"]
+    source = os.path.join(out, "compress", entry["path"])
+    ship = str(tmp_path / "ship" / "model.tflite")
+    assert export_program.main(["--model", out, "--out", ship]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line and line.startswith(
+        "%s: %d bytes, copied from %s" % (ship, entry["bytes"], source))
+    with open(ship, "rb") as a, open(source, "rb") as b:
+        assert a.read() == b.read()
+    config = modeldir.read_config(ship + ".json")
+    assert config["tflite"]["file"] == "model.tflite"
+    assert config["vocab"] == "model.tflite.vocab.txt"
+    assert config["words"] == _corpus().vocab
+    # The test split as text: one line whose last <eos> the reader adds
+    # (the batches drop the stream's tail, so the same windows).
+    text = tmp_path / "test.txt"
+    words = _corpus().vocab
+    text.write_text(" ".join(words[i] for i in _corpus().test) + "\n")
+    assert score_program.main(["--model", ship, "--as-training",
+                               str(text)]) == 0
+    printed = capsys.readouterr().out.splitlines()[-1].split()
+    assert printed[0] == "perplexity"
+    row = [r for r in result["stages"] if r["stage"] == entry["stage"]][0]
+    assert float(printed[1]) == pytest.approx(row["test_ppl"],
+                                              rel=FLOAT_PPL_RTOL, abs=1e-4)
+    # Refused: an existing --out (the copy), nothing changed.
+    before = os.path.getmtime(ship)
+    one = _one_line(capsys, lambda: export_program.main(
+        ["--model", out, "--out", ship]))
+    assert "exists" in one and os.path.getmtime(ship) == before
+    # A flag given: the file's model exported again at batch 1.
+    again = str(tmp_path / "batch1.tflite")
+    assert export_program.main(["--model", os.path.join(out, "compress"),
+                                "--batch-size", "1", "--out", again]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith("the model of %s's recommended file %s, the flags "
+                         "given winning" % (os.path.join(out, "compress"),
+                                            entry["path"]))
+    made = modeldir.read_config(again + ".json")
+    assert made["tflite"]["batch"] == 1
+    assert made["produced_by"]["source"] == os.path.abspath(os.path.join(
+        out, "compress", entry["model_dir"]))
+    assert made["produced_by"]["stage"] == "tflite_" + entry["format"]
+
+
+def _one_line(capsys, call):
+    with pytest.raises(SystemExit) as stop:
+        call()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]

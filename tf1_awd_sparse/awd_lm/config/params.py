@@ -116,12 +116,15 @@ taking the rest of the model's zeros (`compression_ops.matrix_targets`);
 blocks while 'magnitude' prunes (`compression_ops.group_lasso_loss`).""")
 
 CompressionConfig = _section(
-    "CompressionConfig", ("compress", "finetune_epochs", "finetune_lr",
+    "CompressionConfig", ("compress", "ship_ppl_target", "finetune_epochs",
+                          "finetune_lr",
                           "compress_sparsity_weight", "compress_controller",
                           "cut_scope", "finetune_optimizer",
                           "finetune_dropout_scale", "ramp_fraction"), """\
 The compression pipeline after the float model: the techniques
-(comma-separated), each stage's fine-tuning epochs, learning rate (None:
+(comma-separated; ``ship_ppl_target`` the perplexity target of the file
+it recommends, `compress_ship.recommend`), each stage's fine-tuning
+epochs, learning rate (None:
 lr / 4) and optimizer, the VD / L0 weight and its controller factor, the
 exact cut's scope ('matrix' or 'global'), the factor on every dropout
 rate in the compressed model's fine-tunings and the ramp's fraction of

@@ -77,8 +77,9 @@ DEFAULTS = {
     # the float model's trigger window); a ramp always runs plain SGD
     "finetune_optimizer": "ntasgd",
     # the fraction of finetune_epochs the ramp takes (the schedule or the
-    # KL / L0 weight's rise, up to the exact cut); the survivors the rest
-    "ramp_fraction": 0.4,
+    # KL / L0 weight's rise, up to the exact cut); the survivors the rest;
+    # ship_ppl_target: the recommended file's /ref target (compress_ship)
+    "ramp_fraction": 0.4, "ship_ppl_target": 1.05,
     # the factor on every dropout rate (dropout, dropouth, dropouti,
     # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
     # survivors, QAT; not the reference's): fewer weights, less to
@@ -141,6 +142,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "distill_temperature", "distill_teacher",
                  "finetune_optimizer", "finetune_dropout_scale",
                  "pruning_block", "table_sparsity", "group_lasso",
+                 "ship_ppl_target",
                  "ramp_fraction")
 
 
@@ -305,7 +307,7 @@ CHECKS = {
     "cut_scope": _choice(("matrix", "global")),
     "table_sparsity": functools.partial(check_real, low=0.0, high=1.0,
                                         high_open=True, allow_none=True),
-    "group_lasso": _NONNEGATIVE,
+    "group_lasso": _NONNEGATIVE, "ship_ppl_target": _POSITIVE,
     "ramp_fraction": functools.partial(check_real, low=0.0, high=1.0,
                                        low_open=True, high_open=True),
     "distill_weight": _NONNEGATIVE, "distill_temperature": _POSITIVE,

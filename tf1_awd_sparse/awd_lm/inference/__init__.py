@@ -2,7 +2,8 @@
 
   export       -- a checkpoint's model as a TFLite file, run and scored.
   model_files  -- a trained model's files: where a path's configuration
-                  is, a model directory written as a TFLite file.
+                  is, a model directory written as a TFLite file, a
+                  written file copied with its sidecar.
   lm_backends  -- the TensorFlow and TFLite backends.
   lm           -- `LanguageModel`, what users load.
 
@@ -20,4 +21,5 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "export_lm", "LMRunner", "tflite_perplexity",
         "weight_sparsity_of_tflite", "WEIGHT_FORMATS", "STORAGES",
         "check_formats"],
+    "tf1_awd_sparse.awd_lm.inference.model_files": ["copy_model_file"],
 })

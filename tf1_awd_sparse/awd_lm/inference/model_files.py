@@ -1,15 +1,18 @@
 """A trained model's files: where a path's configuration is
 (`resolve`: a model directory's config.json or a ``.tflite`` file's
 sidecar), and a model directory written as a TFLite file with its sidecar
-and its own vocabulary (`export_model`, public as `lm.export_model`).
+and its own vocabulary (`export_model`, public as `lm.export_model`), and
+a written file copied with both (`copy_model_file`).
 """
+import json
 import os
+import shutil
 
 from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.inference import export
 
-__all__ = ["resolve", "export_model"]
+__all__ = ["resolve", "export_model", "copy_model_file"]
 
 
 def resolve(path):
@@ -99,3 +102,54 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
         produced["lstm"] = lstm
     return modeldir.write_tflite_sidecar(path, params, config["words"],
                                          produced)
+
+
+def copy_model_file(source, path):
+    """Copies a ``.tflite`` file with its sidecar and its vocabulary to
+    ``path`` (``<path>.json``, ``<path>.vocab.txt``): the same bytes, the
+    sidecar naming the copies (``tflite.file``, ``vocab``) and the file
+    copied (``produced_by.source``). Each is written beside its place
+    and renamed over it once all three are whole, so a failure leaves
+    none. Reads no TensorFlow interpreter: a file that only TensorFlow
+    2.x runs copies on 1.x.
+
+    Args:
+      source: a ``.tflite`` file with its sidecar (`resolve`).
+      path: the copy.
+
+    Returns:
+      the copy's sidecar path.
+
+    Raises:
+      modeldir.ConfigError: ``source`` has no sidecar, or a bad one.
+      ValueError: ``path`` is ``source`` itself.
+      OSError: a file cannot be read or written.
+    """
+    config = modeldir.read_config(resolve(source)[0])
+    if os.path.exists(path) and os.path.samefile(source, path):
+        raise ValueError("--out %s: is the file to copy itself" % path)
+    with open(modeldir.sidecar_path(source), encoding="utf-8") as handle:
+        sidecar = json.load(handle)
+    sidecar["tflite"]["file"] = os.path.basename(path)
+    sidecar["vocab"] = os.path.basename(modeldir.vocab_path(path))
+    sidecar.setdefault("produced_by", {})["source"] = os.path.abspath(source)
+    places = [(os.path.join(config["directory"], config["vocab"]),
+               modeldir.vocab_path(path)), (None, modeldir.sidecar_path(path)),
+              (source, path)]
+    written = []
+    try:
+        for origin, place in places:
+            tmp = place + ".copy.tmp"
+            written.append(tmp)
+            if origin is None:
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    json.dump(sidecar, handle, indent=1, sort_keys=True)
+            else:
+                shutil.copyfile(origin, tmp)
+        for (_, place), tmp in zip(places, written):
+            os.replace(tmp, place)
+    finally:
+        for tmp in written:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return modeldir.sidecar_path(path)

@@ -15,6 +15,16 @@ is checked (its folder created, or refused when it is not a writable
 directory; an existing file refused without --overwrite) before any
 conversion.
 
+``--model`` may also be a compression pipeline's folder (``--compress-out``,
+by default ``<out>/<model>_compress``) or a run's ``--out`` holding one:
+without --format, --storage, --layout, --lstm, --batch-size and
+--num-steps, export copies the file the pipeline recommends (its
+summary.json's ``recommended``: the fastest within the perplexity target,
+`compress_ship.recommend`) with its sidecar and vocabulary, and says
+which; any of them given exports that file's model directory (``qat/``,
+``pruned/``) with the file's format, storage and LSTM ops, the flags
+given winning.
+
 Exit status: 0 written; 2 bad input (one line naming the flag or path,
 e.g. a checkpoint whose data file is missing or truncated).
 """
@@ -43,10 +53,12 @@ def parse_args(argv=None):
                             formatter_class=_raw())
     p.add_argument("--model", required=True, help="model directory "
                    "(with config.json)")
-    p.add_argument("--format", required=True, choices=FORMATS,
+    p.add_argument("--format", choices=FORMATS,
                    help="float, uint8 (a --quant model) or int8 (int8 "
-                   "weights, float activations)")
-    p.add_argument("--storage", choices=STORAGES, default="dense",
+                   "weights, float activations); needed for a model "
+                   "directory, a pipeline's folder defaults to its "
+                   "recommended file's")
+    p.add_argument("--storage", choices=STORAGES, default=None,
                    help="sparse: pruned weights in TFLite's sparse format "
                    "(float or int8; TensorFlow 2.x)")
     p.add_argument("--layout", choices=LAYOUTS, default=None,
@@ -55,12 +67,12 @@ def parse_args(argv=None):
                    "(the layouts TFLite's sparse kernels read: int8 1x16, "
                    "a width 16 does not divide padded to a multiple of "
                    "16; float 1x4), or one layout")
-    p.add_argument("--lstm", choices=LSTM_KINDS, default="unrolled",
+    p.add_argument("--lstm", choices=LSTM_KINDS, default=None,
                    help="fused: one builtin TFLite LSTM op per layer "
                    "(--format float or int8; with --storage sparse int8 "
                    "1x16 blocks; one token per call; TensorFlow 2.x)")
     p.add_argument("--out", required=True, help="the .tflite file to write")
-    p.add_argument("--batch-size", type=int, default=1,
+    p.add_argument("--batch-size", type=int, default=None,
                    help="the file's fixed batch (default 1)")
     p.add_argument("--num-steps", type=int, default=None,
                    help="the file's fixed window (default 10; 1, the only "
@@ -68,6 +80,16 @@ def parse_args(argv=None):
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out file")
     args = p.parse_args(argv)
+    _recommended(p, args)
+    if args.copy:
+        return args
+    if args.format is None:
+        p.error("--format is needed: --model %s is no compression "
+                "pipeline's folder (whose recommended file export writes "
+                "without it)" % args.model)
+    args.storage = args.storage or "dense"
+    args.lstm = args.lstm or "unrolled"
+    args.batch_size = 1 if args.batch_size is None else args.batch_size
     if args.layout is not None and args.storage != "sparse":
         p.error("--layout has no effect here: it needs --storage sparse "
                 "(a dense file stores no layout); leave it out")
@@ -82,6 +104,57 @@ def parse_args(argv=None):
             p.error("--%s must be >= 1, got %d"
                     % (flag.replace("_", "-"), getattr(args, flag)))
     return args
+
+
+#: The flags that shape the file: any of them given, a pipeline's folder
+#: re-exports its recommended file's model instead of copying the file.
+_SHAPING = ("format", "storage", "layout", "lstm", "batch_size", "num_steps")
+
+
+def _recommended(parser, args):
+    """Sets ``args.ship`` to (pipeline folder, `compress_ship.recommend`'s
+    entry) when --model is a compression pipeline's folder or a run's
+    --out holding one (None otherwise), and ``args.copy`` to whether the
+    file is copied (no flag of `_SHAPING` given); with one given,
+    --model becomes the file's model directory and --format, --storage,
+    --lstm not given the file's. Exits 2 (one line) on a folder holding
+    several pipelines, a summary without a recommendation, or flags for
+    a file of another model."""
+    from tf1_awd_sparse.awd_lm.config import modeldir   # no TensorFlow
+    from tf1_awd_sparse.awd_lm.training import compress_ship
+    args.ship, args.copy = None, False
+    if os.path.isfile(os.path.join(args.model, modeldir.CONFIG_FILE)):
+        return
+    try:
+        found = compress_ship.pipeline_dirs(args.model)
+        entry = compress_ship.read_recommendation(found[0]) \
+            if len(found) == 1 else None
+    except ValueError as e:
+        parser.error(str(e))
+    if not found:
+        return
+    if len(found) > 1:
+        parser.error("--model %s holds %d compression pipelines (%s): give "
+                     "one of them as --model" % (args.model, len(found),
+                                                 ", ".join(found)))
+    if entry is None:
+        parser.error("--model %s: its compression pipeline's summary.json "
+                     "names no recommended file (an older version's: "
+                     "awd-lm compress on the run writes one)" % found[0])
+    args.ship = (found[0], entry)
+    given = [k for k in _SHAPING if getattr(args, k) is not None]
+    if not given:
+        args.copy = True
+        return
+    if entry["model_dir"] is None:
+        parser.error("--%s: the recommended file %s is another model's, "
+                     "with no model directory to export again; give --model "
+                     "a model directory, or leave the flags out to copy the "
+                     "file" % (given[0].replace("_", "-"), entry["path"]))
+    args.model = os.path.join(found[0], entry["model_dir"])
+    for flag in ("format", "storage", "lstm"):
+        if getattr(args, flag) is None:
+            setattr(args, flag, entry[flag])
 
 
 def _raw():
@@ -130,6 +203,8 @@ def main(argv=None):
     _compat.graph_mode_program()   # TF 2.x: the v1 graph it converts
     from tf1_awd_sparse.awd_lm.config import modeldir
     from tf1_awd_sparse.awd_lm.inference import export, lm
+    if args.copy:
+        return _copy(args)
     try:
         if not os.path.isdir(args.model):
             raise ValueError("--model %s: not a directory" % args.model)
@@ -163,7 +238,35 @@ def main(argv=None):
             " (--storage sparse: no weight had the zeros to store sparse)"
             if args.storage == "sparse" else ""),
         ", " + args.layout if stored else "",
-        ", fused LSTM ops" if args.lstm == "fused" else "", sidecar))
+        ", fused LSTM ops" if args.lstm == "fused" else "", sidecar) + (
+            "; the model of %s's recommended file %s, the flags given "
+            "winning" % (args.ship[0], args.ship[1]["path"])
+            if args.ship else ""))
+    return 0
+
+
+def _copy(args):
+    """Copies a pipeline's recommended file, its sidecar and vocabulary to
+    --out (nothing written on failure); prints one line saying which."""
+    from tf1_awd_sparse.awd_lm.inference import model_files
+    folder, entry = args.ship
+    source = os.path.join(folder, entry["path"])
+    try:
+        check_out(args.out, args.overwrite)
+        sidecar = model_files.copy_model_file(source, args.out)
+    except ValueError as e:   # modeldir.ConfigError included
+        _cli.fail(e)
+    except OSError as e:
+        _cli.fail("--out %s: cannot write (%s)" % (args.out,
+                                                   e.strerror or e))
+    print("%s: %d bytes, copied from %s, the file %s recommends (%s, %s, "
+          "%s LSTM; ppl %.3f x ref, %s the %s x ref target); sidecar %s" % (
+              args.out, os.path.getsize(args.out), source, folder,
+              entry["format"] or "-", entry["storage"] or "-",
+              entry["lstm"] or "-", entry["ratio_to_reference"],
+              "the fastest within" if entry["within_target"] else
+              "the lowest perplexity, none within",
+              "%g" % entry["ship_ppl_target"], sidecar))
     return 0
 
 

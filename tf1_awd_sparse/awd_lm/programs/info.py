@@ -2,7 +2,10 @@
 
 * a model directory (config.json): stage, model, technique, sparsity,
   quant, perplexities, bytes of its checkpoint and of .tflite files in it;
-* a run's --out: its model directories, one line each;
+* a run's --out (or a compression pipeline's folder): its model
+  directories, one line each, then the file each compression pipeline in
+  it recommends (its summary.json's ``recommended``: the file, its bytes,
+  speed and perplexity against ``/ref``; `compress_ship.recommend`);
 * a .tflite file: its sidecar (``FILE.json``).
 
 Exit status: 0; 2 (one line naming the path) when it is none of these,
@@ -19,7 +22,8 @@ import os
 from tf1_awd_sparse.base import _cli
 
 
-__all__ = ["shown", "model_lines", "run_lines", "info_lines", "main"]
+__all__ = ["shown", "model_lines", "run_lines", "pipeline_lines",
+           "info_lines", "main"]
 
 
 def shown(value):
@@ -88,6 +92,29 @@ def run_lines(directory, inside):
     return lines
 
 
+def pipeline_lines(path):
+    """One line per compression pipeline at ``path`` or directly inside
+    it: the file it recommends, with its figures, as under its table.
+
+    Raises:
+      ValueError: a pipeline's summary.json that is not JSON (named).
+    """
+    # No TensorFlow, no numpy: the pipeline's summary.json only.
+    from tf1_awd_sparse.awd_lm.training import compress_ship
+    lines = []
+    for folder in compress_ship.pipeline_dirs(path):
+        entry = compress_ship.read_recommendation(folder)
+        if entry is None:
+            lines.append("  %s: compression pipeline, no recommended file "
+                         "in its summary.json (an older version's: awd-lm "
+                         "compress on the run writes one, retraining "
+                         "nothing)" % folder)
+        else:
+            lines.append("  %s: %s" % (folder,
+                                       compress_ship.recommended_line(entry)))
+    return lines
+
+
 def info_lines(path):
     """The lines ``awd-lm info`` prints for ``path``.
 
@@ -103,7 +130,7 @@ def info_lines(path):
         return model_lines(path)
     inside = modeldir.model_dirs_in(path)
     if inside:
-        return run_lines(path, inside)
+        return run_lines(path, inside) + pipeline_lines(path)
     if os.path.isfile(path) and path.endswith(".tflite"):
         sidecar = modeldir.sidecar_path(path)
         if not os.path.isfile(sidecar):

@@ -131,6 +131,10 @@ HELP = {
     "and tied decoder) own fraction of zeros; the kernels share the rest of "
     "the model's zeros, --target-sparsity x all weights (default: every "
     "matrix at --target-sparsity; with --cut-scope matrix)",
+    "ship_ppl_target": "--compress: the recommended file (under the table, "
+    "in summary.json, awd-lm info and export) is the fastest TFLite file "
+    "whose test perplexity is at most this x /ref's, ties the smallest; "
+    "none within it: the lowest perplexity",
     "ramp_fraction": "--compress: the fraction of --finetune-epochs the "
     "ramp takes (magnitude's schedule, the VD / L0 weight's rise) before "
     "the exact cut; the survivors are fine-tuned for the rest",

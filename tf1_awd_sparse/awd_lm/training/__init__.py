@@ -31,6 +31,8 @@ A command's run and the compression pipeline:
                         checkpoints).
   compress_rows      -- its rows and table.
   compress_tflite    -- the TFLite export and scoring of its last stages.
+  compress_ship      -- the file to ship: the rule that picks it from the
+                        rows, its line, and a run's pipelines read back.
   compress_plot      -- its validation curves.
 
 Floors of awd_lm, bottom up: corpus, config, graph, inference, training,
@@ -52,4 +54,7 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "flag_name"],
     "tf1_awd_sparse.awd_lm.training.compress": [
         "run_pipeline", "format_table"],
+    "tf1_awd_sparse.awd_lm.training.compress_ship": [
+        "recommend", "recommended_line", "pipeline_dirs",
+        "read_recommendation"],
 })

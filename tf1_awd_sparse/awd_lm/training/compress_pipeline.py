@@ -16,6 +16,7 @@ from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import (
     compress_cuts as cuts, compress_plot, compress_rows as rows_,
     compress_stages as stages, compress_tflite, records, rundir, train)
+from tf1_awd_sparse.awd_lm.training import compress_ship
 
 __all__ = ["Pipeline", "run_pipeline", "sparsify", "ramp_and_cut", "prune",
            "quantize"]
@@ -117,7 +118,9 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
 
     Returns:
       ``{"stages": [row, ...], "table": [lines], "chosen": technique,
-      "target_sparsity": float}`` (also summary.json).
+      "target_sparsity": float, "recommended": the file to ship}`` (also
+      summary.json; `compress_ship.recommend`, its line the table's
+      last).
 
     Raises:
       ValueError: no technique, or an unknown one.
@@ -162,6 +165,11 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     result = {"stages": rows, "table": rows_.format_table(rows),
               "chosen": chosen, "chosen_reached_target": chosen_reached,
               "target_sparsity": target, "cut_scope": scope}
+    # The file to ship, from the rows; its line the table's last.
+    result["recommended"] = compress_ship.recommend(
+        rows, pipeline.params.compression.ship_ppl_target)
+    result["table"].append(compress_ship.recommended_line(
+        result["recommended"]))
     if table is not None:
         result["table_sparsity"] = table
     with open(pipeline.dir.summary_file, "w") as handle:
