@@ -222,3 +222,18 @@ def test_the_documented_command_compresses(trained, tmp_path, capsys):
     assert result["chosen"] == "magnitude"
     assert result["target_sparsity"] == 0.5
     assert "tflite_uint8" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, small_dense", [([], False),
+                                                (["--small-dense"], True)])
+def test_small_dense_reaches_the_pipeline(trained, tmp_path, monkeypatch,
+                                          flags, small_dense):
+    """--small-dense (issue 55, item 3): the pipeline's parameters say
+    whether to train the small-dense model (off by default; the pipeline
+    itself is stubbed, tests/awd_lm/training/test_compress.py runs it)."""
+    out = _copy(trained, tmp_path)
+    calls = []
+    monkeypatch.setattr(compress, "run_pipeline", lambda *args, **kwargs: (
+        calls.append(args), {"table": ["(table)"]})[1])
+    assert compress_program.main(["--out", out] + COMPRESS + flags) == 0
+    assert calls[0][1]["small_dense"] is small_dense

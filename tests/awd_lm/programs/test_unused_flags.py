@@ -19,6 +19,7 @@ UNUSED = [
     (["--target-sparsity", "0.5"], "--target-sparsity", "--compress"),
     (["--pruning-block", "16"], "--pruning-block", "--compress"),
     (["--finetune-epochs", "2"], "--finetune-epochs", "--compress"),
+    (["--small-dense"], "--small-dense", "--compress"),
     (["--quant-delay", "5"], "--quant-delay", "--quant or --compress"),
     (["--weight-bits", "4"], "--weight-bits", "--quant or --compress"),
     (["--pruning-end-step", "50"], "--pruning-end-step",

@@ -40,8 +40,8 @@ def _params():
         "compress_sparsity_weight": 0.002, "patience": 9})
 
 
-def _run(out, resume=False, float_dir=None):
-    corpus, params = _corpus(), _params()
+def _run(out, resume=False, float_dir=None, **changes):
+    corpus, params = _corpus(), dict(_params(), **changes)
     float_params, _ = presets.split_quant(params)
     float_dir = float_dir or os.path.join(out, "float")
     summary = train.run(corpus, float_params, float_dir, resume=True,
@@ -689,6 +689,140 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
         quant, pruning="fixed", **scaled)
     assert dict(compress_stages.model_params(params, pruning="fixed")) == \
         dict(base, pruning="fixed")
+
+
+@pytest.fixture(scope="module")
+def small_dense(reference, tmp_path_factory):
+    """The reference run's pipeline resumed with --small-dense (its other
+    stages finished): (out, result)."""
+    ref_out, _ = reference
+    out = str(tmp_path_factory.mktemp("small_dense"))
+    shutil.copytree(os.path.join(ref_out, "compress"),
+                    os.path.join(out, "compress"))
+    return out, _run(out, resume=True,
+                     float_dir=os.path.join(ref_out, "float"),
+                     small_dense=True)
+
+
+def test_small_dense_rows_are_the_files_of_a_narrower_dense_model(
+        reference, small_dense):
+    """--small-dense (issue 55, item 3): beside the compressed rows, a
+    dense model of emb_size = hidden_size = w trained from scratch for the
+    float model's epochs, then QAT; its uint8 file within the bytes of
+    the smallest compressed file (read from the disk), scored and timed
+    with the others; summary.json and the table's line say what the files
+    say."""
+    from tf1_awd_sparse.awd_lm import LanguageModel
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    ref_out, ref = reference
+    out, result = small_dense
+    root = os.path.join(out, "compress")
+    dense = ["small_dense", "small_dense_qat", "small_dense_uint8"] + (
+        ["small_dense_int8"] if sparse_storage.available() else [])
+    compressed = [r["stage"] for r in ref["stages"]]
+    assert [r["stage"] for r in result["stages"]] == compressed + dense
+    for got, want in zip(result["stages"], ref["stages"]):   # unchanged
+        assert (got["technique"], got["bytes"]) == (want["technique"],
+                                                    want["bytes"])
+        assert got["test_ppl"] == pytest.approx(want["test_ppl"], rel=1e-9)
+    files = {stage: os.path.getsize(os.path.join(root, stage + ".tflite"))
+             for stage in compressed if stage.startswith("tflite_")}
+    budget = min(files.values())
+    rows = dict((r["stage"], r) for r in result["stages"])
+    width = rows["small_dense"]["emb_size"]
+    size = os.path.getsize(os.path.join(root, "small_dense_uint8.tflite"))
+    assert size <= budget and rows["small_dense_uint8"]["bytes"] == size
+    # The float run: the narrower model from scratch, the float recipe
+    # for the float model's epochs; its QAT from its best checkpoint.
+    with open(os.path.join(ref_out, "float", "summary.json")) as handle:
+        float_epochs = json.load(handle)["epochs_run"]
+    run = os.path.join(root, "small_dense_e%d" % width)
+    config = modeldir.read_config(os.path.join(run, "config.json"))
+    params = config["params"]
+    assert (params["emb_size"], params["hidden_size"], params["num_layers"],
+            params["vocab_size"], params["max_epochs"], params["lr"]) == (
+                width, width, 2, len(_corpus().vocab), float_epochs,
+                _params()["lr"])
+    assert config["produced_by"]["init_from"] is None
+    qat = modeldir.read_config(os.path.join(run + "_qat", "config.json"))
+    assert qat["params"]["quant"] is True
+    assert qat["produced_by"]["init_from"] == train.best_checkpoint(run)
+    test = os.path.join(out, "test.txt")
+    data.write_ptb(_corpus(), out)
+    for stage in dense:
+        row = rows[stage]
+        assert row["technique"] == "small-dense e=%d" % width
+        if "8" not in stage:   # a uint8 weight may round to its zero point
+            assert row["nonzero_weights"] == row["total_weights"]
+        assert row["reached_target"] is None
+        assert row["budget_bytes"] == budget
+        path = (os.path.join(root, stage + ".tflite") if "8" in stage
+                else run + ("_qat" if stage.endswith("qat") else ""))
+        lm = LanguageModel.load(path)
+        assert lm.evaluate(test)["perplexity"] == pytest.approx(
+            row["test_ppl"], rel=FLOAT_PPL_RTOL), stage
+        lm.close()
+        if "8" in stage:
+            assert row["ms_per_token"] > 0
+            assert ("x_fastest_dense" in row) == sparse_storage.available()
+    smallest = min(files, key=files.get)
+    with open(os.path.join(root, "summary.json")) as handle:
+        written = json.load(handle)
+    assert written["stages"] == result["stages"]
+    better = rows[smallest]["test_ppl"] < rows["small_dense_uint8"][
+        "test_ppl"]
+    assert written["small_dense"] == {
+        "emb_size": width, "budget_bytes": budget, "budget_from": smallest,
+        "bytes": size, "test_ppl": rows["small_dense_uint8"]["test_ppl"],
+        "epochs": rows["small_dense"]["epochs"],
+        "compressed_bytes": files[smallest],
+        "compressed_test_ppl": rows[smallest]["test_ppl"],
+        "compressed_is_better": better}
+    line, = [l for l in result["table"] if l.startswith("small-dense:")]
+    assert line.startswith("small-dense: emb_size = hidden_size = %d"
+                           % width)
+    assert line.endswith("large-sparse %s small-dense here"
+                         % ("beats" if better else "does not beat"))
+    assert any(r.startswith("small_dense_uint8 | small-dense e=%d " % width)
+               for r in result["table"])
+
+
+def test_a_run_killed_in_the_small_dense_stage_resumes_there(
+        reference, small_dense, tmp_path, monkeypatch):
+    """Killed before the small-dense QAT run, then resumed: the float run
+    is not trained again and the rows are the uninterrupted run's."""
+    ref_out, _ = reference
+    _, want = small_dense
+    out = str(tmp_path)
+    shutil.copytree(os.path.join(ref_out, "compress"),
+                    os.path.join(out, "compress"))
+    original = train.run
+
+    def killing_run(corpus, params, run_dir, *args, **kwargs):
+        if os.path.basename(run_dir).startswith("small_dense") and \
+                run_dir.endswith("_qat"):
+            raise _Killed()
+        return original(corpus, params, run_dir, *args, **kwargs)
+
+    monkeypatch.setattr(train, "run", killing_run)
+    float_dir = os.path.join(ref_out, "float")
+    with pytest.raises(_Killed):
+        _run(out, resume=True, float_dir=float_dir, small_dense=True)
+    width = [r for r in want["stages"] if r["stage"] == "small_dense"][0][
+        "emb_size"]
+    state = os.path.join(out, "compress", "small_dense_e%d" % width,
+                         "state.json")
+    with open(state) as handle:
+        before = handle.read()
+    monkeypatch.setattr(train, "run", original)
+    got = _run(out, resume=True, float_dir=float_dir, small_dense=True)
+    with open(state) as handle:
+        assert handle.read() == before   # not trained again
+    assert [r["stage"] for r in got["stages"]] == [
+        r["stage"] for r in want["stages"]]
+    for g, w in zip(got["stages"], want["stages"]):
+        assert (g["technique"], g["bytes"]) == (w["technique"], w["bytes"])
+        assert g["test_ppl"] == pytest.approx(w["test_ppl"], rel=1e-9)
 
 
 def _ship_rule(rows, target):

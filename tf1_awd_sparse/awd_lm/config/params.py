@@ -120,15 +120,17 @@ CompressionConfig = _section(
                           "finetune_lr",
                           "compress_sparsity_weight", "compress_controller",
                           "cut_scope", "finetune_optimizer",
-                          "finetune_dropout_scale", "ramp_fraction"), """\
+                          "finetune_dropout_scale", "ramp_fraction",
+                          "small_dense"), """\
 The compression pipeline after the float model: the techniques
 (comma-separated; ``ship_ppl_target`` the perplexity target of the file
 it recommends, `compress_ship.recommend`), each stage's fine-tuning
 epochs, learning rate (None:
 lr / 4) and optimizer, the VD / L0 weight and its controller factor, the
 exact cut's scope ('matrix' or 'global'), the factor on every dropout
-rate in the compressed model's fine-tunings and the ramp's fraction of
-the epochs.""")
+rate in the compressed model's fine-tunings, the ramp's fraction of
+the epochs and whether a small-dense model of the compressed file's
+bytes trains beside it.""")
 
 DistillConfig = _section(
     "DistillConfig", ("distill_weight", "distill_temperature",

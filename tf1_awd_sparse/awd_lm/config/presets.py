@@ -79,7 +79,8 @@ DEFAULTS = {
     # the fraction of finetune_epochs the ramp takes (the schedule or the
     # KL / L0 weight's rise, up to the exact cut); the survivors the rest;
     # ship_ppl_target: the recommended file's /ref target (compress_ship)
-    "ramp_fraction": 0.4, "ship_ppl_target": 1.05,
+    # small_dense: a dense model of its smallest file's bytes beside it
+    "ramp_fraction": 0.4, "ship_ppl_target": 1.05, "small_dense": False,
     # the factor on every dropout rate (dropout, dropouth, dropouti,
     # dropoute, wdrop) in the compressed model's fine-tunings (ramp,
     # survivors, QAT; not the reference's): fewer weights, less to
@@ -142,8 +143,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "distill_temperature", "distill_teacher",
                  "finetune_optimizer", "finetune_dropout_scale",
                  "pruning_block", "table_sparsity", "group_lasso",
-                 "ship_ppl_target",
-                 "ramp_fraction")
+                 "ship_ppl_target", "ramp_fraction", "small_dense")
 
 
 def split_quant(params):
@@ -315,7 +315,7 @@ CHECKS = {
     "finetune_optimizer": _choice(("sgd", "ntasgd")),
     "finetune_dropout_scale": functools.partial(check_real, low=0.0,
                                                 high=1.0),
-    "average_from_start": check_bool,
+    "average_from_start": check_bool, "small_dense": check_bool,
     "pruning_block": check_positive_int,
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.

@@ -138,6 +138,11 @@ HELP = {
     "ramp_fraction": "--compress: the fraction of --finetune-epochs the "
     "ramp takes (magnitude's schedule, the VD / L0 weight's rise) before "
     "the exact cut; the survivors are fine-tuned for the rest",
+    "small_dense": "--compress: also train a small-dense model, the thing "
+    "to do instead of compressing: the same architecture narrower "
+    "(emb_size = hidden_size) so that its uint8 file has the bytes of the "
+    "compressed model's smallest file, from scratch for the float model's "
+    "epochs, then quantization-aware; its rows small_dense* in the table",
     "group_lasso": "--compress magnitude: weight G of a group lasso on the "
     "pruned weights' 1 x k blocks in the ramp (not the survivors' "
     "fine-tuning): loss + G * sum over blocks of sqrt(entries) * L2 norm "
@@ -160,7 +165,8 @@ HELP = {
 }
 
 # Options declared by hand above the generated per-parameter flags.
-EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight")
+EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight",
+            "small_dense")
 
 
 def _parameter(key):
@@ -253,6 +259,9 @@ def parse_args(argv=None, prog="awd-lm train", description=None):
                        default=None, metavar="FLOAT",
                        help="--quant: fine-tuning learning rate (default "
                        "--lr / 4)")
+    group.add_argument("--small-dense", dest="small_dense",
+                       action="store_true", default=None,
+                       help=HELP["small_dense"])
     checks = {"threads": check_nonnegative_int,
               "sparsity_weight": CHECKS["sparsity_weight"],
               "quant_lr": CHECKS["quant_lr"]}

@@ -15,7 +15,8 @@ from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import (
     compress_cuts as cuts, compress_plot, compress_rows as rows_,
-    compress_stages as stages, compress_tflite, records, rundir, train)
+    compress_small_dense as small_dense, compress_stages as stages,
+    compress_tflite, records, rundir, train)
 from tf1_awd_sparse.awd_lm.training import compress_ship
 
 __all__ = ["Pipeline", "run_pipeline", "sparsify", "ramp_and_cut", "prune",
@@ -158,13 +159,21 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     rows.append(rows_.row("qat", chosen, quant, pipeline.float_ppl,
                           cuts.effective_weights(quant_best,
                                                  quant["params"])))
+    # --small-dense: its files timed in the same rounds as the others.
+    more = (lambda files: small_dense.small_dense_rows(pipeline, files,
+                                                       progress)) \
+        if pipeline.params.compression.small_dense else None
     rows += compress_tflite.tflite_rows(
         pipeline, chosen, (pipeline.model_params(pruning="fixed"), pruned),
-        (quant["params"], quant_best), progress)
+        (quant["params"], quant_best), progress, more)
     rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
     result = {"stages": rows, "table": rows_.format_table(rows),
               "chosen": chosen, "chosen_reached_target": chosen_reached,
               "target_sparsity": target, "cut_scope": scope}
+    dense = small_dense.summary_of(rows)
+    if dense is not None:
+        result["small_dense"] = dense
+        result["table"].append(small_dense.verdict_line(dense))
     # The file to ship, from the rows; its line the table's last.
     result["recommended"] = compress_ship.recommend(
         rows, pipeline.params.compression.ship_ppl_target)

@@ -85,10 +85,12 @@ def tflite_row(stage, technique, ppl, float_ppl, counts, shapes, extra):
 
 def mark(rows, target, reference_ppl, scope="matrix"):
     """Adds ``target_sparsity``, ``reached_target`` (`records.reached`;
-    None for the float and reference rows) and ``ratio_to_reference`` to
-    each row."""
+    None for the float and reference rows and the small-dense model's,
+    ``small_dense*``: dense models) and ``ratio_to_reference`` to each
+    row."""
     for r in rows:
-        compressed = r["stage"] not in ("float", "reference")
+        compressed = r["stage"] not in ("float", "reference") and \
+            not r["stage"].startswith("small_dense")
         r["target_sparsity"] = target
         r["reached_target"] = records.reached(r, target, scope) \
             if compressed else None
@@ -202,7 +204,11 @@ ASKED = {"tflite_float": "the pruned model, float",
          "tflite_int8": "the qat model's int8 weights (float activations) "
                         "stored sparse",
          "tflite_int8_fused": "the same in 1 x 16 blocks, one builtin LSTM "
-                              "op per layer, one token a call"}
+                              "op per layer, one token a call",
+         "small_dense_uint8": "the small-dense model's qat run, fully "
+                              "8-bit (uint8)",
+         "small_dense_int8": "the small-dense model's qat run's int8 "
+                             "weights (float activations), dense"}
 
 
 def _file_line(r):

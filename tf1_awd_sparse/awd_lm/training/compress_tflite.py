@@ -17,14 +17,15 @@ from tf1_awd_sparse.awd_lm.training.compress_cuts import made_from
 from tf1_awd_sparse.awd_lm.training.compress_rows import (file_bytes,
                                                           tflite_row)
 
-__all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "tflite_rows", "stored",
-           "time_rows"]
+__all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "tflite_rows", "export_shape",
+           "scored_file", "stored", "time_rows"]
 
 #: Steps per call of the exported TFLite models.
 EXPORT_STEPS = 10
 
 
-def tflite_rows(pipeline, technique, pruned, quant, progress=None):
+def tflite_rows(pipeline, technique, pruned, quant, progress=None,
+                more=None):
     """Stages 5 to 8: exports the TFLite models (unless done) and scores
     them with the interpreter over the whole test stream: float, uint8 and
     (TF 2.x) the QAT model's int8 weights stored sparse, unrolled and with
@@ -37,16 +38,17 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None):
       pruned, quant: (parameters, checkpoint prefix) of the pruned model
         and of its quantization-aware fine-tuning.
       progress: None or a tqdm-like class.
+      more: None, or a function ``rows -> (rows, {stage: runner})`` of
+        more files, given these rows before they are timed, whose rows are
+        timed with them in the same rounds (`time_rows`; the small-dense
+        model's, `compress_small_dense.small_dense_rows`).
 
     Returns:
-      the rows (`compress_rows.tflite_row`), each with ``ms_per_token``.
+      the rows (`compress_rows.tflite_row`), each with ``ms_per_token``,
+      then ``more``'s.
     """
     params = as_params(pruned[0])
-    # A short window keeps the unrolled graph (each step adds its ops to
-    # the file) small beside the weights; the state carries across.
-    batch = params.optimization.eval_batch_size
-    steps = min(params.optimization.bptt, EXPORT_STEPS)
-    test = data.batchify(pipeline.corpus.test, batch)
+    batch, steps = export_shape(params)
     rows, runners = [], {}
     files = [("tflite_float", pruned, {}), ("tflite_uint8", quant, {})]
     if sparse_storage.available():
@@ -56,31 +58,70 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None):
                       {"weights": "int8", "storage": "sparse",
                        "lstm": "fused"}))
     for stage, (stage_params, checkpoint), formats in files:
-        path = pipeline.dir.tflite_file(stage)
-        source = made_from(technique, checkpoint)
-        if pipeline.done.get(stage) != source or not os.path.exists(path):
-            export.export_lm(stage_params, checkpoint, path, batch,
-                             1 if formats.get("lstm") else steps, **formats)
-            pipeline.record(stage, source)
-        ppl, _, tokens = export.tflite_perplexity(path, test, progress)
-        shapes = export.weight_shapes(stage_params)
-        zeros, total = export.weight_sparsity_of_tflite(path, shapes)
-        size, gz = file_bytes(path)
-        modeldir.write_tflite_sidecar(
-            path, stage_params, pipeline.corpus.vocab,
-            modeldir.produced_by(stage_params, stage=stage,
-                                 technique=technique, test_ppl=ppl,
-                                 sparsity=zeros / float(total)))
-        runners[stage] = export.LMRunner(path)
-        rows.append(tflite_row(stage, technique, ppl, pipeline.float_ppl,
-                               (zeros, total), shapes,
-                               {"bytes": size, "gzip_bytes": gz,
-                                "tokens_scored": tokens,
-                                "stored": stored(path)}))
+        row, runners[stage] = scored_file(pipeline, stage, technique,
+                                          (stage_params, checkpoint),
+                                          formats, progress)
+        rows.append(row)
+    if more is not None:
+        extra_rows, extra_runners = more(rows)
+        rows += extra_rows
+        runners.update(extra_runners)
     if sparse_storage.available():
         runners[FASTEST_DENSE] = _fastest_dense(pipeline, technique, quant,
                                                 batch, steps)
     return time_rows(rows, runners)
+
+
+def export_shape(params):
+    """(batch, steps per call) of the pipeline's unrolled files: the
+    evaluation batch, and a short window (each step adds its ops to the
+    file), the state carried across."""
+    params = as_params(params)
+    return (params.optimization.eval_batch_size,
+            min(params.optimization.bptt, EXPORT_STEPS))
+
+
+def scored_file(pipeline, stage, technique, model, formats, progress=None):
+    """One TFLite file of the pipeline: exported unless done from the same
+    checkpoint (`made_from`, recorded under ``stage``), its sidecar
+    written, scored with the interpreter over the whole test stream.
+
+    Args:
+      pipeline: the run (`compress_pipeline.Pipeline`).
+      stage: the row's stage, also the file's name (``<stage>.tflite``).
+      technique: recorded with the file and in the row.
+      model: (parameters, checkpoint prefix) to export.
+      formats: `export.export_lm`'s keyword arguments (``weights``,
+        ``storage``, ``lstm``); ``lstm`` files take one token a call.
+      progress: None or a tqdm-like class.
+
+    Returns:
+      (row, runner): `compress_rows.tflite_row` (``bytes``,
+      ``gzip_bytes``, ``tokens_scored``, ``stored``) and the file's
+      `export.LMRunner`, to be timed.
+    """
+    stage_params, checkpoint = model
+    batch, steps = export_shape(stage_params)
+    test = data.batchify(pipeline.corpus.test, batch)
+    path = pipeline.dir.tflite_file(stage)
+    source = made_from(technique, checkpoint)
+    if pipeline.done.get(stage) != source or not os.path.exists(path):
+        export.export_lm(stage_params, checkpoint, path, batch,
+                         1 if formats.get("lstm") else steps, **formats)
+        pipeline.record(stage, source)
+    ppl, _, tokens = export.tflite_perplexity(path, test, progress)
+    shapes = export.weight_shapes(stage_params)
+    zeros, total = export.weight_sparsity_of_tflite(path, shapes)
+    size, gz = file_bytes(path)
+    modeldir.write_tflite_sidecar(
+        path, stage_params, pipeline.corpus.vocab,
+        modeldir.produced_by(stage_params, stage=stage, technique=technique,
+                             test_ppl=ppl, sparsity=zeros / float(total)))
+    return (tflite_row(stage, technique, ppl, pipeline.float_ppl,
+                       (zeros, total), shapes,
+                       {"bytes": size, "gzip_bytes": gz,
+                        "tokens_scored": tokens, "stored": stored(path)}),
+            export.LMRunner(path))
 
 
 #: The schema's names of the tensor types (TensorType).
@@ -144,7 +185,8 @@ def _fastest_dense(pipeline, technique, quant, batch, steps):
 
 
 def time_rows(rows, runners, rounds=5, repeats=4):
-    """Adds ``ms_per_token`` to each row: the median of ``rounds`` timings
+    """Adds ``ms_per_token`` to each row with a runner (a TF stage's row
+    has none and is left as it is): the median of ``rounds`` timings
     (`LMRunner.time_per_token` of ``repeats`` calls) of its stage's runner
     in ``runners`` ({stage: runner}), the models timed in turn so that
     they share the machine's load alike; with a `FASTEST_DENSE` runner,
@@ -156,7 +198,7 @@ def time_rows(rows, runners, rounds=5, repeats=4):
         for stage, runner in runners.items():
             times[stage].append(runner.time_per_token(repeats=repeats))
     base = times.get(FASTEST_DENSE)
-    for r in rows:
+    for r in (r for r in rows if r["stage"] in times):
         r["ms_per_token"] = 1e3 * float(np.median(times[r["stage"]]))
         if base:
             r["fastest_dense_ms"] = 1e3 * float(np.median(base))
