@@ -21,6 +21,7 @@ uint8 softmax has no resolution below 1/256 for the probability of a
 word.
 """
 import os
+import struct
 import time
 
 import numpy as np
@@ -32,7 +33,7 @@ from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.inference import fused_export
 from tf1_awd_sparse.export import eval_graph, fused_lstm, graphdef
-from tf1_awd_sparse.export import sparse_storage
+from tf1_awd_sparse.export import sparse_storage, tflite_file
 from tf1_awd_sparse.export.runner import TFLiteRunner, open_interpreter
 
 __all__ = ["export_lm", "WEIGHT_FORMATS", "STORAGES", "check_formats",
@@ -521,10 +522,31 @@ def _weight_tensors(path, interpreter):
                 in sparse_storage.constant_arrays(path)]
     reader = open_interpreter(path, interpreter)
     reader.allocate_tensors()
+    # Constants only: an activation can have a weight's shape (a width-1
+    # model's kernel [4, 2] and its [batch 4, input + units 2] input).
+    constants = _constant_indices(path)
 
     def read(detail):
         zero_point = detail["quantization"][1] \
             if detail["dtype"] == np.uint8 else 0
         return reader.get_tensor(detail["index"]), zero_point
     return [(tuple(d["shape"]), lambda d=d: read(d))
-            for d in reader.get_tensor_details()]
+            for d in reader.get_tensor_details() if d["index"] in constants]
+
+
+def _constant_indices(path):
+    """The indices of the tensors of a file's first subgraph that hold
+    data (its constants), read from the file (`tflite_file`)."""
+    buf = tflite_file.verify(path)
+    root = tflite_file.root(buf)
+    buffers = tflite_file.tables(buf, root, "Model", "buffers")
+    graph = tflite_file.tables(buf, root, "Model", "subgraphs")[0]
+    found = set()
+    for index, tensor in enumerate(tflite_file.tables(buf, graph, "SubGraph",
+                                                      "tensors")):
+        data = tflite_file.subtable(buf, buffers[tflite_file.scalar(
+            buf, tensor, "Tensor", "buffer")], "Buffer", "data")
+        # A data vector is its length, then the bytes.
+        if data is not None and struct.unpack_from("<I", buf, data)[0]:
+            found.add(index)
+    return found

@@ -205,10 +205,13 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
 
 def summary_of(rows):
     """summary.json's ``small_dense`` entry, from the rows: the width, the
-    budget and the file it came from, the small-dense uint8 file's bytes
-    and test perplexity, the budget file's, and whether the compressed
-    file is better (lower test perplexity) at no more bytes. None without
-    small-dense rows."""
+    budget and the file it came from, the small-dense uint8 file's bytes,
+    whether they are within the budget (``within_budget``: a uint8 file's
+    unrolled graph alone can outweigh a small compressed file, a fused
+    one's, and then no width fits) and its test perplexity, the budget
+    file's bytes and test perplexity, and ``compressed_is_better``: the
+    budget file's test perplexity is the lower. None without small-dense
+    rows."""
     by_stage = dict((r["stage"], r) for r in rows)
     dense = by_stage.get("small_dense_uint8")
     if dense is None:
@@ -216,7 +219,9 @@ def summary_of(rows):
     result = {"emb_size": dense["emb_size"],
               "budget_bytes": dense["budget_bytes"],
               "budget_from": dense["budget_from"],
-              "bytes": dense["bytes"], "test_ppl": dense["test_ppl"],
+              "bytes": dense["bytes"],
+              "within_budget": dense["bytes"] <= dense["budget_bytes"],
+              "test_ppl": dense["test_ppl"],
               "epochs": by_stage["small_dense"]["epochs"]}
     compressed = by_stage.get(dense["budget_from"])
     if compressed is not None:
@@ -224,8 +229,7 @@ def summary_of(rows):
             compressed_bytes=compressed["bytes"],
             compressed_test_ppl=compressed["test_ppl"],
             compressed_is_better=bool(
-                compressed["test_ppl"] < dense["test_ppl"]
-                and compressed["bytes"] <= dense["budget_bytes"]))
+                compressed["test_ppl"] < dense["test_ppl"]))
     return result
 
 
@@ -234,8 +238,10 @@ def verdict_line(summary):
     compressed file of the same bytes (``summary``: `summary_of`'s)."""
     head = ("small-dense: emb_size = hidden_size = %d, trained from scratch "
             "(%s epochs) then quantization-aware; its uint8 file %d bytes "
-            "(budget %d)" % (summary["emb_size"], summary["epochs"],
-                             summary["bytes"], summary["budget_bytes"]))
+            "(budget %d%s)" % (
+                summary["emb_size"], summary["epochs"], summary["bytes"],
+                summary["budget_bytes"], "" if summary["within_budget"]
+                else ": over it, no uint8 file of the model fits"))
     if "compressed_test_ppl" not in summary:
         return head + ", test ppl %.2f" % summary["test_ppl"]
     return ("%s, test ppl %.2f; the compressed %s (%d bytes) %.2f: "
