@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import synthetic
 from tf1_awd_sparse.awd_lm.training import pipeline
 
@@ -107,6 +108,30 @@ def test_resume_refuses_a_flag_contradicting_the_plan(tmp_path, capsys):
     _, quant = plan.phases[0]
     assert quant.quantization.quant_delay == 2
     assert quant.stopping.max_epochs == 4
+
+
+def test_resume_may_change_the_shipping_target(tmp_path, capsys):
+    """--ship-ppl-target only picks among the files made: a resumed run
+    takes a new one (it reaches the compression's parameters), while a
+    flag of the planned training is still refused."""
+    from tf1_awd_sparse.awd_lm.programs import train as program
+    from support.lm import one_error_line
+    params = presets.params_for("demo", "awd", {
+        "compress": "magnitude", "ship_ppl_target": 1.05,
+        "target_sparsity": 0.9})
+    out = tmp_path / "run"
+    (out / "awd").mkdir(parents=True)
+    words = [synthetic.data.EOS] + ["w%d" % i for i in range(1, 1000)]
+    float_params = presets.split_quant(params)[0]
+    modeldir.write_config(str(out / "awd"), dict(float_params, vocab_size=1000),
+                          words, {"stage": "float", "data_dir": None,
+                                  "plan": runrecord.plan_entry(params)},
+                          checkpoint="best/model.ckpt")
+    plan = pipeline.plan_run(str(out), {"ship_ppl_target": 1.2}, resume=True)
+    assert as_params(plan.configs[0]).compression.ship_ppl_target == 1.2
+    line = one_error_line(capsys, lambda: program.main(
+        ["--out", str(out), "--resume", "--target-sparsity", "0.8"]))
+    assert "--target-sparsity 0.8 contradicts the run" in line
 
 
 def _write_0_3_0_run(out, name):

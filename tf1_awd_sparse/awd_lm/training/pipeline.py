@@ -141,7 +141,10 @@ def _model_params(out, preset, model, record, explicit, compress_only,
                                  or "none"))
         return as_params(presets.params_for(preset or "demo", model,
                                             explicit))
-    may_change = () if compress_only else ("max_epochs", "quant_epochs")
+    # More epochs extend a run; the shipping target only re-picks among
+    # the files made (it trains nothing).
+    may_change = () if compress_only else ("max_epochs", "quant_epochs",
+                                           "ship_ppl_target")
     # compress states its own compression: the run's planned one (if
     # any) does not bind it.
     conflicts = runrecord.explicit_conflicts(
