@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 
-from tf1_awd_sparse.export import quantized_graph, sparse_storage, tflite_file
+from tf1_awd_sparse.export import sparse_storage, tflite_audit, tflite_file
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import modeldir
@@ -140,7 +140,7 @@ def stored(path):
       ``{"constants": {type name: count}`` of the tensors holding data,
       ``"sparse_tensors"``: how many are stored sparse, ``"float_ops"``
       and ``"operators"``: the operators computing in float
-      (`quantized_graph.float_ops`) and all of them``}``.
+      (`tflite_audit.float_ops`) and all of them``}``.
 
     Raises:
       tflite_file.TFLiteFileError: not a whole TFLite file.
@@ -160,7 +160,7 @@ def stored(path):
             constants[_TYPE_NAMES.get(kind, "type%d" % kind)] += 1
     return {"constants": dict(constants),
             "sparse_tensors": len(sparse_storage.sparse_tensors(buf)),
-            "float_ops": len(quantized_graph.float_ops(buf)),
+            "float_ops": len(tflite_audit.float_ops(buf)),
             "operators": len(tflite_file.tables(buf, graph, "SubGraph",
                                                 "operators"))}
 
