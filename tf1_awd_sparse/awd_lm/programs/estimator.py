@@ -256,12 +256,13 @@ def main(argv=None, extra_flags=(), make_hooks=None):
       and so does a TensorFlow without ``tf.estimator`` (2.16+: the line
       names `ALTERNATIVE`). The JSON line: see `eval_line`.
     """
+    # Parsed first, so that --help answers on every version.
+    args = parse_args(argv, extra_flags)
     try:
         require_estimator()
     except EstimatorUnavailableError as e:
         _cli.fail(e)
-    return command_line(parse_args(argv, extra_flags), prepare, execute,
-                        make_hooks)
+    return command_line(args, prepare, execute, make_hooks)
 
 
 if __name__ == "__main__":  # as ``awd-lm estimator`` (`main.run_as_main`)
