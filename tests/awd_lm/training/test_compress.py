@@ -21,7 +21,7 @@ from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.export import sparse_storage
 from support import ROOT
 from support.versions import needs_litert
-from support.lm import FLOAT_LOG_PROB_ATOL, FLOAT_PPL_RTOL
+from support.lm import FLOAT_LOG_PROB_ATOL, FLOAT_PPL_RTOL, one_error_line
 
 TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
 
@@ -964,7 +964,7 @@ def test_export_of_the_run_writes_the_recommended_file(reference, tmp_path,
                                               rel=FLOAT_PPL_RTOL, abs=1e-4)
     # Refused: an existing --out (the copy), nothing changed.
     before = os.path.getmtime(ship)
-    one = _one_line(capsys, lambda: export_program.main(
+    one = one_error_line(capsys, lambda: export_program.main(
         ["--model", out, "--out", ship]))
     assert "exists" in one and os.path.getmtime(ship) == before
     # A flag given: the file's model exported again at batch 1.
@@ -980,12 +980,3 @@ def test_export_of_the_run_writes_the_recommended_file(reference, tmp_path,
     assert made["produced_by"]["source"] == os.path.abspath(os.path.join(
         out, "compress", entry["model_dir"]))
     assert made["produced_by"]["stage"] == "tflite_" + entry["format"]
-
-
-def _one_line(capsys, call):
-    with pytest.raises(SystemExit) as stop:
-        call()
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: "), err
-    return err[0]

@@ -76,6 +76,20 @@ def test_resume_after_ctrl_c_finishes_the_planned_quant_phase(tmp_path):
     assert quant["params"]["hmm_vocab"] == 50   # the run's own corpus
 
 
+def _planned_run(tmp_path, params):
+    """A run folder whose float phase recorded ``params``' plan and has
+    not finished (no checkpoint yet): ``tmp_path/run``."""
+    out = tmp_path / "run"
+    (out / "awd").mkdir(parents=True)
+    words = [synthetic.data.EOS] + ["w%d" % i for i in range(1, 1000)]
+    float_params = presets.split_quant(params)[0]
+    modeldir.write_config(str(out / "awd"), dict(float_params, vocab_size=1000),
+                          words, {"stage": "float", "data_dir": None,
+                                  "plan": runrecord.plan_entry(params)},
+                          checkpoint="best/model.ckpt")
+    return out
+
+
 def test_resume_refuses_a_flag_contradicting_the_plan(tmp_path, capsys):
     """A recorded plan binds: a --quant-delay other than the one planned
     is refused in one line naming it, nothing written; --quant-epochs
@@ -85,14 +99,7 @@ def test_resume_refuses_a_flag_contradicting_the_plan(tmp_path, capsys):
     params = presets.params_for("demo", "awd", {"quant": True,
                                                 "quant_delay": 2,
                                                 "quant_epochs": 1})
-    out = tmp_path / "run"
-    (out / "awd").mkdir(parents=True)
-    words = [synthetic.data.EOS] + ["w%d" % i for i in range(1, 1000)]
-    float_params = presets.split_quant(params)[0]
-    modeldir.write_config(str(out / "awd"), dict(float_params, vocab_size=1000),
-                          words, {"stage": "float", "data_dir": None,
-                                  "plan": runrecord.plan_entry(params)},
-                          checkpoint="best/model.ckpt")
+    out = _planned_run(tmp_path, params)
     before = sorted(os.listdir(str(out / "awd")))
     line = one_error_line(capsys, lambda: program.main(
         ["--out", str(out), "--resume", "--quant-delay", "5"]))
@@ -119,14 +126,7 @@ def test_resume_may_change_the_shipping_target(tmp_path, capsys):
     params = presets.params_for("demo", "awd", {
         "compress": "magnitude", "ship_ppl_target": 1.05,
         "target_sparsity": 0.9})
-    out = tmp_path / "run"
-    (out / "awd").mkdir(parents=True)
-    words = [synthetic.data.EOS] + ["w%d" % i for i in range(1, 1000)]
-    float_params = presets.split_quant(params)[0]
-    modeldir.write_config(str(out / "awd"), dict(float_params, vocab_size=1000),
-                          words, {"stage": "float", "data_dir": None,
-                                  "plan": runrecord.plan_entry(params)},
-                          checkpoint="best/model.ckpt")
+    out = _planned_run(tmp_path, params)
     plan = pipeline.plan_run(str(out), {"ship_ppl_target": 1.2}, resume=True)
     assert as_params(plan.configs[0]).compression.ship_ppl_target == 1.2
     line = one_error_line(capsys, lambda: program.main(
