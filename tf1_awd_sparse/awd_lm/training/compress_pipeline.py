@@ -167,23 +167,32 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
         pipeline, chosen, (pipeline.model_params(pruning="fixed"), pruned),
         (quant["params"], quant_best), progress, more)
     rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
-    result = {"stages": rows, "table": rows_.format_table(rows),
-              "chosen": chosen, "chosen_reached_target": chosen_reached,
-              "target_sparsity": target, "cut_scope": scope}
+    result = _summary(pipeline, rows, {
+        "chosen": chosen, "chosen_reached_target": chosen_reached,
+        "target_sparsity": target, "cut_scope": scope}, table)
+    with open(pipeline.dir.summary_file, "w") as handle:
+        json.dump(result, handle, indent=1)
+    compress_plot.plot(pipeline, [reference] + sparse_runs, chosen, quant)
+    return result
+
+
+def _summary(pipeline, rows, choice, table):
+    """summary.json's dict: the rows and their table, the ``choice``
+    (technique, target), the small-dense verdict where that model ran, the
+    file to ship (its line the table's last) and the table's own target
+    where one was given."""
+    result = dict({"stages": rows, "table": rows_.format_table(rows)},
+                  **choice)
     dense = small_dense.summary_of(rows)
     if dense is not None:
         result["small_dense"] = dense
         result["table"].append(small_dense.verdict_line(dense))
-    # The file to ship, from the rows; its line the table's last.
     result["recommended"] = compress_ship.recommend(
         rows, pipeline.params.compression.ship_ppl_target)
     result["table"].append(compress_ship.recommended_line(
         result["recommended"]))
     if table is not None:
         result["table_sparsity"] = table
-    with open(pipeline.dir.summary_file, "w") as handle:
-        json.dump(result, handle, indent=1)
-    compress_plot.plot(pipeline, [reference] + sparse_runs, chosen, quant)
     return result
 
 
