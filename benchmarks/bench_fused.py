@@ -52,7 +52,8 @@ import _timing  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 from tf1_awd_sparse.awd_lm.graph import model  # noqa: E402
 from tf1_awd_sparse.awd_lm.inference import export  # noqa: E402
-from tf1_awd_sparse.export import sparse_format  # noqa: E402
+from tf1_awd_sparse.awd_lm.inference import fused_export  # noqa: E402
+from tf1_awd_sparse.export import fused_lstm, sparse_format  # noqa: E402
 
 MODELS = [("ptb-small", (6990, 200, 200, 2))]
 TINY = [("tiny", (60, 16, 32, 2))]
@@ -120,10 +121,34 @@ def build(root, sizes, trained):
     paths = {}
     for name, kwargs, _, weights, _ in FILES:
         paths[name] = os.path.join(root, name.replace(" ", "_") + ".tflite")
+        if "table_rank" in kwargs:
+            _low_rank_file(paths[name], params, prefixes[weights],
+                           kwargs["table_rank"])
+            continue
         quant = kwargs["weights"] == "uint8"
         export.export_lm(dict(params, quant=quant, quant_delay=0),
                          prefixes[weights], paths[name], 1, 1, **kwargs)
     return paths
+
+
+def _low_rank_file(path, params, prefix, rank):
+    """The fused int8 1 x 16 file of ``prefix`` with a dense rank-``rank``
+    part of the table (`fused_lstm.fused_lm`'s ``low_rank``, random
+    N(0, 0.1) values: the speed does not depend on them)."""
+    table, layers, bias, clip, _ = fused_export.lm_arrays(params, prefix)
+    rng = np.random.RandomState(rank)
+    low_rank = (0.1 * rng.randn(table.shape[0], rank),
+                0.1 * rng.randn(table.shape[1], rank))
+    with open(path, "wb") as handle:
+        handle.write(fused_lstm.fused_lm(table, layers, bias, "int8-sparse",
+                                         1, clip, low_rank))
+
+
+def with_table_ranks(ranks):
+    """`FILES` plus one fused int8 1 x 16 file per rank in ``ranks`` whose
+    table has a dense low-rank part (``awd-lm train --table-rank``)."""
+    return FILES + [("fused 1x16 rank %d" % r, {"table_rank": r}, False,
+                     "1x16 blocks", None) for r in ranks]
 
 
 def interpreters(paths):
@@ -206,7 +231,13 @@ def main(argv=()):
     parser.add_argument("--model", default=None, metavar="QAT_DIR",
                         help="a trained quantization-aware model directory "
                         "instead of the random model")
+    parser.add_argument("--table-rank", type=int, action="append",
+                        default=[], metavar="R",
+                        help="also a fused int8 1 x 16 file whose table has "
+                        "a dense rank-R part (repeatable)")
     args = parser.parse_args(list(argv))
+    global FILES
+    FILES = with_table_ranks(args.table_rank)
     if not sparse_format.available():
         print("bench_fused needs TensorFlow 2.x (it writes the files with "
               "TF 2.x's schema module) and LiteRT")

@@ -16,7 +16,7 @@ from support.versions import IS_TF2, builtin_only
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
-from tf1_awd_sparse.export import fused_lstm, sparse_format
+from tf1_awd_sparse.export import fused_lstm, sparse_format, tflite_builder
 from tf1_awd_sparse.export.runner import TFLiteRunner
 
 needs_schema = pytest.mark.skipif(
@@ -110,7 +110,15 @@ def _q(value, axis=None):
     return np.clip(np.round(value / scale), -127, 127), scale
 
 
-def _hybrid_lm(table, layers, bias, ids, folded, cell_clip=None):
+def _hybrid_product(v, w):
+    """A hybrid fully-connected op: ``v @ w^T`` with ``v`` quantized per
+    row and ``w`` ``[out, in]`` per tensor."""
+    (qv, sv), (qw, sw) = _q(v, 1), _q(w)
+    return (qv @ qw.T) * sv * sw
+
+
+def _hybrid_lm(table, layers, bias, ids, folded, cell_clip=None,
+               low_rank=None):
     """numpy's model of the 8-bit files' arithmetic (float64): int8
     weights (one scale per gate tensor, peephole vector, projection and
     for the table), each input vector of a product quantized symmetric
@@ -123,6 +131,9 @@ def _hybrid_lm(table, layers, bias, ids, folded, cell_clip=None):
     out = []
     for step in ids:
         x = codes[step] * t_scale
+        if low_rank is not None:   # int8 rows of low, then the product
+            low, proj = low_rank
+            x = x + _hybrid_product(_grid(low)[step], proj)
         new = []
         for layer, (c, h) in zip(layers, state):
             c, h = _cell(layer, _hybrid_gates(layer, x, h, folded), c,
@@ -133,7 +144,11 @@ def _hybrid_lm(table, layers, bias, ids, folded, cell_clip=None):
             x = h
         state = new
         qx, sx = _q(x, 1)
-        out.append((qx @ codes.T) * sx * t_scale + bias)
+        logits = (qx @ codes.T) * sx * t_scale + bias
+        if low_rank is not None:
+            logits = logits + _hybrid_product(
+                _hybrid_product(x, low_rank[1].T), low_rank[0])
+        out.append(logits)
     return np.array(out)
 
 
@@ -250,6 +265,78 @@ def test_the_fused_file_computes_the_lstm_language_model(
         want = _hybrid_lm(table, layers, bias, ids,
                           folded=weights == "int8-sparse")
         _assert_hybrid_close(got, want, table, layers)
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+@pytest.mark.parametrize("weights", list(fused_lstm.FORMATS))
+def test_a_low_rank_table_is_written_as_its_two_parts(tmp_path, weights,
+                                                      interpreter):
+    """``low_rank`` (the LM's ``table_rank``): the file computes the model
+    whose tied table is ``table + low @ proj^T`` (numpy's, on the folded
+    table; the 8-bit files' products as the hybrid kernels make them),
+    stores the two parts (the dense part's bytes, not a dense table's) and
+    gives them back (`read_low_rank`), also to the weight count."""
+    table, layers, bias = _random_model(2, zeros=0.9)
+    rng = np.random.RandomState(3)
+    low = (rng.randn(VOCAB, 3) * 0.5).astype(np.float32)
+    proj = (rng.randn(EMB, 3) * 0.3).astype(np.float32)
+    ids = rng.randint(0, VOCAB, [STEPS, 2])
+    data = fused_lstm.fused_lm(table, layers, bias, weights, 2,
+                               low_rank=(low, proj))
+    got, _ = _stream(TFLiteRunner(_write(tmp_path, "f.tflite", data),
+                                  builtin_only(interpreter)), ids)
+    folded = table + low @ proj.T
+    if weights == "float":
+        want, _ = _numpy_lm(folded, layers, bias, ids)
+        np.testing.assert_allclose(got, want, rtol=0,
+                                   atol=1e-5 * np.abs(want).max())
+    else:
+        want = _hybrid_lm(table, layers, bias, ids,
+                          folded=weights == "int8-sparse",
+                          low_rank=(low, proj))
+        _assert_hybrid_close(got, want, folded, layers)
+    # Without the part: another model (the test above is not vacuous).
+    plain, _ = _numpy_lm(table, layers, bias, ids)
+    assert np.abs(got - plain).max() > 0.1 * np.abs(plain).max()
+    back_low, back_proj = fused_lstm.read_low_rank(data)
+    tolerance = 0 if weights == "float" else 0.5 / 127
+    np.testing.assert_allclose(back_low, low, rtol=0, atol=tolerance *
+                               np.abs(low).max() + 1e-7)
+    np.testing.assert_allclose(back_proj, proj, rtol=0, atol=tolerance *
+                               np.abs(proj).max() + 1e-7)
+    assert fused_lstm.read_low_rank(fused_lstm.fused_lm(
+        table, layers, bias, weights, 2)) is None
+    # The file's bytes grow by the two parts' values (proj twice, padded to
+    # whole blocks in the sparse file), not by a table.
+    plain_bytes = len(fused_lstm.fused_lm(table, layers, bias, weights, 2))
+    width = EMB + (-EMB % 16 if weights == "int8-sparse" else 0)
+    values = low.size + 2 * width * proj.shape[1]
+    itemsize = 4 if weights == "float" else 1
+    assert 0 < len(data) - plain_bytes - itemsize * values < 2000
+    # The weight count reads the pruned matrices; the part apart.
+    path = _write(tmp_path, "g.tflite", data)
+    shapes = [(VOCAB, EMB), (4 * HIDDEN, EMB + HIDDEN),
+              (4 * EMB, HIDDEN + EMB)]
+    _, total = export.weight_sparsity_of_tflite(path, shapes)
+    assert total == table.size + sum(l.kernel.size for l in layers)
+    back = export.low_rank_of_tflite(path)
+    np.testing.assert_array_equal(back[0], back_low)
+    np.testing.assert_array_equal(back[1], back_proj)
+
+
+@pytest.mark.parametrize("low_rank, message", [
+    ((np.zeros([VOCAB, 2]), np.zeros([EMB + 1, 2])), r"low_rank must be"),
+    ((np.zeros([VOCAB, 2]), np.zeros([EMB, 3])), r"low_rank must be"),
+    ((np.zeros([VOCAB, 0]), np.zeros([EMB, 0])), r"r > 0"),
+    ("ab", r"low_rank must be"),
+])
+@needs_schema
+def test_a_bad_low_rank_is_named(low_rank, message):
+    table, layers, bias = _random_model(0)
+    with pytest.raises(ValueError, match=message):
+        fused_lstm.fused_lm(table, layers, bias, "float", 1,
+                            low_rank=low_rank)
 
 
 @needs_schema
@@ -529,13 +616,14 @@ def test_read_weights_inverts_the_layout(weights):
             weights != "float"
     with pytest.raises(ValueError, match="not a file of fused_lm"):
         fused_lstm.read_weights(_other_file())
+    with pytest.raises(ValueError, match="not a file of fused_lm"):
+        fused_lstm.read_low_rank(_other_file())
 
 
 def _other_file():
     schema, flatbuffers = sparse_format.schema_modules()
-    build = fused_lstm._Builder(schema)
-    build.model.description = "another model"
-    return build.finish(flatbuffers)
+    return tflite_builder.Builder(schema, "another model").finish(
+        flatbuffers)
 
 
 @needs_schema

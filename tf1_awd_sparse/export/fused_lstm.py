@@ -40,10 +40,11 @@ import json
 
 import numpy as np
 
-from tf1_awd_sparse.export import sparse_format
+from tf1_awd_sparse.export import fused_low_rank, sparse_format
+from tf1_awd_sparse.export import tflite_builder as tfl
 
 __all__ = ["LSTMLayer", "FORMATS", "STATE_WIDTHS", "fused_lm",
-           "state_names", "is_fused", "read_weights"]
+           "state_names", "is_fused", "read_weights", "read_low_rank"]
 
 #: The weight formats of `fused_lm`.
 FORMATS = ("float", "int8", "int8-sparse")
@@ -63,11 +64,11 @@ LSTMLayer = collections.namedtuple(
 #: reads it.
 STATE_WIDTHS = "tf1_awd_sparse.state_widths"
 
-_BLOCK = 16
+tfl.BLOCK = 16
 # The files' description: how `is_fused` knows them.
 _DESCRIPTION = "tf1_awd_sparse fused LSTM language model"
 # Builtin operator codes of the TFLite schema not in `sparse_format`.
-_CONCATENATION, _LSTM, _RESHAPE = 2, 16, 22
+_CONCATENATION, _LSTM = 2, 16
 # TF LSTMCell's kernel columns are gates i, j, f, o; the LSTM op takes
 # input, forget, cell (j) and output gates in that order.
 _GATE_COLUMNS = (0, 2, 1, 3)
@@ -80,114 +81,9 @@ def state_names(layer):
     return "state_%d_h" % layer, "state_%d_c" % layer
 
 
-def _padded(size, sparse):
-    return size + (-size % _BLOCK if sparse else 0)
-
-
-class _Builder(object):
-    """A one-subgraph model being written (the schema's object API)."""
-
-    def __init__(self, schema):
-        self.schema = schema
-        self.model = schema.ModelT()
-        self.model.version = 3
-        self.model.description = _DESCRIPTION
-        self.model.buffers = [schema.BufferT()]   # buffer 0: no data
-        self.model.operatorCodes = []
-        self.graph = schema.SubGraphT()
-        self.graph.tensors, self.graph.operators = [], []
-        self.graph.inputs, self.graph.outputs = [], []
-        self.model.subgraphs = [self.graph]
-
-    def tensor(self, name, shape, dtype, data=None, scale=None,
-               sparsity=None, variable=False):
-        """Adds a tensor; ``data`` (numpy, already encoded) makes it a
-        constant. Returns its index."""
-        tensor = self.schema.TensorT()
-        tensor.name = name.encode()
-        tensor.shape = np.asarray(shape, np.int32)
-        tensor.type = dtype
-        tensor.isVariable = variable
-        tensor.sparsity = sparsity
-        tensor.buffer = 0
-        if scale is not None:
-            quantization = self.schema.QuantizationParametersT()
-            quantization.scale, quantization.zeroPoint = [float(scale)], [0]
-            tensor.quantization = quantization
-        if data is not None:
-            buffer = self.schema.BufferT()
-            buffer.data = np.frombuffer(np.ascontiguousarray(data).tobytes(),
-                                        np.uint8)
-            self.model.buffers.append(buffer)
-            tensor.buffer = len(self.model.buffers) - 1
-        self.graph.tensors.append(tensor)
-        return len(self.graph.tensors) - 1
-
-    def weight(self, name, value, dtype, sparse=False):
-        """A constant 2-D weight: float32, or symmetric int8 (scale
-        max|w| / 127), stored in 1 x 16 blocks with ``sparse``. Returns
-        its index."""
-        scale, shape = None, np.shape(value)
-        if dtype == sparse_format.INT8:
-            peak = float(np.max(np.abs(value))) if np.size(value) else 0.0
-            scale = peak / 127.0 if peak > 0 else 1.0
-            value = np.clip(np.round(np.asarray(value) / scale), -127,
-                            127).astype(np.int8)
-        else:
-            value = np.asarray(value, np.float32)
-        sparsity = None
-        if sparse:
-            sparsity, value = _blocks(self.schema, value)
-        return self.tensor(name, shape, dtype, value, scale, sparsity)
-
-    def op(self, builtin, inputs, outputs, options_type=0, options=None):
-        """Appends an operator (run in the order added)."""
-        codes = [c.builtinCode for c in self.model.operatorCodes]
-        if builtin not in codes:
-            code = self.schema.OperatorCodeT()
-            code.builtinCode = builtin
-            code.deprecatedBuiltinCode = min(builtin, 127)
-            code.version = 1
-            self.model.operatorCodes.append(code)
-            codes.append(builtin)
-        operator = self.schema.OperatorT()
-        operator.opcodeIndex = codes.index(builtin)
-        operator.inputs = [int(i) for i in inputs]
-        operator.outputs = [int(i) for i in outputs]
-        operator.builtinOptionsType = options_type
-        operator.builtinOptions = options
-        self.graph.operators.append(operator)
-
-    def metadata(self, name, text):
-        """Adds a metadata entry ``name`` holding ``text`` (UTF-8)."""
-        buffer = self.schema.BufferT()
-        buffer.data = np.frombuffer(text.encode("utf-8"), np.uint8)
-        self.model.buffers.append(buffer)
-        entry = self.schema.MetadataT()
-        entry.name = name.encode()
-        entry.buffer = len(self.model.buffers) - 1
-        self.model.metadata = (self.model.metadata or []) + [entry]
-
-    def finish(self, flatbuffers):
-        builder = flatbuffers.Builder(1024)
-        builder.Finish(self.model.Pack(builder), file_identifier=b"TFL3")
-        return bytes(builder.Output())
-
-
-def _blocks(schema, value):
-    """``value`` in 1 x 16 blocks (`sparse_format.encode`); an all-zero
-    matrix keeps one zero block (TFLite reads a constant with no stored
-    bytes as no constant at all)."""
-    if np.any(value):
-        return sparse_format.encode(schema, value, "1x16")
-    marker = np.zeros(value.shape, value.dtype)
-    marker[0, 0] = 1
-    sparsity, stored = sparse_format.encode(schema, marker, "1x16")
-    return sparsity, np.zeros_like(stored)
-
 
 def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
-             batch_size=1, cell_clip=None):
+             batch_size=1, cell_clip=None, low_rank=None):
     """The bytes of a ``.tflite`` language model with one builtin ``LSTM``
     op per layer (the module docstring says how it is laid out).
 
@@ -214,6 +110,11 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
       batch_size: the fixed batch.
       cell_clip: the cells' ``cell_clip`` (None or positive): the op clips
         the cell state to it, as ``LSTMCell`` does.
+      low_rank: None, or ``(low [vocab, r], proj [emb, r])``: the tied
+        table is ``table + low @ proj^T`` (`awd_lm` ``table_rank``),
+        written as its two parts: the lookup adds ``low[ids] @ proj^T``
+        to the table's rows, the decoder ``(x @ proj) @ low^T`` to its
+        logits (dense fully-connected ops; int8 in the int8 formats).
 
     Returns:
       the file's bytes.
@@ -226,13 +127,18 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     schema, flatbuffers = sparse_format.schema_modules()
     table, layers, decoder_bias = _checked(table, layers, decoder_bias,
                                            weights, batch_size, cell_clip)
+    low_rank = fused_low_rank.checked(low_rank, table.shape)
     sparse = weights == "int8-sparse"
     dtype = sparse_format.FLOAT32 if weights == "float" else \
         sparse_format.INT8
-    build = _Builder(schema)
+    build = tfl.Builder(schema, _DESCRIPTION)
     ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
     build.graph.inputs = [ids]
     table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
+    parts = None
+    if low_rank is not None:
+        parts = fused_low_rank.weights(build, low_rank, dtype, sparse)
+        x = fused_low_rank.lookup(build, x, ids, parts, batch_size)
     outputs, widths = [], {}
     for index, layer in enumerate(layers):
         x, state, width = _lstm_layer(build, index, x, layer, dtype, sparse,
@@ -242,9 +148,11 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
     vocab, emb = table.shape
     logits = _fully_connected(build, x, table_t, decoder_bias, batch_size)
-    logits = _reshape(build, logits, [batch_size, 1, vocab], "logits")
-    hidden = _sliced(build, x, [batch_size, emb], "hidden/slice")
-    hidden = _reshape(build, hidden, [batch_size, 1, emb], "hidden")
+    if parts is not None:
+        logits = fused_low_rank.logits(build, x, logits, parts, batch_size)
+    logits = tfl.reshape(build, logits, [batch_size, 1, vocab], "logits")
+    hidden = tfl.sliced(build, x, [batch_size, emb], "hidden/slice")
+    hidden = tfl.reshape(build, hidden, [batch_size, 1, emb], "hidden")
     build.graph.outputs = [logits, hidden] + outputs
     return build.finish(flatbuffers)
 
@@ -316,7 +224,7 @@ def _checked_layer(index, layer, width, weights):
         raise ValueError("layers[%d]: proj_clip must be None or positive, "
                          "got %r" % (index, layer.proj_clip))
     if weights == "int8-sparse" and \
-            _padded(width, True) + _padded(out, True) > 4096:
+            tfl.padded(width, True) + tfl.padded(out, True) > 4096:
         raise ValueError(
             "layers[%d]: input + output %d exceed the 4,096 columns the "
             "sparse LSTM kernel indexes (255 blocks of 16 a row)"
@@ -331,7 +239,7 @@ def _lookup(build, table, ids, dtype, sparse, batch_size):
     ``ids`` from it, as float ``[batch, width]``. Returns ``(table
     tensor, rows tensor)``."""
     vocab, emb = table.shape
-    width = _padded(emb, sparse)
+    width = tfl.padded(emb, sparse)
     padded = np.pad(table, [[0, 0], [0, width - emb]])
     stored = build.weight("embedding", padded, dtype, sparse)
     source = stored
@@ -357,38 +265,8 @@ def _lookup(build, table, ids, dtype, sparse, batch_size):
                  build.schema.BuiltinOptions.DequantizeOptions,
                  build.schema.DequantizeOptionsT())
         rows = dequantized
-    return stored, _reshape(build, rows, [batch_size, width],
+    return stored, tfl.reshape(build, rows, [batch_size, width],
                             "embedding/flat")
-
-
-def _reshape(build, source, shape, name):
-    """``source`` reshaped to ``shape`` (a new float tensor ``name``)."""
-    target = build.tensor(name, shape, sparse_format.FLOAT32)
-    new_shape = build.tensor(name + "/shape", [len(shape)],
-                             sparse_format.INT32,
-                             np.asarray(shape, np.int32))
-    options = build.schema.ReshapeOptionsT()
-    options.newShape = [int(s) for s in shape]
-    build.op(_RESHAPE, [source, new_shape], [target],
-             build.schema.BuiltinOptions.ReshapeOptions, options)
-    return target
-
-
-def _sliced(build, source, shape, name, copy=False):
-    """The leading ``shape`` of float ``source`` (a new tensor ``name``;
-    the padding cut off), or ``source`` itself where it has that shape
-    and no ``copy`` is asked for (an output of its own name)."""
-    if not copy and list(build.graph.tensors[source].shape) == list(shape):
-        return source
-    target = build.tensor(name, shape, sparse_format.FLOAT32)
-    begin = build.tensor(name + "/begin", [len(shape)], sparse_format.INT32,
-                         np.zeros(len(shape), np.int32))
-    size = build.tensor(name + "/size", [len(shape)], sparse_format.INT32,
-                        np.asarray(shape, np.int32))
-    build.op(sparse_format.SLICE, [source, begin, size], [target],
-             build.schema.BuiltinOptions.SliceOptions,
-             build.schema.SliceOptionsT())
-    return target
 
 
 def _fully_connected(build, x, weights, bias, batch_size):
@@ -414,7 +292,7 @@ def _gates(layer, width, sparse):
     kernel, bias = layer.kernel, layer.bias
     units, out = _widths(layer)
     inputs = kernel.shape[0] - out
-    padded, out_p = _padded(units, sparse), _padded(out, sparse)
+    padded, out_p = tfl.padded(units, sparse), tfl.padded(out, sparse)
     gates = []
     for position, column in enumerate(_GATE_COLUMNS):
         part = kernel[:, column * units:(column + 1) * units].T
@@ -443,7 +321,7 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     Returns ``(output [batch, out_p], [final_h], {state: width})``."""
     units, out = _widths(layer)
     width = layer.kernel.shape[0] - out
-    padded, out_p = _padded(units, sparse), _padded(out, sparse)
+    padded, out_p = tfl.padded(units, sparse), tfl.padded(out, sparse)
     name = "lstm_%d" % index
     h_name, c_name = state_names(index)
     h_var = build.tensor(h_name, [batch_size, out_p],
@@ -454,7 +332,7 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     inputs[0], inputs[18], inputs[19] = x, h_var, c_var
     # Folded (defect 1): [x | h_prev | zeros], in the kernel's row order,
     # so that its 1 x 16 blocks stay whole.
-    fill = -(width + out_p) % _BLOCK if sparse else 0
+    fill = -(width + out_p) % tfl.BLOCK if sparse else 0
     for position, (w_x, w_h, bias) in enumerate(_gates(layer, width,
                                                        sparse)):
         gate = "%s/gate_%d" % (name, position)
@@ -485,7 +363,7 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     # LSTM op (which writes the variable in place), and XNNPACK ran it in
     # a partition before the op: the last call's state (measured, TF
     # 2.15). `TFLiteRunner` reads the variable itself.
-    final_h = _sliced(build, output, [batch_size, out],
+    final_h = tfl.sliced(build, output, [batch_size, out],
                       "final_%d_h" % index, copy=True)
     return output, [final_h], {h_name: out, c_name: units}
 
@@ -496,7 +374,7 @@ def _peepholes_and_projection(build, name, inputs, layer, dtype, sparse):
     as the gates are): the layer's, or with ``sparse`` and none, the
     identity, since the sparse kernel needs one (defect 2)."""
     units, out = _widths(layer)
-    padded, out_p = _padded(units, sparse), _padded(out, sparse)
+    padded, out_p = tfl.padded(units, sparse), tfl.padded(out, sparse)
     if layer.peepholes is not None:
         for position, vector in zip((9, 10, 11), layer.peepholes):
             value = np.zeros([padded], np.float32)
@@ -518,7 +396,7 @@ def _folded_input(build, name, x, width, h_var, fill):
     op's input (h_prev read from the op's state variable, still the last
     call's when the concatenation runs)."""
     batch_size = build.graph.tensors[x].shape[0]
-    parts = [_sliced(build, x, [batch_size, width], name + "/input"), h_var]
+    parts = [tfl.sliced(build, x, [batch_size, width], name + "/input"), h_var]
     if fill:
         parts.append(build.tensor(name + "/fill", [batch_size, fill],
                                   sparse_format.FLOAT32,
@@ -533,6 +411,40 @@ def _folded_input(build, name, x, width, h_var, fill):
     return folded
 
 
+
+
+def read_low_rank(data):
+    """The low-rank part of a `fused_lm` file's table (``low_rank``):
+    ``(low [vocab, r], proj [emb, r])`` float32 (int8 codes times their
+    scale), or None when it has none.
+
+    Raises:
+      ValueError: ``data`` is not a file of `fused_lm`."""
+    schema, _ = sparse_format.schema_modules()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(data, 0))
+    if model.description != _DESCRIPTION.encode():
+        raise ValueError("not a file of fused_lm (description %r)"
+                         % (model.description,))
+    graph = model.subgraphs[0]
+    tensors = {t.name.decode(): t for t in graph.tensors}
+    if "table_low" not in tensors:
+        return None
+    emb = [int(graph.tensors[i].shape[-1]) for i in graph.outputs
+           if graph.tensors[i].name == b"hidden"][0]
+    low, proj = (_constant(model, tensors[name])
+                 for name in ("table_low", "table_proj"))
+    return low, proj[:emb]
+
+
+def _constant(model, tensor):
+    """A dense constant tensor of ``model`` as float32 (int8 codes times
+    their scale)."""
+    stored = bytes(bytearray(model.buffers[tensor.buffer].data))
+    dtype = np.int8 if tensor.type == sparse_format.INT8 else np.float32
+    scale = tensor.quantization.scale[0] if tensor.quantization and \
+        tensor.quantization.scale else 1.0
+    return np.frombuffer(stored, dtype).reshape(tensor.shape).astype(
+        np.float32) * scale
 
 
 def is_fused(data):

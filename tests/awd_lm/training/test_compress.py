@@ -980,3 +980,85 @@ def test_export_of_the_run_writes_the_recommended_file(reference, tmp_path,
     assert made["produced_by"]["source"] == os.path.abspath(os.path.join(
         out, "compress", entry["model_dir"]))
     assert made["produced_by"]["stage"] == "tflite_" + entry["format"]
+
+
+@pytest.fixture(scope="module")
+def low_rank(reference, tmp_path_factory):
+    """The reference run's float model compressed by magnitude with
+    ``table_rank`` 2 (issue 55): (out, result)."""
+    ref_out, _ = reference
+    out = str(tmp_path_factory.mktemp("low_rank"))
+    corpus = _corpus()
+    params = dict(_params(), table_rank=2, compress="magnitude")
+    float_dir = os.path.join(ref_out, "float")
+    float_params, _ = presets.split_quant(params)
+    # The reference's float model, finished: resumed, nothing trains.
+    summary = train.run(corpus, float_params, float_dir, resume=True,
+                        log=lambda *a: None, threads=1)
+    return out, compress.run_pipeline(
+        corpus, params, summary, float_dir, os.path.join(out, "compress"),
+        ["magnitude"], log=lambda *a: None, threads=1, parallel=1)
+
+
+def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
+                                                            tmp_path):
+    """``--table-rank``: the compressed stages train the dense part (the
+    pruned checkpoint and the QAT model hold it, their config.json its
+    rank), each row counts it in its weights but the target is the pruned
+    matrices' (every row reaches it but the unrolled float file's, whose
+    folded table is dense), each file scores as its TF graph, the fused
+    file stores the part apart (and its float twin computes the sparse
+    model), and the stage directories open as language models."""
+    from tf1_awd_sparse.awd_lm import LanguageModel
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    out, result = low_rank
+    root = os.path.join(out, "compress")
+    rows = {r["stage"]: r for r in result["stages"]}
+    vocab = len(_corpus().vocab)
+    part = 2 * (vocab + _params()["emb_size"])
+    float_total = rows["float"]["total_weights"]
+    assert "low_rank_weights" not in rows["reference"]
+    for stage in ("sparse", "qat"):
+        assert rows[stage]["low_rank_weights"] == part, stage
+        assert rows[stage]["total_weights"] == float_total + part, stage
+        assert rows[stage]["reached_target"], stage
+    for name in ("pruned", "qat"):
+        directory = os.path.join(root, name)
+        config = modeldir.read_config(os.path.join(directory, "config.json"))
+        assert config["params"]["table_rank"] == 2, name
+        values = compress_cuts.read_values(
+            os.path.join(directory, "best", "model.ckpt") if name == "qat"
+            else os.path.join(directory, "model.ckpt"))
+        assert np.abs(values["lm/table_low"]).max() > 0, name
+    # The unrolled files hold the folded table (dense in the float file).
+    assert rows["tflite_float"]["test_ppl"] == pytest.approx(
+        rows["sparse"]["test_ppl"], rel=FLOAT_PPL_RTOL)
+    assert not rows["tflite_float"]["reached_target"]
+    assert rows["tflite_uint8"]["test_ppl"] == pytest.approx(
+        rows["qat"]["test_ppl"], rel=2e-3)
+    if sparse_storage.available():
+        fused = rows["tflite_int8_fused"]
+        assert fused["low_rank_weights"] == part and fused["reached_target"]
+        assert fused["test_ppl"] == pytest.approx(rows["qat"]["test_ppl"],
+                                                  rel=2e-2)
+        # The float fused file of the pruned model: the sparse row's
+        # perplexity to float rounding, its part stored apart.
+        path = str(tmp_path / "fused_float.tflite")
+        params = modeldir.read_config(os.path.join(
+            root, "pruned", "config.json"))["params"]
+        batch = params["eval_batch_size"]
+        export.export_lm(params, os.path.join(root, "pruned", "model.ckpt"),
+                         path, batch, 1, weights="float", lstm="fused")
+        low, proj = export.low_rank_of_tflite(path)
+        assert low.shape == (vocab, 2) and proj.shape == (
+            _params()["emb_size"], 2)
+        ppl, _, _ = export.tflite_perplexity(path, data.batchify(
+            _corpus().test, batch))
+        assert ppl == pytest.approx(rows["sparse"]["test_ppl"],
+                                    rel=FLOAT_PPL_RTOL)
+    test = os.path.join(out, "test.txt")
+    data.write_ptb(_corpus(), out)
+    lm = LanguageModel.load(os.path.join(root, "qat"))
+    assert lm.evaluate(test)["perplexity"] == pytest.approx(
+        rows["qat"]["test_ppl"], rel=FLOAT_PPL_RTOL)
+    lm.close()

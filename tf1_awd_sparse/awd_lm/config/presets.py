@@ -91,16 +91,17 @@ DEFAULTS = {
     # its int8 one; docs/sparse_tflite.md); where k does not divide a
     # matrix's input dimension, 1 x 4 blocks if 4 does, else entry by entry
     "pruning_block": 1,
+    # the compressed table plus a dense rank-r part (model.table_low_rank)
+    "table_rank": 0,
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
     # the reference, which starts from the float model's averaged weights)
     "average_from_start": False,
     # a run's own controller factor (set by the pipeline for a VD / L0
     # ramp from compress_controller; None: no controller)
     "sparsity_controller": None,
-    # quantization-aware fine-tuning of the trained float model (--quant):
-    # quant_epochs epochs from its best checkpoint at learning rate quant_lr
-    # (None: lr / 4, a fine-tuning rate), fake quantization from global step quant_delay of the
-    # fine-tuning on (ranges are learned from its first step).
+    # quantization-aware fine-tuning (--quant): quant_epochs epochs from
+    # the float model's best checkpoint at quant_lr (None: lr / 4), fake
+    # quantization from its global step quant_delay on
     "quant": False, "quant_epochs": 3, "quant_delay": 20, "quant_lr": None,
     "weight_bits": 8, "activation_bits": 8,
     # embedded corpus (used when no --data-dir is given)
@@ -125,10 +126,7 @@ PRESETS = {
 }
 
 # The plain baseline: no regularization of any kind, plain SGD.
-MODEL_OVERRIDES = {
-    "awd": {},
-    "plain": {"optimizer": "sgd"},
-}
+MODEL_OVERRIDES = {"awd": {}, "plain": {"optimizer": "sgd"}}
 
 
 #: Parameters of the quantization-aware phase only; the float phase of a
@@ -143,16 +141,17 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "distill_temperature", "distill_teacher",
                  "finetune_optimizer", "finetune_dropout_scale",
                  "pruning_block", "table_sparsity", "group_lasso",
-                 "ship_ppl_target", "ramp_fraction", "small_dense")
+                 "ship_ppl_target", "ramp_fraction", "small_dense",
+                 "table_rank")
 
 
 def split_quant(params):
     """(float phase params, quantization-aware phase params or None).
 
     The float phase is the model without any quantization or compression
-    parameter. The quantization-aware phase (without compression ones) (only when params['quant']) is the same model
-    with quantized cells, trained for quant_epochs epochs (its max_epochs)
-    at quant_lr (default: lr / 4); the same stopping rule otherwise.
+    parameter; the quantization-aware one (with ``quant``; no compression
+    key) the same model with quantized cells for quant_epochs epochs at
+    quant_lr (default: lr / 4), the same stopping rule otherwise.
 
     Args:
       params: dict from `params_for` or a `params.Params` (checked; a key
@@ -317,6 +316,7 @@ CHECKS = {
                                                 high=1.0),
     "average_from_start": check_bool, "small_dense": check_bool,
     "pruning_block": check_positive_int,
+    "table_rank": check_nonnegative_int,
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,
@@ -412,8 +412,8 @@ _USED_BY = (
      "ntasgd)"),
     (tuple(k for k in QUANT_KEYS if k != "quant"), (_T,),
      lambda v: bool(v("quant") or v("compress")), "--quant or --compress"),
-    (("group_lasso",), (_T,), lambda v: "magnitude" in _techniques(v),
-     "--compress magnitude"),
+    (("group_lasso", "table_rank"), (_T,),
+     lambda v: "magnitude" in _techniques(v), "--compress magnitude"),
     (("compress_controller", "compress_sparsity_weight"), (_T,),
      lambda v: bool(_techniques(v) & {"variational_dropout", "l0"}),
      "--compress variational_dropout or l0"),
@@ -569,10 +569,8 @@ def check_model_params(params):
 
     Args:
       params: dict (see `graph.model.build_lm`).
-
     Returns:
       a copy of ``params`` with the checked values (`CHECKS`).
-
     Raises:
       ValueError: the first missing or invalid parameter, named (e.g.
         ``params['vocab_size'] must be a positive int, got 10.7``);
@@ -589,10 +587,10 @@ def check_model_params(params):
     if float(params.get("distill_weight") or 0.0) > 0 \
             and not params.get("distill_from"):
         raise ValueError("params['distill_from']: distill_weight %r needs "
-                         "the teacher's checkpoint prefix (the float "
-                         "model's best checkpoint), got %r"
-                         % (params["distill_weight"],
-                            params.get("distill_from")))
+                         "the teacher's checkpoint prefix (the float model's "
+                         "best checkpoint), got %r" % (
+                             params["distill_weight"],
+                             params.get("distill_from")))
     if params.get("sparsity") and params.get("pruning"):
         raise ValueError("params['pruning']: a sparse (%r) model has no "
                          "pruning mask; strip it first, got pruning=%r"

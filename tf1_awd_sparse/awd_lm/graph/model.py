@@ -47,7 +47,8 @@ from tf1_awd_sparse.awd_lm.graph.train_op import (  # noqa: F401 (public)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
-           "build_lm", "embedding_table", "make_layer", "decoder_logits",
+           "build_lm", "embedding_table", "table_low_rank", "make_layer",
+           "decoder_logits",
            "pruning_block",
            "CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
            "magnitude_pruning_op", "group_lasso_loss", "sparsity_report",
@@ -198,8 +199,10 @@ def build_lm(features, mode, params):
             awd)
         bias, logits, xent = _decode(x, table, sparse, features,
                                      training, params)
-    weights = [embedding] + [v for c in cells for v in _cell_weights(c)] + [
-        bias]
+    with tf.variable_scope("lm", reuse=True):
+        low_rank = list(table_low_rank(params))
+    weights = [embedding] + low_rank + [
+        v for c in cells for v in _cell_weights(c)] + [bias]
     ar, tar, wd, sparsity_loss = _penalties(x, raw, weights, training,
                                             params, awd)
     loss = xent + ar + tar + wd + sparsity_loss
@@ -291,7 +294,9 @@ def embedding_table(params, training):
     """The embedding variable and the table the model uses for the lookup
     and the tied decoder: the variable itself, or with
     ``params.prune.pruning`` the variable times its pruning mask
-    (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``), and with
+    (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``) plus,
+    with ``params.prune.table_rank`` r > 0, the dense rank-r product of
+    `table_low_rank` (``lm/table_low``, ``lm/table_proj``), and with
     ``params.quantization.quant`` that table fake-quantized as a weight
     (last value, narrow range; what the 8-bit TFLite model stores). Call
     inside the ``lm`` variable scope.
@@ -321,6 +326,11 @@ def embedding_table(params, training):
             training)
         with tf.name_scope("embedding_pruning"):
             table = prune.apply(embedding, training, embedding)
+        low_rank = table_low_rank(params)
+        if low_rank:
+            with tf.name_scope("table_low_rank"):
+                table = table + tf.matmul(low_rank[0], low_rank[1],
+                                          transpose_b=True)
     if params.quantization.quant:
         with tf.name_scope("embedding_quant"):
             table = _maybe_quantized(
@@ -328,6 +338,31 @@ def embedding_table(params, training):
                 lambda t=table: fq.quantize_weight(
                     t, params.quantization.weight_bits), table)
     return embedding, table
+
+
+def table_low_rank(params):
+    """The dense rank-r part of a pruned table (``params.prune.table_rank``
+    r > 0 with ``params.prune.pruning``): ``(table_low [vocab, r],
+    table_proj [emb, r])``, float32 variables whose product ``low @
+    proj^T`` `embedding_table` adds to the pruned table, so that every
+    word keeps r numbers of its own however many of its row's entries are
+    pruned. ``low`` starts at zero (the table starts as the pruned one) and
+    ``proj`` uniform in ±0.1. Empty tuple when r is 0 or nothing is
+    pruned. Call inside the ``lm`` variable scope (the variables are made,
+    or reused under ``reuse``).
+
+    Raises:
+      ValueError: bad params (`as_params`)."""
+    params = as_params(params)
+    rank = int(params.prune.table_rank)
+    if not rank or not params.prune.pruning:
+        return ()
+    low = tf.get_variable("table_low", [params.model.vocab_size, rank],
+                          initializer=tf.zeros_initializer())
+    proj = tf.get_variable("table_proj", [params.model.emb_size, rank],
+                           initializer=tf.random_uniform_initializer(
+                               -0.1, 0.1))
+    return low, proj
 
 
 def _maybe_quantized(params, training, quantized, plain):

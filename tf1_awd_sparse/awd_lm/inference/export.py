@@ -38,7 +38,8 @@ from tf1_awd_sparse.export.runner import TFLiteRunner, open_interpreter
 
 __all__ = ["export_lm", "WEIGHT_FORMATS", "STORAGES", "check_formats",
            "LMRunner", "tflite_perplexity", "weight_shapes",
-           "weight_sparsity_of_tflite", "log_softmax"]
+           "weight_sparsity_of_tflite", "low_rank_of_tflite",
+           "log_softmax"]
 
 LOGITS_NAME = "logits"
 HIDDEN_NAME = "hidden"
@@ -509,6 +510,23 @@ def _fused_weights(path):
         return None
     table, kernels = fused_lstm.read_weights(data)
     return [table] + kernels
+
+
+def low_rank_of_tflite(path):
+    """The dense low-rank part of a fused file's table (`fused_lstm`'s
+    ``low_rank``, a model with ``table_rank``): ``(low [vocab, r], proj
+    [emb, r])`` float32, or None for a file without one (any unrolled file:
+    the converter writes the table as one folded tensor).
+
+    Raises:
+      OSError: the file cannot be read."""
+    if not sparse_storage.available():
+        return None
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if not fused_lstm.is_fused(data):
+        return None
+    return fused_lstm.read_low_rank(data)
 
 
 def _weight_tensors(path, interpreter):

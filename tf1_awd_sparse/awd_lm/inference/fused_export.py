@@ -62,7 +62,10 @@ def lm_arrays(params, checkpoint):
 
     Returns:
       ``(table [vocab, emb], [fused_lstm.LSTMLayer], decoder bias
-      [vocab], cell_clip)``, float32 numpy arrays.
+      [vocab], cell_clip, low_rank)``, float32 numpy arrays; ``table`` the
+      pruned table, ``low_rank`` None or the pair ``(low [vocab, r], proj
+      [emb, r])`` of a model with ``table_rank`` r (`model.table_low_rank`;
+      its table is ``table + low @ proj^T``).
 
     Raises:
       ValueError: cells with peepholes or a projection (the fused export
@@ -74,15 +77,18 @@ def lm_arrays(params, checkpoint):
     graph = tf.Graph()
     with graph.as_default():
         with tf.variable_scope("lm"):
-            _, table = model.embedding_table(params, training=False)
+            # The pruned table alone; its low-rank part is fetched apart.
+            _, table = model.embedding_table(params.replace(table_rank=0),
+                                             training=False)
+            low_rank = list(model.table_low_rank(params))
             cells = [model.make_layer(i, units, False, params).cell
                      for i, units in enumerate(model.layer_sizes(params))]
             eval_graph.build_cells(cells, 1, params.model.emb_size)
             bias, _ = model.decoder_logits(
                 tf.zeros([1, params.model.emb_size]), table, params, False)
         _check_cells(cells)
-        fetches = [table, bias] + [(c.effective_kernel, c.bias)
-                                   for c in cells]
+        fetches = [table, bias, low_rank] + [(c.effective_kernel, c.bias)
+                                             for c in cells]
         with tf.Session(graph=graph,
                         config=runtime.session_config(1)) as session:
             checkpoints.restore(tf.train.Saver(tf.global_variables()),
@@ -90,8 +96,9 @@ def lm_arrays(params, checkpoint):
             values = session.run(fetches)
     layers = [fused_lstm.LSTMLayer(np.asarray(kernel), np.asarray(b),
                                    float(cell.forget_bias))
-              for cell, (kernel, b) in zip(cells, values[2:])]
-    return values[0], layers, values[1], _check_cells(cells)
+              for cell, (kernel, b) in zip(cells, values[3:])]
+    return (values[0], layers, values[1], _check_cells(cells),
+            tuple(values[2]) or None)
 
 
 def _check_cells(cells):
@@ -116,6 +123,7 @@ def _check_cells(cells):
 def write_fused(params, checkpoint, batch_size, fused):
     """The bytes of the fused file of ``checkpoint`` in format ``fused``
     (`fused_format`); the arguments are `export_lm`'s, checked there."""
-    table, layers, bias, cell_clip = lm_arrays(params, checkpoint)
+    table, layers, bias, cell_clip, low_rank = lm_arrays(params, checkpoint)
     return fused_lstm.fused_lm(table, layers, bias, weights=fused,
-                               batch_size=batch_size, cell_clip=cell_clip)
+                               batch_size=batch_size, cell_clip=cell_clip,
+                               low_rank=low_rank)

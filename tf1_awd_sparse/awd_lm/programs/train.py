@@ -131,6 +131,10 @@ HELP = {
     "and tied decoder) own fraction of zeros; the kernels share the rest of "
     "the model's zeros, --target-sparsity x all weights (default: every "
     "matrix at --target-sparsity; with --cut-scope matrix)",
+    "table_rank": "--compress magnitude: the compressed model's table is "
+    "its pruned self plus a dense rank-r product, so that every word, also "
+    "one whose row is pruned away, keeps r numbers of its own (0: off; "
+    "still tied; the fused file stores the two parts)",
     "ship_ppl_target": "--compress: the recommended file (under the table, "
     "in summary.json, awd-lm info and export) is the fastest TFLite file "
     "whose test perplexity is at most this x /ref's, ties the smallest; "

@@ -16,10 +16,14 @@ from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm.graph import model, ntasgd
 from tf1_awd_sparse.awd_lm.config.params import as_params
 
-__all__ = ["CUT_SCOPES", "weight_names", "mask_name", "threshold_name",
+__all__ = ["CUT_SCOPES", "LOW_RANK_NAMES", "weight_names", "mask_name", "threshold_name",
            "read_values", "model_values", "effective", "effective_weights",
            "prune_checkpoint", "dense_survivors", "cut_checkpoint",
            "nonzero", "made_from"]
+
+#: Checkpoint names of the table's dense rank-r part
+#: (`model.table_low_rank`).
+LOW_RANK_NAMES = ("lm/table_low", "lm/table_proj")
 
 #: Scopes of the exact cut: each weight matrix, or all of them at once.
 CUT_SCOPES = ("matrix", "global")
@@ -75,9 +79,16 @@ def effective(values, params):
 def effective_weights(checkpoint, params):
     """{name: array} of the weight matrices as the model uses them in
     evaluation: sparse techniques' evaluation weights (stripped), or the
-    weights times their pruning masks."""
+    weights times their pruning masks; with ``table_rank`` also the
+    table's dense rank-r part (`LOW_RANK_NAMES`)."""
     params = as_params(params)
-    return effective(model_values(checkpoint, params), params)
+    values = model_values(checkpoint, params)
+    result = effective(values, params)
+    # The table's dense rank-r part (`model.table_low_rank`) is weights
+    # of the model too: counted, never pruned.
+    if int(params.prune.table_rank) and params.prune.pruning:
+        result.update((name, values[name]) for name in LOW_RANK_NAMES)
+    return result
 
 
 def _with_fixed_masks(out, weights):

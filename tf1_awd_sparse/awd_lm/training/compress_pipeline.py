@@ -93,6 +93,12 @@ class Pipeline(object):
         """The model's parameters without the pipeline's own."""
         return stages.model_params(self.params, **changes)
 
+    def compressed_params(self, **changes):
+        """The compressed model's parameters: `model_params` with the keys
+        that shape its graph (`compress_stages.compressed_structure`)."""
+        return self.model_params(**dict(
+            stages.compressed_structure(self.params), **changes))
+
 
 def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                  techniques, resume=False, log=print, threads=1,
@@ -164,7 +170,7 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                                                        progress)) \
         if pipeline.params.compression.small_dense else None
     rows += compress_tflite.tflite_rows(
-        pipeline, chosen, (pipeline.model_params(pruning="fixed"), pruned),
+        pipeline, chosen, (pipeline.compressed_params(pruning="fixed"), pruned),
         (quant["params"], quant_best), progress, more)
     rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
     result = _summary(pipeline, rows, {
@@ -289,7 +295,7 @@ def prune(pipeline, technique):
 
 def _describe_pruned(pipeline, technique, pruned):
     """config.json and vocab.txt of the pruned checkpoint's directory."""
-    params = pipeline.model_params(pruning="fixed")
+    params = pipeline.compressed_params(pruning="fixed")
     count, total = cuts.nonzero(cuts.effective_weights(pruned, params))
     directory, checkpoint = os.path.split(pruned)
     modeldir.write_config(

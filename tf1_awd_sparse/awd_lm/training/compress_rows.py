@@ -9,9 +9,11 @@ import io
 import numpy as np
 
 from tf1_awd_sparse.awd_lm.training import records
-from tf1_awd_sparse.awd_lm.training.compress_cuts import nonzero
+from tf1_awd_sparse.awd_lm.training.compress_cuts import (
+    LOW_RANK_NAMES, nonzero)
 
 __all__ = ["STAGES", "weights_bytes", "file_bytes", "row", "tflite_row",
+           "low_rank_counts",
            "mark", "choose", "best_reference", "format_table", "ASKED"]
 
 #: Stage names of the rows, in order (``tflite_int8``: the QAT model's
@@ -45,9 +47,14 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
     non-zero / total weights, each matrix's size and fraction of zeros
     (in name order), bytes and gzip bytes
     of the weights as float32 .npy data, the training seconds and epochs;
-    ``extra``'s keys added."""
+    ``extra``'s keys added. The table's dense low-rank part
+    (`compress_cuts.LOW_RANK_NAMES`) counts in the non-zero / total
+    weights and the bytes, and apart (`low_rank_counts`) for the target,
+    not among the matrices."""
     count, total = nonzero(weights)
     size, gz = weights_bytes(weights)
+    dense = [weights.pop(name) for name in LOW_RANK_NAMES
+             if name in weights]
     result = {"stage": stage, "technique": technique,
               "test_ppl": summary["test_ppl"],
               "valid_ppl": summary["best_valid_ppl"],
@@ -61,18 +68,34 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
               "bytes": size, "gzip_bytes": gz,
               "seconds": summary.get("train_seconds"),
               "epochs": summary.get("epochs_run")}
+    result.update(low_rank_counts(dense))
     result.update(extra or {})
     return result
 
 
+def low_rank_counts(parts):
+    """The row keys of the table's dense low-rank part ``parts`` (arrays;
+    none: no keys): ``low_rank_weights`` and ``low_rank_nonzero``, which
+    `records.pruned_counts` takes out of a row's counts for the target."""
+    if not parts:
+        return {}
+    return {"low_rank_weights": sum(int(np.size(p)) for p in parts),
+            "low_rank_nonzero": sum(int(np.count_nonzero(p))
+                                    for p in parts)}
+
+
 def tflite_row(stage, technique, ppl, float_ppl, counts, shapes, extra):
     """One TFLite stage's row. ``counts`` is (zeros, total) read back from
-    the file, ``shapes`` its weight matrices' shapes: their sizes go into
+    the file, plus the low-rank part's where ``extra`` has its keys
+    (`low_rank_counts`), ``shapes`` its weight matrices' shapes: their sizes go into
     ``matrix_sizes`` so `mark` applies the same per-matrix rule
     (`records.target_zeros`) as to the TF rows; without them the row fell
     back to the global rounding and a model that reached the target as
     ``sparse`` was marked NO as ``tflite_float``."""
     zeros, total = counts
+    dense = extra.get("low_rank_weights", 0)
+    zeros += dense - extra.get("low_rank_nonzero", 0)
+    total += dense
     result = {"stage": stage, "technique": technique,
               "test_ppl": ppl, "valid_ppl": None,
               "ratio_to_float": ppl / float_ppl,

@@ -15,7 +15,7 @@ __all__ = ["RAMP_FRACTION", "DROPOUT_KEYS", "AUX_LR_SCALE", "ramp_epochs",
            "survivors_epochs", "finetune_base", "compressed_dropout",
            "settled_optimizer", "with_teacher", "finetune_params",
            "survivors_params", "reference_params", "quantize_params",
-           "model_params"]
+           "model_params", "compressed_structure"]
 
 #: Fraction of the fine-tuning budget over which the sparsity loss ramps up
 #: and magnitude pruning's schedule runs, by default (``ramp_fraction``).
@@ -193,7 +193,8 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
         pruning_block=int(float_params.prune.pruning_block),
         table_sparsity=float_params.prune.table_sparsity,
         target_sparsity=float_params.prune.target_sparsity,
-        select_from_epoch=epochs, **changes)
+        select_from_epoch=epochs,
+        **dict(compressed_structure(float_params), **changes))
     params = compressed_dropout(params, float_params)
     return with_teacher(params, float_params, teacher)
 
@@ -214,7 +215,8 @@ def survivors_params(float_params, teacher=None):
     params = finetune_base(float_params, survivors_epochs(float_params),
                            settled_optimizer(float_params)).replace(
         pruning="fixed",
-        select_min_sparsity=float_params.prune.target_sparsity)
+        select_min_sparsity=float_params.prune.target_sparsity,
+        **compressed_structure(float_params))
     params = compressed_dropout(params, float_params)
     return with_teacher(params, float_params, teacher)
 
@@ -256,5 +258,17 @@ def quantize_params(float_params):
       ValueError: a bad ``quant_epochs`` or ``quant_lr``."""
     float_params = as_params(float_params)
     _, quant = presets.split_quant(float_params.replace(quant=True))
-    return compressed_dropout(as_params(quant).replace(pruning="fixed"),
-                              float_params)
+    return compressed_dropout(as_params(quant).replace(
+        pruning="fixed", **compressed_structure(float_params)), float_params)
+
+
+def compressed_structure(float_params):
+    """The compression keys that shape the compressed model's graph, which
+    each of its stages (ramp, survivors, QAT) carries and `split_quant`
+    strips from the float model's: ``table_rank`` (`model.table_low_rank`)
+    where it is set.
+
+    Returns:
+      dict of flat keys."""
+    rank = int(as_params(float_params).prune.table_rank)
+    return {"table_rank": rank} if rank else {}

@@ -14,8 +14,8 @@ from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training.compress_cuts import made_from
-from tf1_awd_sparse.awd_lm.training.compress_rows import (file_bytes,
-                                                          tflite_row)
+from tf1_awd_sparse.awd_lm.training.compress_rows import (
+    file_bytes, low_rank_counts, tflite_row)
 
 __all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "tflite_rows", "export_shape",
            "scored_file", "stored", "time_rows"]
@@ -117,10 +117,11 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
         path, stage_params, pipeline.corpus.vocab,
         modeldir.produced_by(stage_params, stage=stage, technique=technique,
                              test_ppl=ppl, sparsity=zeros / float(total)))
+    extra = {"bytes": size, "gzip_bytes": gz, "tokens_scored": tokens,
+             "stored": stored(path)}
+    extra.update(low_rank_counts(export.low_rank_of_tflite(path)))
     return (tflite_row(stage, technique, ppl, pipeline.float_ppl,
-                       (zeros, total), shapes,
-                       {"bytes": size, "gzip_bytes": gz,
-                        "tokens_scored": tokens, "stored": stored(path)}),
+                       (zeros, total), shapes, extra),
             export.LMRunner(path))
 
 

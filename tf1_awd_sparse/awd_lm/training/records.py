@@ -39,7 +39,7 @@ import collections
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
            "results_table", "merge_summaries", "plot_curves",
            "sparsity_series", "sparsity_table", "plot_sparsity", "reached",
-           "target_zeros", "reach_scope", "quant_bits", "main"]
+           "target_zeros", "pruned_counts", "reach_scope", "quant_bits", "main"]
 
 _COLUMNS = "%-7s | %5s | %9s | %9s | %6s | %7s | %s"
 _ROW = "%-7s | %5d | %9.2f | %9.2f | %6.0f | %7.1f | %s"
@@ -332,7 +332,16 @@ def target_zeros(row, target, scope="matrix"):
     sizes = row.get("matrix_sizes")
     if scope == "matrix" and sizes:
         return sum(int(round(target * n)) for n in sizes)
-    return int(round(target * row["total_weights"]))
+    return int(round(target * pruned_counts(row)[1]))
+
+
+def pruned_counts(row):
+    """(non-zero, total) of a row's pruned weights: its counts without the
+    table's dense low-rank part (``low_rank_nonzero`` /
+    ``low_rank_weights``, `model.table_low_rank`), which the target does
+    not cover."""
+    return (row["nonzero_weights"] - row.get("low_rank_nonzero", 0),
+            row["total_weights"] - row.get("low_rank_weights", 0))
 
 
 def reach_scope(cut_scope, table_sparsity=None):
@@ -343,9 +352,10 @@ def reach_scope(cut_scope, table_sparsity=None):
 
 
 def reached(row, target, scope="matrix"):
-    """Whether a row's weights hold at least `target_zeros` zeros."""
-    return (row["total_weights"] - row["nonzero_weights"]
-            >= target_zeros(row, target, scope))
+    """Whether a row's pruned weights (`pruned_counts`) hold at least
+    `target_zeros` zeros."""
+    nonzero, total = pruned_counts(row)
+    return total - nonzero >= target_zeros(row, target, scope)
 
 
 def sparsity_table(series):
