@@ -9,16 +9,27 @@ import numpy as np
 from tf1_awd_sparse.export import sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
 
-__all__ = ["checked", "weights", "lookup", "logits"]
+__all__ = ["PARTS", "checked", "weights", "lookup", "logits"]
+
+
+#: Where the part goes: the lookup and the decoder, or the lookup alone.
+PARTS = ("both", "lookup")
 
 
 def checked(low_rank, table_shape):
-    """``fused_lm``'s ``low_rank`` as float32 arrays ``(low, proj)``, or
-    None; raises ValueError naming a shape that does not fit the table."""
+    """``fused_lm``'s ``low_rank`` as ``(low, proj, part)``, float32 arrays
+    and one of `PARTS` (``"both"`` when not given), or None; raises
+    ValueError naming what does not fit the table."""
     if low_rank is None:
         return None
+    part = "both"
+    if isinstance(low_rank, tuple) and len(low_rank) == 3:
+        low_rank, part = low_rank[:2], low_rank[2]
+    if part not in PARTS:
+        raise ValueError("low_rank's third item must be one of %s, got %r"
+                         % (", ".join(PARTS), part))
     try:
-        low, proj = (np.asarray(part, np.float32) for part in low_rank)
+        low, proj = (np.asarray(item, np.float32) for item in low_rank)
     except (TypeError, ValueError):
         raise ValueError("low_rank must be None or a pair (low [vocab, r], "
                          "proj [emb, r]), got %r" % (type(low_rank),))
@@ -29,23 +40,23 @@ def checked(low_rank, table_shape):
         raise ValueError("low_rank must be (low [vocab, r], proj [emb, r]) "
                          "with vocab, emb = %d, %d and r > 0, got shapes %s "
                          "and %s" % (vocab, emb, low.shape, proj.shape))
-    return low, proj
+    return low, proj, part
 
 
 def weights(build, low_rank, dtype, sparse):
     """The low-rank part's constants: ``low`` ``[vocab, r]`` (the lookup's
     rows and the decoder's second product's weights), ``proj`` ``[width,
-    r]`` (the lookup's projection, padded to the table's width) and its
-    transpose ``[r, width]`` (the decoder's first product). Returns
-    ``(low, proj, proj^T, r)`` tensor indices and the rank."""
-    low, proj = low_rank
+    r]`` (the lookup's projection, padded to the table's width) and, for
+    the decoder's first product, its transpose ``[r, width]`` (part
+    ``"both"``; else None). Returns ``(low, proj, proj^T, r)``: tensor
+    indices and the rank."""
+    low, proj, part = low_rank
     width = tfl.padded(proj.shape[0], sparse)
     proj = np.pad(proj, [[0, width - proj.shape[0]], [0, 0]])
     return (build.weight("table_low", low, dtype),
             build.weight("table_proj", proj, dtype),
-            build.weight("table_proj_t", np.ascontiguousarray(proj.T),
-                         dtype),
-            low.shape[1])
+            build.weight("table_proj_t", np.ascontiguousarray(proj.T), dtype)
+            if part == "both" else None, low.shape[1])
 
 
 def lookup(build, x, ids, parts, batch_size):

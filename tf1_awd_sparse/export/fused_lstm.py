@@ -114,7 +114,9 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
         table is ``table + low @ proj^T`` (`awd_lm` ``table_rank``),
         written as its two parts: the lookup adds ``low[ids] @ proj^T``
         to the table's rows, the decoder ``(x @ proj) @ low^T`` to its
-        logits (dense fully-connected ops; int8 in the int8 formats).
+        logits (dense fully-connected ops; int8 in the int8 formats); or
+        ``(low, proj, "lookup")``: the lookup alone reads the part, the
+        decoder the table (`fused_low_rank.PARTS`).
 
     Returns:
       the file's bytes.
@@ -148,7 +150,7 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
     vocab, emb = table.shape
     logits = _fully_connected(build, x, table_t, decoder_bias, batch_size)
-    if parts is not None:
+    if parts is not None and parts[2] is not None:
         logits = fused_low_rank.logits(build, x, logits, parts, batch_size)
     logits = tfl.reshape(build, logits, [batch_size, 1, vocab], "logits")
     hidden = tfl.sliced(build, x, [batch_size, emb], "hidden/slice")

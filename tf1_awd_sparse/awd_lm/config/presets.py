@@ -91,8 +91,9 @@ DEFAULTS = {
     # its int8 one; docs/sparse_tflite.md); where k does not divide a
     # matrix's input dimension, 1 x 4 blocks if 4 does, else entry by entry
     "pruning_block": 1,
-    # the compressed table plus a dense rank-r part (model.table_low_rank)
-    "table_rank": 0,
+    # the compressed table plus a dense rank-r part (tables.table_low_rank)
+    # in the lookup and the decoder ('both') or the lookup alone
+    "table_rank": 0, "table_rank_part": "both",
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
     # the reference, which starts from the float model's averaged weights)
     "average_from_start": False,
@@ -142,7 +143,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "finetune_optimizer", "finetune_dropout_scale",
                  "pruning_block", "table_sparsity", "group_lasso",
                  "ship_ppl_target", "ramp_fraction", "small_dense",
-                 "table_rank")
+                 "table_rank", "table_rank_part")
 
 
 def split_quant(params):
@@ -215,10 +216,9 @@ def _choice(choices):
     return lambda value, name: check_choice(value, choices, name)
 
 
-#: The cell's sparsity techniques (``transforms.kernel.SPARSITY_CHOICES``,
-#: which owns the list; tests/awd_lm/programs/test_lm_command_errors.py checks they
-#: are the same), spelled here so that reading a config imports no
-#: TensorFlow.
+#: The cell's sparsity techniques (``transforms.kernel.SPARSITY_CHOICES``
+#: owns the list; test_lm_command_errors.py checks they are the same),
+#: spelled here so that reading a config imports no TensorFlow.
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")
 
 
@@ -227,8 +227,7 @@ def _sparsity(value, name):
 
 
 #: Compression techniques (--compress): sparse variational dropout, L0
-#: gates, and gradual magnitude pruning
-#: (tf1_awd_sparse.transforms.magnitude_pruning).
+#: gates, gradual magnitude pruning (transforms.magnitude_pruning).
 COMPRESS_TECHNIQUES = ("variational_dropout", "l0", "magnitude")
 
 
@@ -317,6 +316,7 @@ CHECKS = {
     "average_from_start": check_bool, "small_dense": check_bool,
     "pruning_block": check_positive_int,
     "table_rank": check_nonnegative_int,
+    "table_rank_part": _choice(("both", "lookup")),
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,
@@ -414,6 +414,8 @@ _USED_BY = (
      lambda v: bool(v("quant") or v("compress")), "--quant or --compress"),
     (("group_lasso", "table_rank"), (_T,),
      lambda v: "magnitude" in _techniques(v), "--compress magnitude"),
+    (("table_rank_part",), (_T,), lambda v: v("table_rank") > 0,
+     "--table-rank r > 0"),
     (("compress_controller", "compress_sparsity_weight"), (_T,),
      lambda v: bool(_techniques(v) & {"variational_dropout", "l0"}),
      "--compress variational_dropout or l0"),

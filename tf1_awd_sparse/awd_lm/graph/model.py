@@ -25,13 +25,14 @@ from tf1_awd_sparse.layers import dropout
 from tf1_awd_sparse.layers import weight_drop_lstm as weight_drop_lstm
 from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import techniques
-from tf1_awd_sparse import transforms
 from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training)
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.graph import losses
+from tf1_awd_sparse.awd_lm.graph import losses, tables
+# The table's builder lives in graph.tables; its old public name stays.
+from tf1_awd_sparse.awd_lm.graph.tables import embedding_table  # noqa: F401
 # The model's parameters are checked on the config floor, where modeldir
 # checks a model directory's too; model.check_params stays their name.
 from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
@@ -47,8 +48,7 @@ from tf1_awd_sparse.awd_lm.graph.train_op import (  # noqa: F401 (public)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
-           "build_lm", "embedding_table", "table_low_rank", "make_layer",
-           "decoder_logits",
+           "build_lm", "embedding_table", "make_layer", "decoder_logits",
            "pruning_block",
            "CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
            "magnitude_pruning_op", "group_lasso_loss", "sparsity_report",
@@ -200,7 +200,7 @@ def build_lm(features, mode, params):
         bias, logits, xent = _decode(x, table, sparse, features,
                                      training, params)
     with tf.variable_scope("lm", reuse=True):
-        low_rank = list(table_low_rank(params))
+        low_rank = list(tables.table_low_rank(params))
     weights = [embedding] + low_rank + [
         v for c in cells for v in _cell_weights(c)] + [bias]
     ar, tar, wd, sparsity_loss = _penalties(x, raw, weights, training,
@@ -290,97 +290,13 @@ def _assert_features(features, parts, consumers):
         op._add_control_input(checked)  # pylint: disable=protected-access
 
 
-def embedding_table(params, training):
-    """The embedding variable and the table the model uses for the lookup
-    and the tied decoder: the variable itself, or with
-    ``params.prune.pruning`` the variable times its pruning mask
-    (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``) plus,
-    with ``params.prune.table_rank`` r > 0, the dense rank-r product of
-    `table_low_rank` (``lm/table_low``, ``lm/table_proj``), and with
-    ``params.quantization.quant`` that table fake-quantized as a weight
-    (last value, narrow range; what the 8-bit TFLite model stores). Call
-    inside the ``lm`` variable scope.
-
-    Args:
-      params: the model's parameters (`as_params`).
-      training: Python bool or scalar bool tensor.
-
-    Returns:
-      ``(embedding variable, table tensor or the variable)``.
-
-    Raises:
-      ValueError: bad params (`as_params`).
-    """
-    params = as_params(params)
-    init = tf.random_uniform_initializer(-0.1, 0.1)
-    embedding = tf.get_variable(
-        "embedding", [params.model.vocab_size, params.model.emb_size],
-        initializer=init)
-    table = embedding
-    if params.prune.pruning:
-        prune = transforms.PruningMask()
-        # "embedding_pruning_mask": transforms.pruning_variable_names' rule
-        # for a weight outside layers.
-        prune.build(lambda name, **kwargs: tf.get_variable(
-            "embedding_" + name, **kwargs), embedding.shape.as_list(), 0,
-            training)
-        with tf.name_scope("embedding_pruning"):
-            table = prune.apply(embedding, training, embedding)
-        low_rank = table_low_rank(params)
-        if low_rank:
-            with tf.name_scope("table_low_rank"):
-                table = table + tf.matmul(low_rank[0], low_rank[1],
-                                          transpose_b=True)
-    if params.quantization.quant:
-        with tf.name_scope("embedding_quant"):
-            table = _maybe_quantized(
-                params, training,
-                lambda t=table: fq.quantize_weight(
-                    t, params.quantization.weight_bits), table)
-    return embedding, table
-
-
-def table_low_rank(params):
-    """The dense rank-r part of a pruned table (``params.prune.table_rank``
-    r > 0 with ``params.prune.pruning``): ``(table_low [vocab, r],
-    table_proj [emb, r])``, float32 variables whose product ``low @
-    proj^T`` `embedding_table` adds to the pruned table, so that every
-    word keeps r numbers of its own however many of its row's entries are
-    pruned. ``low`` starts at zero (the table starts as the pruned one) and
-    ``proj`` uniform in ±0.1. Empty tuple when r is 0 or nothing is
-    pruned. Call inside the ``lm`` variable scope (the variables are made,
-    or reused under ``reuse``).
-
-    Raises:
-      ValueError: bad params (`as_params`)."""
-    params = as_params(params)
-    rank = int(params.prune.table_rank)
-    if not rank or not params.prune.pruning:
-        return ()
-    low = tf.get_variable("table_low", [params.model.vocab_size, rank],
-                          initializer=tf.zeros_initializer())
-    proj = tf.get_variable("table_proj", [params.model.emb_size, rank],
-                           initializer=tf.random_uniform_initializer(
-                               -0.1, 0.1))
-    return low, proj
-
-
-def _maybe_quantized(params, training, quantized, plain):
-    """``quantized()`` once quantization is active (after ``quant_delay``
-    global steps in training), else ``plain``, as the cells decide."""
-    active = fq.quantization_active(
-        int(params.quantization.quant_delay), training)
-    if active is True:
-        return quantized()
-    return smart_cond(active, quantized, lambda: tf.identity(plain))
-
-
 def _embed(inputs, training, params, awd):
-    """The embedding variable, the table used (see `embedding_table`), the
+    """The embedding variable, the table used (`tables.embedding_tables`), the
     sparse technique and (embedding, aux) pair (or None) and the embedded
     inputs after embedding dropout (dropoute) and locked dropout
     (dropouti): [batch, time, emb_size]."""
-    embedding, table = embedding_table(params, training)
+    read = tables.embedding_tables(params, training)
+    embedding, table = read.embedding, read.lookup
     sparse = _sparse_embedding(embedding, params.sparse.sparsity)
     if sparse is not None:
         technique, pair = sparse
@@ -394,7 +310,7 @@ def _embed(inputs, training, params, awd):
             training=training)
     else:
         x = tf.nn.embedding_lookup(table, inputs)
-    return embedding, table, sparse, _locked(
+    return embedding, read.decoder, sparse, _locked(
         x, _keep(params.regularization.dropouti, awd), training)
 
 
@@ -505,7 +421,7 @@ def _quantized_logits(logits, params, training):
         with tf.control_dependencies(
                 [ranges.observe({"logits": logits}, weight=weight)]):
             logits = tf.identity(logits)
-    return _maybe_quantized(
+    return tables.maybe_quantized(
         params, training, lambda: fq.fake_quant(logits, run[0], run[1], bits),
         logits)
 

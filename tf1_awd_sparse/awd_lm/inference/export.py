@@ -30,7 +30,7 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.checks import check_id_array, check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.graph import checkpoints, model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model, tables
 from tf1_awd_sparse.awd_lm.inference import fused_export
 from tf1_awd_sparse.export import eval_graph, fused_lstm, graphdef
 from tf1_awd_sparse.export import sparse_storage, tflite_file
@@ -52,8 +52,9 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
     ids = tf.placeholder(tf.int32, [batch_size, num_steps],
                          name=eval_graph.INPUT_NAME)
     with tf.variable_scope("lm"):
-        _, table = model.embedding_table(params, training=False)
-        x = tf.gather(table, ids)
+        read = tables.embedding_tables(params, training=False)
+        table = read.decoder
+        x = tf.gather(read.lookup, ids)
         layers = [model.make_layer(i, units, False, params)
                   for i, units in enumerate(model.layer_sizes(params))]
         cells = [layer.cell for layer in layers]

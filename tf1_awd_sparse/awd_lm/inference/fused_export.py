@@ -7,7 +7,7 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.graph import checkpoints, model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model, tables
 from tf1_awd_sparse.export import eval_graph, fused_lstm, sparse_format
 
 __all__ = ["LSTM_KINDS", "fused_format", "lm_arrays", "write_fused"]
@@ -64,8 +64,10 @@ def lm_arrays(params, checkpoint):
       ``(table [vocab, emb], [fused_lstm.LSTMLayer], decoder bias
       [vocab], cell_clip, low_rank)``, float32 numpy arrays; ``table`` the
       pruned table, ``low_rank`` None or the pair ``(low [vocab, r], proj
-      [emb, r])`` of a model with ``table_rank`` r (`model.table_low_rank`;
-      its table is ``table + low @ proj^T``).
+      [emb, r])`` of a model with ``table_rank`` r (`tables.table_low_rank`;
+      its table is ``table + low @ proj^T``; with ``table_rank_part``
+      'lookup' the triple ``(low, proj, 'lookup')``: `fused_lstm.fused_lm`'s
+      ``low_rank``).
 
     Raises:
       ValueError: cells with peepholes or a projection (the fused export
@@ -78,9 +80,9 @@ def lm_arrays(params, checkpoint):
     with graph.as_default():
         with tf.variable_scope("lm"):
             # The pruned table alone; its low-rank part is fetched apart.
-            _, table = model.embedding_table(params.replace(table_rank=0),
+            _, table = tables.embedding_table(params.replace(table_rank=0),
                                              training=False)
-            low_rank = list(model.table_low_rank(params))
+            low_rank = list(tables.table_low_rank(params))
             cells = [model.make_layer(i, units, False, params).cell
                      for i, units in enumerate(model.layer_sizes(params))]
             eval_graph.build_cells(cells, 1, params.model.emb_size)
@@ -97,8 +99,10 @@ def lm_arrays(params, checkpoint):
     layers = [fused_lstm.LSTMLayer(np.asarray(kernel), np.asarray(b),
                                    float(cell.forget_bias))
               for cell, (kernel, b) in zip(cells, values[3:])]
-    return (values[0], layers, values[1], _check_cells(cells),
-            tuple(values[2]) or None)
+    low_rank = tuple(values[2]) or None
+    if low_rank and params.prune.table_rank_part == "lookup":
+        low_rank += ("lookup",)
+    return values[0], layers, values[1], _check_cells(cells), low_rank
 
 
 def _check_cells(cells):

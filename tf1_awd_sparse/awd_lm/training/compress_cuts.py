@@ -22,7 +22,7 @@ __all__ = ["CUT_SCOPES", "LOW_RANK_NAMES", "weight_names", "mask_name", "thresho
            "nonzero", "made_from"]
 
 #: Checkpoint names of the table's dense rank-r part
-#: (`model.table_low_rank`).
+#: (`tables.table_low_rank`).
 LOW_RANK_NAMES = ("lm/table_low", "lm/table_proj")
 
 #: Scopes of the exact cut: each weight matrix, or all of them at once.
@@ -84,7 +84,7 @@ def effective_weights(checkpoint, params):
     params = as_params(params)
     values = model_values(checkpoint, params)
     result = effective(values, params)
-    # The table's dense rank-r part (`model.table_low_rank`) is weights
+    # The table's dense rank-r part (`tables.table_low_rank`) is weights
     # of the model too: counted, never pruned.
     if int(params.prune.table_rank) and params.prune.pruning:
         result.update((name, values[name]) for name in LOW_RANK_NAMES)

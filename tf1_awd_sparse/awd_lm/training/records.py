@@ -338,7 +338,7 @@ def target_zeros(row, target, scope="matrix"):
 def pruned_counts(row):
     """(non-zero, total) of a row's pruned weights: its counts without the
     table's dense low-rank part (``low_rank_nonzero`` /
-    ``low_rank_weights``, `model.table_low_rank`), which the target does
+    ``low_rank_weights``, `tables.table_low_rank`), which the target does
     not cover."""
     return (row["nonzero_weights"] - row.get("low_rank_nonzero", 0),
             row["total_weights"] - row.get("low_rank_weights", 0))

@@ -1,0 +1,130 @@
+"""The language model's tied table: the embedding variable, its pruning
+mask, the dense low-rank part (``table_rank``) and its quantization, as the
+lookup and the decoder read them (`awd_lm.graph.model` builds the rest).
+Call inside the ``lm`` variable scope.
+"""
+import collections
+
+from tf1_awd_sparse.base.compat import tf
+from tf1_awd_sparse.base.control_flow import smart_cond
+from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.ops import fake_quant as fq
+from tf1_awd_sparse import transforms
+
+__all__ = ["Tables", "embedding_table", "embedding_tables",
+           "table_low_rank", "maybe_quantized"]
+
+
+def embedding_table(params, training):
+    """The embedding variable and the table the tied decoder uses (and the
+    lookup, but with ``table_rank_part='lookup'``: `embedding_tables`).
+
+    Returns:
+      ``(embedding variable, decoder table tensor or the variable)``.
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    tables = embedding_tables(params, training)
+    return tables.embedding, tables.decoder
+
+
+#: What `embedding_tables` returns: the embedding variable, the table the
+#: lookup reads and the one the tied decoder reads (one tensor, but with
+#: ``table_rank_part='lookup'``).
+Tables = collections.namedtuple("Tables", ["embedding", "lookup",
+                                           "decoder"])
+
+
+def embedding_tables(params, training):
+    """The embedding variable and the tables the model reads: the variable
+    itself, or with ``params.prune.pruning`` the variable times its pruning
+    mask (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``)
+    plus, with ``params.prune.table_rank`` r > 0, the dense rank-r product
+    of `table_low_rank` (``lm/table_low``, ``lm/table_proj``) in both the
+    lookup's and the decoder's table, or with ``table_rank_part='lookup'``
+    in the lookup's alone (the decoder reads the pruned table: a fused
+    file's decoder then costs no more); with ``params.quantization.quant``
+    each table fake-quantized as a weight (last value, narrow range; what
+    the 8-bit TFLite model stores). Call inside the ``lm`` variable scope.
+
+    Args:
+      params: the model's parameters (`as_params`).
+      training: Python bool or scalar bool tensor.
+
+    Returns:
+      `Tables`: ``(embedding variable, lookup table, decoder table)``,
+      tensors (or the variable).
+
+    Raises:
+      ValueError: bad params (`as_params`).
+    """
+    params = as_params(params)
+    init = tf.random_uniform_initializer(-0.1, 0.1)
+    embedding = tf.get_variable(
+        "embedding", [params.model.vocab_size, params.model.emb_size],
+        initializer=init)
+    decoder = lookup = embedding
+    if params.prune.pruning:
+        prune = transforms.PruningMask()
+        # "embedding_pruning_mask": transforms.pruning_variable_names' rule
+        # for a weight outside layers.
+        prune.build(lambda name, **kwargs: tf.get_variable(
+            "embedding_" + name, **kwargs), embedding.shape.as_list(), 0,
+            training)
+        with tf.name_scope("embedding_pruning"):
+            decoder = lookup = prune.apply(embedding, training, embedding)
+        low_rank = table_low_rank(params)
+        if low_rank:
+            with tf.name_scope("table_low_rank"):
+                lookup = lookup + tf.matmul(low_rank[0], low_rank[1],
+                                            transpose_b=True)
+            if params.prune.table_rank_part == "both":
+                decoder = lookup
+    if params.quantization.quant:
+        bits = params.quantization.weight_bits
+        separate = lookup is not decoder
+
+        def quantized(table, scope):
+            with tf.name_scope(scope):
+                return maybe_quantized(params, training, lambda:
+                                        fq.quantize_weight(table, bits),
+                                        table)
+        decoder = quantized(decoder, "embedding_quant")
+        lookup = quantized(lookup, "lookup_quant") if separate else decoder
+    return Tables(embedding, lookup, decoder)
+
+
+def table_low_rank(params):
+    """The dense rank-r part of a pruned table (``params.prune.table_rank``
+    r > 0 with ``params.prune.pruning``): ``(table_low [vocab, r],
+    table_proj [emb, r])``, float32 variables whose product ``low @
+    proj^T`` `embedding_table` adds to the pruned table, so that every
+    word keeps r numbers of its own however many of its row's entries are
+    pruned. ``low`` starts at zero (the table starts as the pruned one) and
+    ``proj`` uniform in ±0.1. Empty tuple when r is 0 or nothing is
+    pruned. Call inside the ``lm`` variable scope (the variables are made,
+    or reused under ``reuse``).
+
+    Raises:
+      ValueError: bad params (`as_params`)."""
+    params = as_params(params)
+    rank = int(params.prune.table_rank)
+    if not rank or not params.prune.pruning:
+        return ()
+    low = tf.get_variable("table_low", [params.model.vocab_size, rank],
+                          initializer=tf.zeros_initializer())
+    proj = tf.get_variable("table_proj", [params.model.emb_size, rank],
+                           initializer=tf.random_uniform_initializer(
+                               -0.1, 0.1))
+    return low, proj
+
+
+def maybe_quantized(params, training, quantized, plain):
+    """``quantized()`` once quantization is active (after ``quant_delay``
+    global steps in training), else ``plain``, as the cells decide."""
+    active = fq.quantization_active(
+        int(params.quantization.quant_delay), training)
+    if active is True:
+        return quantized()
+    return smart_cond(active, quantized, lambda: tf.identity(plain))
