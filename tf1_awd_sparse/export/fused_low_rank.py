@@ -9,7 +9,8 @@ import numpy as np
 from tf1_awd_sparse.export import sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
 
-__all__ = ["PARTS", "checked", "weights", "lookup", "logits"]
+__all__ = ["PARTS", "checked", "weights", "lookup", "logits", "combined",
+           "combined_lookup", "combined_input"]
 
 
 #: Where the part goes: the lookup and the decoder, or the lookup alone.
@@ -84,6 +85,60 @@ def lookup(build, x, ids, parts, batch_size):
     projected = tfl.product(build, rows, proj_t, [batch_size, width],
                          "table_low/projected")
     return tfl.add(build, x, projected, [batch_size, width], "embedding/sum")
+
+
+def combined(table, low_rank, width):
+    """The sparse file's one decoder table for part ``"both"``: ``[table |
+    a low]`` ``[vocab, width + r_pad]`` (the table padded to ``width``,
+    ``a low`` to whole blocks: one dense 1 x 16 block a row, which the
+    decoder's sparse product reads on the row it reads anyway, so the part
+    costs it a block, not a second product over every row), with ``proj /
+    a`` ``[width, r]`` (the lookup's projection) and its transpose padded
+    ``[r_pad, width]`` (the decoder's ``x @ proj / a``, concatenated to
+    ``x``); ``a = max|table| / max|low|`` puts both halves on one int8
+    grid without changing ``low @ proj^T``.
+
+    Returns:
+      ``(combined table, proj [width, r], proj^T [r_pad, width])``,
+      float32."""
+    low, proj, _ = low_rank
+    rank = low.shape[1]
+    peak = float(np.max(np.abs(low)))
+    scale = float(np.max(np.abs(table))) / peak if peak and np.any(table) \
+        else 1.0
+    r_pad = tfl.padded(rank, True)
+    stacked = np.concatenate([
+        np.pad(table, [[0, 0], [0, width - table.shape[1]]]),
+        np.pad(low * scale, [[0, 0], [0, r_pad - rank]])], 1)
+    proj = np.pad(proj / scale, [[0, width - proj.shape[0]], [0, 0]])
+    return (stacked.astype(np.float32), proj.astype(np.float32),
+            np.pad(proj.T, [[0, r_pad - rank], [0, 0]]).astype(np.float32))
+
+
+def combined_lookup(build, rows, proj, width, rank, batch_size):
+    """The lookup of the combined table: its rows ``rows`` ``[batch,
+    width + r_pad]`` to ``rows[:, :width] + rows[:, width:width + r] @
+    proj^T`` ``[batch, width]`` (``proj`` the tensor of `combined`'s
+    ``[width, r]``)."""
+    own = tfl.sliced(build, rows, [batch_size, width], "embedding/own",
+                     begin=[0, 0])
+    low = tfl.sliced(build, rows, [batch_size, rank], "table_low/rows",
+                     begin=[0, width])
+    projected = tfl.product(build, low, proj, [batch_size, width],
+                            "table_low/projected")
+    return tfl.add(build, own, projected, [batch_size, width],
+                   "embedding/sum")
+
+
+def combined_input(build, x, proj_t, batch_size):
+    """The decoder's input for the combined table: ``[x | x @ proj_t^T]``
+    ``[batch, width + r_pad]``."""
+    width = build.graph.tensors[x].shape[-1]
+    r_pad = build.graph.tensors[proj_t].shape[0]
+    coded = tfl.product(build, x, proj_t, [batch_size, r_pad],
+                        "decoder/low_rank/coded")
+    return tfl.concatenated(build, x, coded, [batch_size, width + r_pad],
+                            "decoder/input")
 
 
 def logits(build, x, logits, parts, batch_size):

@@ -136,9 +136,22 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     build = tfl.Builder(schema, _DESCRIPTION)
     ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
     build.graph.inputs = [ids]
-    table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
-    parts = None
-    if low_rank is not None:
+    parts = proj_t = None
+    emb = table.shape[1]
+    width = tfl.padded(emb, sparse)
+    if low_rank is not None and sparse and low_rank[2] == "both":
+        # One sparse decoder product over [x | x @ proj] (fused_low_rank).
+        stacked, proj, proj_t = fused_low_rank.combined(table, low_rank,
+                                                        width)
+        table_t, rows = _lookup(build, stacked, ids, dtype, sparse,
+                                batch_size)
+        x = fused_low_rank.combined_lookup(
+            build, rows, build.weight("table_proj", proj, dtype), width,
+            low_rank[0].shape[1], batch_size)
+        proj_t = build.weight("table_proj_t", proj_t, dtype)
+    else:
+        table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
+    if low_rank is not None and proj_t is None:
         parts = fused_low_rank.weights(build, low_rank, dtype, sparse)
         x = fused_low_rank.lookup(build, x, ids, parts, batch_size)
     outputs, widths = [], {}
@@ -148,8 +161,14 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
         outputs += state
         widths.update(width)
     build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
-    vocab, emb = table.shape
-    logits = _fully_connected(build, x, table_t, decoder_bias, batch_size)
+    vocab = table.shape[0]
+    if proj_t is not None:
+        x_in = fused_low_rank.combined_input(build, x, proj_t, batch_size)
+        logits = _fully_connected(build, x_in, table_t, decoder_bias,
+                                  batch_size)
+    else:
+        logits = _fully_connected(build, x, table_t, decoder_bias,
+                                  batch_size)
     if parts is not None and parts[2] is not None:
         logits = fused_low_rank.logits(build, x, logits, parts, batch_size)
     logits = tfl.reshape(build, logits, [batch_size, 1, vocab], "logits")
@@ -429,24 +448,32 @@ def read_low_rank(data):
                          % (model.description,))
     graph = model.subgraphs[0]
     tensors = {t.name.decode(): t for t in graph.tensors}
-    if "table_low" not in tensors:
+    if "table_proj" not in tensors:
         return None
     emb = [int(graph.tensors[i].shape[-1]) for i in graph.outputs
            if graph.tensors[i].name == b"hidden"][0]
-    low, proj = (_constant(model, tensors[name])
-                 for name in ("table_low", "table_proj"))
+    proj = _constant(model, tensors["table_proj"])
+    if "table_low" in tensors:
+        low = _constant(model, tensors["table_low"])
+    else:   # the sparse layout's: [table | low] (`fused_low_rank.combined`)
+        width = proj.shape[0]
+        low = _constant(model, tensors["embedding"])[
+            :, width:width + proj.shape[1]]
     return low, proj[:emb]
 
 
 def _constant(model, tensor):
-    """A dense constant tensor of ``model`` as float32 (int8 codes times
-    their scale)."""
+    """A constant tensor of ``model`` as dense float32 (int8 codes times
+    their scale; a sparse one's zeros filled in)."""
     stored = bytes(bytearray(model.buffers[tensor.buffer].data))
     dtype = np.int8 if tensor.type == sparse_format.INT8 else np.float32
+    stored = np.frombuffer(stored, dtype)
+    if tensor.sparsity is not None:
+        stored = sparse_format.dense_values(tensor.sparsity, stored,
+                                            tensor.shape)
     scale = tensor.quantization.scale[0] if tensor.quantization and \
         tensor.quantization.scale else 1.0
-    return np.frombuffer(stored, dtype).reshape(tensor.shape).astype(
-        np.float32) * scale
+    return stored.reshape(tensor.shape).astype(np.float32) * scale
 
 
 def is_fused(data):
@@ -478,16 +505,7 @@ def read_weights(data):
     emb = widths["hidden"]
 
     def value(name):
-        tensor = tensors[name]
-        stored = bytes(bytearray(model.buffers[tensor.buffer].data))
-        dtype = np.int8 if tensor.type == sparse_format.INT8 else np.float32
-        stored = np.frombuffer(stored, dtype)
-        if tensor.sparsity is not None:
-            stored = sparse_format.dense_values(tensor.sparsity, stored,
-                                                tensor.shape)
-        scale = tensor.quantization.scale[0] if tensor.quantization and \
-            tensor.quantization.scale else 1.0
-        return stored.reshape(tensor.shape).astype(np.float32) * scale
+        return _constant(model, tensors[name])
     states = json.loads(bytes(bytearray(model.buffers[[
         m for m in model.metadata if m.name.decode() == STATE_WIDTHS][
             0].buffer].data)).decode("utf-8"))

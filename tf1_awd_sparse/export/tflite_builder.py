@@ -7,13 +7,14 @@ import numpy as np
 
 from tf1_awd_sparse.export import sparse_format
 
-__all__ = ["BLOCK", "ADD", "RESHAPE", "padded", "Builder", "blocks",
-           "reshape", "sliced", "product", "add"]
+__all__ = ["BLOCK", "ADD", "CONCATENATION", "RESHAPE", "padded",
+           "Builder", "blocks", "reshape", "sliced", "product",
+           "concatenated", "add"]
 
 #: The width of the int8 sparse kernels' blocks.
 BLOCK = 16
 #: Builtin operator codes of the TFLite schema not in `sparse_format`.
-ADD, RESHAPE = 0, 22
+ADD, CONCATENATION, RESHAPE = 0, 2, 22
 
 
 def padded(size, sparse):
@@ -144,15 +145,17 @@ def reshape(build, source, shape, name):
     return target
 
 
-def sliced(build, source, shape, name, copy=False):
-    """The leading ``shape`` of float ``source`` (a new tensor ``name``;
-    the padding cut off), or ``source`` itself where it has that shape
-    and no ``copy`` is asked for (an output of its own name)."""
-    if not copy and list(build.graph.tensors[source].shape) == list(shape):
+def sliced(build, source, shape, name, copy=False, begin=None):
+    """The ``shape`` of float ``source`` from ``begin`` (default: the
+    leading one; a new tensor ``name``, e.g. the padding cut off), or
+    ``source`` itself where it has that shape and no ``copy`` is asked for
+    (an output of its own name)."""
+    if not copy and begin is None and \
+            list(build.graph.tensors[source].shape) == list(shape):
         return source
     target = build.tensor(name, shape, sparse_format.FLOAT32)
     begin = build.tensor(name + "/begin", [len(shape)], sparse_format.INT32,
-                         np.zeros(len(shape), np.int32))
+                         np.asarray(begin or [0] * len(shape), np.int32))
     size = build.tensor(name + "/size", [len(shape)], sparse_format.INT32,
                         np.asarray(shape, np.int32))
     build.op(sparse_format.SLICE, [source, begin, size], [target],
@@ -169,6 +172,17 @@ def product(build, x, weights, shape, name):
     options.asymmetricQuantizeInputs = False
     build.op(sparse_format.FULLY_CONNECTED, [x, weights, -1], [out],
              build.schema.BuiltinOptions.FullyConnectedOptions, options)
+    return out
+
+
+def concatenated(build, a, b, shape, name):
+    """``[a | b]`` along the last axis, a new float tensor ``name`` of
+    ``shape``."""
+    out = build.tensor(name, shape, sparse_format.FLOAT32)
+    options = build.schema.ConcatenationOptionsT()
+    options.axis = len(shape) - 1
+    build.op(CONCATENATION, [a, b], [out],
+             build.schema.BuiltinOptions.ConcatenationOptions, options)
     return out
 
 
