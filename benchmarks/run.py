@@ -31,7 +31,8 @@ import _quiet  # noqa: F401,E402
 # Benchmark modules, each exposing main(); `make bench` runs them in order.
 MODULES = ["bench_sparse", "bench_cell", "bench_layer", "bench_lm",
            "bench_distill", "bench_stream", "bench_sparse_storage",
-           "bench_fused", "bench_quant", "bench_distributed"]
+           "bench_fused", "bench_sparse_rows", "bench_quant",
+           "bench_distributed"]
 DEFAULT_OUT = os.path.join(ROOT, "docs", "bench.md")
 
 

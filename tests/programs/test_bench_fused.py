@@ -34,3 +34,42 @@ def test_the_tiny_run_prints_every_file():
             # float: rounding; int8: the inputs' and weights' int8 grids
             # (the tiny model's logits are ~0.03).
             assert diff < (1e-6 if "float" in name else 2e-3), line
+
+
+def test_a_table_rank_adds_its_fused_file():
+    """--table-rank R: a fused int8 1 x 16 file whose table has a dense
+    rank-R part, two LSTM ops, more bytes than the file without it."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.main(["--tiny", "--rounds", "2", "--tokens", "3",
+                    "--table-rank", "4"])
+    text = out.getvalue()
+    if not sparse_format.available():
+        assert "needs TensorFlow 2.x" in text
+        return
+    sizes = {}
+    for name in ("fused int8 1x16", "fused 1x16 rank 4"):
+        line = [l for l in text.splitlines()
+                if l.startswith("  %-20s " % name)]
+        assert len(line) == 1, (name, text)
+        fields = line[0][2:].split()
+        assert int(fields[len(name.split()) + 2]) == 2, line
+        sizes[name] = int(fields[len(name.split())])
+    assert sizes["fused 1x16 rank 4"] > sizes["fused int8 1x16"]
+
+
+def test_the_decoder_benchmark_prints_its_three_layouts():
+    rows_bench = load_program(os.path.join(BENCHMARKS,
+                                           "bench_sparse_rows.py"))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rows_bench.main(["--tiny", "--rounds", "2", "--tokens", "3"])
+    text = out.getvalue()
+    if not sparse_format.available():
+        assert "needs TensorFlow 2.x" in text
+        return
+    for label in ("the decoder alone", "rank 16: a block on every row",
+                  "rank 16: a second product"):
+        line = [l for l in text.splitlines() if l.startswith("  " + label)]
+        assert len(line) == 1, (label, text)
+        assert float(line[0].split()[-2]) > 0
