@@ -9,26 +9,15 @@ import numpy as np
 from tf1_awd_sparse.export import sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
 
-__all__ = ["PARTS", "checked", "weights", "lookup", "logits", "combined",
+__all__ = ["checked", "weights", "lookup", "logits", "combined",
            "combined_lookup", "combined_input"]
 
 
-#: Where the part goes: the lookup and the decoder, or the lookup alone.
-PARTS = ("both", "lookup")
-
-
 def checked(low_rank, table_shape):
-    """``fused_lm``'s ``low_rank`` as ``(low, proj, part)``, float32 arrays
-    and one of `PARTS` (``"both"`` when not given), or None; raises
-    ValueError naming what does not fit the table."""
+    """``fused_lm``'s ``low_rank`` as float32 arrays ``(low, proj)``, or
+    None; raises ValueError naming what does not fit the table."""
     if low_rank is None:
         return None
-    part = "both"
-    if isinstance(low_rank, tuple) and len(low_rank) == 3:
-        low_rank, part = low_rank[:2], low_rank[2]
-    if part not in PARTS:
-        raise ValueError("low_rank's third item must be one of %s, got %r"
-                         % (", ".join(PARTS), part))
     try:
         low, proj = (np.asarray(item, np.float32) for item in low_rank)
     except (TypeError, ValueError):
@@ -41,23 +30,22 @@ def checked(low_rank, table_shape):
         raise ValueError("low_rank must be (low [vocab, r], proj [emb, r]) "
                          "with vocab, emb = %d, %d and r > 0, got shapes %s "
                          "and %s" % (vocab, emb, low.shape, proj.shape))
-    return low, proj, part
+    return low, proj
 
 
 def weights(build, low_rank, dtype, sparse):
     """The low-rank part's constants: ``low`` ``[vocab, r]`` (the lookup's
     rows and the decoder's second product's weights), ``proj`` ``[width,
-    r]`` (the lookup's projection, padded to the table's width) and, for
-    the decoder's first product, its transpose ``[r, width]`` (part
-    ``"both"``; else None). Returns ``(low, proj, proj^T, r)``: tensor
-    indices and the rank."""
-    low, proj, part = low_rank
+    r]`` (the lookup's projection, padded to the table's width) and its
+    transpose ``[r, width]`` (the decoder's first product). Returns
+    ``(low, proj, proj^T, r)``: tensor indices and the rank."""
+    low, proj = low_rank
     width = tfl.padded(proj.shape[0], sparse)
     proj = np.pad(proj, [[0, width - proj.shape[0]], [0, 0]])
     return (build.weight("table_low", low, dtype),
             build.weight("table_proj", proj, dtype),
-            build.weight("table_proj_t", np.ascontiguousarray(proj.T), dtype)
-            if part == "both" else None, low.shape[1])
+            build.weight("table_proj_t", np.ascontiguousarray(proj.T), dtype),
+            low.shape[1])
 
 
 def lookup(build, x, ids, parts, batch_size):
@@ -88,7 +76,7 @@ def lookup(build, x, ids, parts, batch_size):
 
 
 def combined(table, low_rank, width):
-    """The sparse file's one decoder table for part ``"both"``: ``[table |
+    """The sparse file's one decoder table: ``[table |
     a low]`` ``[vocab, width + r_pad]`` (the table padded to ``width``,
     ``a low`` to whole blocks: one dense 1 x 16 block a row, which the
     decoder's sparse product reads on the row it reads anyway, so the part
@@ -101,7 +89,7 @@ def combined(table, low_rank, width):
     Returns:
       ``(combined table, proj [width, r], proj^T [r_pad, width])``,
       float32."""
-    low, proj, _ = low_rank
+    low, proj = low_rank
     rank = low.shape[1]
     peak = float(np.max(np.abs(low)))
     scale = float(np.max(np.abs(table))) / peak if peak and np.any(table) \

@@ -114,9 +114,9 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
         table is ``table + low @ proj^T`` (`awd_lm` ``table_rank``),
         written as its two parts: the lookup adds ``low[ids] @ proj^T``
         to the table's rows, the decoder ``(x @ proj) @ low^T`` to its
-        logits (dense fully-connected ops; int8 in the int8 formats); or
-        ``(low, proj, "lookup")``: the lookup alone reads the part, the
-        decoder the table (`fused_low_rank.PARTS`).
+        logits (dense fully-connected ops; int8 in the int8 formats; the
+        int8-sparse file as one more block on each row of its decoder,
+        `fused_low_rank.combined`).
 
     Returns:
       the file's bytes.
@@ -139,7 +139,7 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     parts = proj_t = None
     emb = table.shape[1]
     width = tfl.padded(emb, sparse)
-    if low_rank is not None and sparse and low_rank[2] == "both":
+    if low_rank is not None and sparse:
         # One sparse decoder product over [x | x @ proj] (fused_low_rank).
         stacked, proj, proj_t = fused_low_rank.combined(table, low_rank,
                                                         width)
@@ -169,7 +169,7 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     else:
         logits = _fully_connected(build, x, table_t, decoder_bias,
                                   batch_size)
-    if parts is not None and parts[2] is not None:
+    if parts is not None:
         logits = fused_low_rank.logits(build, x, logits, parts, batch_size)
     logits = tfl.reshape(build, logits, [batch_size, 1, vocab], "logits")
     hidden = tfl.sliced(build, x, [batch_size, emb], "hidden/slice")

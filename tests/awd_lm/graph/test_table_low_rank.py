@@ -31,15 +31,12 @@ def _numpy_table(values, masked=True):
     return table + values["lm/table_low"] @ values["lm/table_proj"].T
 
 
-@pytest.mark.parametrize("part", ["both", "lookup"])
 @pytest.mark.parametrize("quant", [False, True])
-def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant,
-                                                           part):
-    """The lookup reads the folded table; the decoder too, or with part
-    'lookup' the pruned table alone."""
+def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant):
+    """The lookup and the tied decoder read the folded table."""
     tf.set_random_seed(1)
     params = dict(PARAMS, model="awd", pruning="fixed", table_rank=RANK,
-                  table_rank_part=part, quant=quant, quant_delay=0)
+                  quant=quant, quant_delay=0)
     out, features, ids, by_name = _build(params)
     assert by_name["lm/table_low"].shape.as_list() == [11, RANK]
     assert by_name["lm/table_proj"].shape.as_list() == [4, RANK]
@@ -53,14 +50,11 @@ def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant,
     values = sess.run(by_name)
     table = _numpy_table(values)
     assert np.abs(table[3]).max() > 0
-    decoder = table if part == "both" else \
-        values["lm/embedding"] * values["lm/embedding_pruning_mask"]
-    if quant:   # each table on its 8-bit weight grid
+    if quant:   # the folded table on its 8-bit weight grid
         table = references.quantize_weight(table)
-        decoder = references.quantize_weight(decoder)
-    # The decoder: the top layer's output times its table, plus the bias.
+    # The decoder: the top layer's output times the table, plus the bias.
     hidden, logits = sess.run([out.hidden, out.logits])
-    want = hidden.reshape(-1, 4) @ decoder.T + values["lm/softmax_bias"]
+    want = hidden.reshape(-1, 4) @ table.T + values["lm/softmax_bias"]
     if not quant:   # (the quantized logits sit on their own grid)
         np.testing.assert_allclose(logits.reshape(-1, 11), want, rtol=0,
                                    atol=1e-5 * np.abs(want).max())
@@ -117,20 +111,17 @@ def test_the_compressed_stages_carry_the_rank():
         "compress": "magnitude", "table_rank": RANK}), vocab_size=50)
     float_phase, _ = presets.split_quant(params)
     assert "table_rank" not in float_phase
-    params["table_rank_part"] = "lookup"
     for stage in (compress_stages.finetune_params(params, "magnitude", 10),
                   compress_stages.survivors_params(params),
                   compress_stages.quantize_params(params)):
         assert stage.prune.table_rank == RANK
-        assert stage.prune.table_rank_part == "lookup"
     assert "table_rank" not in dict(compress_stages.reference_params(params))
     plain = dict(params, table_rank=0)
     assert compress_stages.survivors_params(plain).prune.table_rank == 0
 
 
 @pytest.mark.parametrize("key, value", [
-    ("table_rank", -1), ("table_rank", 1.5), ("table_rank", "2"),
-    ("table_rank_part", "decoder")])
+    ("table_rank", -1), ("table_rank", 1.5), ("table_rank", "2")])
 def test_a_bad_rank_is_named(key, value):
     with pytest.raises(ValueError, match=key):
         presets.check_params({key: value})

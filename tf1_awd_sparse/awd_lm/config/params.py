@@ -107,7 +107,7 @@ PruneConfig = _section(
     "PruneConfig", ("pruning", "target_sparsity", "pruning_begin_step",
                     "pruning_end_step", "pruning_frequency",
                     "pruning_block", "table_sparsity", "group_lasso",
-                    "table_rank", "table_rank_part"), """\
+                    "table_rank"), """\
 Pruning masks: None, 'magnitude' (the gradual schedule to
 ``target_sparsity`` between the two steps, every ``pruning_frequency``
 steps) or 'fixed' (masks as restored), in 1 x ``pruning_block`` blocks;
@@ -116,8 +116,7 @@ taking the rest of the model's zeros (`compression_ops.matrix_targets`);
 ``group_lasso`` the weight of the group lasso on the pruned weights'
 blocks while 'magnitude' prunes (`compression_ops.group_lasso_loss`);
 ``table_rank`` r > 0: the table is the pruned one plus a dense rank-r
-product (`tables.embedding_tables`), in the lookup and the decoder
-(``table_rank_part`` 'both') or the lookup alone ('lookup').""")
+product (`tables.embedding_table`).""")
 
 CompressionConfig = _section(
     "CompressionConfig", ("compress", "ship_ppl_target", "finetune_epochs",

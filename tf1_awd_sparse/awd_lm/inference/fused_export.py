@@ -65,9 +65,7 @@ def lm_arrays(params, checkpoint):
       [vocab], cell_clip, low_rank)``, float32 numpy arrays; ``table`` the
       pruned table, ``low_rank`` None or the pair ``(low [vocab, r], proj
       [emb, r])`` of a model with ``table_rank`` r (`tables.table_low_rank`;
-      its table is ``table + low @ proj^T``; with ``table_rank_part``
-      'lookup' the triple ``(low, proj, 'lookup')``: `fused_lstm.fused_lm`'s
-      ``low_rank``).
+      its table is ``table + low @ proj^T``).
 
     Raises:
       ValueError: cells with peepholes or a projection (the fused export
@@ -99,10 +97,8 @@ def lm_arrays(params, checkpoint):
     layers = [fused_lstm.LSTMLayer(np.asarray(kernel), np.asarray(b),
                                    float(cell.forget_bias))
               for cell, (kernel, b) in zip(cells, values[3:])]
-    low_rank = tuple(values[2]) or None
-    if low_rank and params.prune.table_rank_part == "lookup":
-        low_rank += ("lookup",)
-    return values[0], layers, values[1], _check_cells(cells), low_rank
+    return (values[0], layers, values[1], _check_cells(cells),
+            tuple(values[2]) or None)
 
 
 def _check_cells(cells):

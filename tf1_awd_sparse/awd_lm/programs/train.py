@@ -135,9 +135,6 @@ HELP = {
     "its pruned self plus a dense rank-r product, so that every word, also "
     "one whose row is pruned away, keeps r numbers of its own (0: off; "
     "still tied; the fused file stores the two parts)",
-    "table_rank_part": "--table-rank: where the rank-r part goes: both "
-    "(the lookup and the tied decoder) or lookup (the decoder reads the "
-    "pruned table alone, so the fused file's decoder costs no more time)",
     "ship_ppl_target": "--compress: the recommended file (under the table, "
     "in summary.json, awd-lm info and export) is the fastest TFLite file "
     "whose test perplexity is at most this x /ref's, ties the smallest; "

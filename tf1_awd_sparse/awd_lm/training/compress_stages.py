@@ -265,12 +265,10 @@ def quantize_params(float_params):
 def compressed_structure(float_params):
     """The compression keys that shape the compressed model's graph, which
     each of its stages (ramp, survivors, QAT) carries and `split_quant`
-    strips from the float model's: ``table_rank`` and ``table_rank_part``
-    (`tables.embedding_tables`) where a rank is set.
+    strips from the float model's: ``table_rank`` (`tables.table_low_rank`)
+    where it is set.
 
     Returns:
       dict of flat keys."""
-    prune = as_params(float_params).prune
-    rank = int(prune.table_rank)
-    return {"table_rank": rank, "table_rank_part": prune.table_rank_part} \
-        if rank else {}
+    rank = int(as_params(float_params).prune.table_rank)
+    return {"table_rank": rank} if rank else {}
