@@ -11,13 +11,23 @@ from tf1_awd_sparse.export import sparse_format
 bench = load_program(os.path.join(BENCHMARKS, "bench_fused.py"))
 
 
-def test_the_tiny_run_prints_every_file():
+def _tiny(program, *flags):
+    """What ``program``'s tiny run prints, or None on TF 1.x (where it
+    says why it does not run)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        bench.main(["--tiny", "--rounds", "2", "--tokens", "3"])
+        program.main(["--tiny", "--rounds", "2", "--tokens", "3"]
+                     + list(flags))
     text = out.getvalue()
     if not sparse_format.available():
         assert "needs TensorFlow 2.x" in text
+        return None
+    return text
+
+
+def test_the_tiny_run_prints_every_file():
+    text = _tiny(bench)
+    if text is None:
         return
     assert "the fastest dense file: dense " in text
     rows = {}
@@ -39,13 +49,8 @@ def test_the_tiny_run_prints_every_file():
 def test_a_table_rank_adds_its_fused_file():
     """--table-rank R: a fused int8 1 x 16 file whose table has a dense
     rank-R part, two LSTM ops, more bytes than the file without it."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        bench.main(["--tiny", "--rounds", "2", "--tokens", "3",
-                    "--table-rank", "4"])
-    text = out.getvalue()
-    if not sparse_format.available():
-        assert "needs TensorFlow 2.x" in text
+    text = _tiny(bench, "--table-rank", "4")
+    if text is None:
         return
     sizes = {}
     for name in ("fused int8 1x16", "fused 1x16 rank 4"):
@@ -59,14 +64,9 @@ def test_a_table_rank_adds_its_fused_file():
 
 
 def test_the_decoder_benchmark_prints_its_three_layouts():
-    rows_bench = load_program(os.path.join(BENCHMARKS,
-                                           "bench_sparse_rows.py"))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rows_bench.main(["--tiny", "--rounds", "2", "--tokens", "3"])
-    text = out.getvalue()
-    if not sparse_format.available():
-        assert "needs TensorFlow 2.x" in text
+    text = _tiny(load_program(os.path.join(BENCHMARKS,
+                                           "bench_sparse_rows.py")))
+    if text is None:
         return
     for label in ("the decoder alone", "rank 16: a block on every row",
                   "rank 16: a second product"):

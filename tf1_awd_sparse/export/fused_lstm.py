@@ -439,13 +439,7 @@ def read_low_rank(data):
 
     Raises:
       ValueError: ``data`` is not a file of `fused_lm`."""
-    schema, _ = sparse_format.schema_modules()
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(data, 0))
-    if model.description != _DESCRIPTION.encode():
-        raise ValueError("not a file of fused_lm (description %r)"
-                         % (model.description,))
-    graph = model.subgraphs[0]
-    tensors = {t.name.decode(): t for t in graph.tensors}
+    model, graph, tensors = _parsed(data)
     emb = [int(graph.tensors[i].shape[-1]) for i in graph.outputs
            if graph.tensors[i].name == b"hidden"][0]
     metadata = {m.name.decode(): bytes(bytearray(
@@ -454,6 +448,18 @@ def read_low_rank(data):
     return fused_low_rank.read(
         tensors, lambda name: _constant(model, tensors[name]), metadata,
         emb)
+
+
+def _parsed(data):
+    """``(model, its subgraph, {name: tensor})`` of a `fused_lm` file's
+    bytes (the schema's object API); ValueError for any other file."""
+    schema, _ = sparse_format.schema_modules()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(data, 0))
+    if model.description != _DESCRIPTION.encode():
+        raise ValueError("not a file of fused_lm (description %r)"
+                         % (model.description,))
+    graph = model.subgraphs[0]
+    return model, graph, {t.name.decode(): t for t in graph.tensors}
 
 
 def _constant(model, tensor):
@@ -487,13 +493,7 @@ def read_weights(data):
     Raises:
       ValueError: ``data`` is not a file of `fused_lm`.
     """
-    schema, _ = sparse_format.schema_modules()
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(data, 0))
-    if model.description != _DESCRIPTION.encode():
-        raise ValueError("not a file of fused_lm (description %r)"
-                         % (model.description,))
-    graph = model.subgraphs[0]
-    tensors = {t.name.decode(): t for t in graph.tensors}
+    model, graph, tensors = _parsed(data)
     widths = {t.name.decode(): int(t.shape[-1]) for t in
               (graph.tensors[i] for i in graph.outputs)}
     emb = widths["hidden"]

@@ -503,31 +503,33 @@ def weight_sparsity_of_tflite(path, shapes, interpreter=None):
 def _fused_weights(path):
     """The weights of a fused file (`fused_lstm.read_weights`: the table,
     then each layer's kernel), or None for any other file."""
-    if not sparse_storage.available():
-        return None
-    with open(path, "rb") as handle:
-        data = handle.read()
-    if not fused_lstm.is_fused(data):
+    data = _fused_data(path)
+    if data is None:
         return None
     table, kernels = fused_lstm.read_weights(data)
     return [table] + kernels
 
 
-def low_rank_of_tflite(path):
-    """The dense low-rank part of a fused file's table (`fused_lstm`'s
-    ``low_rank``, a model with ``table_rank``): ``(low [vocab, r], proj
-    [emb, r])`` float32, or None for a file without one (any unrolled file:
-    the converter writes the table as one folded tensor).
-
-    Raises:
-      OSError: the file cannot be read."""
+def _fused_data(path):
+    """The bytes of a fused file (`fused_lstm.is_fused`), or None for any
+    other file (or without TF 2.x's schema module)."""
     if not sparse_storage.available():
         return None
     with open(path, "rb") as handle:
         data = handle.read()
-    if not fused_lstm.is_fused(data):
-        return None
-    return fused_lstm.read_low_rank(data)
+    return data if fused_lstm.is_fused(data) else None
+
+
+def low_rank_of_tflite(path):
+    """The dense low-rank part of a fused file's decoder table
+    (`fused_lstm`'s ``low_rank``, a model with ``table_rank``): ``(low
+    [vocab, r], proj [emb, r])`` float32, or None for a file without one
+    (any unrolled file: the converter writes the folded table).
+
+    Raises:
+      OSError: the file cannot be read."""
+    data = _fused_data(path)
+    return None if data is None else fused_lstm.read_low_rank(data)
 
 
 def _weight_tensors(path, interpreter):
