@@ -52,15 +52,13 @@ def _random_model(seed, zeros=0.8, batch=1):
     return table, layers, (rng.randn(VOCAB) * 0.1).astype(np.float32)
 
 
-def _numpy_lm(table, layers, bias, ids, cell_clip=None, state=None,
-              decoder=None):
+def _numpy_lm(table, layers, bias, ids, cell_clip=None, state=None):
     """float64 logits [steps, batch, vocab] and the final [(c, h)]:
     ``LSTMCell``'s arithmetic (peepholes, cell clip, projection and its
     clip where a layer has them)."""
     state = state or [(np.zeros((len(ids[0]), l.kernel.shape[1] // 4)),
                        np.zeros((len(ids[0]), _out(l)))) for l in layers]
     out = []
-    decoder = table if decoder is None else decoder
     for step in ids:
         x = table[step].astype(np.float64)
         new = []
@@ -72,7 +70,7 @@ def _numpy_lm(table, layers, bias, ids, cell_clip=None, state=None,
             new.append((c, h))
             x = h
         state = new
-        out.append(x @ decoder.T.astype(np.float64) + bias)
+        out.append(x @ table.T.astype(np.float64) + bias)
     return np.array(out), state
 
 
@@ -141,7 +139,12 @@ def _hybrid_lm(table, layers, bias, ids, folded, cell_clip=None,
               np.zeros((len(ids[0]), _out(l)))) for l in layers]
     out = []
     for step in ids:
-        x = codes[step] * t_scale   # (the lookup reads the table alone)
+        x = codes[step] * t_scale
+        if combined:   # the row's low part, on the table's grid
+            x = x + _hybrid_product(low_codes[step] * t_scale, proj)
+        elif low_rank is not None:   # int8 rows of low, then the product
+            low, proj = low_rank
+            x = x + _hybrid_product(_grid(low)[step], proj)
         new = []
         for layer, (c, h) in zip(layers, state):
             c, h = _cell(layer, _hybrid_gates(layer, x, h, folded), c,
@@ -287,10 +290,9 @@ def test_the_fused_file_computes_the_lstm_language_model(
 def test_a_low_rank_table_is_written_as_its_two_parts(tmp_path, weights,
                                                       interpreter):
     """``low_rank`` (the LM's ``table_rank``): the file computes the model
-    whose decoder reads ``table + low @ proj^T`` (numpy's, on the folded
+    whose tied table is ``table + low @ proj^T`` (numpy's, on the folded
     table; the 8-bit files' products as the hybrid kernels make them,
-    the sparse one's as one more block a row of its decoder) while the
-    lookup reads the table alone, stores the parts
+    the sparse one's as one more block a row of its decoder), stores the parts
     (the dense part's bytes, not a dense table's) and gives them back
     (`read_low_rank`), also to the weight count."""
     table, layers, bias = _random_model(2, zeros=0.9)
@@ -305,7 +307,7 @@ def test_a_low_rank_table_is_written_as_its_two_parts(tmp_path, weights,
                                   builtin_only(interpreter)), ids)
     folded = table + low @ proj.T
     if weights == "float":
-        want, _ = _numpy_lm(table, layers, bias, ids, decoder=folded)
+        want, _ = _numpy_lm(folded, layers, bias, ids)
         np.testing.assert_allclose(got, want, rtol=0,
                                    atol=1e-5 * np.abs(want).max())
     else:
@@ -328,11 +330,11 @@ def test_a_low_rank_table_is_written_as_its_two_parts(tmp_path, weights,
     # whole blocks in the sparse file), not by a table.
     plain_bytes = len(fused_lstm.fused_lm(table, layers, bias, weights, 2))
     width = EMB + (-EMB % 16 if weights == "int8-sparse" else 0)
-    values = low.size + width * proj.shape[1]
+    values = low.size + 2 * width * proj.shape[1]
     if weights == "int8-sparse":
         # low in one 16-wide block a row of the table ([r_pad, width]
         # proj^T), block indices beside it.
-        values = VOCAB * 16 + 16 * width
+        values = VOCAB * 16 + width * proj.shape[1] + 16 * width
     itemsize = 4 if weights == "float" else 1
     assert 0 < len(data) - plain_bytes - itemsize * values < 2000
     # The weight count reads the pruned matrices; the part apart.

@@ -1,23 +1,16 @@
-"""The dense low-rank part of a `fused_lstm` file's decoder table (its
-``low_rank``, `awd_lm` ``table_rank``): the decoder reads ``table + low @
-proj^T``, the lookup the table alone. The float and dense int8 files add
-a second product, ``(x @ proj) @ low^T``, to the logits; the int8-sparse
-file gives the part to its one sparse decoder product as one more 1 x 16
-block on each row (`combined`): TFLite's sparse kernel then pays a block
-a row, not a second pass over every row (``benchmarks/bench_sparse_rows``).
+"""The dense low-rank part of a `fused_lstm` file's tied table (its
+``low_rank``, `awd_lm` ``table_rank``): the table is ``table + low @
+proj^T``; the lookup adds ``low[ids] @ proj^T`` to the table's rows, the
+decoder ``(x @ proj) @ low^T`` to its logits, dense fully-connected ops
+(hybrid with int8 weights).
 """
-import json
-
 import numpy as np
 
 from tf1_awd_sparse.export import sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
 
-__all__ = ["RANK", "checked", "combined", "combined_rows", "decoder_input",
-           "separate_logits", "read"]
-
-#: The metadata entry holding the part's rank (JSON int).
-RANK = "tf1_awd_sparse.table_rank"
+__all__ = ["checked", "weights", "lookup", "logits", "combined",
+           "combined_lookup", "combined_input"]
 
 
 def checked(low_rank, table_shape):
@@ -40,13 +33,62 @@ def checked(low_rank, table_shape):
     return low, proj
 
 
+def weights(build, low_rank, dtype, sparse):
+    """The low-rank part's constants: ``low`` ``[vocab, r]`` (the lookup's
+    rows and the decoder's second product's weights), ``proj`` ``[width,
+    r]`` (the lookup's projection, padded to the table's width) and its
+    transpose ``[r, width]`` (the decoder's first product). Returns
+    ``(low, proj, proj^T, r)``: tensor indices and the rank."""
+    low, proj = low_rank
+    width = tfl.padded(proj.shape[0], sparse)
+    proj = np.pad(proj, [[0, width - proj.shape[0]], [0, 0]])
+    return (build.weight("table_low", low, dtype),
+            build.weight("table_proj", proj, dtype),
+            build.weight("table_proj_t", np.ascontiguousarray(proj.T), dtype),
+            low.shape[1])
+
+
+def lookup(build, x, ids, parts, batch_size):
+    """The table's rows ``x`` ``[batch, width]`` plus ``low[ids] @
+    proj^T``."""
+    low_t, proj_t, _, rank = parts
+    width = build.graph.tensors[x].shape[-1]
+    low = build.graph.tensors[low_t]
+    scale = low.quantization.scale[0] if low.quantization else None
+    rows = build.tensor("table_low/rows", [batch_size, 1, rank], low.type,
+                        scale=scale)
+    options = build.schema.GatherOptionsT()
+    options.axis = 0
+    build.op(sparse_format.GATHER, [low_t, ids], [rows],
+             build.schema.BuiltinOptions.GatherOptions, options)
+    if low.type == sparse_format.INT8:
+        dequantized = build.tensor("table_low/dequantized",
+                                   [batch_size, 1, rank],
+                                   sparse_format.FLOAT32)
+        build.op(sparse_format.DEQUANTIZE, [rows], [dequantized],
+                 build.schema.BuiltinOptions.DequantizeOptions,
+                 build.schema.DequantizeOptionsT())
+        rows = dequantized
+    rows = tfl.reshape(build, rows, [batch_size, rank], "table_low/flat")
+    projected = tfl.product(build, rows, proj_t, [batch_size, width],
+                         "table_low/projected")
+    return tfl.add(build, x, projected, [batch_size, width], "embedding/sum")
+
+
 def combined(table, low_rank, width):
-    """The int8-sparse file's one decoder table ``[table | a low]``
-    ``[vocab, width + r_pad]`` (the table padded to ``width``, ``a low``
-    to whole blocks) and ``(proj / a)^T`` padded ``[r_pad, width]`` (the
-    decoder's ``x @ proj / a``, concatenated to ``x``); ``a = max|table| /
-    max|low|`` puts both halves on one int8 grid without changing ``low @
-    proj^T``. Returns both, float32."""
+    """The sparse file's one decoder table: ``[table |
+    a low]`` ``[vocab, width + r_pad]`` (the table padded to ``width``,
+    ``a low`` to whole blocks: one dense 1 x 16 block a row, which the
+    decoder's sparse product reads on the row it reads anyway, so the part
+    costs it a block, not a second product over every row), with ``proj /
+    a`` ``[width, r]`` (the lookup's projection) and its transpose padded
+    ``[r_pad, width]`` (the decoder's ``x @ proj / a``, concatenated to
+    ``x``); ``a = max|table| / max|low|`` puts both halves on one int8
+    grid without changing ``low @ proj^T``.
+
+    Returns:
+      ``(combined table, proj [width, r], proj^T [r_pad, width])``,
+      float32."""
     low, proj = low_rank
     rank = low.shape[1]
     peak = float(np.max(np.abs(low)))
@@ -56,20 +98,27 @@ def combined(table, low_rank, width):
     stacked = np.concatenate([
         np.pad(table, [[0, 0], [0, width - table.shape[1]]]),
         np.pad(low * scale, [[0, 0], [0, r_pad - rank]])], 1)
-    proj = np.pad(proj / scale, [[0, width - proj.shape[0]],
-                                 [0, r_pad - rank]])
-    return stacked.astype(np.float32), np.ascontiguousarray(
-        proj.T).astype(np.float32)
+    proj = np.pad(proj / scale, [[0, width - proj.shape[0]], [0, 0]])
+    return (stacked.astype(np.float32), proj.astype(np.float32),
+            np.pad(proj.T, [[0, r_pad - rank], [0, 0]]).astype(np.float32))
 
 
-def combined_rows(build, rows, width, batch_size):
-    """The lookup's rows of the combined table, ``[batch, width + r_pad]``,
-    without the part: ``[batch, width]``."""
-    return tfl.sliced(build, rows, [batch_size, width], "embedding/own",
-                      begin=[0, 0])
+def combined_lookup(build, rows, proj, width, rank, batch_size):
+    """The lookup of the combined table: its rows ``rows`` ``[batch,
+    width + r_pad]`` to ``rows[:, :width] + rows[:, width:width + r] @
+    proj^T`` ``[batch, width]`` (``proj`` the tensor of `combined`'s
+    ``[width, r]``)."""
+    own = tfl.sliced(build, rows, [batch_size, width], "embedding/own",
+                     begin=[0, 0])
+    low = tfl.sliced(build, rows, [batch_size, rank], "table_low/rows",
+                     begin=[0, width])
+    projected = tfl.product(build, low, proj, [batch_size, width],
+                            "table_low/projected")
+    return tfl.add(build, own, projected, [batch_size, width],
+                   "embedding/sum")
 
 
-def decoder_input(build, x, proj_t, batch_size):
+def combined_input(build, x, proj_t, batch_size):
     """The decoder's input for the combined table: ``[x | x @ proj_t^T]``
     ``[batch, width + r_pad]``."""
     width = build.graph.tensors[x].shape[-1]
@@ -80,35 +129,13 @@ def decoder_input(build, x, proj_t, batch_size):
                             "decoder/input")
 
 
-def separate_logits(build, x, logits, low_rank, dtype, batch_size):
-    """The float and dense int8 files' decoder: ``logits`` ``[batch,
-    vocab]`` plus ``(x @ proj) @ low^T`` (``table_low`` ``[vocab, r]``,
-    ``table_proj_t`` ``[r, width]``)."""
-    low, proj = low_rank
-    rank, width = low.shape[1], build.graph.tensors[x].shape[-1]
-    proj_t = np.pad(proj, [[0, width - proj.shape[0]], [0, 0]]).T
-    coded = tfl.product(build, x, build.weight(
-        "table_proj_t", np.ascontiguousarray(proj_t), dtype),
-        [batch_size, rank], "decoder/low_rank/coded")
-    low_t = build.weight("table_low", low, dtype)
-    extra = tfl.product(build, coded, low_t, [batch_size, low.shape[0]],
-                        "decoder/low_rank/logits")
-    return tfl.add(build, logits, extra, [batch_size, low.shape[0]],
-                   "decoder/sum")
-
-
-def read(tensors, value, metadata, emb):
-    """The part of a file (``tensors`` by name, ``value(name)`` a dense
-    float32 constant, ``metadata`` by name, ``emb`` the table's width):
-    ``(low [vocab, r], proj [emb, r])``, a sparse file's as it stores them
-    (``a low``, ``proj / a``: the same product), or None."""
-    if RANK not in metadata:
-        return None
-    rank = int(json.loads(metadata[RANK]))
-    proj = value("table_proj_t")[:rank].T
-    if "table_low" in tensors:
-        low = value("table_low")
-    else:   # the sparse layout: [table | a low]
-        width = proj.shape[0]
-        low = value("embedding")[:, width:width + rank]
-    return low, proj[:emb]
+def logits(build, x, logits, parts, batch_size):
+    """The decoder's ``logits`` ``[batch, vocab]`` plus ``(x @ proj) @
+    low^T``."""
+    low_t, _, proj_t_t, rank = parts
+    vocab = build.graph.tensors[low_t].shape[0]
+    coded = tfl.product(build, x, proj_t_t, [batch_size, rank],
+                     "decoder/low_rank/coded")
+    extra = tfl.product(build, coded, low_t, [batch_size, vocab],
+                     "decoder/low_rank/logits")
+    return tfl.add(build, logits, extra, [batch_size, vocab], "decoder/sum")

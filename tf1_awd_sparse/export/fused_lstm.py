@@ -110,11 +110,13 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
       batch_size: the fixed batch.
       cell_clip: the cells' ``cell_clip`` (None or positive): the op clips
         the cell state to it, as ``LSTMCell`` does.
-      low_rank: None, or ``(low [vocab, r], proj [emb, r])``: the
-        decoder reads ``table + low @ proj^T``, the lookup ``table``
-        (`awd_lm` ``table_rank``), written as two parts
-        (`fused_low_rank`: in the int8-sparse file one more block on each
-        row of the decoder, else a second product).
+      low_rank: None, or ``(low [vocab, r], proj [emb, r])``: the tied
+        table is ``table + low @ proj^T`` (`awd_lm` ``table_rank``),
+        written as its two parts: the lookup adds ``low[ids] @ proj^T``
+        to the table's rows, the decoder ``(x @ proj) @ low^T`` to its
+        logits (dense fully-connected ops; int8 in the int8 formats; the
+        int8-sparse file as one more block on each row of its decoder,
+        `fused_low_rank.combined`).
 
     Returns:
       the file's bytes.
@@ -134,22 +136,24 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     build = tfl.Builder(schema, _DESCRIPTION)
     ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
     build.graph.inputs = [ids]
-    proj_t = None
+    parts = proj_t = None
     emb = table.shape[1]
     width = tfl.padded(emb, sparse)
-    if low_rank is not None:
-        build.metadata(fused_low_rank.RANK, json.dumps(
-            int(low_rank[0].shape[1])))
     if low_rank is not None and sparse:
-        # One sparse decoder product over [x | x @ proj] (fused_low_rank);
-        # the lookup reads the table's own columns.
-        stacked, proj_t = fused_low_rank.combined(table, low_rank, width)
+        # One sparse decoder product over [x | x @ proj] (fused_low_rank).
+        stacked, proj, proj_t = fused_low_rank.combined(table, low_rank,
+                                                        width)
         table_t, rows = _lookup(build, stacked, ids, dtype, sparse,
                                 batch_size)
-        x = fused_low_rank.combined_rows(build, rows, width, batch_size)
+        x = fused_low_rank.combined_lookup(
+            build, rows, build.weight("table_proj", proj, dtype), width,
+            low_rank[0].shape[1], batch_size)
         proj_t = build.weight("table_proj_t", proj_t, dtype)
     else:
         table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
+    if low_rank is not None and proj_t is None:
+        parts = fused_low_rank.weights(build, low_rank, dtype, sparse)
+        x = fused_low_rank.lookup(build, x, ids, parts, batch_size)
     outputs, widths = [], {}
     for index, layer in enumerate(layers):
         x, state, width = _lstm_layer(build, index, x, layer, dtype, sparse,
@@ -159,15 +163,14 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
     vocab = table.shape[0]
     if proj_t is not None:
-        x_in = fused_low_rank.decoder_input(build, x, proj_t, batch_size)
+        x_in = fused_low_rank.combined_input(build, x, proj_t, batch_size)
         logits = _fully_connected(build, x_in, table_t, decoder_bias,
                                   batch_size)
     else:
         logits = _fully_connected(build, x, table_t, decoder_bias,
                                   batch_size)
-        if low_rank is not None:
-            logits = fused_low_rank.separate_logits(
-                build, x, logits, low_rank, dtype, batch_size)
+    if parts is not None:
+        logits = fused_low_rank.logits(build, x, logits, parts, batch_size)
     logits = tfl.reshape(build, logits, [batch_size, 1, vocab], "logits")
     hidden = tfl.sliced(build, x, [batch_size, emb], "hidden/slice")
     hidden = tfl.reshape(build, hidden, [batch_size, 1, emb], "hidden")
@@ -432,22 +435,25 @@ def _folded_input(build, name, x, width, h_var, fill):
 
 
 def read_low_rank(data):
-    """The low-rank part of a `fused_lm` file's decoder table
-    (``low_rank``, `fused_low_rank.read`): ``(low [vocab, r], proj [emb,
-    r])`` float32 (int8 codes times their scale), or None when it has
-    none.
+    """The low-rank part of a `fused_lm` file's table (``low_rank``):
+    ``(low [vocab, r], proj [emb, r])`` float32 (int8 codes times their
+    scale), or None when it has none.
 
     Raises:
       ValueError: ``data`` is not a file of `fused_lm`."""
     model, graph, tensors = _parsed(data)
+    if "table_proj" not in tensors:
+        return None
     emb = [int(graph.tensors[i].shape[-1]) for i in graph.outputs
            if graph.tensors[i].name == b"hidden"][0]
-    metadata = {m.name.decode(): bytes(bytearray(
-        model.buffers[m.buffer].data)).decode("utf-8")
-        for m in model.metadata or []}
-    return fused_low_rank.read(
-        tensors, lambda name: _constant(model, tensors[name]), metadata,
-        emb)
+    proj = _constant(model, tensors["table_proj"])
+    if "table_low" in tensors:
+        low = _constant(model, tensors["table_low"])
+    else:   # the sparse layout's: [table | low] (`fused_low_rank.combined`)
+        width = proj.shape[0]
+        low = _constant(model, tensors["embedding"])[
+            :, width:width + proj.shape[1]]
+    return low, proj[:emb]
 
 
 def _parsed(data):

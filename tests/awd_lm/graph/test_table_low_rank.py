@@ -1,7 +1,6 @@
 """The pruned table plus a dense rank-r part (``table_rank``, issue 55):
-the model's tied decoder reads ``mask * embedding + low @ proj^T`` and its
-lookup ``mask * embedding`` (numpy on the variables' values), the part
-trains and decays
+the model's lookup and tied decoder read ``mask * embedding + low @
+proj^T`` (numpy on the variables' values), the part trains and decays
 with the weights, only where something is pruned, quantized as the table
 is; the compressed stages carry it, the float model and the reference do
 not."""
@@ -34,8 +33,7 @@ def _numpy_table(values, masked=True):
 
 @pytest.mark.parametrize("quant", [False, True])
 def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant):
-    """The tied decoder reads the folded table, the lookup the pruned
-    one."""
+    """The lookup and the tied decoder read the folded table."""
     tf.set_random_seed(1)
     params = dict(PARAMS, model="awd", pruning="fixed", table_rank=RANK,
                   quant=quant, quant_delay=0)
@@ -52,10 +50,8 @@ def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant):
     values = sess.run(by_name)
     table = _numpy_table(values)
     assert np.abs(table[3]).max() > 0
-    pruned = values["lm/embedding"] * values["lm/embedding_pruning_mask"]
-    if quant:   # each table on its 8-bit weight grid
+    if quant:   # the folded table on its 8-bit weight grid
         table = references.quantize_weight(table)
-        pruned = references.quantize_weight(pruned)
     # The decoder: the top layer's output times the table, plus the bias.
     hidden, logits = sess.run([out.hidden, out.logits])
     want = hidden.reshape(-1, 4) @ table.T + values["lm/softmax_bias"]
@@ -69,8 +65,8 @@ def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant):
               and op.outputs[0].shape.as_list() == [3, 5, 4]]
     assert lookup, "no lookup of the inputs"
     rows = sess.run(lookup[0].outputs[0])
-    np.testing.assert_allclose(rows, pruned[ids[:, :-1]], rtol=0,
-                               atol=1e-6 * np.abs(pruned).max())
+    np.testing.assert_allclose(rows, table[ids[:, :-1]], rtol=0,
+                               atol=1e-6 * np.abs(table).max())
 
 
 def test_the_part_trains_and_decays_as_a_weight(sess):

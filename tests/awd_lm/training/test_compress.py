@@ -1005,7 +1005,8 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
     """``--table-rank``: the compressed stages train the dense part (the
     pruned checkpoint and the QAT model hold it, their config.json its
     rank), each row counts it in its weights but the target is the pruned
-    matrices', each file scores as its TF graph, the fused
+    matrices' (every row reaches it but the unrolled float file's, whose
+    folded table is dense), each file scores as its TF graph, the fused
     file stores the part apart (and its float twin computes the sparse
     model), and the stage directories open as language models."""
     from tf1_awd_sparse.awd_lm import LanguageModel
@@ -1029,10 +1030,10 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
             os.path.join(directory, "best", "model.ckpt") if name == "qat"
             else os.path.join(directory, "model.ckpt"))
         assert np.abs(values["lm/table_low"]).max() > 0, name
-    # The unrolled files hold the pruned table (the lookup's) and the
-    # folded one (the decoder's).
+    # The unrolled files hold the folded table (dense in the float file).
     assert rows["tflite_float"]["test_ppl"] == pytest.approx(
         rows["sparse"]["test_ppl"], rel=FLOAT_PPL_RTOL)
+    assert not rows["tflite_float"]["reached_target"]
     assert rows["tflite_uint8"]["test_ppl"] == pytest.approx(
         rows["qat"]["test_ppl"], rel=2e-3)
     if sparse_storage.available():

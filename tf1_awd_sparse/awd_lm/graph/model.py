@@ -291,12 +291,11 @@ def _assert_features(features, parts, consumers):
 
 
 def _embed(inputs, training, params, awd):
-    """The embedding variable, the decoder's table (`tables.embedding_tables`), the
+    """The embedding variable, the table used (`tables.embedding_table`), the
     sparse technique and (embedding, aux) pair (or None) and the embedded
     inputs after embedding dropout (dropoute) and locked dropout
     (dropouti): [batch, time, emb_size]."""
-    read = tables.embedding_tables(params, training)
-    embedding, table = read.embedding, read.lookup
+    embedding, table = tables.embedding_table(params, training)
     sparse = _sparse_embedding(embedding, params.sparse.sparsity)
     if sparse is not None:
         technique, pair = sparse
@@ -310,7 +309,7 @@ def _embed(inputs, training, params, awd):
             training=training)
     else:
         x = tf.nn.embedding_lookup(table, inputs)
-    return embedding, read.decoder, sparse, _locked(
+    return embedding, table, sparse, _locked(
         x, _keep(params.regularization.dropouti, awd), training)
 
 

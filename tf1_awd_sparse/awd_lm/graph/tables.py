@@ -3,49 +3,23 @@ mask, the dense low-rank part (``table_rank``) and its quantization, as the
 lookup and the decoder read them (`awd_lm.graph.model` builds the rest).
 Call inside the ``lm`` variable scope.
 """
-import collections
-
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse import transforms
 
-__all__ = ["Tables", "embedding_table", "embedding_tables",
-           "table_low_rank", "maybe_quantized"]
+__all__ = ["embedding_table", "table_low_rank", "maybe_quantized"]
 
 
 def embedding_table(params, training):
-    """The embedding variable and the table the tied decoder reads (the
-    lookup's too, but with ``table_rank``: `embedding_tables`).
-
-    Returns:
-      ``(embedding variable, table tensor or the variable)``.
-
-    Raises:
-      ValueError: bad params (`as_params`).
-    """
-    tables = embedding_tables(params, training)
-    return tables.embedding, tables.decoder
-
-
-#: What `embedding_tables` returns: the embedding variable, the table the
-#: lookup reads and the one the tied decoder reads (one tensor, but with
-#: ``table_rank``).
-Tables = collections.namedtuple("Tables", ["embedding", "lookup",
-                                           "decoder"])
-
-
-def embedding_tables(params, training):
-    """The embedding variable and the tables the model reads: the variable
-    itself, or with ``params.prune.pruning`` the variable times its pruning
-    mask (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``),
-    the decoder's plus, with ``params.prune.table_rank`` r > 0, the dense
-    rank-r product of `table_low_rank` (``lm/table_low``,
-    ``lm/table_proj``): every word keeps r numbers of its own to be
-    predicted by, while the lookup reads the pruned table (the part in the
-    lookup bought nothing on ptb-small and cost a fused file time); with
-    ``params.quantization.quant`` each table fake-quantized as a weight
+    """The embedding variable and the table the model uses for the lookup
+    and the tied decoder: the variable itself, or with
+    ``params.prune.pruning`` the variable times its pruning mask
+    (``lm/embedding_pruning_mask``, a ``transforms.PruningMask``) plus,
+    with ``params.prune.table_rank`` r > 0, the dense rank-r product of
+    `table_low_rank` (``lm/table_low``, ``lm/table_proj``), and with
+    ``params.quantization.quant`` that table fake-quantized as a weight
     (last value, narrow range; what the 8-bit TFLite model stores). Call
     inside the ``lm`` variable scope.
 
@@ -54,8 +28,7 @@ def embedding_tables(params, training):
       training: Python bool or scalar bool tensor.
 
     Returns:
-      `Tables`: ``(embedding variable, lookup table, decoder table)``,
-      tensors (or the variable).
+      ``(embedding variable, table tensor or the variable)``.
 
     Raises:
       ValueError: bad params (`as_params`).
@@ -65,7 +38,7 @@ def embedding_tables(params, training):
     embedding = tf.get_variable(
         "embedding", [params.model.vocab_size, params.model.emb_size],
         initializer=init)
-    lookup = decoder = embedding
+    table = embedding
     if params.prune.pruning:
         prune = transforms.PruningMask()
         # "embedding_pruning_mask": transforms.pruning_variable_names' rule
@@ -74,34 +47,28 @@ def embedding_tables(params, training):
             "embedding_" + name, **kwargs), embedding.shape.as_list(), 0,
             training)
         with tf.name_scope("embedding_pruning"):
-            lookup = decoder = prune.apply(embedding, training, embedding)
+            table = prune.apply(embedding, training, embedding)
         low_rank = table_low_rank(params)
         if low_rank:
             with tf.name_scope("table_low_rank"):
-                decoder = lookup + tf.matmul(low_rank[0], low_rank[1],
-                                             transpose_b=True)
+                table = table + tf.matmul(low_rank[0], low_rank[1],
+                                          transpose_b=True)
     if params.quantization.quant:
         bits = params.quantization.weight_bits
-        separate = lookup is not decoder
-
-        def quantized(table, scope):
-            with tf.name_scope(scope):
-                return maybe_quantized(params, training, lambda:
-                                       fq.quantize_weight(table, bits),
-                                       table)
-        lookup = quantized(lookup, "embedding_quant")
-        decoder = quantized(decoder, "decoder_quant") if separate \
-            else lookup
-    return Tables(embedding, lookup, decoder)
+        with tf.name_scope("embedding_quant"):
+            table = maybe_quantized(
+                params, training,
+                lambda t=table: fq.quantize_weight(t, bits), table)
+    return embedding, table
 
 
 def table_low_rank(params):
     """The dense rank-r part of a pruned table (``params.prune.table_rank``
     r > 0 with ``params.prune.pruning``): ``(table_low [vocab, r],
     table_proj [emb, r])``, float32 variables whose product ``low @
-    proj^T`` `embedding_tables` adds to the decoder's pruned table, so
-    that every word keeps r numbers of its own however many of its row's
-    entries are pruned. ``low`` starts at zero (the table starts as the pruned one) and
+    proj^T`` `embedding_table` adds to the pruned table, so that every
+    word keeps r numbers of its own however many of its row's entries are
+    pruned. ``low`` starts at zero (the table starts as the pruned one) and
     ``proj`` uniform in ±0.1. Empty tuple when r is 0 or nothing is
     pruned. Call inside the ``lm`` variable scope (the variables are made,
     or reused under ``reuse``).

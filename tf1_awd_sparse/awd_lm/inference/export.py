@@ -52,9 +52,8 @@ def _unrolled_model(params, batch_size, num_steps, quantized):
     ids = tf.placeholder(tf.int32, [batch_size, num_steps],
                          name=eval_graph.INPUT_NAME)
     with tf.variable_scope("lm"):
-        read = tables.embedding_tables(params, training=False)
-        table = read.decoder
-        x = tf.gather(read.lookup, ids)
+        _, table = tables.embedding_table(params, training=False)
+        x = tf.gather(table, ids)
         layers = [model.make_layer(i, units, False, params)
                   for i, units in enumerate(model.layer_sizes(params))]
         cells = [layer.cell for layer in layers]
