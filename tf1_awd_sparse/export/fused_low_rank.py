@@ -6,7 +6,6 @@ decoder ``(x @ proj) @ low^T`` to its logits, dense fully-connected ops
 """
 import numpy as np
 
-from tf1_awd_sparse.export import sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
 
 __all__ = ["checked", "weights", "lookup", "logits", "combined",
@@ -51,25 +50,9 @@ def weights(build, low_rank, dtype, sparse):
 def lookup(build, x, ids, parts, batch_size):
     """The table's rows ``x`` ``[batch, width]`` plus ``low[ids] @
     proj^T``."""
-    low_t, proj_t, _, rank = parts
+    low_t, proj_t, _, _ = parts
     width = build.graph.tensors[x].shape[-1]
-    low = build.graph.tensors[low_t]
-    scale = low.quantization.scale[0] if low.quantization else None
-    rows = build.tensor("table_low/rows", [batch_size, 1, rank], low.type,
-                        scale=scale)
-    options = build.schema.GatherOptionsT()
-    options.axis = 0
-    build.op(sparse_format.GATHER, [low_t, ids], [rows],
-             build.schema.BuiltinOptions.GatherOptions, options)
-    if low.type == sparse_format.INT8:
-        dequantized = build.tensor("table_low/dequantized",
-                                   [batch_size, 1, rank],
-                                   sparse_format.FLOAT32)
-        build.op(sparse_format.DEQUANTIZE, [rows], [dequantized],
-                 build.schema.BuiltinOptions.DequantizeOptions,
-                 build.schema.DequantizeOptionsT())
-        rows = dequantized
-    rows = tfl.reshape(build, rows, [batch_size, rank], "table_low/flat")
+    rows = tfl.gathered(build, low_t, ids, "table_low", batch_size)
     projected = tfl.product(build, rows, proj_t, [batch_size, width],
                          "table_low/projected")
     return tfl.add(build, x, projected, [batch_size, width], "embedding/sum")

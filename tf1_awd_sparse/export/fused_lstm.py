@@ -272,22 +272,8 @@ def _lookup(build, table, ids, dtype, sparse, batch_size):
         build.op(sparse_format.DENSIFY, [stored], [source],
                  build.schema.BuiltinOptions.DensifyOptions,
                  build.schema.DensifyOptionsT())
-    rows = build.tensor("embedding/rows", [batch_size, 1, width], dtype,
-                        scale=scale)
-    options = build.schema.GatherOptionsT()
-    options.axis = 0
-    build.op(sparse_format.GATHER, [source, ids], [rows],
-             build.schema.BuiltinOptions.GatherOptions, options)
-    if dtype == sparse_format.INT8:
-        dequantized = build.tensor("embedding/dequantized",
-                                   [batch_size, 1, width],
-                                   sparse_format.FLOAT32)
-        build.op(sparse_format.DEQUANTIZE, [rows], [dequantized],
-                 build.schema.BuiltinOptions.DequantizeOptions,
-                 build.schema.DequantizeOptionsT())
-        rows = dequantized
-    return stored, tfl.reshape(build, rows, [batch_size, width],
-                            "embedding/flat")
+    return stored, tfl.gathered(build, source, ids, "embedding",
+                                batch_size)
 
 
 def _fully_connected(build, x, weights, bias, batch_size):

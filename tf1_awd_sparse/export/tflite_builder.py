@@ -8,7 +8,7 @@ import numpy as np
 from tf1_awd_sparse.export import sparse_format
 
 __all__ = ["BLOCK", "ADD", "CONCATENATION", "RESHAPE", "padded",
-           "Builder", "blocks", "reshape", "sliced", "product",
+           "Builder", "blocks", "reshape", "sliced", "gathered", "product",
            "concatenated", "add"]
 
 #: The width of the int8 sparse kernels' blocks.
@@ -162,6 +162,31 @@ def sliced(build, source, shape, name, copy=False, begin=None):
              build.schema.BuiltinOptions.SliceOptions,
              build.schema.SliceOptionsT())
     return target
+
+
+def gathered(build, source, ids, name, batch_size):
+    """The rows ``ids`` (int32 ``[batch, 1]``) of the 2-D constant or
+    tensor ``source`` as a new float tensor ``name + "/flat"`` ``[batch,
+    width]``: a ``GATHER`` (and a ``DEQUANTIZE`` of int8 rows, on
+    ``source``'s scale)."""
+    tensor = build.graph.tensors[source]
+    width = int(tensor.shape[-1])
+    scale = tensor.quantization.scale[0] if tensor.quantization else None
+    rows = build.tensor(name + "/rows", [batch_size, 1, width], tensor.type,
+                        scale=scale)
+    options = build.schema.GatherOptionsT()
+    options.axis = 0
+    build.op(sparse_format.GATHER, [source, ids], [rows],
+             build.schema.BuiltinOptions.GatherOptions, options)
+    if tensor.type == sparse_format.INT8:
+        dequantized = build.tensor(name + "/dequantized",
+                                   [batch_size, 1, width],
+                                   sparse_format.FLOAT32)
+        build.op(sparse_format.DEQUANTIZE, [rows], [dequantized],
+                 build.schema.BuiltinOptions.DequantizeOptions,
+                 build.schema.DequantizeOptionsT())
+        rows = dequantized
+    return reshape(build, rows, [batch_size, width], name + "/flat")
 
 
 def product(build, x, weights, shape, name):
