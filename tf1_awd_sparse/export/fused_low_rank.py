@@ -1,8 +1,12 @@
 """The dense low-rank part of a `fused_lstm` file's tied table (its
 ``low_rank``, `awd_lm` ``table_rank``): the table is ``table + low @
-proj^T``; the lookup adds ``low[ids] @ proj^T`` to the table's rows, the
-decoder ``(x @ proj) @ low^T`` to its logits, dense fully-connected ops
-(hybrid with int8 weights).
+proj^T``; the lookup adds ``low[ids] @ proj^T`` to the table's rows. The
+float and dense int8 files add ``(x @ proj) @ low^T`` to the decoder's
+logits, a second product (`weights`, `lookup`, `logits`); the int8-sparse
+file gives the part to its one sparse decoder product as one more 1 x 16
+block on each row (`combined`, `combined_lookup`, `combined_input`):
+TFLite's sparse kernel then pays a block a row, about half the second
+product's cost (``benchmarks/bench_sparse_rows.py``).
 """
 import numpy as np
 
