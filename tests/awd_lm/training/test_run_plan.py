@@ -90,6 +90,26 @@ def _planned_run(tmp_path, params):
     return out
 
 
+def test_a_compression_flag_refused_names_the_compress_program(tmp_path,
+                                                                capsys):
+    """A planned compression binds --resume too; its refusal names the
+    program that compresses the trained model again with other settings
+    (a float-phase flag's does not)."""
+    from tf1_awd_sparse.awd_lm.programs import train as program
+    from support.lm import one_error_line
+    params = presets.params_for("demo", "awd", {"compress": "magnitude",
+                                                "target_sparsity": 0.9})
+    out = _planned_run(tmp_path, params)
+    line = one_error_line(capsys, lambda: program.main(
+        ["--out", str(out), "--resume", "--target-sparsity", "0.8"]))
+    assert "--target-sparsity 0.8 contradicts the run" in line
+    assert "awd-lm compress --out %s" % out in line
+    line = one_error_line(capsys, lambda: program.main(
+        ["--out", str(out), "--resume", "--lr", "3"]))
+    assert "--lr 3.0 contradicts the run" in line
+    assert "awd-lm compress" not in line
+
+
 def test_resume_refuses_a_flag_contradicting_the_plan(tmp_path, capsys):
     """A recorded plan binds: a --quant-delay other than the one planned
     is refused in one line naming it, nothing written; --quant-epochs

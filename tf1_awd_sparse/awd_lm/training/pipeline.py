@@ -153,9 +153,14 @@ def _model_params(out, preset, model, record, explicit, compress_only,
     if preset and preset != recorded:
         conflicts.insert(0, ("preset", preset, recorded))
     if conflicts:
+        remedy = _REMEDY if len(conflicts) == 1 else _REMEDIES
+        if any(k in presets.COMPRESS_KEYS for k, _, _ in conflicts):
+            # Another compression of the same float model is `compress`'s.
+            remedy += ("; to compress its trained model with other "
+                       "settings: awd-lm compress --out %s ... "
+                       "--compress-out NEW" % out)
         raise ValueError(runrecord.conflict_line(
-            record.run_dir, conflicts, flag,
-            _REMEDY if len(conflicts) == 1 else _REMEDIES))
+            record.run_dir, conflicts, flag, remedy))
     overrides = dict(runrecord.recorded_overrides(
         record, compression=not compress_only), **explicit)
     return as_params(presets.params_for(recorded, model, overrides))
