@@ -55,11 +55,17 @@ def lookup(build, x, ids, parts, batch_size):
     """The table's rows ``x`` ``[batch, width]`` plus ``low[ids] @
     proj^T``."""
     low_t, proj_t, _, _ = parts
-    width = build.graph.tensors[x].shape[-1]
-    rows = tfl.gathered(build, low_t, ids, "table_low", batch_size)
-    projected = tfl.product(build, rows, proj_t, [batch_size, width],
-                         "table_low/projected")
-    return tfl.add(build, x, projected, [batch_size, width], "embedding/sum")
+    return _projected_sum(build, x, tfl.gathered(
+        build, low_t, ids, "table_low", batch_size), proj_t)
+
+
+def _projected_sum(build, x, low_rows, proj):
+    """``x + low_rows @ proj^T`` ``[batch, width]``: a row's part added to
+    its own (``proj`` the ``[width, r]`` weight tensor)."""
+    shape = list(build.graph.tensors[x].shape)
+    projected = tfl.product(build, low_rows, proj, shape,
+                            "table_low/projected")
+    return tfl.add(build, x, projected, shape, "embedding/sum")
 
 
 def combined(table, low_rank, width):
@@ -99,30 +105,25 @@ def combined_lookup(build, rows, proj, width, rank, batch_size):
                      begin=[0, 0])
     low = tfl.sliced(build, rows, [batch_size, rank], "table_low/rows",
                      begin=[0, width])
-    projected = tfl.product(build, low, proj, [batch_size, width],
-                            "table_low/projected")
-    return tfl.add(build, own, projected, [batch_size, width],
-                   "embedding/sum")
+    return _projected_sum(build, own, low, proj)
 
 
 def combined_input(build, x, proj_t, batch_size):
     """The decoder's input for the combined table: ``[x | x @ proj_t^T]``
     ``[batch, width + r_pad]``."""
-    width = build.graph.tensors[x].shape[-1]
     r_pad = build.graph.tensors[proj_t].shape[0]
     coded = tfl.product(build, x, proj_t, [batch_size, r_pad],
                         "decoder/low_rank/coded")
-    return tfl.concatenated(build, x, coded, [batch_size, width + r_pad],
-                            "decoder/input")
+    return tfl.concatenated(build, [x, coded], "decoder/input")
 
 
-def logits(build, x, logits, parts, batch_size):
-    """The decoder's ``logits`` ``[batch, vocab]`` plus ``(x @ proj) @
-    low^T``."""
+def logits(build, x, decoded, parts, batch_size):
+    """The decoder's logits ``decoded`` ``[batch, vocab]`` plus ``(x @
+    proj) @ low^T``."""
     low_t, _, proj_t_t, rank = parts
     vocab = build.graph.tensors[low_t].shape[0]
     coded = tfl.product(build, x, proj_t_t, [batch_size, rank],
                      "decoder/low_rank/coded")
     extra = tfl.product(build, coded, low_t, [batch_size, vocab],
                      "decoder/low_rank/logits")
-    return tfl.add(build, logits, extra, [batch_size, vocab], "decoder/sum")
+    return tfl.add(build, decoded, extra, [batch_size, vocab], "decoder/sum")

@@ -64,11 +64,10 @@ LSTMLayer = collections.namedtuple(
 #: reads it.
 STATE_WIDTHS = "tf1_awd_sparse.state_widths"
 
-tfl.BLOCK = 16
 # The files' description: how `is_fused` knows them.
 _DESCRIPTION = "tf1_awd_sparse fused LSTM language model"
-# Builtin operator codes of the TFLite schema not in `sparse_format`.
-_CONCATENATION, _LSTM = 2, 16
+# The builtin LSTM operator's code (the TFLite schema's).
+_LSTM = 16
 # TF LSTMCell's kernel columns are gates i, j, f, o; the LSTM op takes
 # input, forget, cell (j) and output gates in that order.
 _GATE_COLUMNS = (0, 2, 1, 3)
@@ -79,7 +78,6 @@ _OP_INPUTS = 24   # the builtin LSTM op's inputs (-1: absent)
 def state_names(layer):
     """``(h name, c name)`` of layer ``layer``'s state variable tensors."""
     return "state_%d_h" % layer, "state_%d_c" % layer
-
 
 
 def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
@@ -136,11 +134,32 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
     build = tfl.Builder(schema, _DESCRIPTION)
     ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
     build.graph.inputs = [ids]
-    parts = proj_t = None
-    emb = table.shape[1]
-    width = tfl.padded(emb, sparse)
+    x, decode = _table(build, table, low_rank, ids, dtype, sparse,
+                       batch_size)
+    outputs, widths = [], {}
+    for index, layer in enumerate(layers):
+        x, state, width = _lstm_layer(build, index, x, layer, dtype, sparse,
+                                      batch_size, cell_clip)
+        outputs += state
+        widths.update(width)
+    build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
+    vocab, emb = table.shape
+    logits = tfl.reshape(build, decode(x, decoder_bias), [batch_size, 1,
+                                                          vocab], "logits")
+    hidden = tfl.sliced(build, x, [batch_size, emb], "hidden/slice")
+    hidden = tfl.reshape(build, hidden, [batch_size, 1, emb], "hidden")
+    build.graph.outputs = [logits, hidden] + outputs
+    return build.finish(flatbuffers)
+
+
+def _table(build, table, low_rank, ids, dtype, sparse, batch_size):
+    """The tied table's constants: ``(the lookup's rows of ids [batch,
+    width], decode(x, bias))``, ``decode`` writing the decoder's logits
+    ``[batch, vocab]``; with ``low_rank`` its part as `fused_low_rank`
+    lays it out (one more block a row of the sparse decoder, else second
+    products)."""
     if low_rank is not None and sparse:
-        # One sparse decoder product over [x | x @ proj] (fused_low_rank).
+        width = tfl.padded(table.shape[1], sparse)
         stacked, proj, proj_t = fused_low_rank.combined(table, low_rank,
                                                         width)
         table_t, rows = _lookup(build, stacked, ids, dtype, sparse,
@@ -149,33 +168,19 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
             build, rows, build.weight("table_proj", proj, dtype), width,
             low_rank[0].shape[1], batch_size)
         proj_t = build.weight("table_proj_t", proj_t, dtype)
-    else:
-        table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
-    if low_rank is not None and proj_t is None:
-        parts = fused_low_rank.weights(build, low_rank, dtype, sparse)
-        x = fused_low_rank.lookup(build, x, ids, parts, batch_size)
-    outputs, widths = [], {}
-    for index, layer in enumerate(layers):
-        x, state, width = _lstm_layer(build, index, x, layer, dtype, sparse,
-                                      batch_size, cell_clip)
-        outputs += state
-        widths.update(width)
-    build.metadata(STATE_WIDTHS, json.dumps(widths, sort_keys=True))
-    vocab = table.shape[0]
-    if proj_t is not None:
-        x_in = fused_low_rank.combined_input(build, x, proj_t, batch_size)
-        logits = _fully_connected(build, x_in, table_t, decoder_bias,
-                                  batch_size)
-    else:
-        logits = _fully_connected(build, x, table_t, decoder_bias,
-                                  batch_size)
-    if parts is not None:
-        logits = fused_low_rank.logits(build, x, logits, parts, batch_size)
-    logits = tfl.reshape(build, logits, [batch_size, 1, vocab], "logits")
-    hidden = tfl.sliced(build, x, [batch_size, emb], "hidden/slice")
-    hidden = tfl.reshape(build, hidden, [batch_size, 1, emb], "hidden")
-    build.graph.outputs = [logits, hidden] + outputs
-    return build.finish(flatbuffers)
+        return x, lambda x, bias: _fully_connected(
+            build, fused_low_rank.combined_input(build, x, proj_t,
+                                                 batch_size),
+            table_t, bias, batch_size)
+    table_t, x = _lookup(build, table, ids, dtype, sparse, batch_size)
+    if low_rank is None:
+        return x, lambda x, bias: _fully_connected(build, x, table_t, bias,
+                                                   batch_size)
+    parts = fused_low_rank.weights(build, low_rank, dtype, sparse)
+    x = fused_low_rank.lookup(build, x, ids, parts, batch_size)
+    return x, lambda x, bias: fused_low_rank.logits(
+        build, x, _fully_connected(build, x, table_t, bias, batch_size),
+        parts, batch_size)
 
 
 def _checked(table, layers, decoder_bias, weights, batch_size, cell_clip):
@@ -408,16 +413,7 @@ def _folded_input(build, name, x, width, h_var, fill):
         parts.append(build.tensor(name + "/fill", [batch_size, fill],
                                   sparse_format.FLOAT32,
                                   np.zeros([batch_size, fill], np.float32)))
-    total = sum(build.graph.tensors[p].shape[1] for p in parts)
-    folded = build.tensor(name + "/input_and_state", [batch_size, total],
-                          sparse_format.FLOAT32)
-    options = build.schema.ConcatenationOptionsT()
-    options.axis = 1
-    build.op(_CONCATENATION, parts, [folded],
-             build.schema.BuiltinOptions.ConcatenationOptions, options)
-    return folded
-
-
+    return tfl.concatenated(build, parts, name + "/input_and_state")
 
 
 def read_low_rank(data):

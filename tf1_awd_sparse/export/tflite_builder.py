@@ -200,13 +200,15 @@ def product(build, x, weights, shape, name):
     return out
 
 
-def concatenated(build, a, b, shape, name):
-    """``[a | b]`` along the last axis, a new float tensor ``name`` of
-    ``shape``."""
+def concatenated(build, parts, name):
+    """The float tensors ``parts`` (one shape but the last axis) joined
+    along their last axis, a new float tensor ``name``."""
+    shapes = [list(build.graph.tensors[p].shape) for p in parts]
+    shape = shapes[0][:-1] + [sum(s[-1] for s in shapes)]
     out = build.tensor(name, shape, sparse_format.FLOAT32)
     options = build.schema.ConcatenationOptionsT()
     options.axis = len(shape) - 1
-    build.op(CONCATENATION, [a, b], [out],
+    build.op(CONCATENATION, list(parts), [out],
              build.schema.BuiltinOptions.ConcatenationOptions, options)
     return out
 
