@@ -213,6 +213,21 @@ def _given(args, overrides):
     return given
 
 
+def _check_flags_against(args, overrides, params, path):
+    """Raises ValueError for a flag that disagrees with the model
+    directory's config.json (``path``, whose ``params`` these are)."""
+    # A flag names its flat key (config.json's), so compare flat.
+    recorded = params.to_flat()
+    for name, value in sorted(_given(args, overrides).items()):
+        key = name.split()[-1].lstrip("-")
+        if recorded.get(key) != value:
+            raise ValueError(
+                "%s %r disagrees with %s, which holds %r: the model "
+                "directory's config is its configuration; leave the "
+                "flag out or use a new --model-dir"
+                % (name, value, path, recorded.get(key)))
+
+
 def command_params(args, flag=None):
     """The model's parameters and corpus of a distributed command line
     (the estimator's and monitored's ``prepare``), from one source:
@@ -272,16 +287,7 @@ def command_params(args, flag=None):
                          "(the plain model has no DropConnect); leave it "
                          "out")
     if config is not None:
-        # A flag names its flat key (config.json's), so compare flat.
-        recorded = params.to_flat()
-        for name, value in sorted(_given(args, overrides).items()):
-            key = name.split()[-1].lstrip("-")
-            if recorded.get(key) != value:
-                raise ValueError(
-                    "%s %r disagrees with %s, which holds %r: the model "
-                    "directory's config is its configuration; leave the "
-                    "flag out or use a new --model-dir"
-                    % (name, value, path, recorded.get(key)))
+        _check_flags_against(args, overrides, params, path)
     corpus, _, _ = runtime.load_corpus(data_dir, as_params(params))
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(
