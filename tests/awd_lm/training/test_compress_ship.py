@@ -38,7 +38,13 @@ def _expected(rows, target):
     the candidates, the first one that no other beats."""
     files = [r for r in rows if "tokens_scored" in r]
     within = [r for r in files if r["ratio_to_reference"] <= target]
-    pool = within or files
+    uint8 = [r["bytes"] for r in files if r["stage"] == "tflite_uint8"]
+    # outside the target: the files smaller than the dense uint8 one and
+    # faster than the fastest dense one, if any
+    worth = [r for r in files
+             if (not uint8 or r["bytes"] < uint8[0])
+             and r.get("x_fastest_dense", 0.0) < 1.0]
+    pool = within or worth or files
 
     def beats(a, b):   # does a come before b?
         if not within and a["test_ppl"] != b["test_ppl"]:
@@ -79,6 +85,17 @@ CASES = {
                            _file("tflite_float", 1.00, 0.9, 4000)],
     "equal ppl none within": [_file("tflite_float", 1.2, 0.9, 4000),
                               _file("tflite_uint8", 1.2, 0.5, 1200)],
+    # none within, and none both smaller than the uint8 file and faster
+    # than the fastest dense file (x = ms / 2): the lowest of all
+    "none worth shipping": [_file("tflite_uint8", 1.06, 0.5, 1200),
+                            _file("tflite_float", 1.07, 2.4, 1000),
+                            _file("tflite_int8", 1.08, 2.0, 300)],
+    # the smaller, faster file has the worse perplexity, yet is picked
+    # over the float file (bigger) and the pruned fused one (slower)
+    "worth shipping": [_file("tflite_float", 1.06, 0.9, 4000),
+                       _file("tflite_uint8", 1.08, 0.5, 1200),
+                       _file("tflite_int8_fused_pruned", 1.061, 2.2, 320),
+                       _file("tflite_int8_fused", 1.09, 0.2, 330)],
 }
 
 
@@ -105,8 +122,14 @@ def test_what_each_case_exercises():
             for name, rows in CASES.items()}
     assert pick["fastest within"]["stage"] == "tflite_int8_fused"
     assert pick["fastest is out"]["stage"] == "tflite_int8"
-    assert pick["none within"]["stage"] == "tflite_uint8"
+    assert pick["none within"]["stage"] == "tflite_int8"
     assert pick["none within"]["within_target"] is False
+    assert pick["none within"]["fallback"] == compress_ship.WORTH_SHIPPING
+    assert pick["none worth shipping"]["stage"] == "tflite_uint8"
+    assert pick["none worth shipping"]["fallback"] == \
+        compress_ship.ALL_FILES
+    assert pick["worth shipping"]["stage"] == "tflite_int8_fused"
+    assert pick["fastest within"]["fallback"] is None
     assert pick["equal times"]["stage"] == "tflite_int8"
     assert pick["no times"]["stage"] == "tflite_uint8"
     assert pick["a timed file first"]["stage"] == "tflite_float"
@@ -123,6 +146,9 @@ def test_the_entry_describes_the_file():
     float_only = compress_ship.recommend(rows[:1], 1.05)
     assert float_only["x_uint8_bytes"] is None
     assert float_only["model_dir"] == "pruned"
+    pruned = compress_ship.recommend(CASES["worth shipping"][2:3], 1.1)
+    assert (pruned["format"], pruned["storage"], pruned["lstm"],
+            pruned["model_dir"]) == ("int8", "sparse", "fused", "pruned")
 
 
 def test_a_file_of_another_model_competes_marked():
@@ -160,8 +186,13 @@ def test_the_line_states_the_entrys_figures():
             within["ratio_to_reference"], within["test_ppl"]))
     missed = compress_ship.recommend(CASES["none within"], 1.05)
     line = compress_ship.recommended_line(missed)
-    assert "NO file within the 1.05 x ref target: the lowest perplexity" \
-        in line
+    assert line.endswith(
+        "NO file within the 1.05 x ref target: the lowest perplexity of "
+        "the files smaller than the uint8 file and faster than the fastest "
+        "dense file)")
+    missed = compress_ship.recommend(CASES["none worth shipping"], 1.05)
+    assert compress_ship.recommended_line(missed).endswith(
+        "NO file within the 1.05 x ref target: the lowest perplexity)")
     untimed = compress_ship.recommend(CASES["no times"], 1.05)
     assert "not timed" in compress_ship.recommended_line(untimed)
     del untimed["x_fastest_dense"]

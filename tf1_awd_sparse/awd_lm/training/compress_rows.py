@@ -18,10 +18,12 @@ __all__ = ["STAGES", "weights_bytes", "file_bytes", "row", "tflite_row",
 
 #: Stage names of the rows, in order (``tflite_int8``: the QAT model's
 #: int8 weights stored sparse, ``tflite_int8_fused`` the same in 1 x 16
-#: blocks with one builtin LSTM op per layer, on TensorFlow 2.x only,
+#: blocks with one builtin LSTM op per layer, ``tflite_int8_fused_pruned``
+#: that layout of the pruned model's weights, on TensorFlow 2.x only,
 #: which writes and runs such files; docs/sparse_tflite.md).
 STAGES = ("float", "reference", "sparse", "qat", "tflite_float",
-          "tflite_uint8", "tflite_int8", "tflite_int8_fused")
+          "tflite_uint8", "tflite_int8", "tflite_int8_fused",
+          "tflite_int8_fused_pruned")
 
 
 def weights_bytes(weights):
@@ -180,7 +182,7 @@ def format_table(rows):
     """The pipeline's table, as lines: the ratios to the float model and
     to the reference (the float model fine-tuned for the same budget),
     and whether each compressed stage reached the target ('yes' / 'NO')."""
-    header = ("%-17s | %-19s | %8s | %6s | %6s | %17s | %7s | %9s | %9s | "
+    header = ("%-24s | %-19s | %8s | %6s | %6s | %17s | %7s | %9s | %9s | "
               "%8s" % ("stage", "technique", "test ppl", "/float", "/ref",
                        "nonzero / total", "target", "bytes", "gzip",
                        "ms/token"))
@@ -188,7 +190,7 @@ def format_table(rows):
     for r in rows:
         reached = r.get("reached_target")
         lines.append(
-            "%-17s | %-19s | %8.2f | %6.3f | %6s | %8d / %6.2f%% | %7s | "
+            "%-24s | %-19s | %8.2f | %6.3f | %6s | %8d / %6.2f%% | %7s | "
             "%9d | %9d | %8s" % (
                 r["stage"] + ("*" if r.get("reference_is") == "float"
                               else ""), r["technique"], r["test_ppl"],
@@ -228,6 +230,9 @@ ASKED = {"tflite_float": "the pruned model, float",
                         "stored sparse",
          "tflite_int8_fused": "the same in 1 x 16 blocks, one builtin LSTM "
                               "op per layer, one token a call",
+         "tflite_int8_fused_pruned": "the pruned model's int8 weights in "
+                                     "the same layout (no quantization-"
+                                     "aware training)",
          "small_dense_uint8": "the small-dense model's qat run, fully "
                               "8-bit (uint8)",
          "small_dense_int8": "the small-dense model's qat run's int8 "

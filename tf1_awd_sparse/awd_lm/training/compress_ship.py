@@ -19,8 +19,14 @@ whole test stream), for a target ratio ``t`` (``ship_ppl_target``, default
    comes after every timed one, and equal times (or no times) go to the
    **fewest bytes**, then to the table's order;
 3. when no file is within the target: the file of the **lowest test
-   perplexity** (ties: the fastest, then the fewest bytes), marked
-   ``within_target: false``; the line says so.
+   perplexity** (ties: the fastest, then the fewest bytes) among the files
+   **worth shipping over the dense model**: fewer bytes than the dense
+   ``tflite_uint8`` file and, when timed against it, less time than the
+   fastest dense file; among all files when none is. It is marked
+   ``within_target: false`` and its ``fallback`` says which pool it came
+   from; the line says so. (Without the pool, a pipeline whose every file
+   missed the target recommended its float file, four times the dense
+   uint8 file's bytes and slower.)
 
 So "the smallest file within the perplexity target that is fastest" is
 read speed first, bytes second: the files that pass the target differ in
@@ -31,7 +37,8 @@ No numpy, no TensorFlow: ``awd-lm info`` reads it.
 import json
 import os
 
-__all__ = ["SHIPPED_KINDS", "MODEL_DIRS", "recommend", "recommended_line",
+__all__ = ["SHIPPED_KINDS", "MODEL_DIRS", "WORTH_SHIPPING", "ALL_FILES",
+           "recommend", "recommended_line",
            "pipeline_dirs", "read_recommendation"]
 
 #: Each file of the compressed model: (format, storage, lstm) as ``awd-lm
@@ -39,17 +46,36 @@ __all__ = ["SHIPPED_KINDS", "MODEL_DIRS", "recommend", "recommended_line",
 SHIPPED_KINDS = {"tflite_float": ("float", "dense", "unrolled"),
                  "tflite_uint8": ("uint8", "dense", "unrolled"),
                  "tflite_int8": ("int8", "sparse", "unrolled"),
-                 "tflite_int8_fused": ("int8", "sparse", "fused")}
+                 "tflite_int8_fused": ("int8", "sparse", "fused"),
+                 "tflite_int8_fused_pruned": ("int8", "sparse", "fused")}
 #: The model directory (in the pipeline's folder) each file was exported
 #: from: the pruned float model, or its quantization-aware fine-tuning.
+#: The fused int8 file is written from both: its hybrid kernels quantize
+#: the weights alone, so the pruned model needs no quantization-aware
+#: training to run in it, and the fine-tuning can cost more than it wins
+#: (docs/results.md, "A dense low-rank part of the table").
 MODEL_DIRS = {"tflite_float": "pruned", "tflite_uint8": "qat",
-              "tflite_int8": "qat", "tflite_int8_fused": "qat"}
+              "tflite_int8": "qat", "tflite_int8_fused": "qat",
+              "tflite_int8_fused_pruned": "pruned"}
+#: ``fallback`` of a recommendation outside the target: the pool the
+#: lowest perplexity was taken from (rule 3).
+WORTH_SHIPPING, ALL_FILES = "smaller and faster than dense", "all files"
 
 
 def _order(row):
     """Fastest first (rows without a time last), then fewest bytes."""
     ms = row.get("ms_per_token")
     return (ms is None, ms if ms is not None else 0.0, row["bytes"])
+
+
+def _worth_shipping(row, uint8_bytes):
+    """Whether a file beats the dense model where compressing is meant to:
+    fewer bytes than the dense uint8 file (``uint8_bytes``; None: no such
+    row, no condition) and, when timed against the fastest dense file
+    (``x_fastest_dense``), less time."""
+    faster = row.get("x_fastest_dense")
+    return (uint8_bytes is None or row["bytes"] < uint8_bytes) and \
+        (faster is None or faster < 1.0)
 
 
 def recommend(rows, target):
@@ -69,9 +95,11 @@ def recommend(rows, target):
       x_uint8_bytes`` (its bytes over the ``tflite_uint8`` file's, or
       None), ``ms_per_token, x_fastest_dense`` (None when not timed
       against it), ``test_ppl, ratio_to_reference, within_target,
-      ship_ppl_target, compressed_model`` (False: a file of another model
-      in the table, e.g. the small-dense one), ``format, storage, lstm,
-      model_dir`` (None for a file of another model)``}``.
+      ship_ppl_target, fallback`` (None within the target, else
+      `WORTH_SHIPPING` or `ALL_FILES`: the pool of rule 3)``,
+      compressed_model`` (False: a file of another model in the table,
+      e.g. the small-dense one), ``format, storage, lstm, model_dir``
+      (None for a file of another model)``}``.
 
     Raises:
       ValueError: ``target`` not a positive number.
@@ -83,13 +111,17 @@ def recommend(rows, target):
     if not files:
         return None
     order = {id(r): i for i, r in enumerate(files)}
+    uint8 = [r for r in files if r["stage"] == "tflite_uint8"]
     within = [r for r in files if r["ratio_to_reference"] <= target]
+    fallback = None
     if within:
         best = min(within, key=lambda r: _order(r) + (order[id(r)],))
     else:
-        best = min(files, key=lambda r: (r["test_ppl"],) + _order(r)
-                   + (order[id(r)],))
-    uint8 = [r for r in files if r["stage"] == "tflite_uint8"]
+        worth = [r for r in files if _worth_shipping(
+            r, uint8[0]["bytes"] if uint8 else None)]
+        fallback = WORTH_SHIPPING if worth else ALL_FILES
+        best = min(worth or files, key=lambda r: (r["test_ppl"],)
+                   + _order(r) + (order[id(r)],))
     kind = SHIPPED_KINDS.get(best["stage"], (None, None, None))
     return {"stage": best["stage"], "technique": best["technique"],
             "path": best["stage"] + ".tflite", "bytes": best["bytes"],
@@ -101,6 +133,7 @@ def recommend(rows, target):
             "test_ppl": best["test_ppl"],
             "ratio_to_reference": best["ratio_to_reference"],
             "within_target": bool(within), "ship_ppl_target": target,
+            "fallback": fallback,
             "compressed_model": best["stage"] in SHIPPED_KINDS,
             "format": kind[0], "storage": kind[1], "lstm": kind[2],
             "model_dir": MODEL_DIRS.get(best["stage"])}
@@ -130,6 +163,9 @@ def recommended_line(entry):
     else:
         verdict = ("NO file within the %s x ref target: the lowest "
                    "perplexity" % _ratio(entry["ship_ppl_target"]))
+        if entry.get("fallback") == WORTH_SHIPPING:
+            verdict += (" of the files smaller than the uint8 file and "
+                        "faster than the fastest dense file")
     other = "" if entry.get("compressed_model", True) else (
         "; a file of another model, not the compressed one")
     return ("recommended: %s  %s  %s  ppl %.3f x ref (%.2f; %s%s)" % (

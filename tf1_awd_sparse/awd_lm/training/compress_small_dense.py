@@ -31,7 +31,7 @@ STAGES = ("small_dense", "small_dense_qat", "small_dense_uint8",
           "small_dense_int8")
 #: The compressed model's files the budget is taken from (the smallest).
 BUDGET_STAGES = ("tflite_float", "tflite_uint8", "tflite_int8",
-                 "tflite_int8_fused")
+                 "tflite_int8_fused", "tflite_int8_fused_pruned")
 
 
 def _layer_sizes(emb_size, hidden_size, num_layers):

@@ -29,7 +29,8 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None,
     """Stages 5 to 8: exports the TFLite models (unless done) and scores
     them with the interpreter over the whole test stream: float, uint8 and
     (TF 2.x) the QAT model's int8 weights stored sparse, unrolled and with
-    one fused LSTM op per layer (int8 1 x 16 blocks, one token a call).
+    one fused LSTM op per layer (int8 1 x 16 blocks, one token a call),
+    and the pruned model's in the fused layout.
 
     Args:
       pipeline: the run (`compress_pipeline.Pipeline`): its corpus, its
@@ -54,9 +55,11 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None,
     if sparse_storage.available():
         files.append(("tflite_int8", quant,
                       {"weights": "int8", "storage": "sparse"}))
-        files.append(("tflite_int8_fused", quant,
-                      {"weights": "int8", "storage": "sparse",
-                       "lstm": "fused"}))
+        fused = {"weights": "int8", "storage": "sparse", "lstm": "fused"}
+        files.append(("tflite_int8_fused", quant, fused))
+        # The same from the pruned model: the hybrid kernels quantize the
+        # weights alone, which needs no quantization-aware training.
+        files.append(("tflite_int8_fused_pruned", pruned, fused))
     for stage, (stage_params, checkpoint), formats in files:
         row, runners[stage] = scored_file(pipeline, stage, technique,
                                           (stage_params, checkpoint),
