@@ -3,7 +3,8 @@ the model's lookup and tied decoder read ``mask * embedding + low @
 proj^T`` (numpy on the variables' values), the part trains and decays
 with the weights, only where something is pruned, quantized as the table
 is; the compressed stages carry it, the float model and the reference do
-not."""
+not. With ``table_rank_rows`` K the part covers the vocabulary's first K
+words: a ``[K, r]`` variable, zeros below it."""
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -28,28 +29,39 @@ def _numpy_table(values, masked=True):
     table = values["lm/embedding"]
     if masked:
         table = table * values["lm/embedding_pruning_mask"]
-    return table + values["lm/table_low"] @ values["lm/table_proj"].T
+    low = values["lm/table_low"]
+    low = np.pad(low, [[0, table.shape[0] - low.shape[0]], [0, 0]])
+    return table + low @ values["lm/table_proj"].T
+
+
+#: table_rank_rows against the vocabulary of 11 words: every word (0, the
+#: vocabulary, more) or the first 7 (rows 7 to 10 without a part).
+ROWS = [(0, 11), (7, 7), (11, 11), (20, 11)]
 
 
 @pytest.mark.parametrize("quant", [False, True])
-def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant):
+@pytest.mark.parametrize("rows, stored", ROWS)
+def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant,
+                                                           rows, stored):
     """The lookup and the tied decoder read the folded table."""
     tf.set_random_seed(1)
     params = dict(PARAMS, model="awd", pruning="fixed", table_rank=RANK,
-                  quant=quant, quant_delay=0)
+                  table_rank_rows=rows, quant=quant, quant_delay=0)
     out, features, ids, by_name = _build(params)
-    assert by_name["lm/table_low"].shape.as_list() == [11, RANK]
+    assert by_name["lm/table_low"].shape.as_list() == [stored, RANK]
     assert by_name["lm/table_proj"].shape.as_list() == [4, RANK]
     sess.run(tf.global_variables_initializer())
     rng = np.random.RandomState(0)
     mask = (rng.rand(11, 4) > 0.6).astype(np.float32)
     mask[3] = 0   # a whole row pruned away: it keeps its low-rank vector
+    mask[9] = 0   # and one past the part's rows (with rows 7): it is empty
     for name, value in (("lm/embedding_pruning_mask", mask),
-                        ("lm/table_low", rng.randn(11, RANK))):
+                        ("lm/table_low", rng.randn(stored, RANK))):
         by_name[name].load(value.astype(np.float32), sess)
     values = sess.run(by_name)
     table = _numpy_table(values)
     assert np.abs(table[3]).max() > 0
+    assert (np.abs(table[9]).max() > 0) == (stored > 9)
     if quant:   # the folded table on its 8-bit weight grid
         table = references.quantize_weight(table)
     # The decoder: the top layer's output times the table, plus the bias.
@@ -69,10 +81,11 @@ def test_the_model_reads_the_pruned_table_plus_the_product(sess, quant):
                                atol=1e-6 * np.abs(table).max())
 
 
-def test_the_part_trains_and_decays_as_a_weight(sess):
+@pytest.mark.parametrize("rows", [0, 7])
+def test_the_part_trains_and_decays_as_a_weight(sess, rows):
     tf.set_random_seed(2)
     params = dict(PARAMS, model="awd", pruning="fixed", table_rank=RANK,
-                  wdecay=1e-3, dropout=0.0, dropouth=0.0, dropouti=0.0,
+                  table_rank_rows=rows, wdecay=1e-3, dropout=0.0, dropouth=0.0, dropouti=0.0,
                   dropoute=0.0, wdrop=0.0)
     out, _, _, by_name = _build(params, training=True)
     sess.run(tf.global_variables_initializer())
@@ -108,20 +121,26 @@ def test_the_compressed_stages_carry_the_rank():
     """The ramp, the survivors and QAT have the part; the float phase and
     the reference do not (split_quant strips the compression keys)."""
     params = dict(presets.params_for("demo", "awd", {
-        "compress": "magnitude", "table_rank": RANK}), vocab_size=50)
+        "compress": "magnitude", "table_rank": RANK,
+        "table_rank_rows": 30}), vocab_size=50)
     float_phase, _ = presets.split_quant(params)
     assert "table_rank" not in float_phase
+    assert "table_rank_rows" not in float_phase
     for stage in (compress_stages.finetune_params(params, "magnitude", 10),
                   compress_stages.survivors_params(params),
                   compress_stages.quantize_params(params)):
-        assert stage.prune.table_rank == RANK
-    assert "table_rank" not in dict(compress_stages.reference_params(params))
+        assert (stage.prune.table_rank, stage.prune.table_rank_rows) == (
+            RANK, 30)
+    reference = dict(compress_stages.reference_params(params))
+    assert "table_rank" not in reference
+    assert "table_rank_rows" not in reference
     plain = dict(params, table_rank=0)
     assert compress_stages.survivors_params(plain).prune.table_rank == 0
 
 
 @pytest.mark.parametrize("key, value", [
-    ("table_rank", -1), ("table_rank", 1.5), ("table_rank", "2")])
+    ("table_rank", -1), ("table_rank", 1.5), ("table_rank", "2"),
+    ("table_rank_rows", -1), ("table_rank_rows", 2.5)])
 def test_a_bad_rank_is_named(key, value):
     with pytest.raises(ValueError, match=key):
         presets.check_params({key: value})

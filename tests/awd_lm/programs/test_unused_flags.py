@@ -33,6 +33,8 @@ UNUSED = [
     (["--compress", "variational_dropout", "--table-rank", "8"],
      "--table-rank", "--compress magnitude"),
     (["--table-rank", "8"], "--table-rank", "--compress magnitude"),
+    (["--compress", "magnitude", "--table-rank-rows", "3000"],
+     "--table-rank-rows", "--table-rank r > 0"),
     (["--compress", "magnitude", "--compress-controller", "3"],
      "--compress-controller", "variational_dropout or l0"),
     (["--compress", "magnitude", "--distill-teacher", "reference"],

@@ -66,7 +66,8 @@ def test_rows_and_summary_json(reference):
     # and the table says so).
     assert stages == ["float", "reference", "sparse", "sparse", "sparse",
                       "qat", "tflite_float", "tflite_uint8"] + (
-                          ["tflite_int8", "tflite_int8_fused"]
+                          ["tflite_int8", "tflite_int8_fused",
+                           "tflite_int8_fused_pruned"]
                           if sparse_storage.available() else [])
     # Under the notes, the recommended file's line (last).
     assert result["table"][-2].startswith("tflite_int8")
@@ -267,8 +268,16 @@ def test_tflite_perplexity_equals_the_tf_graphs(reference):
         assert fused["bytes"] < rows["tflite_uint8"]["bytes"]
         assert fused["tokens_scored"] == rows["tflite_uint8"][
             "tokens_scored"]
+        # The pruned model's weights in the same layout (no QAT): its TF
+        # graph's (the sparse row's) perplexity within the int8 weights'
+        # rounding, the same weights counted.
+        pruned = rows["tflite_int8_fused_pruned"]
+        assert pruned["test_ppl"] == pytest.approx(
+            rows["sparse"]["test_ppl"], rel=2e-2)
+        assert pruned["nonzero_weights"] == fused["nonzero_weights"]
+        assert pruned["bytes"] == fused["bytes"]
         for stage in ("tflite_float", "tflite_uint8", "tflite_int8",
-                      "tflite_int8_fused"):
+                      "tflite_int8_fused", "tflite_int8_fused_pruned"):
             assert rows[stage]["x_fastest_dense"] > 0
         assert any(line.startswith("ms/token: one thread") and
                    "tflite_int8_fused" in line for line in result["table"])
@@ -316,6 +325,12 @@ class _Killed(Exception):
 QAT_EXPORTS = ["tflite_uint8.tflite"] + (
     ["tflite_int8.tflite", "tflite_int8_fused.tflite",
      "fastest_dense.tflite"] if sparse_storage.available() else [])
+#: The files written after the float one, in order: those and (TF 2.x) the
+#: pruned model's fused file.
+AFTER_FLOAT_EXPORT = ["tflite_uint8.tflite"] + (
+    ["tflite_int8.tflite", "tflite_int8_fused.tflite",
+     "tflite_int8_fused_pruned.tflite", "fastest_dense.tflite"]
+    if sparse_storage.available() else [])
 
 BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
               "before_prune",
@@ -371,7 +386,7 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
         with pytest.raises(_Killed):
             _run(out, resume=i > 0, float_dir=float_dir)
     # The last resume redoes nothing that finished: no strip, and only the
-    # exports from the QAT model (the kill came before them).
+    # exports after the float file's (the kill came before them).
     calls = []
     monkeypatch.setattr(train, "run", originals[0])
     monkeypatch.setattr(compress_cuts, "prune_checkpoint",
@@ -383,7 +398,7 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
                                   originals[2](params, checkpoint, path, *a,
                                                **k)))
     resumed = _run(out, resume=True, float_dir=float_dir)
-    assert calls == QAT_EXPORTS
+    assert calls == AFTER_FLOAT_EXPORT
     assert len(resumed["stages"]) == len(ref["stages"])
     for got, want in zip(resumed["stages"], ref["stages"]):
         for key in ("stage", "technique", "nonzero_weights", "bytes"):
@@ -788,8 +803,9 @@ def test_small_dense_rows_are_the_files_of_a_narrower_dense_model(
     assert ("(budget %d: over it" % budget in line) == (size > budget)
     assert line.endswith("large-sparse %s small-dense here"
                          % ("beats" if better else "does not beat"))
-    assert any(r.startswith("small_dense_uint8 | small-dense e=%d " % width)
-               for r in result["table"])
+    assert any([c.strip() for c in r.split("|")[:2]] == [
+        "small_dense_uint8", "small-dense e=%d" % width]
+        for r in result["table"])
 
 
 def test_a_run_killed_in_the_small_dense_stage_resumes_there(
@@ -834,7 +850,8 @@ def _ship_rule(rows, target):
     """The recommendation rule written out (docs/awd_lm.md, the file to
     ship): the scored files within ``target`` x /ref, fastest first (an
     untimed one last), then fewest bytes; none within: the lowest test
-    perplexity."""
+    perplexity of the files smaller than the uint8 file and faster than
+    the fastest dense file, or of all when none is."""
     files = [r for r in rows if "tokens_scored" in r]
     reference_ppl = [r for r in rows if r["stage"] == "reference"][0][
         "test_ppl"]
@@ -843,7 +860,10 @@ def _ship_rule(rows, target):
         return sorted(within, key=lambda r: (
             r.get("ms_per_token") is None, r.get("ms_per_token") or 0,
             r["bytes"]))[0], True
-    return sorted(files, key=lambda r: r["test_ppl"])[0], False
+    uint8 = [r["bytes"] for r in files if r["stage"] == "tflite_uint8"]
+    worth = [r for r in files if r["bytes"] < uint8[0]
+             and (r.get("x_fastest_dense") or 0.0) < 1.0]
+    return sorted(worth or files, key=lambda r: r["test_ppl"])[0], False
 
 
 def test_the_summary_names_the_file_to_ship(reference):
@@ -883,6 +903,7 @@ def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
     """--ship-ppl-target below every file's ratio: the pipeline, resumed
     with it (nothing retrained), recommends the lowest perplexity and its
     line says no file is within."""
+    from tf1_awd_sparse.awd_lm.training import compress_ship
     ref_out, result = reference
     files = [r for r in result["stages"] if "tokens_scored" in r]
     target = 0.5 * min(r["ratio_to_reference"] for r in files)
@@ -901,9 +922,13 @@ def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
     row, within = _ship_rule(again["stages"], target)
     assert not within and entry["within_target"] is False
     assert entry["stage"] == row["stage"]
-    assert entry["test_ppl"] == min(r["test_ppl"] for r in files
-                                    if r["stage"] == row["stage"])
+    assert entry["test_ppl"] == row["test_ppl"]
     assert entry["ship_ppl_target"] == target
+    uint8 = [r for r in files if r["stage"] == "tflite_uint8"][0]
+    smaller = entry["bytes"] < uint8["bytes"] and \
+        (entry.get("x_fastest_dense") or 0.0) < 1.0
+    assert entry["fallback"] == (compress_ship.WORTH_SHIPPING if smaller
+                                 else compress_ship.ALL_FILES)
     assert "NO file within the" in again["table"][-1]
 
 
@@ -982,14 +1007,21 @@ def test_export_of_the_run_writes_the_recommended_file(reference, tmp_path,
     assert made["produced_by"]["stage"] == "tflite_" + entry["format"]
 
 
+#: ``table_rank_rows`` of the low-rank pipeline: fewer than the vocabulary's
+#: words (the other rows have no part).
+LOW_RANK_ROWS = 20
+
+
 @pytest.fixture(scope="module")
 def low_rank(reference, tmp_path_factory):
     """The reference run's float model compressed by magnitude with
-    ``table_rank`` 2 (issue 55): (out, result)."""
+    ``table_rank`` 2 on the vocabulary's first `LOW_RANK_ROWS` words
+    (issue 55): (out, result)."""
     ref_out, _ = reference
     out = str(tmp_path_factory.mktemp("low_rank"))
     corpus = _corpus()
-    params = dict(_params(), table_rank=2, compress="magnitude")
+    params = dict(_params(), table_rank=2, table_rank_rows=LOW_RANK_ROWS,
+                  compress="magnitude")
     float_dir = os.path.join(ref_out, "float")
     float_params, _ = presets.split_quant(params)
     # The reference's float model, finished: resumed, nothing trains.
@@ -1015,20 +1047,26 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
     root = os.path.join(out, "compress")
     rows = {r["stage"]: r for r in result["stages"]}
     vocab = len(_corpus().vocab)
+    assert LOW_RANK_ROWS < vocab
+    # Counted as [vocab, 2] and [emb, 2], the rows past LOW_RANK_ROWS zero.
     part = 2 * (vocab + _params()["emb_size"])
+    stored = 2 * (LOW_RANK_ROWS + _params()["emb_size"])
     float_total = rows["float"]["total_weights"]
     assert "low_rank_weights" not in rows["reference"]
     for stage in ("sparse", "qat"):
         assert rows[stage]["low_rank_weights"] == part, stage
+        assert 0 < rows[stage]["low_rank_nonzero"] <= stored, stage
         assert rows[stage]["total_weights"] == float_total + part, stage
         assert rows[stage]["reached_target"], stage
     for name in ("pruned", "qat"):
         directory = os.path.join(root, name)
         config = modeldir.read_config(os.path.join(directory, "config.json"))
         assert config["params"]["table_rank"] == 2, name
+        assert config["params"]["table_rank_rows"] == LOW_RANK_ROWS, name
         values = compress_cuts.read_values(
             os.path.join(directory, "best", "model.ckpt") if name == "qat"
             else os.path.join(directory, "model.ckpt"))
+        assert values["lm/table_low"].shape == (LOW_RANK_ROWS, 2), name
         assert np.abs(values["lm/table_low"]).max() > 0, name
     # The unrolled files hold the folded table (dense in the float file).
     assert rows["tflite_float"]["test_ppl"] == pytest.approx(
@@ -1039,8 +1077,13 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
     if sparse_storage.available():
         fused = rows["tflite_int8_fused"]
         assert fused["low_rank_weights"] == part and fused["reached_target"]
+        assert 0 < fused["low_rank_nonzero"] <= stored
         assert fused["test_ppl"] == pytest.approx(rows["qat"]["test_ppl"],
                                                   rel=2e-2)
+        # The pruned model's fused file: the sparse row's perplexity within
+        # the int8 weights' rounding.
+        assert rows["tflite_int8_fused_pruned"]["test_ppl"] == \
+            pytest.approx(rows["sparse"]["test_ppl"], rel=2e-2)
         # The float fused file of the pruned model: the sparse row's
         # perplexity to float rounding, its part stored apart.
         path = str(tmp_path / "fused_float.tflite")
@@ -1052,6 +1095,7 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
         low, proj = export.low_rank_of_tflite(path)
         assert low.shape == (vocab, 2) and proj.shape == (
             _params()["emb_size"], 2)
+        assert not low[LOW_RANK_ROWS:].any() and low[:LOW_RANK_ROWS].any()
         ppl, _, _ = export.tflite_perplexity(path, data.batchify(
             _corpus().test, batch))
         assert ppl == pytest.approx(rows["sparse"]["test_ppl"],

@@ -107,7 +107,7 @@ PruneConfig = _section(
     "PruneConfig", ("pruning", "target_sparsity", "pruning_begin_step",
                     "pruning_end_step", "pruning_frequency",
                     "pruning_block", "table_sparsity", "group_lasso",
-                    "table_rank"), """\
+                    "table_rank", "table_rank_rows"), """\
 Pruning masks: None, 'magnitude' (the gradual schedule to
 ``target_sparsity`` between the two steps, every ``pruning_frequency``
 steps) or 'fixed' (masks as restored), in 1 x ``pruning_block`` blocks;
@@ -116,7 +116,8 @@ taking the rest of the model's zeros (`compression_ops.matrix_targets`);
 ``group_lasso`` the weight of the group lasso on the pruned weights'
 blocks while 'magnitude' prunes (`compression_ops.group_lasso_loss`);
 ``table_rank`` r > 0: the table is the pruned one plus a dense rank-r
-product (`tables.embedding_table`).""")
+product (`tables.embedding_table`) on the vocabulary's first
+``table_rank_rows`` words (0: every word).""")
 
 CompressionConfig = _section(
     "CompressionConfig", ("compress", "ship_ppl_target", "finetune_epochs",

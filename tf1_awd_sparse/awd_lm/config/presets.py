@@ -91,8 +91,10 @@ DEFAULTS = {
     # its int8 one; docs/sparse_tflite.md); where k does not divide a
     # matrix's input dimension, 1 x 4 blocks if 4 does, else entry by entry
     "pruning_block": 1,
-    # the compressed table plus a dense rank-r part (graph.tables)
+    # the compressed table plus a dense rank-r part (graph.tables), on
+    # the vocabulary's first table_rank_rows words (0: every word)
     "table_rank": 0,
+    "table_rank_rows": 0,
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
     # the reference, which starts from the float model's averaged weights)
     "average_from_start": False,
@@ -142,7 +144,7 @@ COMPRESS_KEYS = ("compress", "finetune_epochs", "finetune_lr",
                  "finetune_optimizer", "finetune_dropout_scale",
                  "pruning_block", "table_sparsity", "group_lasso",
                  "ship_ppl_target", "ramp_fraction", "small_dense",
-                 "table_rank")
+                 "table_rank", "table_rank_rows")
 
 
 def split_quant(params):
@@ -315,6 +317,7 @@ CHECKS = {
     "average_from_start": check_bool, "small_dense": check_bool,
     "pruning_block": check_positive_int,
     "table_rank": check_nonnegative_int,
+    "table_rank_rows": check_nonnegative_int,
     # A run's teacher checkpoint prefix (set by the pipeline, not a preset
     # value nor a flag): None or a non-empty string.
     "distill_from": _checkpoint_prefix,
@@ -412,6 +415,8 @@ _USED_BY = (
      lambda v: bool(v("quant") or v("compress")), "--quant or --compress"),
     (("group_lasso", "table_rank"), (_T,),
      lambda v: "magnitude" in _techniques(v), "--compress magnitude"),
+    (("table_rank_rows",), (_T,), lambda v: v("table_rank") > 0,
+     "--table-rank r > 0"),
     (("compress_controller", "compress_sparsity_weight"), (_T,),
      lambda v: bool(_techniques(v) & {"variational_dropout", "l0"}),
      "--compress variational_dropout or l0"),

@@ -9,7 +9,8 @@ from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse import transforms
 
-__all__ = ["embedding_table", "table_low_rank", "maybe_quantized"]
+__all__ = ["embedding_table", "table_low_rank", "low_rank_rows",
+           "maybe_quantized"]
 
 
 def embedding_table(params, training):
@@ -64,14 +65,17 @@ def embedding_table(params, training):
 
 def table_low_rank(params):
     """The dense rank-r part of a pruned table (``params.prune.table_rank``
-    r > 0 with ``params.prune.pruning``): ``(table_low [vocab, r],
-    table_proj [emb, r])``, float32 variables whose product ``low @
-    proj^T`` `embedding_table` adds to the pruned table, so that every
-    word keeps r numbers of its own however many of its row's entries are
-    pruned. ``low`` starts at zero (the table starts as the pruned one) and
-    ``proj`` uniform in ±0.1. Empty tuple when r is 0 or nothing is
-    pruned. Call inside the ``lm`` variable scope (the variables are made,
-    or reused under ``reuse``).
+    r > 0 with ``params.prune.pruning``): ``(low [vocab, r], table_proj
+    [emb, r])``, float32, whose product ``low @ proj^T`` `embedding_table`
+    adds to the pruned table, so that every word keeps r numbers of its
+    own however many of its row's entries are pruned. ``low`` is the
+    variable ``table_low`` ``[rows, r]`` of the vocabulary's first ``rows
+    = params.prune.table_rank_rows`` words (0, or the vocabulary or more:
+    every word; the corpus's ids are sorted by training frequency), then
+    zeros for the other words' rows; it starts at zero (the table starts
+    as the pruned one) and ``proj`` uniform in ±0.1. Empty tuple when r is
+    0 or nothing is pruned. Call inside the ``lm`` variable scope (the
+    variables are made, or reused under ``reuse``).
 
     Raises:
       ValueError: bad params (`as_params`)."""
@@ -79,12 +83,28 @@ def table_low_rank(params):
     rank = int(params.prune.table_rank)
     if not rank or not params.prune.pruning:
         return ()
-    low = tf.get_variable("table_low", [params.model.vocab_size, rank],
+    vocab = params.model.vocab_size
+    rows = low_rank_rows(params)
+    low = tf.get_variable("table_low", [rows, rank],
                           initializer=tf.zeros_initializer())
     proj = tf.get_variable("table_proj", [params.model.emb_size, rank],
                            initializer=tf.random_uniform_initializer(
                                -0.1, 0.1))
+    if rows < vocab:
+        # The other words' rows are no weights: a zero block is not stored
+        # and the fused file's sparse decoder does not read its row.
+        low = tf.concat([low, tf.zeros([vocab - rows, rank])], 0,
+                        name="table_low_padded")
     return low, proj
+
+
+def low_rank_rows(params):
+    """The rows of the table's dense low-rank part (`table_low_rank`):
+    ``table_rank_rows``, or the vocabulary when that is 0 or more."""
+    params = as_params(params)
+    rows = int(params.prune.table_rank_rows)
+    vocab = int(params.model.vocab_size)
+    return vocab if not rows or rows >= vocab else rows
 
 
 def maybe_quantized(params, training, quantized, plain):

@@ -135,6 +135,10 @@ HELP = {
     "its pruned self plus a dense rank-r product, so that every word, also "
     "one whose row is pruned away, keeps r numbers of its own (0: off; "
     "still tied; the fused file stores the two parts)",
+    "table_rank_rows": "--table-rank: the part on the vocabulary's first K "
+    "words only, the most frequent (its ids are sorted by training "
+    "frequency): the fused file's sparse decoder pays for each row it "
+    "reads, so K words cost less time than all (0: every word)",
     "ship_ppl_target": "--compress: the recommended file (under the table, "
     "in summary.json, awd-lm info and export) is the fastest TFLite file "
     "whose test perplexity is at most this x /ref's, ties the smallest; "

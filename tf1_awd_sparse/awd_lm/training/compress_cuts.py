@@ -80,7 +80,10 @@ def effective_weights(checkpoint, params):
     """{name: array} of the weight matrices as the model uses them in
     evaluation: sparse techniques' evaluation weights (stripped), or the
     weights times their pruning masks; with ``table_rank`` also the
-    table's dense rank-r part (`LOW_RANK_NAMES`)."""
+    table's dense rank-r part (`LOW_RANK_NAMES`), ``table_low`` as
+    ``[vocab, r]`` (with ``table_rank_rows``, zeros past its rows: counted
+    as the files count it, which store the part's rows as a vocabulary's
+    rows)."""
     params = as_params(params)
     values = model_values(checkpoint, params)
     result = effective(values, params)
@@ -88,6 +91,9 @@ def effective_weights(checkpoint, params):
     # of the model too: counted, never pruned.
     if int(params.prune.table_rank) and params.prune.pruning:
         result.update((name, values[name]) for name in LOW_RANK_NAMES)
+        low = result[LOW_RANK_NAMES[0]]
+        result[LOW_RANK_NAMES[0]] = np.pad(
+            low, [[0, int(params.model.vocab_size) - low.shape[0]], [0, 0]])
     return result
 
 

@@ -265,10 +265,12 @@ def quantize_params(float_params):
 def compressed_structure(float_params):
     """The compression keys that shape the compressed model's graph, which
     each of its stages (ramp, survivors, QAT) carries and `split_quant`
-    strips from the float model's: ``table_rank`` (`tables.table_low_rank`)
-    where it is set.
+    strips from the float model's: ``table_rank`` and ``table_rank_rows``
+    (`tables.table_low_rank`) where the rank is set.
 
     Returns:
       dict of flat keys."""
-    rank = int(as_params(float_params).prune.table_rank)
-    return {"table_rank": rank} if rank else {}
+    prune = as_params(float_params).prune
+    rank = int(prune.table_rank)
+    return {"table_rank": rank,
+            "table_rank_rows": int(prune.table_rank_rows)} if rank else {}
