@@ -33,8 +33,10 @@ over a 6-token stream from a random state, against the dense float file
 
 Run: ``TF_USE_LEGACY_KERAS=1 .venv-tf2/bin/python benchmarks/run.py
 bench_fused`` (or ``python benchmarks/bench_fused.py [--rounds N]
-[--tokens N] [--tiny] [--model QAT_DIR]``); TensorFlow 2.x and LiteRT.
+[--tokens N] [--tiny] [--model QAT_DIR] [--table-rank R[:K]]``);
+TensorFlow 2.x and LiteRT.
 """
+import argparse
 import os
 import shutil
 import sys
@@ -123,7 +125,7 @@ def build(root, sizes, trained):
         paths[name] = os.path.join(root, name.replace(" ", "_") + ".tflite")
         if "table_rank" in kwargs:
             _low_rank_file(paths[name], params, prefixes[weights],
-                           kwargs["table_rank"])
+                           kwargs["table_rank"], kwargs["rows"])
             continue
         quant = kwargs["weights"] == "uint8"
         export.export_lm(dict(params, quant=quant, quant_delay=0),
@@ -131,24 +133,48 @@ def build(root, sizes, trained):
     return paths
 
 
-def _low_rank_file(path, params, prefix, rank):
+def _low_rank_file(path, params, prefix, rank, rows):
     """The fused int8 1 x 16 file of ``prefix`` with a dense rank-``rank``
     part of the table (`fused_lstm.fused_lm`'s ``low_rank``, random
-    N(0, 0.1) values: the speed does not depend on them)."""
+    N(0, 0.1) values: the speed does not depend on them) on its first
+    ``rows`` words (None: every word; ``awd-lm train --table-rank-rows``),
+    the others' rows zero."""
     table, layers, bias, clip, _ = fused_export.lm_arrays(params, prefix)
     rng = np.random.RandomState(rank)
     low_rank = (0.1 * rng.randn(table.shape[0], rank),
                 0.1 * rng.randn(table.shape[1], rank))
+    if rows is not None:
+        low_rank[0][rows:] = 0.0
     with open(path, "wb") as handle:
         handle.write(fused_lstm.fused_lm(table, layers, bias, "int8-sparse",
                                          1, clip, low_rank))
 
 
 def with_table_ranks(ranks):
-    """`FILES` plus one fused int8 1 x 16 file per rank in ``ranks`` whose
-    table has a dense low-rank part (``awd-lm train --table-rank``)."""
-    return FILES + [("fused 1x16 rank %d" % r, {"table_rank": r}, False,
-                     "1x16 blocks", None) for r in ranks]
+    """`FILES` plus one fused int8 1 x 16 file per ``(rank, rows)`` in
+    ``ranks`` whose table has a dense low-rank part (``awd-lm train
+    --table-rank``) on its first ``rows`` words (None: every word)."""
+    return FILES + [("fused 1x16 rank %d%s" % (r, "" if k is None else
+                                               " k%d" % k),
+                     {"table_rank": r, "rows": k}, False, "1x16 blocks",
+                     None) for r, k in ranks]
+
+
+def rank_and_rows(text):
+    """``--table-rank``'s value: ``R`` or ``R:K`` (the part on the first K
+    words) as ``(R, K or None)``.
+
+    Raises:
+      argparse.ArgumentTypeError: not positive integers."""
+    parts = text.split(":")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(parts) > 2 or not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            "expected R or R:K, positive integers, got %r" % text)
+    return values[0], values[1] if len(values) == 2 else None
 
 
 def interpreters(paths):
@@ -231,10 +257,11 @@ def main(argv=()):
     parser.add_argument("--model", default=None, metavar="QAT_DIR",
                         help="a trained quantization-aware model directory "
                         "instead of the random model")
-    parser.add_argument("--table-rank", type=int, action="append",
-                        default=[], metavar="R",
+    parser.add_argument("--table-rank", type=rank_and_rows, action="append",
+                        default=[], metavar="R[:K]",
                         help="also a fused int8 1 x 16 file whose table has "
-                        "a dense rank-R part (repeatable)")
+                        "a dense rank-R part, on the first K words with :K "
+                        "(repeatable)")
     args = parser.parse_args(list(argv))
     global FILES
     FILES = with_table_ranks(args.table_rank)

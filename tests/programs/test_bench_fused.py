@@ -5,6 +5,8 @@ import contextlib
 import io
 import os
 
+import pytest
+
 from support import BENCHMARKS, load_program
 from tf1_awd_sparse.export import sparse_format
 
@@ -48,19 +50,28 @@ def test_the_tiny_run_prints_every_file():
 
 def test_a_table_rank_adds_its_fused_file():
     """--table-rank R: a fused int8 1 x 16 file whose table has a dense
-    rank-R part, two LSTM ops, more bytes than the file without it."""
-    text = _tiny(bench, "--table-rank", "4")
+    rank-R part, two LSTM ops, more bytes than the file without it; R:K
+    the part on the first K of the 60 words: fewer bytes than on all."""
+    text = _tiny(bench, "--table-rank", "4", "--table-rank", "4:20")
     if text is None:
         return
     sizes = {}
-    for name in ("fused int8 1x16", "fused 1x16 rank 4"):
+    for name in ("fused int8 1x16", "fused 1x16 rank 4",
+                 "fused 1x16 rank 4 k20"):
         line = [l for l in text.splitlines()
                 if l.startswith("  %-20s " % name)]
         assert len(line) == 1, (name, text)
         fields = line[0][2:].split()
         assert int(fields[len(name.split()) + 2]) == 2, line
         sizes[name] = int(fields[len(name.split())])
-    assert sizes["fused 1x16 rank 4"] > sizes["fused int8 1x16"]
+    assert sizes["fused 1x16 rank 4"] > sizes["fused 1x16 rank 4 k20"] > \
+        sizes["fused int8 1x16"]
+
+
+@pytest.mark.parametrize("value", ["0", "4:0", "a", "4:2:1", "-1"])
+def test_a_bad_table_rank_is_refused(value):
+    with pytest.raises(SystemExit):
+        bench.main(["--tiny", "--table-rank", value])
 
 
 def test_the_decoder_benchmark_prints_its_three_layouts():
