@@ -30,7 +30,8 @@ def _numpy_table(values, masked=True):
     if masked:
         table = table * values["lm/embedding_pruning_mask"]
     low = values["lm/table_low"]
-    low = np.pad(low, [[0, table.shape[0] - low.shape[0]], [0, 0]])
+    low = np.pad(low, [[0, table.shape[0] - low.shape[0]], [0, 0]],
+                 "constant")
     return table + low @ values["lm/table_proj"].T
 
 

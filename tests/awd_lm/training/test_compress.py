@@ -14,7 +14,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.training import (
-    compress, compress_cuts, compress_rows, compress_stages, train)
+    compress, compress_cuts, compress_rows, compress_stages, compress_tflite,
+    train)
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import presets
@@ -323,13 +324,18 @@ class _Killed(Exception):
 #: The files made from the QAT checkpoint: uint8, and on TF 2.x the int8
 #: weights stored sparse.
 QAT_EXPORTS = ["tflite_uint8.tflite"] + (
-    ["tflite_int8.tflite", "tflite_int8_fused.tflite",
-     "fastest_dense.tflite"] if sparse_storage.available() else [])
+    ["tflite_int8.tflite", "tflite_int8_fused.tflite"]
+    if sparse_storage.available() else [])
 #: The files written after the float one, in order: those and (TF 2.x) the
 #: pruned model's fused file.
-AFTER_FLOAT_EXPORT = ["tflite_uint8.tflite"] + (
-    ["tflite_int8.tflite", "tflite_int8_fused.tflite",
-     "tflite_int8_fused_pruned.tflite", "fastest_dense.tflite"]
+AFTER_FLOAT_EXPORT = QAT_EXPORTS + (
+    ["tflite_int8_fused_pruned.tflite"]
+    if sparse_storage.available() else [])
+#: The streaming twins every run times (in a temporary folder, each time):
+#: each file's, then the fastest dense file's (TF 2.x).
+STREAMED = [name[:-len(".tflite")] + compress_tflite.STREAM_SUFFIX
+            for name in ["tflite_float.tflite"] + AFTER_FLOAT_EXPORT] + (
+    ["int8_dense_XNNPACK" + compress_tflite.STREAM_SUFFIX]
     if sparse_storage.available() else [])
 
 BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
@@ -398,7 +404,7 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
                                   originals[2](params, checkpoint, path, *a,
                                                **k)))
     resumed = _run(out, resume=True, float_dir=float_dir)
-    assert calls == AFTER_FLOAT_EXPORT
+    assert calls == AFTER_FLOAT_EXPORT + STREAMED
     assert len(resumed["stages"]) == len(ref["stages"])
     for got, want in zip(resumed["stages"], ref["stages"]):
         for key in ("stage", "technique", "nonzero_weights", "bytes"):
@@ -429,16 +435,27 @@ def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
             sess.run(tf.global_variables_initializer())
             tf.train.Saver(variables).save(sess, qat_best,
                                            write_meta_graph=False)
-    calls = []
+    calls, shapes = [], {}
     original = export.export_lm
+
+    def exporting(params, checkpoint, path, batch, steps, **formats):
+        calls.append(os.path.basename(path))
+        shapes[path] = (batch, steps)
+        return original(params, checkpoint, path, batch, steps, **formats)
     monkeypatch.setattr(compress_cuts, "prune_checkpoint",
                         lambda *a, **k: calls.append("prune"))
-    monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
-                        *a, **k: (calls.append(os.path.basename(path)),
-                                  original(params, checkpoint, path, *a,
-                                           **k)))
+    monkeypatch.setattr(export, "export_lm", exporting)
     _run(out, resume=True, float_dir=os.path.join(ref_out, "float"))
-    assert calls == QAT_EXPORTS
+    assert calls == QAT_EXPORTS + STREAMED
+    # The timed twins: batch 1, one token a call, in a temporary folder
+    # that is gone; nothing of them in the pipeline's.
+    streamed = [p for p in shapes
+                if p.endswith(compress_tflite.STREAM_SUFFIX)]
+    assert [shapes[p] for p in streamed] == [(1, 1)] * len(STREAMED)
+    assert len({os.path.dirname(p) for p in streamed}) == 1
+    assert not os.path.exists(os.path.dirname(streamed[0]))
+    assert not [n for n in os.listdir(os.path.join(out, "compress"))
+                if n.endswith(compress_tflite.STREAM_SUFFIX)]
 
 
 def test_every_stage_opens_as_a_language_model(reference):

@@ -93,7 +93,8 @@ def effective_weights(checkpoint, params):
         result.update((name, values[name]) for name in LOW_RANK_NAMES)
         low = result[LOW_RANK_NAMES[0]]
         result[LOW_RANK_NAMES[0]] = np.pad(
-            low, [[0, int(params.model.vocab_size) - low.shape[0]], [0, 0]])
+            low, [[0, int(params.model.vocab_size) - low.shape[0]], [0, 0]],
+            "constant")
     return result
 
 

@@ -207,9 +207,9 @@ def format_table(rows):
     timed = [r for r in rows if "x_fastest_dense" in r]
     if timed:
         lines.append(
-            "ms/token: one thread, the rows' batch; against the fastest "
-            "dense file (the qat model's int8 weights dense, XNNPACK: "
-            "%.4f ms/token): %s" % (timed[0]["fastest_dense_ms"], ", ".join(
+            "ms/token: one thread, streaming (each file's model at batch "
+            "1, one token a call); against the fastest dense file (the qat "
+            "model's int8 weights dense, XNNPACK: %.4f ms/token): %s" % (timed[0]["fastest_dense_ms"], ", ".join(
                 "%s %.2f x" % (r["stage"], r["x_fastest_dense"])
                 for r in timed)))
     # What each file holds, read from it (`compress_tflite.stored`): the

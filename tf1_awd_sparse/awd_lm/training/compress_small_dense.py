@@ -162,9 +162,10 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
         (`budget_of`).
 
     Returns:
-      (rows, {stage: runner}): the rows of `STAGES` (each with
+      (rows, {stage: model}): the rows of `STAGES` (each with
       ``emb_size``, ``budget_bytes`` and ``budget_from``) and the files'
-      runners, to be timed with the others.
+      models (`compress_tflite.scored_file`'s), to be timed with the
+      others.
     """
     budget, budget_from = budget_of(compressed_rows, budget)
     uint8 = [r for r in compressed_rows if r["stage"] == "tflite_uint8"][0]
@@ -193,14 +194,14 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
     files = [("small_dense_uint8", {})]
     if sparse_storage.available():
         files.append(("small_dense_int8", {"weights": "int8"}))
-    runners = {}
+    models = {}
     for stage, formats in files:
-        row, runners[stage] = compress_tflite.scored_file(
+        row, models[stage] = compress_tflite.scored_file(
             pipeline, stage, technique, (quant["params"], quant_best),
             formats, progress)
         row.update(facts)
         rows.append(row)
-    return rows, runners
+    return rows, models
 
 
 def summary_of(rows):

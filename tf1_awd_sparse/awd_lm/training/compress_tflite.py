@@ -1,10 +1,14 @@
 """The compression pipeline's last stages (`awd_lm.training.compress`):
 the pruned and the quantized model exported as TFLite files, each scored
-with the interpreter over the whole test stream and timed per token.
+with the interpreter over the whole test stream and timed per token as a
+device streams: each file's model exported again at batch 1, one token a
+call (`STREAM_SUFFIX`), against the fastest dense file's so exported.
 """
 import collections
 import os
+import shutil
 import struct
+import tempfile
 
 import numpy as np
 
@@ -17,11 +21,20 @@ from tf1_awd_sparse.awd_lm.training.compress_cuts import made_from
 from tf1_awd_sparse.awd_lm.training.compress_rows import (
     file_bytes, low_rank_counts, tflite_row)
 
-__all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "tflite_rows", "export_shape",
-           "scored_file", "stored", "time_rows"]
+__all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "STREAM_SUFFIX", "tflite_rows",
+           "export_shape", "scored_file", "stored", "streaming_runners",
+           "time_rows"]
 
 #: Steps per call of the exported TFLite models.
 EXPORT_STEPS = 10
+#: The timed twin of ``<stage>.tflite``: ``<stage>.stream.tflite``, batch
+#: 1 and one token a call, written in a temporary folder and removed after
+#: the timing. A scored file's batch (the evaluation batch) is not how a
+#: device runs a language model: at batch 10 XNNPACK's dense products
+#: gain from the batch and the sparse hybrid kernels do not (on the
+#: converged ptb-small model the fused file was 2.13 x the dense int8
+#: file's time at batch 10, 0.47 x streaming).
+STREAM_SUFFIX = ".stream.tflite"
 
 
 def tflite_rows(pipeline, technique, pruned, quant, progress=None,
@@ -39,18 +52,16 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None,
       pruned, quant: (parameters, checkpoint prefix) of the pruned model
         and of its quantization-aware fine-tuning.
       progress: None or a tqdm-like class.
-      more: None, or a function ``rows -> (rows, {stage: runner})`` of
+      more: None, or a function ``rows -> (rows, {stage: model})`` of
         more files, given these rows before they are timed, whose rows are
         timed with them in the same rounds (`time_rows`; the small-dense
         model's, `compress_small_dense.small_dense_rows`).
 
     Returns:
-      the rows (`compress_rows.tflite_row`), each with ``ms_per_token``,
-      then ``more``'s.
+      the rows (`compress_rows.tflite_row`), each with ``ms_per_token``
+      (streaming: `STREAM_SUFFIX`), then ``more``'s.
     """
-    params = as_params(pruned[0])
-    batch, steps = export_shape(params)
-    rows, runners = [], {}
+    rows, models = [], {}
     files = [("tflite_float", pruned, {}), ("tflite_uint8", quant, {})]
     if sparse_storage.available():
         files.append(("tflite_int8", quant,
@@ -61,18 +72,22 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None,
         # weights alone, which needs no quantization-aware training.
         files.append(("tflite_int8_fused_pruned", pruned, fused))
     for stage, (stage_params, checkpoint), formats in files:
-        row, runners[stage] = scored_file(pipeline, stage, technique,
-                                          (stage_params, checkpoint),
-                                          formats, progress)
+        row, models[stage] = scored_file(pipeline, stage, technique,
+                                         (stage_params, checkpoint),
+                                         formats, progress)
         rows.append(row)
     if more is not None:
-        extra_rows, extra_runners = more(rows)
+        extra_rows, extra_models = more(rows)
         rows += extra_rows
-        runners.update(extra_runners)
+        models.update(extra_models)
     if sparse_storage.available():
-        runners[FASTEST_DENSE] = _fastest_dense(pipeline, technique, quant,
-                                                batch, steps)
-    return time_rows(rows, runners)
+        # The baseline: the QAT model's int8 weights dense, unrolled.
+        models[FASTEST_DENSE] = (quant[0], quant[1], {"weights": "int8"})
+    directory = tempfile.mkdtemp(prefix="awd_lm_stream_")
+    try:
+        return time_rows(rows, streaming_runners(models, directory))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def export_shape(params):
@@ -99,9 +114,10 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
       progress: None or a tqdm-like class.
 
     Returns:
-      (row, runner): `compress_rows.tflite_row` (``bytes``,
-      ``gzip_bytes``, ``tokens_scored``, ``stored``) and the file's
-      `export.LMRunner`, to be timed.
+      (row, model): `compress_rows.tflite_row` (``bytes``,
+      ``gzip_bytes``, ``tokens_scored``, ``stored``) and ``(parameters,
+      checkpoint, formats)`` of the file, to be timed streaming
+      (`streaming_runners`).
     """
     stage_params, checkpoint = model
     batch, steps = export_shape(stage_params)
@@ -125,7 +141,21 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
     extra.update(low_rank_counts(export.low_rank_of_tflite(path)))
     return (tflite_row(stage, technique, ppl, pipeline.float_ppl,
                        (zeros, total), shapes, extra),
-            export.LMRunner(path))
+            (stage_params, checkpoint, formats))
+
+
+def streaming_runners(models, directory):
+    """Each model of ``models`` (``{stage: (parameters, checkpoint,
+    formats)}``, `scored_file`'s) exported as ``directory/<stage>`` +
+    `STREAM_SUFFIX`: batch 1, one token a call, the ``formats`` of its
+    scored file. Returns ``{stage: export.LMRunner}``."""
+    runners = {}
+    for stage, (params, checkpoint, formats) in models.items():
+        path = os.path.join(directory, stage.replace(" ", "_").replace(
+            ",", "") + STREAM_SUFFIX)
+        export.export_lm(params, checkpoint, path, 1, 1, **formats)
+        runners[stage] = export.LMRunner(path)
+    return runners
 
 
 #: The schema's names of the tensor types (TensorType).
@@ -171,24 +201,11 @@ def stored(path):
 
 #: The timing baseline of the rows (TF 2.x): the QAT model's int8 weights
 #: dense, unrolled, with XNNPACK (the interpreter's default), the fastest
-#: dense file (docs/sparse_tflite.md).
+#: dense file (docs/sparse_tflite.md), streaming as the rows are.
 FASTEST_DENSE = "int8 dense, XNNPACK"
 
 
-def _fastest_dense(pipeline, technique, quant, batch, steps):
-    """The runner of the baseline file (exported unless done from the same
-    QAT checkpoint; timed, not scored)."""
-    path = pipeline.dir.tflite_file("fastest_dense")
-    source = made_from(technique, quant[1])
-    if pipeline.done.get("fastest_dense") != source or \
-            not os.path.exists(path):
-        export.export_lm(quant[0], quant[1], path, batch, steps,
-                         weights="int8")
-        pipeline.record("fastest_dense", source)
-    return export.LMRunner(path)
-
-
-def time_rows(rows, runners, rounds=5, repeats=4):
+def time_rows(rows, runners, rounds=7, repeats=50):
     """Adds ``ms_per_token`` to each row with a runner (a TF stage's row
     has none and is left as it is): the median of ``rounds`` timings
     (`LMRunner.time_per_token` of ``repeats`` calls) of its stage's runner
