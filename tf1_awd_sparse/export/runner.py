@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import numpy as np
 
@@ -141,6 +142,9 @@ class TFLiteRunner(object):
         variable where the file has no such output; ``shape`` is the
         state's, which the file's metadata gives (the variable may be
         wider: zero padding).
+      last_invoke_seconds: the process's CPU time of the last ``run``'s
+        ``invoke`` alone (None before the first): the file's own time,
+        without the checks and conversions of the feeds and outputs.
     """
 
     def __init__(self, path, interpreter=None):
@@ -160,6 +164,7 @@ class TFLiteRunner(object):
         self.state_variables = _state_variables(
             self.interpreter, self.inputs, _state_widths(path))
         self.state_inputs += sorted(self.state_variables)
+        self.last_invoke_seconds = None
 
     def output_quantization(self, name=None):
         """``(scale, zero_point)`` of an output (``(0.0, 0)`` if float).
@@ -224,7 +229,9 @@ class TFLiteRunner(object):
             padded = np.zeros(detail["shape"], np.float32)
             padded[tuple(slice(0, n) for n in shape)] = value
             self.interpreter.set_tensor(detail["index"], padded)
+        start = time.process_time()
         self.interpreter.invoke()
+        self.last_invoke_seconds = time.process_time() - start
         results = {name: _dequantized(self.interpreter.get_tensor(
             detail["index"]), detail)
             for name, detail in self.outputs.items()}
