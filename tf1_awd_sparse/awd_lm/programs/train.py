@@ -115,8 +115,9 @@ HELP = {
     "matrix's input dimension (1: entry by entry; 4 and 16: the blocks "
     "TFLite's float and int8 sparse kernels take; 16 gives the fastest "
     "file, `export --lstm fused`; its best recipe measured adds "
-    "--table-rank 16 --distill-weight 1 --distill-teacher reference "
-    "--finetune-dropout-scale 0.25: docs/results.md)",
+    "--table-rank 16 --table-rank-rows 4000 --distill-weight 1 "
+    "--distill-teacher reference --finetune-dropout-scale 0.25: "
+    "docs/results.md)",
     "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
     "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
     "distill_weight": "--compress: weight of the distillation from the "
