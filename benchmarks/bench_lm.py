@@ -50,14 +50,23 @@ def params(kind):
     return p
 
 
-def _session(graph):
-    config = tf.ConfigProto(intra_op_parallelism_threads=1,
-                            inter_op_parallelism_threads=1)
+def _session(graph, threads=1):
+    config = tf.ConfigProto(intra_op_parallelism_threads=threads,
+                            inter_op_parallelism_threads=threads)
     return tf.Session(graph=graph, config=config)
 
 
 def build_step(kind):
-    """(session, train op) of one LM training step of model ``kind``."""
+    """(session, train op) of one LM training step of model ``kind``
+    ('awd' / 'plain'), one intra-op and one inter-op thread."""
+    return build_step_and_loss(kind)[:2]
+
+
+def build_step_and_loss(kind, threads=1):
+    """(session, train op, cross-entropy tensor) of `build_step`'s step,
+    its session on ``threads`` intra-op and inter-op threads (the
+    cross-entropy, fetched with the train op, is the step's loss before
+    its update; benchmarks/bench_peer.py prints it)."""
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(0)
@@ -73,9 +82,9 @@ def build_step(kind):
             train_op = tf.group(train_op)
         init = tf.group(tf.global_variables_initializer(),
                         tf.local_variables_initializer())
-    sess = _session(graph)
+    sess = _session(graph, threads)
     sess.run(init)
-    return sess, train_op
+    return sess, train_op, out.xent
 
 
 def build_decoder():
