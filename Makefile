@@ -3,7 +3,11 @@
 # (docs/versions.md): `make test-tf115` (1.15.5), `make test-tf2` (2.15.1,
 # CPython 3.11), `make test-tf2-latest` (2.21.0 with tf-keras); each builds
 # its own virtualenv from its constraints/ file. `make demo-tf2` and
-# `make bench-tf2` run the demo and the benchmarks on 2.15.
+# `make bench-tf2` run the demo and the benchmarks on 2.15. `make bench-peer`
+# times the LM's training step against its PyTorch peer (AWD-LSTM to
+# salesforce/awd-lstm-lm's recipe; benchmarks/bench_peer.py) and writes
+# docs/bench-peer.md; torch lives in its own .venv-peer, built by that
+# target only (never by `test` or CI).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
@@ -16,22 +20,27 @@ VENV2      := .venv-tf2
 PINS2      := constraints/tf215.txt
 VENV2L     := .venv-tf2-latest
 PINS2L     := constraints/tf2-latest.txt
+VENVPEER   := .venv-peer
+PINSPEER   := constraints/peer.txt
 EXTRAS1    := test,examples
 EXTRAS2    := test,examples,tf2,litert
 PY         := $(VENV)/bin/python
 PY115      := $(VENV115)/bin/python
 PY2        := $(VENV2)/bin/python
 PY2L       := $(VENV2L)/bin/python
+PYPEER     := $(VENVPEER)/bin/python
 # TF >= 2.16 runs the v1 RNN cells only on Keras 2 (tf-keras).
 LEGACY_KERAS := TF_USE_LEGACY_KERAS=1
 
 .PHONY: env env-tf115 env-tf2 env-tf2-latest test test-tf115 test-tf2 \
-        test-tf2-latest test-all demo demo-tf2 bench bench-tf2 clean
+        test-tf2-latest test-all demo demo-tf2 bench bench-tf2 env-peer \
+        bench-peer clean
 
 env: $(VENV)/.installed
 env-tf115: $(VENV115)/.installed
 env-tf2: $(VENV2)/.installed
 env-tf2-latest: $(VENV2L)/.installed
+env-peer: $(VENVPEER)/.installed
 
 # $(call install,VENV,PINS,PYVERSION,PYVAR,EXTRAS): creates VENV from a
 # CPython PYVERSION ($$PYVAR if set; tools/find_python.sh) if needed and
@@ -61,6 +70,17 @@ $(VENV2)/.installed: setup.py $(PINS2)
 
 $(VENV2L)/.installed: setup.py $(PINS2L)
 	$(call install,$(VENV2L),$(PINS2L),3.11,PYTHON311,$(EXTRAS2))
+
+# The PyTorch peer's environment: CPython 3.11 with torch and numpy only
+# (the peer imports nothing of the package), pinned by constraints/peer.txt.
+$(VENVPEER)/.installed: $(PINSPEER)
+	@py=$$(tools/find_python.sh 3.11 PYTHON311) || exit 2; \
+	if [ ! -x $(VENVPEER)/bin/python ]; then echo "creating $(VENVPEER) from $$py"; "$$py" -m venv $(VENVPEER) || exit 2; fi; \
+	echo "installing torch and numpy into $(VENVPEER), pinned by $(PINSPEER)"; \
+	$(PYPEER) -m pip install -q --disable-pip-version-check -c $(PINSPEER) torch numpy 2>&1 \
+	  | { grep -v -e "is ignored: it is neither a file nor a directory" || true; } || exit 2; \
+	$(PYPEER) -c 'import torch, numpy' || exit 2; \
+	touch $@
 
 # Test processes per suite (pytest-xdist, one per core; docs/testing.md):
 # `make test WORKERS=0` runs the suite in one process. --dist loadfile
@@ -127,5 +147,16 @@ bench: env
 bench-tf2: env-tf2
 	$(PY2) benchmarks/run.py --out docs/bench-tf2.md
 
+# The LM's step on TF 2.15 and, where their environments are built, on the
+# newest 2.x and on 1.13.1, against the PyTorch peer at 1 and 2 threads;
+# PEER_ARGS adds bench_peer options, e.g. PEER_ARGS='--rounds 3'.
+PEER_ARGS ?=
+PEER_TF    = --tf-python $(PY2) \
+             $(if $(wildcard $(VENV2L)/.installed),--tf-python $(PY2L)) \
+             $(if $(wildcard $(VENV)/.installed),--tf-python $(PY))
+bench-peer: env-tf2 env-peer
+	$(PY2) benchmarks/bench_peer.py $(strip $(PEER_TF)) --peer-python $(PYPEER) \
+	  --out docs/bench-peer.md $(PEER_ARGS)
+
 clean:
-	rm -rf $(VENV) $(VENV115) $(VENV2) $(VENV2L) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VENV115) $(VENV2) $(VENV2L) $(VENVPEER) build *.egg-info .pytest_cache
