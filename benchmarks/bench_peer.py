@@ -15,7 +15,9 @@ rotated by one each round; a worker times its own steps (wall and process
 CPU time). A TensorFlow side's ratio is the median over rounds of
 (its tokens/s) / (the peer's tokens/s in the same round), so a shared
 machine's slow drifts cancel; the range of the per-round ratios is printed
-with it.
+with it. The same ratio from process CPU times is a check at 1 thread (it
+is not inflated by other jobs taking the core); at 2 threads it also
+counts the thread pools' spin-waits, so the wall-time ratio is the figure.
 
 Run: ``make bench-peer`` (builds ``.venv-peer``), or
 ``.venv-tf2/bin/python benchmarks/bench_peer.py --tf-python
@@ -275,18 +277,18 @@ def _processor():
 
 
 def write_page(path, argv, started, load, rows, args):
-    """Writes the Markdown page ``path``: the command, the machine, the
-    table."""
+    """Writes the Markdown page ``path``: the command, the machine (its
+    load average at ``load`` when the run started and now), the table."""
     text = [
         "# The LM's training step against its PyTorch peer", "",
         "Written by `make bench-peer` (`benchmarks/bench_peer.py`); "
         "regenerate it rather than editing it. The setup is in the "
         "module's docstring; docs/versions.md discusses the figures.", "",
         "- command: `python benchmarks/bench_peer.py %s`" % " ".join(argv),
-        "- environment: %s; %s, %d CPUs; load average %.2f at start; "
-        "%d rounds x %d steps (%d tokens a step) a side"
-        % (started, _processor(), os.cpu_count(), load, args.rounds,
-           args.steps, TOKENS), "",
+        "- environment: %s; %s, %d CPUs; load average %.2f at start, "
+        "%.2f at the end; %d rounds x %d steps (%d tokens a step) a side"
+        % (started, _processor(), os.cpu_count(), load, os.getloadavg()[0],
+           args.rounds, args.steps, TOKENS), "",
         HEADER] + rows + [""]
     with open(path, "w") as f:
         f.write("\n".join(text))
