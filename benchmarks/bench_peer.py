@@ -209,18 +209,20 @@ HEADER = ("| threads | side | worker | tokens/s (median round) | "
           "loss, first -> last warm-up step |\n|---|---|---|---|---|---|---|")
 
 
-def _cores(threads):
-    """The cores a setting of ``threads`` threads runs on: the first
-    ``threads`` this process may use.
+def _cores(threads, first=0):
+    """The cores a setting of ``threads`` threads runs on: ``threads`` of
+    the cores this process may use, from its ``first``-th on (e.g. 1 to
+    keep off core 0 where other jobs are pinned).
 
     Raises:
-      ValueError: fewer allowed cores than threads.
+      ValueError: fewer allowed cores than that.
     """
     allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < threads:
-        raise ValueError("--threads %d: only %d core(s) allowed here (%s)"
-                         % (threads, len(allowed), allowed))
-    return allowed[:threads]
+    if len(allowed) < first + threads:
+        raise ValueError("--threads %d from --first-core %d: only %d "
+                         "core(s) allowed here (%s)"
+                         % (threads, first, len(allowed), allowed))
+    return allowed[first:first + threads]
 
 
 def _tf_name(python):
@@ -238,7 +240,7 @@ def run(args):
     """
     rows = []
     for threads in args.threads:
-        cores = _cores(threads)
+        cores = _cores(threads, args.first_core)
         workers = {}
         try:
             for python in args.tf_python:
@@ -277,21 +279,27 @@ def _processor():
 
 
 def write_page(path, argv, started, load, rows, args):
-    """Writes the Markdown page ``path``: the command, the machine (its
-    load average at ``load`` when the run started and now), the table."""
-    text = [
-        "# The LM's training step against its PyTorch peer", "",
-        "Written by `make bench-peer` (`benchmarks/bench_peer.py`); "
-        "regenerate it rather than editing it. The setup is in the "
-        "module's docstring; docs/versions.md discusses the figures.", "",
+    """Writes the Markdown page ``path`` (with ``args.append``: adds to
+    it): the command, the machine (its load average at ``load`` when the
+    run started and now), the table."""
+    section = [
         "- command: `python benchmarks/bench_peer.py %s`" % " ".join(argv),
         "- environment: %s; %s, %d CPUs; load average %.2f at start, "
         "%.2f at the end; %d rounds x %d steps (%d tokens a step) a side"
         % (started, _processor(), os.cpu_count(), load, os.getloadavg()[0],
            args.rounds, args.steps, TOKENS), "",
         HEADER] + rows + [""]
+    if args.append and os.path.exists(path):
+        with open(path, "a") as f:
+            f.write("\n".join([""] + section))
+        return
+    text = [
+        "# The LM's training step against its PyTorch peer", "",
+        "Written by `make bench-peer` (`benchmarks/bench_peer.py`); "
+        "regenerate it rather than editing it. The setup is in the "
+        "module's docstring; docs/versions.md discusses the figures.", ""]
     with open(path, "w") as f:
-        f.write("\n".join(text))
+        f.write("\n".join(text + section))
 
 
 def serve_tf(threads):
@@ -326,7 +334,12 @@ def main(argv=()):
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--steps", type=int, default=5,
                         help="steps per side per round")
+    parser.add_argument("--first-core", type=int, default=0,
+                        help="the index, among the allowed cores, of the "
+                             "first core the workers run on (default 0)")
     parser.add_argument("--out", help="write the table as a Markdown page")
+    parser.add_argument("--append", action="store_true",
+                        help="add the table to the --out page")
     parser.add_argument("--serve-tf", action="store_true",
                         help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
