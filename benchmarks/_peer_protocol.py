@@ -27,19 +27,6 @@ import traceback
 REPLY, ERROR = "= ", "! "
 
 
-def pin(cores):
-    """Restricts this process (and the threads it starts later) to the CPU
-    ``cores`` (an iterable of ints).
-
-    Call before TensorFlow or torch is imported: their thread pools are
-    sized and placed when they start.
-
-    Raises:
-      OSError: a core that does not exist or is not allowed.
-    """
-    os.sched_setaffinity(0, set(cores))
-
-
 def thread_env(threads):
     """The environment variables that hold OpenMP / MKL / oneDNN thread
     pools (used by torch, and by the math libraries under TensorFlow) to

@@ -95,7 +95,8 @@ def summarize(times, peer=PEER, steps=1, tokens=TOKENS):
 class Worker(object):
     """A worker process speaking `_peer_protocol`, started on ``cores``
     with the thread variables of ``threads`` (its stderr kept in a
-    temporary file, shown if it fails)."""
+    temporary file, shown if it fails). Constructing one raises OSError
+    when ``argv[0]`` cannot be run or a core is not allowed."""
 
     def __init__(self, name, argv, cores, threads, env=None):
         self.name = name
