@@ -5,6 +5,7 @@ uint8, agrees with its graph row by row (the runner used to feed it zeros:
 every row the same); a model with two data inputs takes a dict naming
 them, and anything that would leave a data input unfed is refused naming
 the model's inputs."""
+import inspect
 import os
 
 import numpy as np
@@ -193,3 +194,37 @@ def test_an_int8_output_with_a_nonzero_zero_point_is_dequantized(tmp_path):
     # The file's input codes are the graph's FakeQuant codes (one grid):
     # the same values, at most one step apart at a rounding tie.
     assert np.abs(got - expected).max() <= out_scale * (1 + 1e-5)
+
+
+@pytest.mark.parametrize("num_threads", [None, 1, 2])
+def test_num_threads_reaches_the_interpreter_and_invoke_is_timed(
+        tmp_path, num_threads):
+    """``num_threads`` is passed to the interpreter only when given (the
+    pipeline times on one thread), and ``last_invoke_seconds`` is None
+    until a call, then that call's CPU seconds of ``invoke``."""
+    from tf1_awd_sparse.base.compat import interpreter_class
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2, 3], "x")
+        out = tf.multiply(x, 2.0, name="out")
+        with tf.Session() as sess:
+            model = convert(sess, [x], [out], None)
+    path = str(tmp_path / "double.tflite")
+    with open(path, "wb") as handle:
+        handle.write(model)
+    base = interpreter_class(None)
+    seen = []
+
+    class Recording(base):
+        def __init__(self, *args, **kwargs):
+            seen.append(kwargs.get("num_threads", "absent"))
+            super(Recording, self).__init__(*args, **kwargs)
+
+    runner = TFLiteRunner(path, Recording, num_threads)
+    # TF 1.x's interpreter takes no num_threads: never passed to it.
+    takes = "num_threads" in inspect.signature(base.__init__).parameters
+    assert seen == ["absent" if num_threads is None or not takes
+                    else num_threads]
+    assert runner.last_invoke_seconds is None
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(runner.run(data)["out"], 2.0 * data)
+    assert runner.last_invoke_seconds >= 0.0

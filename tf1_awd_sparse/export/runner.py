@@ -3,6 +3,7 @@ interpreter chosen by `tf1_awd_sparse.base.compat.interpreter_class`,
 inputs quantized and outputs dequantized for 8-bit models. Every file is
 checked (`tflite_file.verify`) before an interpreter reads it.
 """
+import inspect
 import json
 import os
 import re
@@ -16,7 +17,8 @@ from tf1_awd_sparse.export import sparse_storage, tflite_file
 from tf1_awd_sparse.export.fused_lstm import STATE_WIDTHS
 from tf1_awd_sparse.export.eval_graph import OUTPUT_NAME
 
-__all__ = ["TFLiteRunner", "open_interpreter", "is_state_input"]
+__all__ = ["TFLiteRunner", "open_interpreter", "takes_num_threads",
+           "is_state_input"]
 
 #: The exporters' state inputs (`eval_graph.state_inputs`, the language
 #: model's): ``state_<layer>_c`` and ``state_<layer>_h``.
@@ -50,7 +52,9 @@ def open_interpreter(path, interpreter=None, num_threads=None):
     Args:
       path: the file.
       interpreter: which interpreter class (`base.compat.interpreter_class`).
-      num_threads: passed on where given.
+      num_threads: passed on where given and the interpreter takes it
+        (`takes_num_threads`: TF 1.x's ``tf.lite.Interpreter`` does not,
+        and runs as it does without it).
 
     Returns:
       the interpreter instance.
@@ -66,7 +70,8 @@ def open_interpreter(path, interpreter=None, num_threads=None):
       OSError: a path that cannot be read.
     """
     make = interpreter_class(interpreter)
-    kwargs = {} if num_threads is None else {"num_threads": num_threads}
+    kwargs = {} if num_threads is None or not takes_num_threads(make) \
+        else {"num_threads": num_threads}
     # sparse_tensors reads the file through tflite_file.verify (one
     # check, one read): a damaged file is refused here, before any
     # interpreter reads it.
@@ -85,6 +90,25 @@ def open_interpreter(path, interpreter=None, num_threads=None):
     except ValueError as error:
         raise ValueError("path %r is not a TFLite model the interpreter "
                          "can load: %s" % (path, error))
+
+
+def takes_num_threads(make):
+    """Whether an interpreter class takes ``num_threads`` (TF 2.x's and
+    LiteRT's; not TF 1.13's or 1.15's), read from its signature (or its
+    bases' where it only forwards ``**kwargs``)."""
+    for klass in getattr(make, "__mro__", (make,)):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            parameters = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            return False
+        if "num_threads" in parameters:
+            return True
+        if not any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+            return False
+    return False
 
 
 def _builtin_only_resolver(make):
@@ -118,6 +142,9 @@ class TFLiteRunner(object):
         is installed (TF 2.x's Pythons), else ``tf.lite.Interpreter``;
         ``"tf"`` or ``"litert"`` asks for one of them, or pass a class
         with their API.
+      num_threads: None (the interpreter's default) or the threads its
+        kernels and delegate may use (1 to time one thread: the default
+        lets XNNPACK use more, which spends CPU time waiting).
 
     Raises:
       ValueError: ``path`` is not an existing file, or not a TFLite model
@@ -147,11 +174,11 @@ class TFLiteRunner(object):
         without the checks and conversions of the feeds and outputs.
     """
 
-    def __init__(self, path, interpreter=None):
+    def __init__(self, path, interpreter=None, num_threads=None):
         if not isinstance(path, str) or not os.path.isfile(path):
             raise ValueError("path must name an existing .tflite file, got "
                              "%r" % (path,))
-        self.interpreter = open_interpreter(path, interpreter)
+        self.interpreter = open_interpreter(path, interpreter, num_threads)
         self.interpreter.allocate_tensors()
         details = self.interpreter.get_input_details()
         self.inputs = {d["name"]: d for d in details}

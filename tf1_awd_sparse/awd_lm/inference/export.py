@@ -265,6 +265,8 @@ class LMRunner(object):
         (`base.compat.interpreter_class`: LiteRT's where it is
         installed, else ``tf.lite.Interpreter``; ``"tf"`` or ``"litert"``
         to choose).
+      num_threads: None (the interpreter's default) or its threads
+        (`TFLiteRunner`; 1 for `time_per_token`'s single thread).
 
     Attributes:
       batch_size, num_steps: the model's fixed input shape.
@@ -278,8 +280,8 @@ class LMRunner(object):
         expected.
     """
 
-    def __init__(self, path, interpreter=None):
-        self.runner = TFLiteRunner(path, interpreter)
+    def __init__(self, path, interpreter=None, num_threads=None):
+        self.runner = TFLiteRunner(path, interpreter, num_threads)
         _check_lm_signature(path, self.runner)
         detail = self.runner.inputs[eval_graph.INPUT_NAME]
         self.batch_size, self.num_steps = [int(d) for d in detail["shape"]]
@@ -329,7 +331,9 @@ class LMRunner(object):
             yield picked, n
 
     def time_per_token(self, repeats=20):
-        """Seconds per token of one invoke (single thread), the median of
+        """Seconds per token of one invoke (one thread when the runner was
+        opened with ``num_threads=1``, as the compression pipeline's
+        timing is), the median of
         ``repeats`` invokes on seeded random ids, the state carried: the
         interpreter's ``invoke`` alone (`TFLiteRunner.last_invoke_seconds`,
         the process's CPU time, which other processes' load does not add

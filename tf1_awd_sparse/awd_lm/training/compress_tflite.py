@@ -148,13 +148,14 @@ def streaming_runners(models, directory):
     """Each model of ``models`` (``{stage: (parameters, checkpoint,
     formats)}``, `scored_file`'s) exported as ``directory/<stage>`` +
     `STREAM_SUFFIX`: batch 1, one token a call, the ``formats`` of its
-    scored file. Returns ``{stage: export.LMRunner}``."""
+    scored file. Returns ``{stage: export.LMRunner}``, each interpreter on
+    one thread."""
     runners = {}
     for stage, (params, checkpoint, formats) in models.items():
         path = os.path.join(directory, stage.replace(" ", "_").replace(
             ",", "") + STREAM_SUFFIX)
         export.export_lm(params, checkpoint, path, 1, 1, **formats)
-        runners[stage] = export.LMRunner(path)
+        runners[stage] = export.LMRunner(path, num_threads=1)
     return runners
 
 
