@@ -33,7 +33,8 @@ over a 6-token stream from a random state, against the dense float file
 
 Run: ``TF_USE_LEGACY_KERAS=1 .venv-tf2/bin/python benchmarks/run.py
 bench_fused`` (or ``python benchmarks/bench_fused.py [--rounds N]
-[--tokens N] [--tiny] [--model QAT_DIR] [--table-rank R[:K]]``);
+[--tokens N] [--tiny] [--model QAT_DIR] [--sizes V,E,H,L]
+[--table-rank R[:K]]``);
 TensorFlow 2.x and LiteRT.
 """
 import argparse
@@ -160,6 +161,23 @@ def with_table_ranks(ranks):
                      None) for r, k in ranks]
 
 
+def model_sizes(text):
+    """``--sizes``' value ``V,E,H,L`` as a tuple of 4 positive ints
+    (vocabulary, embedding, hidden units, layers).
+
+    Raises:
+      argparse.ArgumentTypeError: not 4 positive integers, or fewer than 2
+        layers."""
+    try:
+        values = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 4 or min(values) < 1 or values[3] < 2:
+        raise argparse.ArgumentTypeError(
+            "expected V,E,H,L: 4 positive integers, L >= 2, got %r" % text)
+    return values
+
+
 def rank_and_rows(text):
     """``--table-rank``'s value: ``R`` or ``R:K`` (the part on the first K
     words) as ``(R, K or None)``.
@@ -257,6 +275,11 @@ def main(argv=()):
     parser.add_argument("--model", default=None, metavar="QAT_DIR",
                         help="a trained quantization-aware model directory "
                         "instead of the random model")
+    parser.add_argument("--sizes", type=model_sizes, default=None,
+                        metavar="V,E,H,L",
+                        help="a random model of vocabulary V tied to E-d, "
+                        "L LSTM layers of H units (the last of E) instead "
+                        "of ptb-small's size (the demo's: 1000,128,256,2)")
     parser.add_argument("--table-rank", type=rank_and_rows, action="append",
                         default=[], metavar="R[:K]",
                         help="also a fused int8 1 x 16 file whose table has "
@@ -271,6 +294,8 @@ def main(argv=()):
         return
     models = [(label, sizes, None) for label, sizes in (
         TINY if args.tiny else MODELS)]
+    if args.sizes:
+        models = [("random weights", args.sizes, None)]
     if args.model:
         sizes, params, prefixes = storage.trained_model(args.model)
         models = [(args.model + " (trained)", sizes, (params, prefixes))]

@@ -74,6 +74,31 @@ def test_a_bad_table_rank_is_refused(value):
         bench.main(["--tiny", "--table-rank", value])
 
 
+def test_sizes_name_the_random_model():
+    """--sizes V,E,H,L: the random model of those sizes (its line names
+    them), every file of it."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.main(["--sizes", "50,16,24,2", "--rounds", "2", "--tokens",
+                    "3"])
+    text = out.getvalue()
+    if not sparse_format.available():
+        assert "needs TensorFlow 2.x" in text
+        return
+    assert text.startswith("random weights: vocabulary 50 tied to 16-d, "
+                           "LSTM [24, 16];"), text
+    for name, _, _, _, _ in bench.FILES:
+        assert any(l.startswith("  %-20s " % name)
+                   for l in text.splitlines()), name
+
+
+@pytest.mark.parametrize("value", ["50,16,24", "50,16,24,1", "a,b,c,d",
+                                   "50,0,24,2"])
+def test_bad_sizes_are_refused(value):
+    with pytest.raises(SystemExit):
+        bench.main(["--sizes", value])
+
+
 def test_the_decoder_benchmark_prints_its_three_layouts():
     text = _tiny(load_program(os.path.join(BENCHMARKS,
                                            "bench_sparse_rows.py")))
