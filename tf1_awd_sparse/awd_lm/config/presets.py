@@ -91,8 +91,7 @@ DEFAULTS = {
     # its int8 one; docs/sparse_tflite.md); where k does not divide a
     # matrix's input dimension, 1 x 4 blocks if 4 does, else entry by entry
     "pruning_block": 1,
-    # the compressed table plus a dense rank-r part (graph.tables), on
-    # the vocabulary's first table_rank_rows words (0: every word)
+    # the table plus a dense rank-r part on its first rows (0: all; tables)
     "table_rank": 0,
     "table_rank_rows": 0,
     # NT-ASGD averaging on from a run's first step (set by the pipeline for
