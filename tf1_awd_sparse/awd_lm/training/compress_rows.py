@@ -12,8 +12,8 @@ from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.awd_lm.training.compress_cuts import (
     LOW_RANK_NAMES, nonzero)
 
-__all__ = ["STAGES", "weights_bytes", "file_bytes", "row", "tflite_row",
-           "low_rank_counts",
+__all__ = ["STAGES", "FASTEST_DENSE", "weights_bytes", "file_bytes", "row",
+           "tflite_row", "low_rank_counts",
            "mark", "choose", "best_reference", "format_table", "ASKED"]
 
 #: Stage names of the rows, in order (``tflite_int8``: the QAT model's
@@ -89,9 +89,9 @@ def low_rank_counts(parts):
 def tflite_row(stage, technique, ppl, float_ppl, counts, shapes, extra):
     """One TFLite stage's row. ``counts`` is (zeros, total) read back from
     the file, plus the low-rank part's where ``extra`` has its keys
-    (`low_rank_counts`), ``shapes`` its weight matrices' shapes: their sizes go into
-    ``matrix_sizes`` so `mark` applies the same per-matrix rule
-    (`records.target_zeros`) as to the TF rows; without them the row fell
+    (`low_rank_counts`), ``shapes`` its weight matrices' shapes: their
+    sizes go into ``matrix_sizes`` so `mark` applies the same per-matrix
+    rule (`records.target_zeros`) as to the TF rows; without them the row fell
     back to the global rounding and a model that reached the target as
     ``sparse`` was marked NO as ``tflite_float``."""
     zeros, total = counts
@@ -212,7 +212,7 @@ def format_table(rows):
             "%.4f ms/token): %s" % (
                 # (a row of an older version: the int8 dense file)
                 _DENSE_NAMES.get(timed[0].get("fastest_dense"),
-                                 _DENSE_NAMES["int8 dense, XNNPACK"]),
+                                 _DENSE_NAMES[FASTEST_DENSE]),
                 timed[0]["fastest_dense_ms"], ", ".join(
                     "%s %.2f x" % (r["stage"], r["x_fastest_dense"])
                     for r in timed)))
@@ -227,10 +227,16 @@ def format_table(rows):
     return lines
 
 
+#: The timing baseline of the rows (TF 2.x, `compress_tflite.time_rows`):
+#: the QAT model's int8 weights dense, unrolled, with XNNPACK (the
+#: interpreter's default), streaming as the rows are; the rows are timed
+#: against the fastest of it and the other dense files (the uint8 one can
+#: be faster).
+FASTEST_DENSE = "int8 dense, XNNPACK"
 #: The timing baseline's files as the ms/token line names them
 #: (`compress_tflite.DENSE_STAGES`).
-_DENSE_NAMES = {"int8 dense, XNNPACK": "the qat model's int8 weights "
-                                       "dense, XNNPACK",
+_DENSE_NAMES = {FASTEST_DENSE: "the qat model's int8 weights dense, "
+                               "XNNPACK",
                 "tflite_uint8": "tflite_uint8, XNNPACK",
                 "tflite_float": "tflite_float, XNNPACK"}
 

@@ -19,7 +19,7 @@ from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training.compress_cuts import made_from
 from tf1_awd_sparse.awd_lm.training.compress_rows import (
-    file_bytes, low_rank_counts, tflite_row)
+    FASTEST_DENSE, file_bytes, low_rank_counts, tflite_row)
 
 __all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "STREAM_SUFFIX", "tflite_rows",
            "export_shape", "scored_file", "stored", "streaming_runners",
@@ -200,11 +200,6 @@ def stored(path):
                                                 "operators"))}
 
 
-#: The timing baseline of the rows (TF 2.x): the QAT model's int8 weights
-#: dense, unrolled, with XNNPACK (the interpreter's default), streaming as
-#: the rows are; the rows are timed against the fastest of it and the
-#: other dense files (`DENSE_STAGES`: the uint8 one can be faster).
-FASTEST_DENSE = "int8 dense, XNNPACK"
 #: The stages whose files are dense, candidates for the timing baseline.
 DENSE_STAGES = (FASTEST_DENSE, "tflite_uint8", "tflite_float")
 
