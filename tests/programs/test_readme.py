@@ -28,6 +28,11 @@ README = os.path.join(ROOT, "README.md")
 FILES = [README] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 NOT_RUN = "<!-- not-run -->"
 TIME_LIMIT = 180  # seconds per block
+#: A reader meets an example at once (issue 56): the README's first code
+#: block opens within its first FIRST_BLOCK_WITHIN lines, and the whole
+#: README is read in five minutes: at most README_MAX_LINES lines.
+FIRST_BLOCK_WITHIN = 40
+README_MAX_LINES = 300
 #: Turns the old names' warnings (tf1_awd_sparse.base.names) into errors.
 DEPRECATIONS_AS_ERRORS = "error:tf1_awd_sparse:DeprecationWarning"
 
@@ -178,3 +183,52 @@ def test_block_parser(tmp_path):
     md.write_text("```python\nx\n")
     with pytest.raises(ValueError, match="unclosed"):
         readme_blocks(str(md))
+
+
+def first_block_line(path, within=FIRST_BLOCK_WITHIN):
+    """The 1-based line of a Markdown file's first code fence (```, any
+    language).
+
+    Raises:
+      ValueError: the file has no code block, or its first one opens after
+        line ``within``.
+    """
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for number, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            if number > within:
+                raise ValueError(
+                    "%s: the first code block opens at line %d, after line "
+                    "%d: open with a pitch and an example" % (path, number,
+                                                              within))
+            return number
+    raise ValueError("%s: no code block" % path)
+
+
+def test_the_readme_opens_with_an_example():
+    """The README's first code block is within its first 40 lines, and the
+    README is at most 300 lines (issue 56: the first was at line 28 only
+    after a 22-line paragraph of figures, now figures live in
+    docs/results.md)."""
+    line = first_block_line(README)
+    with open(README) as f:
+        length = len(f.read().splitlines())
+    print("README.md: first code block at line %d (at most %d); %d lines "
+          "(at most %d)" % (line, FIRST_BLOCK_WITHIN, length,
+                            README_MAX_LINES))
+    assert length <= README_MAX_LINES
+
+
+def test_the_first_block_check_refuses_a_late_example(tmp_path):
+    """The floor's check against READMEs written here: a block at line 40
+    passes, one at line 41 (or none) fails."""
+    md = tmp_path / "README.md"
+    md.write_text("# x\n" + "text\n" * 38 + "```bash\nls\n```\n")
+    assert first_block_line(str(md)) == 40
+    md.write_text("# x\n" + "text\n" * 39 + "```python\nx = 1\n```\n")
+    with pytest.raises(ValueError, match="line 41, after line 40"):
+        first_block_line(str(md))
+    md.write_text("# x\ntext\n")
+    with pytest.raises(ValueError, match="no code block"):
+        first_block_line(str(md))
