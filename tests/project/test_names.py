@@ -19,9 +19,11 @@ from support import ROOT
 #: Where the project's Python lives (everything but the virtualenvs).
 CODE_DIRS = ("tf1_awd_sparse", "sparse_layers", "tests", "examples",
              "benchmarks", "tools")
-#: Markdown that may name old names: the history, and the page that holds
-#: the table's description.
-HISTORY = ("CHANGELOG.md", os.path.join("docs", "architecture.md"))
+#: Markdown that may name old names: the history (the changelog and the
+#: experiment log, whose runs keep the commands they ran), and the page that
+#: holds the table's description.
+HISTORY = ("CHANGELOG.md", os.path.join("docs", "log.md"),
+           os.path.join("docs", "architecture.md"))
 
 
 def _python_files():
