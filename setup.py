@@ -23,8 +23,8 @@ import re
 
 from setuptools import find_packages, setup
 
-# The one place of the version is the package (the release being made,
-# after CHANGELOG.md's newest entry; tests/project/test_names.py checks).
+# The one place of the version is the package (CHANGELOG.md's newest
+# released entry; tests/project/test_names.py checks).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "tf1_awd_sparse", "__init__.py")) as _init:
     VERSION = re.search(r'^__version__ = "([^"]+)"', _init.read(),
