@@ -23,14 +23,10 @@ Every error the library raises under a name of its own derives from
 error of its case as well. Importing this package imports no TensorFlow.
 """
 from tf1_awd_sparse.base.errors import Error  # noqa: F401  (no TensorFlow)
-from tf1_awd_sparse.base import names as _names
 
 __all__ = ["Error", "__version__"]
 
-#: The release (CHANGELOG.md; setup.py reads it from here): 0.4.0, whose
-#: removals (`base.names`' tables) are done.
+#: The release (CHANGELOG.md; setup.py reads it from here): 0.4.0, which
+#: drops what 0.3.0 deprecated; what is deprecated now, and the release
+#: that drops it, is in `base.legacy`.
 __version__ = "0.4.0"
-
-# ``import tf1_awd_sparse._checks`` and the other removed modules say what
-# replaces them.
-_names.install_removed_module_names()

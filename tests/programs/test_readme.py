@@ -33,7 +33,7 @@ TIME_LIMIT = 180  # seconds per block
 #: README is read in five minutes: at most README_MAX_LINES lines.
 FIRST_BLOCK_WITHIN = 40
 README_MAX_LINES = 300
-#: Turns the old names' warnings (tf1_awd_sparse.base.names) into errors.
+#: Turns the old names' warnings (tf1_awd_sparse.base.legacy) into errors.
 DEPRECATIONS_AS_ERRORS = "error:tf1_awd_sparse:DeprecationWarning"
 
 # digest (see _digest) -> why the block fails today; empty: every block

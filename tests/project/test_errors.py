@@ -17,9 +17,7 @@ from tf1_awd_sparse.base.checks import check_training
 KNOWN = {"GraphModeError", "TrainingFlagError", "DtypeError", "ParamsError",
          "ConfigError", "DataError", "EstimatorUnavailableError", "OOVError",
          "TrainingDiverged", "CheckpointError"}
-# ImportError: an import of a removed name (base.names, issue 54).
-BUILTINS = (ValueError, TypeError, RuntimeError, ArithmeticError, OSError,
-            ImportError)
+BUILTINS = (ValueError, TypeError, RuntimeError, ArithmeticError, OSError)
 
 
 def _modules():

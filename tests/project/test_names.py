@@ -1,8 +1,9 @@
 """One name for each thing (tf1_awd_sparse.base.names): the public names are
-the floor modules themselves and the packages' tables (docs/api.md), the
-flat awd_lm names import with one warning that names the floor module,
-names that went say what replaces them (or no longer import), and the
-project's own code and docs use no old name."""
+the floor modules themselves and the packages' tables (docs/api.md); the
+old names that still import are base.legacy's (the flat awd_lm names, with
+one warning that names the floor module, and the programs' old paths); the
+names 0.3.0 deprecated are gone; and the project's own code and docs use
+no old name."""
 import ast
 import glob
 import importlib
@@ -13,7 +14,7 @@ import sys
 
 import pytest
 
-from tf1_awd_sparse.base import names
+from tf1_awd_sparse.base import legacy, names
 
 from support import ROOT
 #: Where the project's Python lives (everything but the virtualenvs).
@@ -35,51 +36,57 @@ def _python_files():
     return sorted(found)
 
 
+#: What 0.3.0 deprecated and 0.4.0 removed, as CHANGELOG.md lists it
+#: (0.3.0, Deprecated and Removed): old module names, and names that moved
+#: out of a module that still exists (a sample of the 34, one per module).
+REMOVED_0_4_MODULES = (
+    "tf1_awd_sparse._checks", "tf1_awd_sparse._compat",
+    "tf1_awd_sparse.magnitude_pruning", "tf1_awd_sparse.mask_placement",
+    "tf1_awd_sparse.quantization.export",
+    "tf1_awd_sparse.quantization.fake_quant",
+    "tf1_awd_sparse.quantization.lstm")
+REMOVED_0_4_NAMES = (
+    ("tf1_awd_sparse.base.checks", "smart_cond"),
+    ("tf1_awd_sparse.base.checks", "derived_seed"),
+    ("tf1_awd_sparse.base.checks", "check_checkpoint"),
+    ("tf1_awd_sparse.ops.sparse.layer_utils", "check_training"),
+    ("tf1_awd_sparse.ops.fake_quant", "check_num_bits"),
+    ("tf1_awd_sparse.ops.mask_placement", "restorable_variables"),
+    ("tf1_awd_sparse.transforms.techniques", "add_to_collection"),
+    ("tf1_awd_sparse.export.tflite", "TFLiteRunner"),
+    ("tf1_awd_sparse.layers.weight_drop_lstm", "DropConnect"),
+    ("weight_drop_lstm", "LSTMStateTuple"),
+    ("tf1_awd_sparse.awd_lm.estimator", "MaskUpdateHook"))
+
+
 def old_names_used(source):
-    """The old names a Python source uses: modules it imports, names it
-    imports from a module, and ``alias.name`` of a module it imported.
+    """The deprecated names a Python source uses: modules it imports, and
+    ``from awd_lm import NAME`` of one (`legacy.FLAT_AWD_LM_MODULES`).
 
     Returns:
-      sorted list of dotted names that are in the tables of old names.
+      sorted list of dotted names that are in the table of old names.
     """
-    old_attributes = set(names.REMOVED_ATTRIBUTES)
-    aliases, used = {}, set()
+    used = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            for a in node.names:
-                used.add(a.name)
-                if a.asname:
-                    aliases[a.asname] = a.name
+            used.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             used.add(node.module)
-            for a in node.names:
-                used.add(node.module + "." + a.name)
-                aliases[a.asname or a.name] = node.module + "." + a.name
-                if (node.module, a.name) in old_attributes:
-                    used.add("%s.%s" % (node.module, a.name))
-    for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in aliases):
-            used.add(aliases[node.value.id] + "." + node.attr)
-    old = set(names.REMOVED_MODULES) | set(names.FLAT_AWD_LM_MODULES) \
-        | {"%s.%s" % k for k in old_attributes}
-    return sorted(u for u in used if u in old)
+            used.update(node.module + "." + a.name for a in node.names)
+    return sorted(u for u in used if u in legacy.FLAT_AWD_LM_MODULES)
 
 
 @pytest.mark.per_python
 def test_the_checker_finds_old_names():
-    some_module, some_attr = sorted(names.REMOVED_ATTRIBUTES)[0]
-    source = ("import tf1_awd_sparse.mask_placement\n"
-              "from tf1_awd_sparse.quantization import lstm\n"
-              "from %s import %s\n"
-              "from tf1_awd_sparse.ops import fake_quant as fq\n"
-              "fq.check_num_bits('a', 8)\n" % (some_module, some_attr))
-    assert old_names_used(source) == sorted({
-        "tf1_awd_sparse.mask_placement", "tf1_awd_sparse.quantization.lstm",
-        "%s.%s" % (some_module, some_attr),
-        "tf1_awd_sparse.ops.fake_quant.check_num_bits"})
-    assert old_names_used("from tf1_awd_sparse.ops import mask_placement\n"
-                          "mask_placement.mask_variables()\n") == []
+    source = ("import tf1_awd_sparse.awd_lm.train\n"
+              "from tf1_awd_sparse.awd_lm import presets\n"
+              "from tf1_awd_sparse.awd_lm.data import read_ptb as rp\n")
+    assert old_names_used(source) == [
+        "tf1_awd_sparse.awd_lm.data", "tf1_awd_sparse.awd_lm.presets",
+        "tf1_awd_sparse.awd_lm.train"]
+    assert old_names_used("from tf1_awd_sparse.awd_lm.training import train\n"
+                          "from tf1_awd_sparse.awd_lm import estimator\n"
+                          ) == []
 
 
 @pytest.mark.per_python
@@ -96,8 +103,8 @@ def test_the_project_imports_no_old_name():
 @pytest.mark.per_python
 def test_the_docs_name_no_old_name():
     pattern = re.compile(r"\b(%s)\b(?!\.\w)" % "|".join(
-        re.escape(n) for n in sorted(set(names.REMOVED_MODULES)
-                                     | set(names.FLAT_AWD_LM_MODULES))))
+        re.escape(n) for n in sorted(set(REMOVED_0_4_MODULES)
+                                     | set(legacy.FLAT_AWD_LM_MODULES))))
     found = {}
     for path in [os.path.join(ROOT, "README.md")] + glob.glob(
             os.path.join(ROOT, "docs", "*.md")):
@@ -137,11 +144,11 @@ def test_the_public_names_are_the_floor_modules():
 
 _OLD_NAMES_RUN = r"""
 import importlib, json, sys, warnings
-from tf1_awd_sparse.base import names
-out = {"modules": {}, "gone": {}, "removed": {}}
+from tf1_awd_sparse.base import legacy
+out = {"modules": {}, "gone": {}, "programs": {}}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    for old, new in sorted(names.FLAT_AWD_LM_MODULES.items()):
+    for old, new in sorted(legacy.FLAT_AWD_LM_MODULES.items()):
         del caught[:]
         exec("import %s" % old)
         first = [(str(w.message), w.filename) for w in caught
@@ -152,21 +159,27 @@ with warnings.catch_warnings(record=True) as caught:
         exec("import %s" % old)
         again = [w for w in caught if str(w.message).startswith(old)]
         out["modules"][old] = [first, same, len(again)]
-def error_of(statement, kind):
+    for old, name in sorted(legacy.PROGRAM_PATHS.items()):
+        del caught[:]
+        exec("from tf1_awd_sparse.awd_lm import %s as imported" % name)
+        same = imported is importlib.import_module(
+            "tf1_awd_sparse.awd_lm.programs." + name)
+        out["programs"][old] = [same, len(caught)]
+def error_of(statement):
     try:
         exec(statement)
-    except kind as e:
-        return [isinstance(e, ModuleNotFoundError), str(e)]
-for old in sorted(names.REMOVED_MODULES):
+    except ImportError as e:
+        return type(e).__name__
+    except AttributeError as e:
+        return type(e).__name__
+for old in REMOVED_MODULES:
     parent, _, leaf = old.rpartition(".")
-    out["gone"][old] = [error_of("import %s" % old, ImportError),
-                        error_of("from %s import %s" % (parent, leaf),
-                                 ImportError)]
-for (module, name), new in sorted(names.REMOVED_ATTRIBUTES.items()):
-    out["removed"][module + "." + name] = [
-        error_of("getattr(importlib.import_module(%r), %r)" % (module, name),
-                 AttributeError)[1],
-        error_of("from %s import %s" % (module, name), ImportError)[1]]
+    out["gone"][old] = [error_of("import %s" % old),
+                        error_of("from %s import %s" % (parent, leaf))]
+for module, name in REMOVED_NAMES:
+    out["gone"][module + "." + name] = [
+        error_of("getattr(importlib.import_module(%r), %r)" % (module, name)),
+        error_of("from %s import %s" % (module, name))]
 print(json.dumps(out))
 """
 
@@ -175,14 +188,16 @@ print(json.dumps(out))
 def old_names_run():
     """What a fresh interpreter sees when it uses every old name twice."""
     import json
-    proc = subprocess.run([sys.executable, "-c", _OLD_NAMES_RUN], cwd=ROOT,
+    code = ("REMOVED_MODULES = %r\nREMOVED_NAMES = %r\n"
+            % (REMOVED_0_4_MODULES, REMOVED_0_4_NAMES)) + _OLD_NAMES_RUN
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("old", sorted(names.FLAT_AWD_LM_MODULES))
+@pytest.mark.parametrize("old", sorted(legacy.FLAT_AWD_LM_MODULES))
 def test_a_flat_awd_lm_name_warns_once_with_its_floor_module(old,
                                                               old_names_run):
     first, same, again = old_names_run["modules"][old]
@@ -191,35 +206,41 @@ def test_a_flat_awd_lm_name_warns_once_with_its_floor_module(old,
     assert again == 0               # ... and none the second
     message, filename = first[0]
     assert message.startswith(old + " is deprecated")
-    assert names.FLAT_AWD_LM_MODULES[old] in message
-    assert names.REMOVED_IN in message
+    assert legacy.FLAT_AWD_LM_MODULES[old] in message
+    assert legacy.REMOVED_IN in message
     # It points at the line that imported the old name, in the run's
     # __main__ (CPython 3.7 names it by sys.argv[0], later ones by the code).
     assert filename in ("<string>", "-c"), filename
 
 
-@pytest.mark.parametrize("old", sorted(names.REMOVED_MODULES))
+@pytest.mark.parametrize("old", sorted(legacy.PROGRAM_PATHS))
+def test_a_programs_old_path_is_its_module_without_a_warning(old,
+                                                              old_names_run):
+    assert old_names_run["programs"][old] == [True, 0]
+
+
+def test_a_programs_old_path_runs_the_program():
+    """``python -m tf1_awd_sparse.awd_lm.score`` is ``awd-lm score``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tf1_awd_sparse.awd_lm.score", "--help"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("usage: awd-lm score"), proc.stdout[:200]
+
+
+@pytest.mark.parametrize("old", sorted(
+    REMOVED_0_4_MODULES + tuple("%s.%s" % k for k in REMOVED_0_4_NAMES)))
 def test_the_names_deprecated_in_0_3_0_are_gone(old, old_names_run):
-    """The old module names no longer import (0.4.0, as 0.3.0 announced),
-    and both ``import old`` and ``from parent import leaf`` say what
-    replaces them (issue 54: a bare ModuleNotFoundError did not)."""
-    for found in old_names_run["gone"][old]:
-        assert found is not None, "%s still imports" % old
-        is_module_error, message = found
-        assert is_module_error, message
-        assert "removed" in message and names.REMOVED_MODULES[old] in message
-
-
-@pytest.mark.parametrize("old", sorted("%s.%s" % k
-                                       for k in names.REMOVED_ATTRIBUTES))
-def test_a_removed_name_says_what_replaces_it(old, old_names_run):
-    """Through attribute access and through ``from module import name``
-    (issue 54: that said only "cannot import name")."""
-    module, _, name = old.rpartition(".")
-    for message in old_names_run["removed"][old]:
-        assert message is not None, "%s still exists" % old
-        assert "removed" in message
-        assert names.REMOVED_ATTRIBUTES[(module, name)] in message
+    """0.4.0 drops them, as 0.3.0 announced: a module name no longer
+    imports, a moved name is no attribute of its old module (Python's own
+    errors: CHANGELOG.md says where each went)."""
+    kinds = old_names_run["gone"][old]
+    assert None not in kinds, "%s still imports" % old
+    if old in REMOVED_0_4_MODULES:
+        assert kinds == ["ModuleNotFoundError", "ImportError"], kinds
+    else:
+        assert kinds == ["AttributeError", "ImportError"], kinds
 
 
 def test_an_unknown_name_is_a_plain_attribute_error():
@@ -407,5 +428,5 @@ def test_the_version_is_the_changelogs_and_the_tables():
     with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
         newest = re.search(r"^## \[(\d[^\]]*)\]", f.read(), re.M).group(1)
     assert _version(tf1_awd_sparse.__version__) == _version(newest)
-    assert names.DEPRECATED_SINCE == tf1_awd_sparse.__version__
-    assert _version(names.REMOVED_IN) > _version(names.DEPRECATED_SINCE)
+    assert legacy.DEPRECATED_SINCE == tf1_awd_sparse.__version__
+    assert _version(legacy.REMOVED_IN) > _version(legacy.DEPRECATED_SINCE)

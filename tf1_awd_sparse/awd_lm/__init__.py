@@ -29,8 +29,11 @@ also without ``tf.estimator``.
 
 The flat module names of 0.3.0 (``tf1_awd_sparse.awd_lm.train``,
 ``.presets``, ``.data``, ``.lm``, ...) still import, with one
-``DeprecationWarning`` naming the floor module (``base/names.py``).
+``DeprecationWarning`` naming the floor module, and the programs' old paths
+(``python -m tf1_awd_sparse.awd_lm.score``) still run them
+(``base/legacy.py``).
 """
+from tf1_awd_sparse.base import legacy as _legacy
 from tf1_awd_sparse.base import names as _names
 
 # The package's public names (docs/api.md), each imported from its module
@@ -41,5 +44,5 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.awd_lm.savedmodel": ["export_saved_model"],
 })
 
-# The flat names of 0.3.0 import, with a warning, until names.REMOVED_IN.
-_names.install_flat_awd_lm_names()
+# The flat names of 0.3.0 import, with a warning, until legacy.REMOVED_IN.
+_legacy.install()

@@ -23,7 +23,6 @@ import numbers
 import sys
 
 import numpy as np
-from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.errors import Error
 
 # The checks of scalars and of data, in modules of their own, are the
@@ -377,8 +376,3 @@ def check_graph(graph, arg_name="graph"):
         raise ValueError("%s must be a tf.Graph or None, got %r"
                          % (arg_name, graph))
     return graph
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table).
-    return _names.moved_attribute(__name__, name)

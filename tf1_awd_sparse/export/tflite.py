@@ -25,7 +25,6 @@ import os
 
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.checks import check_positive_int
 from tf1_awd_sparse.export import eval_graph, graphdef, stack
 
@@ -153,8 +152,3 @@ def _check_output_path(path, arg_name):
     if not os.path.isdir(directory) or os.path.isdir(path):
         raise ValueError("%s must name a file in an existing directory, got "
                          "%r" % (arg_name, path))
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table).
-    return _names.moved_attribute(__name__, name)

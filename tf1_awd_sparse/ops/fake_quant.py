@@ -24,7 +24,6 @@ time steps.
 from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 
 from tf1_awd_sparse.base import checks as _checks
-from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.control_flow import smart_cond
 
 __all__ = ["MIN_RANGE_WIDTH", "quantization_active", "observe_weight",
@@ -426,8 +425,3 @@ class RangeSet(object):
             stats = stats * weight
         with tf.control_dependencies([tf.identity(self._token)]):
             return self.observed.assign_add(stats).op
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table).
-    return _names.moved_attribute(__name__, name)

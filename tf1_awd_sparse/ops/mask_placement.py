@@ -37,7 +37,6 @@ from __future__ import absolute_import, division, print_function
 import contextlib
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.compat import tf
 from tensorflow.python.ops import gen_resource_variable_ops
 
@@ -144,8 +143,3 @@ def quant_variables(graph=None):
     """
     graph = check_graph(graph)
     return graph.get_collection(QUANT_VARIABLES)
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table).
-    return _names.moved_attribute(__name__, name)

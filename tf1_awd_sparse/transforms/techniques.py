@@ -19,7 +19,6 @@ nothing it cannot serialize.
 import json
 
 from tf1_awd_sparse.base.compat import tf
-from tf1_awd_sparse.base import names as _names
 
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.ops.sparse import l0_regularization as l0_nn
@@ -426,8 +425,3 @@ def _collection_pair(item, graph, variables, technique):
             % (key, item, technique.aux_name, technique.name,
                technique.aux_name))
     return tuple(_resolve(graph, variables, name, key) for name in names)
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table).
-    return _names.moved_attribute(__name__, name)

@@ -64,7 +64,6 @@ from tf1_awd_sparse.awd_lm.distributed.cluster import (  # noqa: F401
     ClusterBarrierHook, mirrored_strategy)
 from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn  # noqa: F401
 from tf1_awd_sparse.awd_lm.distributed.model_fn import model_fn  # noqa: F401
-from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: F401
 from tf1_awd_sparse.base.errors import Error
 
@@ -268,9 +267,3 @@ def main(argv=None, extra_flags=(), make_hooks=None):
 if __name__ == "__main__":  # as ``awd-lm estimator`` (`main.run_as_main`)
     from tf1_awd_sparse.awd_lm.programs.main import run_as_main
     run_as_main("estimator")
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table, under this
-    # program's name of then).
-    return _names.moved_attribute("tf1_awd_sparse.awd_lm.estimator", name)

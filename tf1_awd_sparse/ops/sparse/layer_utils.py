@@ -2,7 +2,6 @@
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base import control_flow
-from tf1_awd_sparse.base import names as _names
 from tf1_awd_sparse.base.checks import (
     ParamsError, check_choice, check_dim, check_ids, check_positive_int,
     check_tensor)
@@ -273,8 +272,3 @@ def broadcast_noise_shape(x, units):
 
 def _check_broadcast_rank(x):
     return check_tensor(x, "x", min_rank=2).shape.ndims
-
-
-def __getattr__(name):
-    # Names that moved or went (base/names.py's table).
-    return _names.moved_attribute(__name__, name)

@@ -1,0 +1,132 @@
+"""Every old name that still works, and when it goes: the library's one
+module of compatibility (floor 0, standard library only, so that
+``tf1_awd_sparse.awd_lm``'s ``__init__`` installs it without importing
+TensorFlow). Nothing else in the library keeps an old name: no module
+tombstone (``tests/project/test_compatibility.py`` allows at most one
+module-level ``__getattr__``), no alias module, no alias assignment.
+
+Two tables, answered by one ``sys.meta_path`` finder (:func:`install`,
+called by ``tf1_awd_sparse.awd_lm``'s ``__init__``):
+
+* :data:`FLAT_AWD_LM_MODULES` - the flat awd_lm module names of 0.3.0
+  (``tf1_awd_sparse.awd_lm.train``, ``.presets``, ``.lm``, ...).
+  Importing one gives the floor module it is now (the same object), and
+  its first use emits one ``DeprecationWarning`` naming that module and
+  :data:`REMOVED_IN`. Deprecated since :data:`DEPRECATED_SINCE`.
+* :data:`PROGRAM_PATHS` - the programs' paths before they moved to
+  ``awd_lm.programs`` (``python -m tf1_awd_sparse.awd_lm.score``, and
+  ``from tf1_awd_sparse.awd_lm import estimator``): the program's module
+  itself when imported, the program when run with ``python -m``. No
+  release has announced their end, so they do not warn.
+
+What 0.3.0 deprecated went in 0.4.0, as announced: the old module names
+(``tf1_awd_sparse._checks``, ``.mask_placement``, ...) and the names that
+moved out of a module (``base.checks.smart_cond``, ...) no longer import,
+with Python's own error; CHANGELOG.md (0.3.0, Deprecated) says where each
+one went.
+"""
+from __future__ import absolute_import, division, print_function
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+
+__all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "DEPRECATED_SINCE",
+           "REMOVED_IN", "install"]
+
+#: The release that deprecates the flat awd_lm names (the one after
+#: 0.3.0), and the release that drops them (``tf1_awd_sparse.__version__``
+#: is the first: tests/project/test_names.py).
+DEPRECATED_SINCE = "0.4.0"
+REMOVED_IN = "0.5.0"
+
+_AWD_LM = "tf1_awd_sparse.awd_lm"
+#: awd_lm's modules by floor (docs/architecture.md):
+#: ``tf1_awd_sparse.awd_lm.NAME`` was the flat name of each until 0.3.0.
+_AWD_LM_FLOORS = {
+    "corpus": ("data", "synthetic", "runtime"),
+    "config": ("presets", "modeldir"),
+    "graph": ("model", "losses", "ntasgd", "distill", "cache"),
+    "inference": ("lm_backends", "lm", "export"),
+    "training": ("train", "records", "compress"),
+    "distributed": ("cluster", "input_fn", "model_fn"),
+}
+#: The flat awd_lm names of 0.3.0 (README and docs/awd_lm.md taught
+#: ``awd_lm.train.run``, ``awd_lm.data.read_ptb``,
+#: ``awd_lm.lm.LanguageModel``, ...): old name -> the floor module it is,
+#: the same object, with one warning. No release warned about them before,
+#: so they stay one more release.
+FLAT_AWD_LM_MODULES = dict(
+    ("%s.%s" % (_AWD_LM, name), "%s.%s.%s" % (_AWD_LM, floor, name))
+    for floor, modules in _AWD_LM_FLOORS.items() for name in modules)
+
+#: A program's path before the programs moved (issue 43) -> its name in
+#: ``awd-lm`` (``programs.main.PROGRAMS``), whose module is
+#: ``awd_lm.programs.NAME``.
+PROGRAM_PATHS = dict(("%s.%s" % (_AWD_LM, name), name)
+                     for name in ("estimator", "generate", "monitored",
+                                  "score"))
+
+_warned = set()
+
+
+def _warn_once(old, new, stacklevel):
+    """Warns the first time ``old`` is used; ``stacklevel`` counts the
+    frames from the caller up to the user's line (import frames skipped)."""
+    if old in _warned:
+        return
+    _warned.add(old)
+    # Every old name starts with "tf1_awd_sparse", so that
+    # ``-W error:tf1_awd_sparse:DeprecationWarning`` catches exactly these.
+    warnings.warn("%s is deprecated since %s and goes in %s: use %s"
+                  % (old, DEPRECATED_SINCE, REMOVED_IN, new),
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+def _program_module(old):
+    return "%s.programs.%s" % (_AWD_LM, PROGRAM_PATHS[old])
+
+
+class _OldNames(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
+    """The ``sys.meta_path`` finder and loader of both tables: importing an
+    old name gives the module it is now (the same object, whose
+    ``__name__`` and ``__spec__`` stay its own); ``python -m`` of a
+    program's old path runs the program (:meth:`get_code`)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in FLAT_AWD_LM_MODULES and \
+                fullname not in PROGRAM_PATHS:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        if spec.name in PROGRAM_PATHS:
+            return importlib.import_module(_program_module(spec.name))
+        new = FLAT_AWD_LM_MODULES[spec.name]
+        _warn_once(spec.name, new, 2)
+        return importlib.import_module(new)
+
+    def exec_module(self, module):
+        pass  # the module it is now ran when it was first imported
+
+    def get_source(self, fullname):
+        """What ``python -m OLD_PATH`` runs (runpy asks for the code): the
+        program, as ``awd-lm NAME`` does (`programs.main.run_as_main`:
+        its quiet start-up, its Ctrl-C and closed-pipe endings). A flat
+        module name has no program (None)."""
+        if fullname not in PROGRAM_PATHS:
+            return None
+        return ("from tf1_awd_sparse.awd_lm.programs.main import "
+                "run_as_main\nrun_as_main(%r)\n" % PROGRAM_PATHS[fullname])
+
+
+def install():
+    """Makes the old names of both tables importable (idempotent);
+    ``tf1_awd_sparse.awd_lm``'s ``__init__`` calls it."""
+    if not any(isinstance(f, _OldNames) for f in sys.meta_path):
+        # First, so that the table wins over a stale file of an old name
+        # (an upgrade over an old install, or an editable install's finder
+        # pointing at another checkout); it answers only the tables' names.
+        sys.meta_path.insert(0, _OldNames())
