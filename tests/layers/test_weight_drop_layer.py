@@ -408,15 +408,15 @@ def test_cell_bias_and_forget_bias_are_public_reads():
 
 
 def test_the_public_module_gathers_the_same_classes():
-    """``weight_drop_lstm`` (and ``tf1_awd_sparse.layers.weight_drop_lstm``,
-    the same module) exports the cell's and the layer's modules' class
-    objects, and the layer is built on the private layer base."""
-    import weight_drop_lstm
+    """``weight_drop_lstm`` exports the cell's and the layer's modules'
+    class objects, and the layer is built on the private layer base."""
+    import weight_drop_lstm as public
     from tf1_awd_sparse.layers import _sequence_base
-    from tf1_awd_sparse.layers import weight_drop_lstm as public
     from tf1_awd_sparse.layers import weight_drop_lstm_cell as cell_module
-    from tf1_awd_sparse.layers import weight_drop_lstm_layer as layer_module
-    assert weight_drop_lstm is public
+    from tf1_awd_sparse.layers import weight_drop_lstm as layer_module
+    from tf1_awd_sparse.transforms import kernel
+    assert public.sparsity_technique is kernel.sparsity_technique
+    assert public.SPARSITY_CHOICES is kernel.SPARSITY_CHOICES
     assert public.WeightDropLSTMCell is cell_module.WeightDropLSTMCell
     assert public.WeightDropLSTM is layer_module.WeightDropLSTM
     assert (WeightDropLSTM, WeightDropLSTMCell) == (

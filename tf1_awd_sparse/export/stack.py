@@ -32,7 +32,7 @@ def as_cell_list(cells):
     """
     # Imported here: importing the cell module is needed only for this
     # check (the exporter's import stays light).
-    from tf1_awd_sparse.layers.weight_drop_lstm import WeightDropLSTMCell
+    from tf1_awd_sparse.layers.weight_drop_lstm_cell import WeightDropLSTMCell
     pending = list(cells) if isinstance(cells, (list, tuple)) else [cells]
     flat = []
     while pending:

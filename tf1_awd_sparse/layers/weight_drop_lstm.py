@@ -3,7 +3,9 @@ sequences, with the input projection of all steps in one matmul and the
 recurrence (and its gradient) of ``tf1_awd_sparse.ops.lstm_sequence``.
 
 Its scope and variables are :class:`SequenceLayerBase`'s plumbing; it reads
-its cell through the cell's public attributes only.
+its cell (:mod:`.weight_drop_lstm_cell`, which cannot import this module
+back) through the cell's public attributes only. The top-level
+``weight_drop_lstm`` module gathers both classes for users.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -17,7 +19,7 @@ from tf1_awd_sparse.layers._sequence_base import SequenceLayerBase
 from tf1_awd_sparse.layers.weight_drop_lstm_cell import WeightDropLSTMCell
 from tf1_awd_sparse.ops.lstm_sequence import lstm_sequence
 
-LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
+_LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
 
 __all__ = ["WeightDropLSTM"]
 
@@ -221,7 +223,7 @@ class WeightDropLSTM(SequenceLayerBase):
           ValueError, TypeError: as :meth:`__call__` says.
         """
         size = self._cell.state_size
-        if not isinstance(size, LSTMStateTuple):
+        if not isinstance(size, _LSTMStateTuple):
             state = check_tensor(state, "initial_state", dtype=dtype,
                                  dtype_of="the state's dtype", rank=2)
             check_dim(state, 1, size, "initial_state",
@@ -234,13 +236,13 @@ class WeightDropLSTM(SequenceLayerBase):
         for part, size in zip(("c", "h"), self._cell.state_size):
             name = "initial_state.%s" % part
             tensor = check_tensor(getattr(state, part, None)
-                                  if isinstance(state, LSTMStateTuple)
+                                  if isinstance(state, _LSTMStateTuple)
                                   else state["ch".index(part)], name,
                                   dtype=dtype, dtype_of="the state's dtype",
                                   rank=2)
             check_dim(tensor, 1, size, name, "the cell's state size")
             parts.append(tensor)
-        return LSTMStateTuple(*parts)
+        return _LSTMStateTuple(*parts)
 
     def _no_steps(self, inputs, initial_state, sequence_length, dtype):
         """A sequence of (statically) no steps: no outputs, the initial
@@ -262,9 +264,9 @@ class WeightDropLSTM(SequenceLayerBase):
                                dtype)
             if not self._time_major:
                 outputs = tf.transpose(outputs, [1, 0, 2])
-            if isinstance(initial_state, LSTMStateTuple):
-                return outputs, LSTMStateTuple(tf.identity(initial_state.c),
-                                               tf.identity(initial_state.h))
+            if isinstance(initial_state, _LSTMStateTuple):
+                return outputs, _LSTMStateTuple(tf.identity(initial_state.c),
+                                                tf.identity(initial_state.h))
             return outputs, tf.identity(initial_state)
 
     def _fast_call(self, inputs, initial_state, sequence_length, dtype):
@@ -299,4 +301,4 @@ class WeightDropLSTM(SequenceLayerBase):
             forget_bias=self._cell.forget_bias)
         if not self._time_major:
             outputs = tf.transpose(outputs, [1, 0, 2])
-        return outputs, LSTMStateTuple(c, h)
+        return outputs, _LSTMStateTuple(c, h)

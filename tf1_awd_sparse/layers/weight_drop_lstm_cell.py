@@ -1,6 +1,7 @@
 """WeightDropLSTMCell: ``tf.nn.rnn_cell.LSTMCell`` with AWD-LSTM DropConnect
-(the cell of :mod:`tf1_awd_sparse.layers.weight_drop_lstm`, which users
-import; the module docstring there says what DropConnect does here)."""
+(users import it from the top-level ``weight_drop_lstm``, whose docstring
+says what DropConnect does here; the sequence layer built on it is
+:mod:`tf1_awd_sparse.layers.weight_drop_lstm`)."""
 from __future__ import absolute_import, division, print_function
 
 import math
