@@ -80,7 +80,7 @@ from tf1_awd_sparse.awd_lm.graph import model  # noqa: E402
 from tf1_awd_sparse.awd_lm.inference import export  # noqa: E402
 from tf1_awd_sparse.export import sparse_storage  # noqa: E402
 from tf1_awd_sparse.export.runner import open_interpreter  # noqa: E402
-from tf1_awd_sparse.transforms import magnitude_pruning  # noqa: E402
+from tf1_awd_sparse.transforms import pruning_cut  # noqa: E402
 import _timing  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 
@@ -117,9 +117,9 @@ def masked(value, axis, block, fraction):
     does not divide that axis, as `model.pruning_block` cuts ptb-small's
     200-wide table in 1 x 16 blocks)."""
     pair = (1, block) if axis == 1 else (block, 1)
-    means = magnitude_pruning.block_scores(np.abs(value), pair)
+    means = pruning_cut.block_scores(np.abs(value), pair)
     keep = means > np.quantile(means, fraction)
-    return (value * magnitude_pruning.expand_blocks(
+    return (value * pruning_cut.expand_blocks(
         keep, pair, value.shape)).astype(np.float32)
 
 

@@ -265,18 +265,6 @@ def test_the_block_reaches_the_ramp_and_its_cut(technique, k):
     assert ramp["pruning_block"] == k
 
 
-def test_the_cut_and_the_schedule_are_importable_from_magnitude_pruning():
-    """`magnitude_pruning` keeps the names that moved to `pruning_cut` and
-    `pruning_schedule`, the same objects."""
-    for module in (pruning_cut, pruning_schedule):
-        for name in module.__all__:
-            if name in mp.__all__:
-                assert getattr(mp, name) is getattr(module, name), name
-    assert set(mp.__all__) >= {"gradual_sparsity", "exact_keep_masks",
-                               "exact_block_keep_masks", "check_block",
-                               "block_scores", "expand_blocks", "block_sizes"}
-
-
 def _two_layer_values(params, shapes, seed):
     rng = np.random.RandomState(seed)
     values = {}

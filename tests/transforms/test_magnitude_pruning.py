@@ -12,7 +12,8 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base.checks import DtypeError
 from tf1_awd_sparse.transforms.magnitude_pruning import (
-    DEFAULT_NBINS, MagnitudePruning, gradual_sparsity)
+    DEFAULT_NBINS, MagnitudePruning)
+from tf1_awd_sparse.transforms.pruning_schedule import gradual_sparsity
 from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 from support.versions import contrib, needs_contrib
 from support.tolerances import U32, transcendental_rtol

@@ -6,8 +6,9 @@ expected and what was given, and the same kind of argument is checked the
 same way everywhere. This module holds the checks of tensors, dtypes and
 graphs and the checks' named errors; the checks of Python scalars are in
 :mod:`tf1_awd_sparse.base.scalar_checks`, those of id arrays and
-directories in :mod:`tf1_awd_sparse.base.data_checks`, and every check is
-importable from here. (The graph control flow the checks build with is in
+directories in :mod:`tf1_awd_sparse.base.data_checks`; each module lists
+its own checks, and callers import a check from the module that defines
+it. (The graph control flow the checks build with is in
 :mod:`tf1_awd_sparse.base.control_flow`; opening a checkpoint argument in
 :mod:`tf1_awd_sparse.base.checkpoints`.)
 
@@ -25,8 +26,9 @@ import sys
 import numpy as np
 from tf1_awd_sparse.base.errors import Error
 
-# The checks of scalars and of data, in modules of their own, are the
-# checks' too: every check is importable from here.
+# Not this module's (not in __all__): the callers of a scalar or data check
+# that still import it from here, until they import it from its module
+# (issue 56).
 from tf1_awd_sparse.base.data_checks import (  # noqa: F401
     check_id_array, check_writable_dir)
 from tf1_awd_sparse.base.scalar_checks import (  # noqa: F401
@@ -34,12 +36,9 @@ from tf1_awd_sparse.base.scalar_checks import (  # noqa: F401
     check_num_bits, check_number, check_positive_int, check_real)
 
 __all__ = ["TrainingFlagError", "DtypeError", "ParamsError",
-           "check_training", "check_positive_int", "check_nonnegative_int",
-           "check_int", "check_real", "check_number", "check_keep_prob",
-           "check_num_bits", "check_interval", "check_graph", "check_bool",
-           "check_choice", "check_tensor", "check_shape",
-           "check_float_dtype", "check_dim", "check_ids", "check_id_array",
-           "check_writable_dir"]
+           "check_training", "check_keep_prob", "check_graph",
+           "check_tensor", "check_shape", "check_float_dtype", "check_dim",
+           "check_ids"]
 
 
 def _tf():

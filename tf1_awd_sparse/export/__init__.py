@@ -27,8 +27,8 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.export.tflite_audit": ["float_ops"],
     "tf1_awd_sparse.export.tflite_file": ["verify", "TFLiteFileError"],
     "tf1_awd_sparse.export.sparse_storage": [
-        "store_sparse", "stores_sparse", "sparse_tensors",
-        "SparseStorageError", "LAYOUTS"],
+        "store_sparse", "stores_sparse", "sparse_tensors"],
+    "tf1_awd_sparse.export.sparse_format": ["SparseStorageError", "LAYOUTS"],
     "tf1_awd_sparse.export.fused_lstm": ["fused_lm", "LSTMLayer"],
     "tf1_awd_sparse.export.strip": [
         "strip_checkpoint", "strip_values", "strip_values_of_checkpoint"],

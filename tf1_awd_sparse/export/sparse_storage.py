@@ -43,10 +43,8 @@ from tf1_awd_sparse.export.sparse_format import (  # noqa: F401
     encoded_bytes, schema_modules, type_name)
 from tf1_awd_sparse.export.sparse_rewrite import rewrite_weights
 
-__all__ = ["LAYOUTS", "KERNEL_LAYOUTS", "SparseStorageError", "store_sparse",
-           "sparse_tensors", "stores_sparse", "encode", "dense_values",
-           "constant_arrays", "encoded_bytes", "describe", "available",
-           "available_or_raise"]
+__all__ = ["store_sparse", "sparse_tensors", "stores_sparse",
+           "constant_arrays", "describe"]
 
 
 # --- reading, standard library only --------------------------------------

@@ -26,7 +26,8 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.transforms.held_mask": [
         "HeldMask", "train_op_with_updates"],
     "tf1_awd_sparse.transforms.magnitude_pruning": [
-        "MagnitudePruning", "gradual_sparsity", "block_group_lasso"],
+        "MagnitudePruning", "block_group_lasso"],
+    "tf1_awd_sparse.transforms.pruning_schedule": ["gradual_sparsity"],
     "tf1_awd_sparse.transforms.techniques": [
         "register_pair", "registered_pairs"],
 })

@@ -12,8 +12,8 @@ The schedule ``s(t)``, the target fraction of zeros at global step
 ``t``: :func:`gradual_sparsity` (:mod:`.pruning_schedule`). The exact
 cuts of numpy arrays, entry by entry or in blocks, that a model's final
 cut makes (:func:`exact_keep_masks`, :func:`exact_block_keep_masks` and
-their block helpers) are in :mod:`.pruning_cut`. Both modules' names are
-importable from this one.
+their block helpers) are in :mod:`.pruning_cut`; callers import them from
+there.
 
 When the masks change. The op keeps the int32 variable
 ``<name>/last_mask_update_step`` (0 at first, saved in checkpoints). At a
@@ -66,22 +66,21 @@ from tf1_awd_sparse.base.checks import (
     check_int, check_nonnegative_int, check_positive_int, check_real,
     check_tensor)
 from tf1_awd_sparse.base.compat import tf
-# The schedule and the numpy cuts, in modules of their own, keep their
-# names here: callers import them from this module.
+from tf1_awd_sparse.transforms.pruning_cut import (
+    block_sizes, blocks_along, check_block)
+from tf1_awd_sparse.transforms.pruning_schedule import gradual_sparsity
+# Not this module's: the cuts' callers in the language model's compression
+# and its tests import them from here until they move to pruning_cut
+# (issue 56); not in __all__.
 from tf1_awd_sparse.transforms.pruning_cut import (  # noqa: F401
-    block_scores, block_sizes, blocks_along, check_block, expand_blocks,
-    exact_block_keep_masks, exact_keep_masks)
-from tf1_awd_sparse.transforms.pruning_schedule import (  # noqa: F401
-    gradual_sparsity)
+    block_scores, expand_blocks, exact_block_keep_masks, exact_keep_masks)
 
 #: The graph collections of the masked weights, in step: (mask, threshold,
 #: masked weight, weight); `transforms.PruningMask` fills them.
 PRUNING_COLLECTIONS = ("masks", "thresholds", "masked_weights", "kernel")
 
-__all__ = ["MagnitudePruning", "gradual_sparsity", "DEFAULT_NBINS",
-           "block_group_lasso", "exact_keep_masks", "check_block",
-           "block_scores",
-           "expand_blocks", "block_sizes", "exact_block_keep_masks"]
+__all__ = ["MagnitudePruning", "DEFAULT_NBINS", "block_group_lasso",
+           "PRUNING_COLLECTIONS"]
 
 #: The histogram resolution the library prunes with (contrib's default 256
 #: bins leave a matrix up to ~1 % short of the target).

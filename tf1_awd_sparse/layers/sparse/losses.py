@@ -78,7 +78,7 @@ def controlled_weight_scale(scale, measured, scheduled, factor,
     (capped at ``max_scale``); once it has caught up the scale is kept
     (never lowered: the weights already zero stay cheap to keep zero).
     The language model applies it after each epoch's validation, with the
-    schedule of magnitude pruning (`magnitude_pruning.gradual_sparsity`
+    schedule of magnitude pruning (`pruning_schedule.gradual_sparsity`
     over the epochs of the ramp).
 
     Args:
