@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.base import _cli  # noqa: E402
-from tf1_awd_sparse.base.checks import (  # noqa: E402
+from tf1_awd_sparse.base.scalar_checks import (  # noqa: E402
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: E402
 from tf1_awd_sparse.quantization import TFLiteRunner, export_tflite  # noqa: E402

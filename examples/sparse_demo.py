@@ -22,7 +22,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 
 from sparse_layers import common, losses, report  # noqa: E402
 from tf1_awd_sparse.base import _cli  # noqa: E402
-from tf1_awd_sparse.base.checks import (  # noqa: E402
+from tf1_awd_sparse.base.scalar_checks import (  # noqa: E402
     check_nonnegative_int, check_positive_int)
 from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: E402
 from sparse_layers.l0_regularization import layers as l0_layers  # noqa: E402

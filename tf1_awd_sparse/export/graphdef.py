@@ -25,7 +25,7 @@ import numpy as np
 from tf1_awd_sparse.base import _stderr
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_interval, check_num_bits
+from tf1_awd_sparse.base.scalar_checks import check_interval, check_num_bits
 
 __all__ = ["nudged_quantization", "input_stats", "narrow_as_full_range",
            "convert"]

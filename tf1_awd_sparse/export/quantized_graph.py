@@ -29,6 +29,7 @@ import os
 import tempfile
 
 from tf1_awd_sparse.base import checks as _checks
+from tf1_awd_sparse.base import scalar_checks as _scalar_checks
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.export import graphdef
@@ -198,8 +199,8 @@ def _data_input_range(tensor, session, input_ranges):
     name = tensor.op.name
     if name in input_ranges:
         low, high = input_ranges[name]
-        return _checks.check_interval(low, high, "input_ranges[%r]" % name,
-                                      "input_ranges[%r]" % name)
+        return _scalar_checks.check_interval(
+            low, high, "input_ranges[%r]" % name, "input_ranges[%r]" % name)
     grids = [op for op in _input_grids(tensor) if _is_uint8_grid(op)]
     if not grids:
         raise QuantizedGraphError(

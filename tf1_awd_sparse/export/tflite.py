@@ -25,7 +25,7 @@ import os
 
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.export import eval_graph, graphdef, stack
 
 __all__ = ["export_tflite"]

@@ -5,7 +5,7 @@ decoded. (Apart from the cell so that its module stays short; the cell and
 ``WeightDropLSTM.from_config`` are the only users.)"""
 from __future__ import absolute_import, division, print_function
 
-from tf1_awd_sparse.base.checks import (
+from tf1_awd_sparse.base.scalar_checks import (
     check_int, check_number, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.transforms.kernel import (

@@ -14,8 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 from tf1_awd_sparse.base.compat import PartitionedVariable, tf
 from tf1_awd_sparse.base.checks import (
-    check_choice, check_float_dtype, check_ids, check_int, check_keep_prob,
-    check_shape, check_tensor, check_training)
+    check_float_dtype, check_ids, check_keep_prob, check_shape, check_tensor,
+    check_training)
+from tf1_awd_sparse.base.scalar_checks import check_choice, check_int
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.transforms.held_mask import (
     HeldMask, apply_mask, bernoulli_mask, check_mask_broadcast)

@@ -10,7 +10,8 @@ back) through the cell's public attributes only. The top-level
 from __future__ import absolute_import, division, print_function
 
 from tf1_awd_sparse.base.checks import (
-    check_bool, check_dim, check_float_dtype, check_tensor)
+    check_dim, check_float_dtype, check_tensor)
+from tf1_awd_sparse.base.scalar_checks import check_bool
 from tf1_awd_sparse.base.control_flow import (
     one_run, run_mode, with_assertions)
 from tf1_awd_sparse.base.compat import dimension_value, tf

@@ -7,8 +7,8 @@ from __future__ import absolute_import, division, print_function
 import math
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.checks import (
-    check_bool, check_dim, check_positive_int, check_tensor, check_training)
+from tf1_awd_sparse.base.checks import check_dim, check_tensor, check_training
+from tf1_awd_sparse.base.scalar_checks import check_bool, check_positive_int
 from tf1_awd_sparse.base.control_flow import PerRun
 from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.layers._cell_arguments import (

@@ -24,6 +24,7 @@ time steps.
 from tf1_awd_sparse.base.compat import TENSOR_TYPES, tf
 
 from tf1_awd_sparse.base import checks as _checks
+from tf1_awd_sparse.base import scalar_checks as _scalar_checks
 from tf1_awd_sparse.base.control_flow import smart_cond
 
 __all__ = ["MIN_RANGE_WIDTH", "quantization_active", "observe_weight",
@@ -125,8 +126,8 @@ def fixed_output_range(kind, num_bits):
     Raises:
       ValueError: for an unknown ``kind`` or bad ``num_bits``.
     """
-    _checks.check_choice(kind, ("sigmoid", "tanh"), "kind")
-    levels = float(2 ** _checks.check_num_bits(num_bits))
+    _scalar_checks.check_choice(kind, ("sigmoid", "tanh"), "kind")
+    levels = float(2 ** _scalar_checks.check_num_bits(num_bits))
     if kind == "sigmoid":
         return 0.0, (levels - 1.0) / levels
     return -1.0, 1.0 - 2.0 / levels
@@ -156,17 +157,17 @@ def fake_quant(x, range_min, range_max, num_bits, narrow_range=False,
         float32 (an empty range gave NaN; tensor bounds are the caller's: the cells' learned ranges are
         sanitized, see :func:`sanitize_range`).
     """
-    num_bits = _checks.check_num_bits(num_bits)
+    num_bits = _scalar_checks.check_num_bits(num_bits)
     x = _checks.check_tensor(x, "x", dtype=tf.float32,
                              dtype_of="fake quantization is float32 only")
     given = {"range_min": range_min, "range_max": range_max}
     numbers_given = [n for n in sorted(given) if not isinstance(
         given[n], TENSOR_TYPES)]
     if len(numbers_given) == 2:
-        _checks.check_interval(range_min, range_max, "range_min",
-                               "range_max", tf.float32)
+        _scalar_checks.check_interval(range_min, range_max, "range_min",
+                                      "range_max", tf.float32)
     for name in numbers_given:
-        _checks.check_real(given[name], name)
+        _scalar_checks.check_real(given[name], name)
     range_min = tf.stop_gradient(tf.convert_to_tensor(range_min, x.dtype))
     range_max = tf.stop_gradient(tf.convert_to_tensor(range_max, x.dtype))
     return tf.fake_quant_with_min_max_vars(
@@ -215,8 +216,8 @@ def sanitize_range(range_min, range_max, limit=None):
     Raises:
       ValueError: ``limit`` not None or a finite number > 0.
     """
-    limit = _checks.check_real(limit, "limit", low=0, low_open=True,
-                               allow_none=True)
+    limit = _scalar_checks.check_real(limit, "limit", low=0, low_open=True,
+                                      allow_none=True)
     range_min = tf.minimum(range_min, 0.0)
     range_max = tf.maximum(range_max, 0.0)
     if limit is not None:
@@ -248,7 +249,8 @@ def ema_fold(ema, observed_sum, count, initialized, decay):
     Raises:
       ValueError: ``decay`` not a number in [0, 1).
     """
-    decay = _checks.check_real(decay, "decay", low=0, high=1, high_open=True)
+    decay = _scalar_checks.check_real(decay, "decay", low=0, high=1,
+                                      high_open=True)
     mean = observed_sum / tf.maximum(count, 1.0)
     weight = tf.where(initialized > 0.0, 1.0 - decay, 1.0)
     return tf.where(tf.fill(tf.shape(ema), count > 0.0),
@@ -299,16 +301,16 @@ class RangeSet(object):
         names = list(names)
         if len(set(names)) != len(names):
             raise ValueError("names must be unique; got %r" % (names,))
-        self.ema_decay = _checks.check_real(ema_decay, "ema_decay", low=0,
-                                            high=1, high_open=True)
+        self.ema_decay = _scalar_checks.check_real(
+            ema_decay, "ema_decay", low=0, high=1, high_open=True)
         for name, limit in dict(limits or {}).items():
-            _checks.check_real(limit, "limits[%r]" % (name,), low=0,
-                               low_open=True, allow_none=True)
+            _scalar_checks.check_real(limit, "limits[%r]" % (name,), low=0,
+                                      low_open=True, allow_none=True)
         if not isinstance(init_range, (tuple, list)) or \
                 len(init_range) != 2:
             raise ValueError("init_range must be (min, max); got %r"
                              % (init_range,))
-        init_range = _checks.check_interval(
+        init_range = _scalar_checks.check_interval(
             init_range[0], init_range[1], "init_range[0]", "init_range[1]")
         self.names = names
         self.limits = dict(limits or {})

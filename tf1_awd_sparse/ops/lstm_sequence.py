@@ -38,8 +38,9 @@ from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops import gen_math_ops
 
-from tf1_awd_sparse.base.checks import (
-    DtypeError, check_bool, check_positive_int, check_real, check_tensor)
+from tf1_awd_sparse.base.checks import DtypeError, check_tensor
+from tf1_awd_sparse.base.scalar_checks import (
+    check_bool, check_positive_int, check_real)
 
 __all__ = ["lstm_sequence"]
 

@@ -31,8 +31,9 @@ single FullyConnected), and clips are realized by bounding the ``state`` /
 """
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import (
-    check_choice, check_nonnegative_int, check_num_bits, check_training)
+from tf1_awd_sparse.base.checks import check_training
+from tf1_awd_sparse.base.scalar_checks import (
+    check_choice, check_nonnegative_int, check_num_bits)
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.ops import fake_quant as fq
 

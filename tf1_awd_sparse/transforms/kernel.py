@@ -29,8 +29,9 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
-from tf1_awd_sparse.base.checks import (
-    check_bool, check_keep_prob, check_choice, check_int)
+from tf1_awd_sparse.base.checks import check_keep_prob
+from tf1_awd_sparse.base.scalar_checks import (
+    check_bool, check_choice, check_int)
 from tf1_awd_sparse.base.control_flow import run_mode, smart_cond
 from tf1_awd_sparse.base.seeds import derived_seed
 from tf1_awd_sparse.transforms.held_mask import (

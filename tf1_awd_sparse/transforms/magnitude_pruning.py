@@ -62,9 +62,9 @@ import numbers
 import numpy as np
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.checks import (
-    check_int, check_nonnegative_int, check_positive_int, check_real,
-    check_tensor)
+from tf1_awd_sparse.base.checks import check_tensor
+from tf1_awd_sparse.base.scalar_checks import (
+    check_int, check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.transforms.pruning_cut import (
     block_sizes, blocks_along, check_block)

@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from tf1_awd_sparse.base.checks import check_real
+from tf1_awd_sparse.base.scalar_checks import check_real
 
 __all__ = ["exact_keep_masks", "check_block", "blocks_along", "block_sizes",
            "block_scores", "expand_blocks", "exact_block_keep_masks"]

@@ -16,8 +16,9 @@ from __future__ import absolute_import, division, print_function
 import numpy as np
 
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.checks import (
-    check_int, check_nonnegative_int, check_real, check_tensor)
+from tf1_awd_sparse.base.checks import check_tensor
+from tf1_awd_sparse.base.scalar_checks import (
+    check_int, check_nonnegative_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 
 __all__ = ["gradual_sparsity"]

@@ -23,7 +23,8 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.ops.sparse import l0_regularization as l0_nn
 from tf1_awd_sparse.ops.sparse import variational_dropout as vd_nn
-from tf1_awd_sparse.base.checks import ParamsError, check_choice, check_graph
+from tf1_awd_sparse.base.checks import ParamsError, check_graph
+from tf1_awd_sparse.base.scalar_checks import check_choice
 from tf1_awd_sparse.base.control_flow import run_mode
 
 __all__ = ["Technique", "NAMES", "get", "for_collection", "register_pair",

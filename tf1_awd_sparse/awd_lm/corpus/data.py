@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["EOS", "UNK", "SPLITS", "DataError", "find_split_files",

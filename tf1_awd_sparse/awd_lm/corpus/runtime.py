@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_nonnegative_int
+from tf1_awd_sparse.base.scalar_checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 
 __all__ = ["load_corpus", "check_corpus", "session_config", "BATCH_KEYS"]

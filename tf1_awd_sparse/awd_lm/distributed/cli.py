@@ -23,7 +23,7 @@ from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checkpoint_files import check_checkpoint_files
 from tf1_awd_sparse.base.checkpoints import check_checkpoint
-from tf1_awd_sparse.base.checks import (
+from tf1_awd_sparse.base.scalar_checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets

@@ -8,7 +8,7 @@ import time
 
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_positive_int, check_real
+from tf1_awd_sparse.base.scalar_checks import check_positive_int, check_real
 
 __all__ = ["ClusterBarrierHook", "mirrored_strategy"]
 

@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import data
 
 __all__ = ["bptt_batches", "make_input_fn"]

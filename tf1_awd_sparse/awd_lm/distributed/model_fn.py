@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 

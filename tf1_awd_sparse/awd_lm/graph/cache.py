@@ -20,7 +20,7 @@ import collections
 
 import numpy as np
 
-from tf1_awd_sparse.base.checks import check_positive_int, check_real
+from tf1_awd_sparse.base.scalar_checks import check_positive_int, check_real
 
 __all__ = ["CacheConfig", "check_config", "pointer_log_probs", "mix",
            "apply", "grid_search", "WINDOWS", "THETAS", "LAMBDAS"]

@@ -27,7 +27,7 @@ without distillation) nor in ``tf.trainable_variables()``.
 """
 import collections
 
-from tf1_awd_sparse.base.checks import check_real
+from tf1_awd_sparse.base.scalar_checks import check_real
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.config.params import as_params

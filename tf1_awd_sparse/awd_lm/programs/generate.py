@@ -25,7 +25,7 @@ __all__ = ["parse_args", "refuse_unused", "main"]
 def parse_args(argv):
     """The flags, checked: one line, exit 2, on a bad one, or on one the
     others leave nothing to do (`refuse_unused`)."""
-    from tf1_awd_sparse.base.checks import (
+    from tf1_awd_sparse.base.scalar_checks import (
         check_nonnegative_int, check_positive_int, check_real)
     from tf1_awd_sparse.awd_lm.programs.score import refuse_tflite_threads
     parser = _cli.ArgumentParser(

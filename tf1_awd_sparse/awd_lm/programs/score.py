@@ -50,7 +50,7 @@ def refuse_tflite_threads(parser, args):
       SystemExit: (code 2) --threads with a .tflite, or not >= 1.
     """
     import os
-    from tf1_awd_sparse.base.checks import check_positive_int
+    from tf1_awd_sparse.base.scalar_checks import check_positive_int
     if args.threads is not None and args.model.endswith(".tflite") \
             and not os.path.isdir(args.model):
         parser.error("--threads has no effect here: it needs a model "

@@ -9,8 +9,8 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.base.checks import (
-    check_dim, check_positive_int, check_tensor, check_training)
+from tf1_awd_sparse.base.checks import check_dim, check_tensor, check_training
+from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.base.control_flow import smart_cond
 from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 

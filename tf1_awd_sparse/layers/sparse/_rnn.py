@@ -14,7 +14,8 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.ops.sparse import layer_utils
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.checks import (
-    ParamsError, check_positive_int, check_real, check_tensor, check_training)
+    ParamsError, check_tensor, check_training)
+from tf1_awd_sparse.base.scalar_checks import check_positive_int, check_real
 from tf1_awd_sparse.base.control_flow import PerRun, smart_cond
 from tf1_awd_sparse.ops.sparse.common import check_sparse_options
 

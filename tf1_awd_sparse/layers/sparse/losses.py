@@ -16,8 +16,8 @@ from tf1_awd_sparse.base import _docs
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import (
     BETA, EPSILON, GAMMA, ZETA, check_sparse_options)
-from tf1_awd_sparse.base.checks import (
-    check_bool, check_int, check_real, check_tensor)
+from tf1_awd_sparse.base.checks import check_tensor
+from tf1_awd_sparse.base.scalar_checks import check_bool, check_int, check_real
 
 __all__ = ["ramp_weight", "controlled_weight_scale", "kl_loss", "l0_loss"]
 

@@ -25,7 +25,7 @@ from tf1_awd_sparse.transforms import checkpoint_pairs
 from tf1_awd_sparse.ops.sparse import common
 from tf1_awd_sparse.transforms import techniques
 from tf1_awd_sparse.ops.sparse.common import EPSILON, GAMMA, THRESHOLD, ZETA
-from tf1_awd_sparse.base.checks import check_bool
+from tf1_awd_sparse.base.scalar_checks import check_bool
 
 __all__ = ["collection_pair_names", "sparsity_report",
            "checkpoint_sparsity_report", "format_report"]

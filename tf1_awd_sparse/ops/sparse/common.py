@@ -13,7 +13,7 @@ import math as _py_math
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_real
+from tf1_awd_sparse.base.scalar_checks import check_real
 
 __all__ = ["EPSILON", "BETA", "GAMMA", "ZETA", "THRESHOLD",
            "check_sparse_options", "VD_COLLECTION",

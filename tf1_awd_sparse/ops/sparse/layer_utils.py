@@ -3,8 +3,8 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import (
-    ParamsError, check_choice, check_dim, check_ids, check_positive_int,
-    check_tensor)
+    ParamsError, check_dim, check_ids, check_tensor)
+from tf1_awd_sparse.base.scalar_checks import check_choice, check_positive_int
 
 __all__ = ["check_params", "check_input", "check_matmul_input",
            "check_conv_input", "gather", "gather_pair", "conv2d",

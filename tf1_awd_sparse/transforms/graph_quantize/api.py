@@ -10,6 +10,7 @@ norms in inference mode) in a graph of its own, call the eval rewrite,
 then restore the trained variables into it.
 """
 from tf1_awd_sparse.base import checks as _checks
+from tf1_awd_sparse.base import scalar_checks as _scalar_checks
 from tf1_awd_sparse.base.errors import Error
 from tf1_awd_sparse.transforms.graph_quantize import (
     fold_batch_norm, insert, patterns, recurrent)
@@ -156,7 +157,7 @@ def _rewrite(input_graph, settings, scope, report):
     if scope is not None and not isinstance(scope, str):
         raise ValueError("scope must be a name scope (str) or None, got %r"
                          % (scope,))
-    report = _checks.check_bool(report, "report")
+    report = _scalar_checks.check_bool(report, "report")
     record = settings.report = RewriteReport(graph, settings.training)
     # As contrib's: a training rewrite refuses a graph with training ops
     # (their gradients would miss the FakeQuants) even if rewritten before;

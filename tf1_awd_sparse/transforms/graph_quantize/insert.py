@@ -22,7 +22,7 @@ passes unchanged) while the ranges are learned all the same.
 import numpy as np
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
-from tf1_awd_sparse.base import checks as _checks
+from tf1_awd_sparse.base import scalar_checks as _scalar_checks
 from tf1_awd_sparse.transforms.graph_quantize._graph import (
     reroute, variable_op)
 
@@ -53,16 +53,18 @@ class Settings(object):
     def __init__(self, training, weight_bits=8, activation_bits=8,
                  symmetric=False, quant_delay=None, freeze_bn_delay=None,
                  per_channel=False):
-        self.training = _checks.check_bool(training, "training")
-        self.weight_bits = _checks.check_num_bits(weight_bits, "weight_bits")
-        self.activation_bits = _checks.check_num_bits(activation_bits,
-                                                      "activation_bits")
-        self.symmetric = _checks.check_bool(symmetric, "symmetric")
-        self.quant_delay = _checks.check_nonnegative_int(
+        self.training = _scalar_checks.check_bool(training, "training")
+        self.weight_bits = _scalar_checks.check_num_bits(weight_bits,
+                                                         "weight_bits")
+        self.activation_bits = _scalar_checks.check_num_bits(activation_bits,
+                                                             "activation_bits")
+        self.symmetric = _scalar_checks.check_bool(symmetric, "symmetric")
+        self.quant_delay = _scalar_checks.check_nonnegative_int(
             quant_delay, "quant_delay", allow_none=True)
-        self.freeze_bn_delay = _checks.check_nonnegative_int(
+        self.freeze_bn_delay = _scalar_checks.check_nonnegative_int(
             freeze_bn_delay, "freeze_bn_delay", allow_none=True)
-        self.per_channel = _checks.check_bool(per_channel, "per_channel")
+        self.per_channel = _scalar_checks.check_bool(per_channel,
+                                                     "per_channel")
         self._reached = {}
         #: The weight FakeQuants made, by variable: one per weight.
         self.weight_quants = {}
