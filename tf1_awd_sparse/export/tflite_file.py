@@ -1,12 +1,13 @@
-"""A ``.tflite`` file's flatbuffer read with the standard library: the
-schema's tables as this library knows them (:data:`TABLES` and
-:data:`UNIONS`, the one registry), readers of a table's fields
+"""A ``.tflite`` file's flatbuffer read with the standard library, on the
+schema's tables as this library knows them (`tflite_schema.TABLES` and
+`tflite_schema.UNIONS`, the one registry): readers of a table's fields
 (:func:`root`, :func:`field`, :func:`scalar`, :func:`subtable`,
 :func:`tables`, :func:`ints`, :func:`values`, :func:`string`) and
-:func:`verify`, which checks every offset and length in a file before an interpreter reads it. The readers take
+:func:`verify`, which checks every offset and length in a file before an
+interpreter reads it. The readers take
 bytes that :func:`verify` passed (on other bytes they may raise
 ``struct.error`` or read garbage); their ``kind`` and ``name`` are a table
-and a field of :data:`TABLES` (a KeyError otherwise).
+and a field of `tflite_schema.TABLES` (a KeyError otherwise).
 
 Why the check: the interpreters of TF 1.13, TF 1.15 and TF 2.x's
 ``tf.lite`` build a model from a file without verifying its flatbuffer, so
@@ -27,96 +28,11 @@ import os
 import struct
 
 from tf1_awd_sparse.base.errors import Error
+from tf1_awd_sparse.export.tflite_schema import IDENTIFIER, TABLES, UNIONS
 
-__all__ = ["IDENTIFIER", "TABLES", "UNIONS", "TFLiteFileError", "verify",
-           "model_bytes", "root", "field", "scalar", "subtable", "tables",
-           "ints", "values", "string", "metadata"]
-
-#: The file identifier of ``schema.fbs`` (bytes 4 to 8 of every file).
-IDENTIFIER = b"TFL3"
-
-#: The tables of TFLite's ``schema.fbs`` that a file holds, each field
-#: ``name:type`` in slot order: a scalar type, ``string``, a table of this
-#: registry, a union of :data:`UNIONS` (right after its ``_type`` byte) or
-#: ``[type]``, a vector of one of them. Options tables without a vector are
-#: not listed: a union member not listed here is checked as a table whose
-#: fields all lie inside it.
-TABLES = {
-    "Model": ("version:uint", "operator_codes:[OperatorCode]",
-              "subgraphs:[SubGraph]", "description:string",
-              "buffers:[Buffer]", "metadata_buffer:[int]",
-              "metadata:[Metadata]", "signature_defs:[SignatureDef]",
-              "external_buffer_groups:[ExternalBufferGroup]",
-              "external_buffers:[ExternalBuffer]"),
-    "OperatorCode": ("deprecated_builtin_code:byte", "custom_code:string",
-                     "version:int", "builtin_code:int"),
-    "SubGraph": ("tensors:[Tensor]", "inputs:[int]", "outputs:[int]",
-                 "operators:[Operator]", "name:string",
-                 "debug_metadata_index:int"),
-    "Tensor": ("shape:[int]", "type:byte", "buffer:uint", "name:string",
-               "quantization:QuantizationParameters", "is_variable:bool",
-               "sparsity:SparsityParameters", "shape_signature:[int]",
-               "has_rank:bool", "variant_tensors:[VariantSubType]",
-               "external_buffer:uint"),
-    "VariantSubType": ("shape:[int]", "type:byte", "has_rank:bool"),
-    "QuantizationParameters": ("min:[float]", "max:[float]",
-                               "scale:[float]", "zero_point:[long]",
-                               "details_type:ubyte",
-                               "details:QuantizationDetails",
-                               "quantized_dimension:int"),
-    "CustomQuantization": ("custom:[ubyte]",),
-    "BlockwiseQuantization": ("scales:int", "zero_points:int",
-                              "block_size:int"),
-    "SparsityParameters": ("traversal_order:[int]", "block_map:[int]",
-                           "dim_metadata:[DimensionMetadata]"),
-    "DimensionMetadata": ("format:byte", "dense_size:int",
-                          "array_segments_type:ubyte",
-                          "array_segments:SparseIndexVector",
-                          "array_indices_type:ubyte",
-                          "array_indices:SparseIndexVector"),
-    "Int32Vector": ("values:[int]",),
-    "Uint16Vector": ("values:[ushort]",),
-    "Uint8Vector": ("values:[ubyte]",),
-    "Operator": ("opcode_index:uint", "inputs:[int]", "outputs:[int]",
-                 "builtin_options_type:ubyte",
-                 "builtin_options:BuiltinOptions", "custom_options:[ubyte]",
-                 "custom_options_format:byte",
-                 "mutating_variable_inputs:[bool]", "intermediates:[int]",
-                 "large_custom_options_offset:ulong",
-                 "large_custom_options_size:ulong",
-                 "builtin_options_2_type:ubyte",
-                 "builtin_options_2:BuiltinOptions2",
-                 "debug_metadata_index:int"),
-    "Buffer": ("data:[ubyte]", "offset:ulong", "size:ulong"),
-    "Metadata": ("name:string", "buffer:uint"),
-    "TensorMap": ("name:string", "tensor_index:uint"),
-    "SignatureDef": ("inputs:[TensorMap]", "outputs:[TensorMap]",
-                     "signature_key:string", "deprecated_tag:string",
-                     "subgraph_index:uint"),
-    "ExternalBufferGroup": ("name:string",),
-    "ExternalBuffer": ("id:uint", "group:uint", "offset:ulong",
-                       "length:ulong", "packing:string"),
-    # The builtin options that hold a vector.
-    "ConcatEmbeddingsOptions": ("num_channels:int",
-                                "num_columns_per_channel:[int]",
-                                "embedding_dim_per_channel:[int]"),
-    "ReshapeOptions": ("new_shape:[int]",),
-    "SqueezeOptions": ("squeeze_dims:[int]",),
-    "BucketizeOptions": ("boundaries:[float]",),
-}
-
-#: Union -> {type code: member table of :data:`TABLES`}; codes not listed
-#: (the options without a vector, ``BuiltinOptions2``'s StableHLO options)
-#: are checked as tables of unknown fields.
-UNIONS = {
-    "BuiltinOptions": {3: "ConcatEmbeddingsOptions", 17: "ReshapeOptions",
-                       30: "SqueezeOptions", 115: "BucketizeOptions"},
-    "BuiltinOptions2": {},
-    "QuantizationDetails": {1: "CustomQuantization",
-                            2: "BlockwiseQuantization"},
-    "SparseIndexVector": {1: "Int32Vector", 2: "Uint16Vector",
-                          3: "Uint8Vector"},
-}
+__all__ = ["TFLiteFileError", "verify", "model_bytes", "root", "field",
+           "scalar", "subtable", "tables", "ints", "values", "string",
+           "metadata"]
 
 _SCALARS = {"bool": "<B", "byte": "<b", "ubyte": "<B", "short": "<h",
             "ushort": "<H", "int": "<i", "uint": "<I", "float": "<f",
