@@ -32,6 +32,7 @@ import _timing  # noqa: E402
 from _timing import Calls, interleaved_times  # noqa: E402
 from tf1_awd_sparse.export import sparse_format  # noqa: E402
 from tf1_awd_sparse.export import tflite_builder as tfl  # noqa: E402
+from tf1_awd_sparse.export.tflite_schema import TensorType  # noqa: E402
 
 ROWS, WIDTH, RANK = 6990, 208, 16
 TINY_ROWS = 200
@@ -59,16 +60,16 @@ def decoder_file(value, low=None, combined=False):
     rows, width = value.shape
     if combined:
         value = np.concatenate([value, low], 1)
-    x = build.tensor("x", [1, value.shape[1]], sparse_format.FLOAT32)
+    x = build.tensor("x", [1, value.shape[1]], TensorType.FLOAT32)
     build.graph.inputs = [x]
-    stored = build.weight("w", value, sparse_format.INT8, sparse=True)
+    stored = build.weight("w", value, TensorType.INT8, sparse=True)
     y = tfl.product(build, x, stored, [1, rows], "y")
     if low is not None and not combined:
         proj_t = build.weight("proj_t", np.random.RandomState(0).randn(
-            RANK, width).astype(np.float32), sparse_format.INT8)
+            RANK, width).astype(np.float32), TensorType.INT8)
         coded = tfl.product(build, x, proj_t, [1, RANK], "coded")
         extra = tfl.product(build, coded, build.weight(
-            "low", low, sparse_format.INT8), [1, rows], "extra")
+            "low", low, TensorType.INT8), [1, rows], "extra")
         y = tfl.add(build, y, extra, [1, rows], "sum")
     build.graph.outputs = [y]
     return build.finish(flatbuffers)

@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 from tf1_awd_sparse.export import fused_lstm, sparse_format  # noqa: E402
+from tf1_awd_sparse.export.tflite_schema import TensorType  # noqa: E402
 
 INPUTS, UNITS, STEPS = 32, 64, 6
 
@@ -40,11 +41,11 @@ def one_op(kernel, bias, folded, projection):
     schema, flatbuffers = sparse_format.schema_modules()
     layer = fused_lstm.LSTMLayer(kernel, bias, 0.0)
     build = fused_lstm._Builder(schema)
-    x = build.tensor("x", [1, INPUTS], sparse_format.FLOAT32)
+    x = build.tensor("x", [1, INPUTS], TensorType.FLOAT32)
     build.graph.inputs = [x]
     if folded:
         out, _ = fused_lstm._lstm_layer(build, 0, x, layer,
-                                        sparse_format.INT8, True, 1, None)
+                                        TensorType.INT8, True, 1, None)
     else:
         out = _unfolded(build, x, layer, projection)
     build.graph.outputs = [out]
@@ -53,22 +54,22 @@ def one_op(kernel, bias, folded, projection):
 
 def _unfolded(build, x, layer, projection):
     schema = build.schema
-    h = build.tensor("h", [1, UNITS], sparse_format.FLOAT32, variable=True)
-    c = build.tensor("c", [1, UNITS], sparse_format.FLOAT32, variable=True)
+    h = build.tensor("h", [1, UNITS], TensorType.FLOAT32, variable=True)
+    c = build.tensor("c", [1, UNITS], TensorType.FLOAT32, variable=True)
     inputs = [-1] * 24
     inputs[0], inputs[18], inputs[19] = x, h, c
     for k, (w_x, w_h, b) in enumerate(fused_lstm._gates(layer, INPUTS,
                                                         False)):
-        inputs[1 + k] = build.weight("wx%d" % k, w_x, sparse_format.INT8,
+        inputs[1 + k] = build.weight("wx%d" % k, w_x, TensorType.INT8,
                                      True)
-        inputs[5 + k] = build.weight("wh%d" % k, w_h, sparse_format.INT8,
+        inputs[5 + k] = build.weight("wh%d" % k, w_h, TensorType.INT8,
                                      True)
         inputs[12 + k] = build.tensor("b%d" % k, [UNITS],
-                                      sparse_format.FLOAT32, b)
+                                      TensorType.FLOAT32, b)
     if projection:
         inputs[16] = build.weight("proj", np.eye(UNITS, dtype=np.float32),
-                                  sparse_format.INT8, True)
-    out = build.tensor("out", [1, UNITS], sparse_format.FLOAT32)
+                                  TensorType.INT8, True)
+    out = build.tensor("out", [1, UNITS], TensorType.FLOAT32)
     options = schema.LSTMOptionsT()
     options.fusedActivationFunction = schema.ActivationFunctionType.TANH
     options.kernelType = schema.LSTMKernelType.FULL

@@ -18,6 +18,7 @@ from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.export import fused_lstm, sparse_format, tflite_builder
 from tf1_awd_sparse.export.runner import TFLiteRunner
+from tf1_awd_sparse.export.tflite_schema import TensorType
 
 needs_schema = pytest.mark.skipif(
     not IS_TF2, reason="the fused file is written with TF 2.x's schema "
@@ -375,7 +376,7 @@ def test_sparse_storage_and_the_zero_blocks(tmp_path, interpreter):
         parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
             fused_lstm.fused_lm(table, layers, bias, weights), 0))
         int8 = [t for t in parsed.subgraphs[0].tensors
-                if t.type == sparse_format.INT8 and parsed.buffers[
+                if t.type == TensorType.INT8 and parsed.buffers[
                     t.buffer].data is not None]
         assert all((t.sparsity is not None) == (weights == "int8-sparse")
                    for t in int8)

@@ -42,6 +42,9 @@ import numpy as np
 
 from tf1_awd_sparse.export import fused_low_rank, sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
+from tf1_awd_sparse.export.tflite_schema import (
+    GATE_BIASES, GATE_INPUT_WEIGHTS, GATE_RECURRENT_WEIGHTS, PEEPHOLES,
+    LSTMInput, Op, TensorType)
 
 __all__ = ["LSTMLayer", "FORMATS", "STATE_WIDTHS", "fused_lm",
            "state_names", "is_fused", "read_weights", "read_low_rank"]
@@ -66,13 +69,10 @@ STATE_WIDTHS = "tf1_awd_sparse.state_widths"
 
 # The files' description: how `is_fused` knows them.
 _DESCRIPTION = "tf1_awd_sparse fused LSTM language model"
-# The builtin LSTM operator's code (the TFLite schema's).
-_LSTM = 16
 # TF LSTMCell's kernel columns are gates i, j, f, o; the LSTM op takes
 # input, forget, cell (j) and output gates in that order.
 _GATE_COLUMNS = (0, 2, 1, 3)
 _FORGET = 1   # position of the forget gate in the op's order
-_OP_INPUTS = 24   # the builtin LSTM op's inputs (-1: absent)
 
 
 def state_names(layer):
@@ -129,10 +129,9 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
                                            weights, batch_size, cell_clip)
     low_rank = fused_low_rank.checked(low_rank, table.shape)
     sparse = weights == "int8-sparse"
-    dtype = sparse_format.FLOAT32 if weights == "float" else \
-        sparse_format.INT8
+    dtype = TensorType.FLOAT32 if weights == "float" else TensorType.INT8
     build = tfl.Builder(schema, _DESCRIPTION)
-    ids = build.tensor("inputs", [batch_size, 1], sparse_format.INT32)
+    ids = build.tensor("inputs", [batch_size, 1], TensorType.INT32)
     build.graph.inputs = [ids]
     x, decode = _table(build, table, low_rank, ids, dtype, sparse,
                        batch_size)
@@ -274,7 +273,7 @@ def _lookup(build, table, ids, dtype, sparse, batch_size):
     if sparse:
         source = build.tensor("embedding/densified", [vocab, width], dtype,
                               scale=scale)
-        build.op(sparse_format.DENSIFY, [stored], [source],
+        build.op(Op.DENSIFY, [stored], [source],
                  build.schema.BuiltinOptions.DensifyOptions,
                  build.schema.DensifyOptionsT())
     return stored, tfl.gathered(build, source, ids, "embedding",
@@ -284,13 +283,12 @@ def _lookup(build, table, ids, dtype, sparse, batch_size):
 def _fully_connected(build, x, weights, bias, batch_size):
     """The decoder: ``x @ weights^T + bias``, float ``[batch, vocab]``."""
     vocab = len(bias)
-    bias_t = build.tensor("decoder/bias", [vocab], sparse_format.FLOAT32,
-                          bias)
+    bias_t = build.tensor("decoder/bias", [vocab], TensorType.FLOAT32, bias)
     logits = build.tensor("decoder/logits", [batch_size, vocab],
-                          sparse_format.FLOAT32)
+                          TensorType.FLOAT32)
     options = build.schema.FullyConnectedOptionsT()
     options.asymmetricQuantizeInputs = False
-    build.op(sparse_format.FULLY_CONNECTED, [x, weights, bias_t], [logits],
+    build.op(Op.FULLY_CONNECTED, [x, weights, bias_t], [logits],
              build.schema.BuiltinOptions.FullyConnectedOptions, options)
     return logits
 
@@ -336,12 +334,14 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     padded, out_p = tfl.padded(units, sparse), tfl.padded(out, sparse)
     name = "lstm_%d" % index
     h_name, c_name = state_names(index)
-    h_var = build.tensor(h_name, [batch_size, out_p],
-                         sparse_format.FLOAT32, variable=True)
-    c_var = build.tensor(c_name, [batch_size, padded],
-                         sparse_format.FLOAT32, variable=True)
-    inputs = [-1] * _OP_INPUTS
-    inputs[0], inputs[18], inputs[19] = x, h_var, c_var
+    h_var = build.tensor(h_name, [batch_size, out_p], TensorType.FLOAT32,
+                         variable=True)
+    c_var = build.tensor(c_name, [batch_size, padded], TensorType.FLOAT32,
+                         variable=True)
+    inputs = [-1] * len(LSTMInput)
+    inputs[LSTMInput.INPUT] = x
+    inputs[LSTMInput.OUTPUT_STATE] = h_var
+    inputs[LSTMInput.CELL_STATE] = c_var
     # Folded (defect 1): [x | h_prev | zeros], in the kernel's row order,
     # so that its 1 x 16 blocks stay whole.
     fill = -(width + out_p) % tfl.BLOCK if sparse else 0
@@ -351,17 +351,18 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
         if sparse:
             w_x = np.concatenate([w_x, w_h, np.zeros([padded, fill])], 1)
             w_h = np.zeros_like(w_h)
-        inputs[1 + position] = build.weight(gate + "/input_weights", w_x,
-                                            dtype, sparse)
-        inputs[5 + position] = build.weight(gate + "/recurrent_weights",
-                                            w_h, dtype, sparse)
-        inputs[12 + position] = build.tensor(gate + "/bias", [padded],
-                                             sparse_format.FLOAT32, bias)
+        inputs[GATE_INPUT_WEIGHTS[position]] = build.weight(
+            gate + "/input_weights", w_x, dtype, sparse)
+        inputs[GATE_RECURRENT_WEIGHTS[position]] = build.weight(
+            gate + "/recurrent_weights", w_h, dtype, sparse)
+        inputs[GATE_BIASES[position]] = build.tensor(
+            gate + "/bias", [padded], TensorType.FLOAT32, bias)
     if sparse:
-        inputs[0] = _folded_input(build, name, x, width, h_var, fill)
+        inputs[LSTMInput.INPUT] = _folded_input(build, name, x, width, h_var,
+                                                fill)
     _peepholes_and_projection(build, name, inputs, layer, dtype, sparse)
     output = build.tensor(name + "/output", [batch_size, out_p],
-                          sparse_format.FLOAT32)
+                          TensorType.FLOAT32)
     options = build.schema.LSTMOptionsT()
     options.fusedActivationFunction = \
         build.schema.ActivationFunctionType.TANH
@@ -369,7 +370,7 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
     options.projClip = float(layer.proj_clip or 0.0)
     options.kernelType = build.schema.LSTMKernelType.FULL
     options.asymmetricQuantizeInputs = False   # the sparse path has no zp
-    build.op(_LSTM, inputs, [output],
+    build.op(Op.LSTM, inputs, [output],
              build.schema.BuiltinOptions.LSTMOptions, options)
     # No final c output: a SLICE of the cell state has no edge from the
     # LSTM op (which writes the variable in place), and XNNPACK ran it in
@@ -381,26 +382,29 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
 
 
 def _peepholes_and_projection(build, name, inputs, layer, dtype, sparse):
-    """Sets the op's peephole inputs (9-11: ``[units_p]``, int8 in the
-    hybrid formats) and its projection (16: ``[out_p, units_p]``, stored
-    as the gates are): the layer's, or with ``sparse`` and none, the
-    identity, since the sparse kernel needs one (defect 2)."""
+    """Sets the op's peephole inputs (`PEEPHOLES`: ``[units_p]``, int8 in
+    the hybrid formats) and its projection (``PROJECTION_WEIGHTS``:
+    ``[out_p, units_p]``, stored as the gates are): the layer's, or with
+    ``sparse`` and none, the identity, since the sparse kernel needs one
+    (defect 2)."""
     units, out = _widths(layer)
     padded, out_p = tfl.padded(units, sparse), tfl.padded(out, sparse)
     if layer.peepholes is not None:
-        for position, vector in zip((9, 10, 11), layer.peepholes):
+        for position, (slot, vector) in enumerate(zip(PEEPHOLES,
+                                                      layer.peepholes)):
             value = np.zeros([padded], np.float32)
             value[:units] = vector
-            inputs[position] = build.weight(
-                "%s/peephole_%d" % (name, position - 9), value, dtype)
+            inputs[slot] = build.weight(
+                "%s/peephole_%d" % (name, position), value, dtype)
     if layer.projection is not None:
         value = np.zeros([out_p, padded], np.float32)
         value[:out, :units] = np.asarray(layer.projection).T
-        inputs[16] = build.weight(name + "/projection", value, dtype, sparse)
+        inputs[LSTMInput.PROJECTION_WEIGHTS] = build.weight(
+            name + "/projection", value, dtype, sparse)
     elif sparse:   # the identity: 127 at scale 1 / 127
-        inputs[16] = build.weight(name + "/identity_projection",
-                                  np.eye(padded, dtype=np.float32), dtype,
-                                  True)
+        inputs[LSTMInput.PROJECTION_WEIGHTS] = build.weight(
+            name + "/identity_projection", np.eye(padded, dtype=np.float32),
+            dtype, True)
 
 
 def _folded_input(build, name, x, width, h_var, fill):
@@ -411,7 +415,7 @@ def _folded_input(build, name, x, width, h_var, fill):
     parts = [tfl.sliced(build, x, [batch_size, width], name + "/input"), h_var]
     if fill:
         parts.append(build.tensor(name + "/fill", [batch_size, fill],
-                                  sparse_format.FLOAT32,
+                                  TensorType.FLOAT32,
                                   np.zeros([batch_size, fill], np.float32)))
     return tfl.concatenated(build, parts, name + "/input_and_state")
 
@@ -454,7 +458,7 @@ def _constant(model, tensor):
     """A constant tensor of ``model`` as dense float32 (int8 codes times
     their scale; a sparse one's zeros filled in)."""
     stored = bytes(bytearray(model.buffers[tensor.buffer].data))
-    dtype = np.int8 if tensor.type == sparse_format.INT8 else np.float32
+    dtype = np.int8 if tensor.type == TensorType.INT8 else np.float32
     stored = np.frombuffer(stored, dtype)
     if tensor.sparsity is not None:
         stored = sparse_format.dense_values(tensor.sparsity, stored,

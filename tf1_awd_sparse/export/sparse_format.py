@@ -1,11 +1,12 @@
 """TFLite's sparsity format as `sparse_storage` writes and reads it: the
 schema module the rewrite needs (TF 2.x's generated ``schema_py_generated``
-and ``flatbuffers``: `schema_modules`, `available`), the schema's operator
-codes and tensor types, the stored layouts (`LAYOUTS`, `KERNEL_LAYOUTS`),
+and ``flatbuffers``: `schema_modules`, `available`), the stored layouts
+(`LAYOUTS`, `KERNEL_LAYOUTS`),
 and each layout's encoding of a 2-D weight (``SparsityParametersT``: a
 traversal order, a block map and one ``DimensionMetadata`` per stored
 dimension) and its numpy inverse (`encode`, `encoded_bytes`,
-`dense_values`). `sparse_storage` re-exports the public names it had.
+`dense_values`). The schema's codes and types are `tflite_schema`'s.
+`sparse_storage` re-exports the public names it had.
 """
 import numpy as np
 
@@ -13,9 +14,7 @@ from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["LAYOUTS", "KERNEL_LAYOUTS", "SparseStorageError", "available",
            "available_or_raise", "schema_modules", "encode", "encoded_bytes",
-           "fast_layout", "layout_for", "dense_values", "type_name",
-           "FULLY_CONNECTED", "DENSIFY", "DEQUANTIZE", "GATHER", "PAD",
-           "SLICE", "FLOAT32", "INT32", "UINT8", "INT8"]
+           "fast_layout", "layout_for", "dense_values"]
 
 #: Stored layouts: ``"auto"`` (per tensor, the smallest encoding),
 #: ``"fast"`` (per tensor, the layout a sparse kernel reads: int8 1 x 16,
@@ -30,18 +29,6 @@ KERNEL_LAYOUTS = {("float32", "csr"), ("float32", "1x4"),
                   ("int8", "1x16")}
 
 _BLOCK = {"csr": 1, "1x4": 4, "1x16": 16}
-
-# Builtin operator codes and tensor types of the TFLite schema.
-FULLY_CONNECTED = 9
-DENSIFY = 124
-DEQUANTIZE = 6
-GATHER = 36
-PAD = 34
-SLICE = 65
-FLOAT32 = 0
-INT32 = 2
-UINT8 = 3
-INT8 = 9
 
 
 class SparseStorageError(ValueError, Error):
@@ -196,9 +183,3 @@ def dense_values(sparsity, values, shape):
     dense[row_of, indices] = np.asarray(values).reshape(-1, block)
     return dense.reshape(rows, cols)
 
-
-def type_name(tensor_type):
-    """The schema's name of a tensor type (``"float32"``, ``"uint8"``,
-    ``"int8"``; ``"type N"`` for another)."""
-    return {FLOAT32: "float32", UINT8: "uint8", INT8: "int8"}.get(
-        tensor_type, "type %d" % tensor_type)

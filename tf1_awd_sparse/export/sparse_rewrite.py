@@ -8,9 +8,9 @@ is the entry."""
 import numpy as np
 
 from tf1_awd_sparse.export.sparse_format import (
-    DENSIFY, DEQUANTIZE, FLOAT32, FULLY_CONNECTED, GATHER, INT32, INT8,
-    KERNEL_LAYOUTS, PAD, SLICE, SparseStorageError, encode, fast_layout,
-    layout_for, type_name)
+    KERNEL_LAYOUTS, SparseStorageError, encode, fast_layout, layout_for)
+from tf1_awd_sparse.export.tflite_schema import (
+    Op, TensorType, builtin_code, opcode_index, symmetric_int8, type_name)
 
 __all__ = ["rewrite_weights"]
 
@@ -33,32 +33,18 @@ def rewrite_weights(schema, model, weights, layout, min_zeros):
     rewrite.graph.operators = rewrite.operators()
 
 
-def _opcode(schema, model, builtin):
-    """Index of ``builtin``'s operator code in ``model``, added if new."""
-    for index, code in enumerate(model.operatorCodes):
-        if max(code.builtinCode, code.deprecatedBuiltinCode) == builtin:
-            return index
-    code = schema.OperatorCodeT()
-    code.builtinCode = builtin
-    code.deprecatedBuiltinCode = min(builtin, 127)
-    code.version = 1
-    model.operatorCodes.append(code)
-    return len(model.operatorCodes) - 1
-
-
 def _weight_uses(model, graph):
     """{tensor index: [(operator, input position, is_fc_weights)]} of the
     constant inputs of FULLY_CONNECTED ops' weights, over all their uses."""
+    def builtin(op):
+        code = model.operatorCodes[op.opcodeIndex]
+        return builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
     uses, fc_weights = {}, set()
     for op in graph.operators:
-        code = model.operatorCodes[op.opcodeIndex]
-        if max(code.builtinCode, code.deprecatedBuiltinCode) == \
-                FULLY_CONNECTED and len(op.inputs) > 1:
+        if builtin(op) == Op.FULLY_CONNECTED and len(op.inputs) > 1:
             fc_weights.add(op.inputs[1])
     for op in graph.operators:
-        code = model.operatorCodes[op.opcodeIndex]
-        is_fc = max(code.builtinCode,
-                    code.deprecatedBuiltinCode) == FULLY_CONNECTED
+        is_fc = builtin(op) == Op.FULLY_CONNECTED
         for position, index in enumerate(op.inputs):
             if index in fc_weights:
                 uses.setdefault(index, []).append(
@@ -79,7 +65,7 @@ class _Rewrite(object):
 
     def builtin(self, op):
         code = self.model.operatorCodes[op.opcodeIndex]
-        return max(code.builtinCode, code.deprecatedBuiltinCode)
+        return builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
 
     def operators(self):
         """The rewritten graph's operators, in an order that runs."""
@@ -109,7 +95,7 @@ class _Rewrite(object):
 
     def operator(self, builtin, inputs, outputs):
         op = self.schema.OperatorT()
-        op.opcodeIndex = _opcode(self.schema, self.model, builtin)
+        op.opcodeIndex = opcode_index(self.schema, self.model, builtin)
         op.inputs, op.outputs = list(inputs), list(outputs)
         return op
 
@@ -124,12 +110,12 @@ class _Rewrite(object):
         paddings[-1, 1] = padding
         shape = list(source.shape)
         shape[-1] += padding
-        constant = self.tensor([rank, 2], INT32,
+        constant = self.tensor([rank, 2], TensorType.INT32,
                                source.name + b"/padding", data=paddings)
         padded = self.tensor(shape, source.type, source.name + b"/padded",
                              source.quantization)
         self.before.setdefault(id(fc), []).append(
-            self.operator(PAD, [fc.inputs[0], constant], [padded]))
+            self.operator(Op.PAD, [fc.inputs[0], constant], [padded]))
         fc.inputs = [padded] + list(fc.inputs)[1:]
 
     def dequantize_after(self, gather, table, padding=0):
@@ -144,22 +130,26 @@ class _Rewrite(object):
         shape = list(graph.tensors[output].shape)
         name = graph.tensors[output].name
         quantization = graph.tensors[table].quantization
-        rows = self.tensor(shape, INT8, name + b"/int8", quantization)
+        rows = self.tensor(shape, TensorType.INT8, name + b"/int8",
+                           quantization)
         ops = []
         if padding:
-            wide = self.tensor(shape[:-1] + [shape[-1] + padding], INT8,
+            wide = self.tensor(shape[:-1] + [shape[-1] + padding],
+                               TensorType.INT8,
                                name + b"/int8_padded", quantization)
-            begin = self.tensor([len(shape)], INT32, name + b"/begin",
+            begin = self.tensor([len(shape)], TensorType.INT32,
+                                name + b"/begin",
                                 data=np.zeros(len(shape), np.int32))
-            size = self.tensor([len(shape)], INT32, name + b"/size",
+            size = self.tensor([len(shape)], TensorType.INT32,
+                               name + b"/size",
                                data=np.array([-1] * (len(shape) - 1)
                                              + [shape[-1]], np.int32))
-            ops.append(self.operator(SLICE, [wide, begin, size], [rows]))
+            ops.append(self.operator(Op.SLICE, [wide, begin, size], [rows]))
             gather.outputs = [wide]
         else:
             gather.outputs = [rows]
         gather.inputs = [table] + list(gather.inputs)[1:]
-        ops.append(self.operator(DEQUANTIZE, [rows], [output]))
+        ops.append(self.operator(Op.DEQUANTIZE, [rows], [output]))
         self.after.setdefault(id(gather), []).extend(ops)
 
     def read_through(self, index, builtin, suffix, dtype, quantization):
@@ -181,7 +171,7 @@ def _paddable(rewrite, uses, cols):
             shape = rewrite.graph.tensors[op.inputs[0]].shape
             if shape is None or not len(shape) or int(shape[-1]) != cols:
                 return False
-        elif not (rewrite.builtin(op) == GATHER and position == 0):
+        elif not (rewrite.builtin(op) == Op.GATHER and position == 0):
             return False
     return True
 
@@ -193,14 +183,13 @@ def _redirect(uses, source):
 
 
 def _as_int8(schema, tensor, values):
-    """Symmetric per-tensor int8 of float ``values`` (zero point 0, scale
-    max|w| / 127): the weight format of TFLite's hybrid kernels."""
-    peak = float(np.max(np.abs(values))) if values.size else 0.0
-    scale = peak / 127.0 if peak > 0 else 1.0
+    """``values`` as `symmetric_int8` codes; ``tensor`` made int8 on their
+    scale (zero point 0)."""
+    codes, scale = symmetric_int8(values)
     quantization = schema.QuantizationParametersT()
     quantization.scale, quantization.zeroPoint = [scale], [0]
-    tensor.type, tensor.quantization = INT8, quantization
-    return np.clip(np.round(values / scale), -127, 127).astype(np.int8)
+    tensor.type, tensor.quantization = TensorType.INT8, quantization
+    return codes
 
 
 def _own_buffer(rewrite, tensor):
@@ -219,7 +208,7 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
     """Rewrites the weight tensor ``index`` and re-points its ``uses``."""
     schema, tensor = rewrite.schema, rewrite.graph.tensors[index]
     buffer = _own_buffer(rewrite, tensor)
-    if tensor.type != FLOAT32:
+    if tensor.type != TensorType.FLOAT32:
         raise SparseStorageError(
             "tensor %r is %s, not float32: sparse storage rewrites float "
             "files (TFLite has no sparse uint8 kernel and its DENSIFY op "
@@ -273,17 +262,18 @@ def _read_by(rewrite, index, uses, weights, padding, kernel_reads):
     dense_copy = None
     if sparse and (densified or lookups):
         tensor = rewrite.graph.tensors[index]
-        dense_copy = rewrite.read_through(index, DENSIFY, b"/densified",
+        dense_copy = rewrite.read_through(index, Op.DENSIFY, b"/densified",
                                           tensor.type, tensor.quantization)
         _redirect(densified, dense_copy)
     source = index if dense_copy is None else dense_copy
     if weights == "int8":
         gathers = [u for u in lookups
-                   if rewrite.builtin(u[0]) == GATHER and u[1] == 0]
+                   if rewrite.builtin(u[0]) == Op.GATHER and u[1] == 0]
         for op, _, _ in gathers:
             rewrite.dequantize_after(op, source, padding)
         lookups = [u for u in lookups if u not in gathers]
         if lookups:   # another reader: one float copy of the table
-            source = rewrite.read_through(source, DEQUANTIZE,
-                                          b"/dequantized", FLOAT32, None)
+            source = rewrite.read_through(source, Op.DEQUANTIZE,
+                                          b"/dequantized", TensorType.FLOAT32,
+                                          None)
     _redirect(lookups, source)

@@ -38,9 +38,10 @@ from tf1_awd_sparse.export import tflite_file
 # The format and its encodings, in a module of their own, keep their names
 # here: callers import them from this module.
 from tf1_awd_sparse.export.sparse_format import (  # noqa: F401
-    DENSIFY, FLOAT32, FULLY_CONNECTED, INT8, KERNEL_LAYOUTS, LAYOUTS, UINT8,
-    SparseStorageError, available, available_or_raise, dense_values, encode,
-    encoded_bytes, schema_modules, type_name)
+    KERNEL_LAYOUTS, LAYOUTS, SparseStorageError, available,
+    available_or_raise, dense_values, encode, encoded_bytes, schema_modules)
+from tf1_awd_sparse.export.tflite_schema import (
+    IDENTIFIER, Op, TensorType, builtin_code, type_name)
 from tf1_awd_sparse.export.sparse_rewrite import rewrite_weights
 
 __all__ = ["store_sparse", "sparse_tensors", "stores_sparse",
@@ -171,7 +172,7 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
                                  "rewrites one" % len(parsed.subgraphs))
     rewrite_weights(schema, parsed, weights, layout, min_zeros)
     builder = flatbuffers.Builder(1024)
-    builder.Finish(parsed.Pack(builder), file_identifier=b"TFL3")
+    builder.Finish(parsed.Pack(builder), file_identifier=IDENTIFIER)
     new_bytes = bytes(builder.Output())
     return new_bytes, describe(new_bytes)
 
@@ -196,7 +197,8 @@ def constant_arrays(model):
     model = tflite_file.verify(model)
     schema, _ = schema_modules()
     parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(model, 0))
-    dtypes = {FLOAT32: np.float32, UINT8: np.uint8, INT8: np.int8}
+    dtypes = {TensorType.FLOAT32: np.float32, TensorType.UINT8: np.uint8,
+              TensorType.INT8: np.int8}
     found = []
     for tensor in parsed.subgraphs[0].tensors:
         data = parsed.buffers[tensor.buffer].data
@@ -237,12 +239,12 @@ def describe(model):
     readers = {}
     for op in graph.operators:
         code = parsed.operatorCodes[op.opcodeIndex]
-        builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+        builtin = builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
         for position, index in enumerate(op.inputs):
-            if builtin == DENSIFY or (builtin == FULLY_CONNECTED
-                                       and position == 1):
+            if builtin == Op.DENSIFY or (builtin == Op.FULLY_CONNECTED
+                                          and position == 1):
                 readers.setdefault(index, set()).add(
-                    "densify" if builtin == DENSIFY else "kernel")
+                    "densify" if builtin == Op.DENSIFY else "kernel")
     found = []
     for index, tensor in enumerate(graph.tensors):
         if tensor.sparsity is None:
@@ -251,7 +253,7 @@ def describe(model):
         layout = "csr" if len(dims) == 2 else "1x%d" % dims[2].denseSize
         values = np.frombuffer(bytes(bytearray(
             parsed.buffers[tensor.buffer].data)), np.uint8)
-        itemsize = 4 if tensor.type == FLOAT32 else 1
+        itemsize = 4 if tensor.type == TensorType.FLOAT32 else 1
         found.append({"name": tensor.name.decode(),
                       "shape": [int(d) for d in tensor.shape],
                       "dtype": type_name(tensor.type), "layout": layout,

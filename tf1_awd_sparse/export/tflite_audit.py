@@ -12,6 +12,8 @@ import collections
 import struct
 
 from tf1_awd_sparse.export import tflite_file
+from tf1_awd_sparse.export.tflite_schema import (
+    Op, TensorType, builtin_code, operator_name)
 
 __all__ = ["FloatOp", "float_ops", "tensor_grids", "requantizations",
            "bypass_requantizations", "merged_grids"]
@@ -21,25 +23,8 @@ __all__ = ["FloatOp", "float_ops", "tensor_grids", "requantizations",
 #: output tensors.
 FloatOp = collections.namedtuple("FloatOp", ["index", "op", "outputs"])
 
-#: Schema tensor types that are float.
-_FLOAT_TYPES = {0: "float32", 1: "float16", 10: "float64"}
-
-
-def _operator_name(code):
-    return _OPERATOR_NAMES.get(code, "BUILTIN_%d" % code)
-
-
-#: The schema's names of the builtin operators an 8-bit graph holds
-#: (others are named by their code).
-_OPERATOR_NAMES = {
-    0: "ADD", 2: "CONCATENATION", 3: "CONV_2D", 4: "DEPTHWISE_CONV_2D",
-    6: "DEQUANTIZE", 7: "EMBEDDING_LOOKUP", 9: "FULLY_CONNECTED",
-    14: "LOGISTIC", 16: "LSTM", 17: "MAX_POOL_2D", 18: "MUL", 19: "RELU",
-    21: "RELU6", 22: "RESHAPE", 25: "SOFTMAX", 28: "TANH", 32: "CUSTOM",
-    34: "PAD", 36: "GATHER", 39: "TRANSPOSE", 41: "SUB", 43: "SQUEEZE",
-    44: "UNIDIRECTIONAL_SEQUENCE_LSTM", 45: "STRIDED_SLICE", 49: "SPLIT",
-    65: "SLICE", 70: "EXPAND_DIMS", 80: "FAKE_QUANT", 83: "PACK",
-    88: "UNPACK", 102: "SPLIT_V", 114: "QUANTIZE", 124: "DENSIFY"}
+#: Tensor types that are float.
+_FLOAT_TYPES = (TensorType.FLOAT32, TensorType.FLOAT16, TensorType.FLOAT64)
 
 
 def _subgraph(buf):
@@ -75,8 +60,8 @@ def tensor_grids(model):
     return grids
 
 
-#: The schema's QUANTIZE operator and its 8-bit tensor types.
-_QUANTIZE, _EIGHT_BITS = 114, (3, 9)
+#: The 8-bit tensor types.
+_EIGHT_BITS = (TensorType.UINT8, TensorType.INT8)
 
 
 def requantizations(model):
@@ -104,7 +89,7 @@ def requantizations(model):
     found = []
     for op in operators:
         if codes[tflite_file.scalar(buf, op, "Operator",
-                                    "opcode_index")] != _QUANTIZE:
+                                    "opcode_index")] != Op.QUANTIZE:
             continue
         (source,), (target,) = [tflite_file.ints(buf, op, "Operator", name)
                                 for name in ("inputs", "outputs")]
@@ -117,10 +102,6 @@ def requantizations(model):
                 grids[names[0]][0] < 0.5 * grids[names[1]][0]:
             found.append(names[1])
     return found
-
-
-#: The schema's CONCATENATION operator and its uint8 tensor type.
-_CONCATENATION, _UINT8 = 2, 3
 
 
 def bypass_requantizations(model):
@@ -156,7 +137,7 @@ def bypass_requantizations(model):
 
     def uint8(index):
         return tflite_file.scalar(buf, tensors[index], "Tensor",
-                                  "type") == _UINT8
+                                  "type") == TensorType.UINT8
 
     readers = collections.defaultdict(list)
     for op in operators:
@@ -165,14 +146,14 @@ def bypass_requantizations(model):
             readers[index].append((op, slot))
     bypassed = []
     for op in operators:
-        if code(op) != _QUANTIZE:
+        if code(op) != Op.QUANTIZE:
             continue
         (source,), (target,) = [tflite_file.ints(buf, op, "Operator", name)
                                 for name in ("inputs", "outputs")]
         reads = readers[target]
         if (target in graph_outputs or not reads or not uint8(source)
                 or not uint8(target)
-                or any(code(reader) != _CONCATENATION
+                or any(code(reader) != Op.CONCATENATION
                        for reader, _ in reads)):
             continue
         for reader, slot in reads:
@@ -222,7 +203,7 @@ def merged_grids(model):
         for index in tflite_file.ints(buf, op, "Operator", "outputs"):
             reads = readers[index]
             if index in outputs or not reads or any(
-                    code(r) != _CONCATENATION for r in reads):
+                    code(r) != Op.CONCATENATION for r in reads):
                 continue
             if all(grids[name(index)] == grids[name(
                     tflite_file.ints(buf, r, "Operator", "outputs")[0])]
@@ -231,16 +212,17 @@ def merged_grids(model):
     return found
 
 
-#: The schema's ADD, MUL and SUB: ops that compute a value on a grid of
-#: their own (a move, a concatenation or a QUANTIZE only re-grids).
-_ARITHMETIC = (0, 18, 41)
+#: Ops that compute a value on a grid of their own (a move, a
+#: concatenation or a QUANTIZE only re-grids).
+_ARITHMETIC = (Op.ADD, Op.MUL, Op.SUB)
 
 
 def _codes(buf, root):
     """The builtin code of each of a file's operator codes."""
-    return [max(tflite_file.scalar(buf, c, "OperatorCode",
-                                   "deprecated_builtin_code"),
-                tflite_file.scalar(buf, c, "OperatorCode", "builtin_code"))
+    return [builtin_code(tflite_file.scalar(buf, c, "OperatorCode",
+                                            "deprecated_builtin_code"),
+                         tflite_file.scalar(buf, c, "OperatorCode",
+                                            "builtin_code"))
             for c in tflite_file.tables(buf, root, "Model",
                                         "operator_codes")]
 
@@ -273,7 +255,7 @@ def float_ops(model):
                 if i >= 0]
         if any(tflite_file.scalar(buf, tensors[i], "Tensor", "type")
                in _FLOAT_TYPES for i in ins + outs):
-            found.append(FloatOp(index, _operator_name(codes[tflite_file.scalar(
+            found.append(FloatOp(index, operator_name(codes[tflite_file.scalar(
                 buf, op, "Operator", "opcode_index")]), tuple(
                     tflite_file.string(buf, tensors[i], "Tensor", "name")
                     for i in outs)))

@@ -1,20 +1,21 @@
 """Writing a TFLite model op by op, without a converter: the flatbuffer
 builder of `fused_lstm` (and `fused_low_rank`) and the few ops they share
 (reshape, slice, a fully-connected product, an addition), float32
-activations, weights float32 or symmetric per-tensor int8.
+activations, weights float32 or symmetric per-tensor int8
+(`tflite_schema.symmetric_int8`). Operator codes and tensor types are
+`tflite_schema.Op`'s and `tflite_schema.TensorType`'s.
 """
 import numpy as np
 
 from tf1_awd_sparse.export import sparse_format
+from tf1_awd_sparse.export.tflite_schema import (
+    IDENTIFIER, SCHEMA_VERSION, Op, TensorType, opcode_index, symmetric_int8)
 
-__all__ = ["BLOCK", "ADD", "CONCATENATION", "RESHAPE", "padded",
-           "Builder", "blocks", "reshape", "sliced", "gathered", "product",
-           "concatenated", "add"]
+__all__ = ["BLOCK", "padded", "Builder", "blocks", "reshape", "sliced",
+           "gathered", "product", "concatenated", "add"]
 
 #: The width of the int8 sparse kernels' blocks.
 BLOCK = 16
-#: Builtin operator codes of the TFLite schema not in `sparse_format`.
-ADD, CONCATENATION, RESHAPE = 0, 2, 22
 
 
 def padded(size, sparse):
@@ -36,7 +37,7 @@ class Builder(object):
     def __init__(self, schema, description):
         self.schema = schema
         self.model = schema.ModelT()
-        self.model.version = 3
+        self.model.version = SCHEMA_VERSION
         self.model.description = description
         self.model.buffers = [schema.BufferT()]   # buffer 0: no data
         self.model.operatorCodes = []
@@ -47,8 +48,9 @@ class Builder(object):
 
     def tensor(self, name, shape, dtype, data=None, scale=None,
                sparsity=None, variable=False):
-        """Adds a tensor; ``data`` (numpy, already encoded) makes it a
-        constant. Returns its index."""
+        """Adds a tensor of type ``dtype`` (a `tflite_schema.TensorType`);
+        ``data`` (numpy, already encoded) makes it a constant. Returns its
+        index."""
         tensor = self.schema.TensorT()
         tensor.name = name.encode()
         tensor.shape = np.asarray(shape, np.int32)
@@ -70,15 +72,12 @@ class Builder(object):
         return len(self.graph.tensors) - 1
 
     def weight(self, name, value, dtype, sparse=False):
-        """A constant 2-D weight: float32, or symmetric int8 (scale
-        max|w| / 127), stored in 1 x 16 blocks with ``sparse``. Returns
-        its index."""
+        """A constant 2-D weight: float32, or with ``dtype`` int8 its
+        `tflite_schema.symmetric_int8` codes, stored in 1 x 16 blocks with
+        ``sparse``. Returns its index."""
         scale, shape = None, np.shape(value)
-        if dtype == sparse_format.INT8:
-            peak = float(np.max(np.abs(value))) if np.size(value) else 0.0
-            scale = peak / 127.0 if peak > 0 else 1.0
-            value = np.clip(np.round(np.asarray(value) / scale), -127,
-                            127).astype(np.int8)
+        if dtype == TensorType.INT8:
+            value, scale = symmetric_int8(value)
         else:
             value = np.asarray(value, np.float32)
         sparsity = None
@@ -87,17 +86,10 @@ class Builder(object):
         return self.tensor(name, shape, dtype, value, scale, sparsity)
 
     def op(self, builtin, inputs, outputs, options_type=0, options=None):
-        """Appends an operator (run in the order added)."""
-        codes = [c.builtinCode for c in self.model.operatorCodes]
-        if builtin not in codes:
-            code = self.schema.OperatorCodeT()
-            code.builtinCode = builtin
-            code.deprecatedBuiltinCode = min(builtin, 127)
-            code.version = 1
-            self.model.operatorCodes.append(code)
-            codes.append(builtin)
+        """Appends an operator, ``builtin`` a `tflite_schema.Op` (run in the
+        order added)."""
         operator = self.schema.OperatorT()
-        operator.opcodeIndex = codes.index(builtin)
+        operator.opcodeIndex = opcode_index(self.schema, self.model, builtin)
         operator.inputs = [int(i) for i in inputs]
         operator.outputs = [int(i) for i in outputs]
         operator.builtinOptionsType = options_type
@@ -116,7 +108,7 @@ class Builder(object):
 
     def finish(self, flatbuffers):
         builder = flatbuffers.Builder(1024)
-        builder.Finish(self.model.Pack(builder), file_identifier=b"TFL3")
+        builder.Finish(self.model.Pack(builder), file_identifier=IDENTIFIER)
         return bytes(builder.Output())
 
 
@@ -134,13 +126,12 @@ def blocks(schema, value):
 
 def reshape(build, source, shape, name):
     """``source`` reshaped to ``shape`` (a new float tensor ``name``)."""
-    target = build.tensor(name, shape, sparse_format.FLOAT32)
-    new_shape = build.tensor(name + "/shape", [len(shape)],
-                             sparse_format.INT32,
+    target = build.tensor(name, shape, TensorType.FLOAT32)
+    new_shape = build.tensor(name + "/shape", [len(shape)], TensorType.INT32,
                              np.asarray(shape, np.int32))
     options = build.schema.ReshapeOptionsT()
     options.newShape = [int(s) for s in shape]
-    build.op(RESHAPE, [source, new_shape], [target],
+    build.op(Op.RESHAPE, [source, new_shape], [target],
              build.schema.BuiltinOptions.ReshapeOptions, options)
     return target
 
@@ -153,12 +144,12 @@ def sliced(build, source, shape, name, copy=False, begin=None):
     if not copy and begin is None and \
             list(build.graph.tensors[source].shape) == list(shape):
         return source
-    target = build.tensor(name, shape, sparse_format.FLOAT32)
-    begin = build.tensor(name + "/begin", [len(shape)], sparse_format.INT32,
+    target = build.tensor(name, shape, TensorType.FLOAT32)
+    begin = build.tensor(name + "/begin", [len(shape)], TensorType.INT32,
                          np.asarray(begin or [0] * len(shape), np.int32))
-    size = build.tensor(name + "/size", [len(shape)], sparse_format.INT32,
+    size = build.tensor(name + "/size", [len(shape)], TensorType.INT32,
                         np.asarray(shape, np.int32))
-    build.op(sparse_format.SLICE, [source, begin, size], [target],
+    build.op(Op.SLICE, [source, begin, size], [target],
              build.schema.BuiltinOptions.SliceOptions,
              build.schema.SliceOptionsT())
     return target
@@ -176,13 +167,13 @@ def gathered(build, source, ids, name, batch_size):
                         scale=scale)
     options = build.schema.GatherOptionsT()
     options.axis = 0
-    build.op(sparse_format.GATHER, [source, ids], [rows],
+    build.op(Op.GATHER, [source, ids], [rows],
              build.schema.BuiltinOptions.GatherOptions, options)
-    if tensor.type == sparse_format.INT8:
+    if tensor.type == TensorType.INT8:
         dequantized = build.tensor(name + "/dequantized",
                                    [batch_size, 1, width],
-                                   sparse_format.FLOAT32)
-        build.op(sparse_format.DEQUANTIZE, [rows], [dequantized],
+                                   TensorType.FLOAT32)
+        build.op(Op.DEQUANTIZE, [rows], [dequantized],
                  build.schema.BuiltinOptions.DequantizeOptions,
                  build.schema.DequantizeOptionsT())
         rows = dequantized
@@ -192,10 +183,10 @@ def gathered(build, source, ids, name, batch_size):
 def product(build, x, weights, shape, name):
     """``x @ weights^T`` (a ``FULLY_CONNECTED`` op without bias; hybrid
     with int8 weights), a new float tensor ``name`` of ``shape``."""
-    out = build.tensor(name, shape, sparse_format.FLOAT32)
+    out = build.tensor(name, shape, TensorType.FLOAT32)
     options = build.schema.FullyConnectedOptionsT()
     options.asymmetricQuantizeInputs = False
-    build.op(sparse_format.FULLY_CONNECTED, [x, weights, -1], [out],
+    build.op(Op.FULLY_CONNECTED, [x, weights, -1], [out],
              build.schema.BuiltinOptions.FullyConnectedOptions, options)
     return out
 
@@ -205,17 +196,17 @@ def concatenated(build, parts, name):
     along their last axis, a new float tensor ``name``."""
     shapes = [list(build.graph.tensors[p].shape) for p in parts]
     shape = shapes[0][:-1] + [sum(s[-1] for s in shapes)]
-    out = build.tensor(name, shape, sparse_format.FLOAT32)
+    out = build.tensor(name, shape, TensorType.FLOAT32)
     options = build.schema.ConcatenationOptionsT()
     options.axis = len(shape) - 1
-    build.op(CONCATENATION, list(parts), [out],
+    build.op(Op.CONCATENATION, list(parts), [out],
              build.schema.BuiltinOptions.ConcatenationOptions, options)
     return out
 
 
 def add(build, a, b, shape, name):
     """``a + b``, a new float tensor ``name`` of ``shape``."""
-    out = build.tensor(name, shape, sparse_format.FLOAT32)
-    build.op(ADD, [a, b], [out], build.schema.BuiltinOptions.AddOptions,
+    out = build.tensor(name, shape, TensorType.FLOAT32)
+    build.op(Op.ADD, [a, b], [out], build.schema.BuiltinOptions.AddOptions,
              build.schema.AddOptionsT())
     return out
