@@ -349,6 +349,25 @@ def test_a_low_rank_table_is_written_as_its_two_parts(tmp_path, weights,
     np.testing.assert_array_equal(back[1], back_proj)
 
 
+@needs_schema
+def test_a_sparse_layer_wider_than_the_kernel_indexes_is_refused():
+    """4,000 inputs and 112 units are 4,112 columns of the folded input:
+    past the 256 blocks of 16 whose index the sparse kernel keeps in one
+    byte; 4,000 and 96 fit (the next check refuses them)."""
+    rng = np.random.RandomState(0)
+
+    def layer(inputs, units):
+        return fused_lstm.LSTMLayer(
+            np.zeros([inputs + units, 4 * units], np.float32),
+            rng.randn(4 * units).astype(np.float32), 1.0)
+    table = np.ones([3, 4000], np.float32)
+    with pytest.raises(ValueError, match=r"4,112 .*4,096 columns .*one "
+                       r"byte \(blocks 0-255\)"):
+        fused_lstm.fused_lm(table, [layer(4000, 112)], None, "int8-sparse")
+    with pytest.raises(ValueError, match="top layer has 96 units"):
+        fused_lstm.fused_lm(table, [layer(4000, 96)], None, "int8-sparse")
+
+
 @pytest.mark.parametrize("low_rank, message", [
     ((np.zeros([VOCAB, 2]), np.zeros([EMB + 1, 2])), r"low_rank must be"),
     ((np.zeros([VOCAB, 2]), np.zeros([EMB, 3])), r"low_rank must be"),

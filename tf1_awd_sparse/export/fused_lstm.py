@@ -73,6 +73,12 @@ _DESCRIPTION = "tf1_awd_sparse fused LSTM language model"
 # input, forget, cell (j) and output gates in that order.
 _GATE_COLUMNS = (0, 2, 1, 3)
 _FORGET = 1   # position of the forget gate in the op's order
+# The widest input the int8 sparse kernels index: their ledger holds each
+# 1 x 16 block's column index in one byte (blocks 0-255), and each row's
+# count of non-zero blocks in one byte too (so a row this wide needs one
+# zero block). Past either, TF 2.15's and LiteRT's hybrid fully-connected
+# kernel computed wrong values without an error (measured).
+_MAX_SPARSE_COLUMNS = 256 * tfl.BLOCK
 
 
 def state_names(layer):
@@ -248,12 +254,14 @@ def _checked_layer(index, layer, width, weights):
     if layer.proj_clip is not None and not layer.proj_clip > 0:
         raise ValueError("layers[%d]: proj_clip must be None or positive, "
                          "got %r" % (index, layer.proj_clip))
-    if weights == "int8-sparse" and \
-            tfl.padded(width, True) + tfl.padded(out, True) > 4096:
+    if weights == "int8-sparse" and tfl.padded(width, True) + \
+            tfl.padded(out, True) > _MAX_SPARSE_COLUMNS:
         raise ValueError(
-            "layers[%d]: input + output %d exceed the 4,096 columns the "
-            "sparse LSTM kernel indexes (255 blocks of 16 a row)"
-            % (index, width + out))
+            "layers[%d]: input + output %s (padded to whole blocks of 16) "
+            "exceed the %s columns the sparse LSTM kernel can index: it "
+            "keeps each block's column index in one byte (blocks 0-255)"
+            % (index, format(width + out, ","),
+               format(_MAX_SPARSE_COLUMNS, ",")))
     return LSTMLayer(kernel, np.asarray(layer.bias, np.float32),
                      float(layer.forget_bias), peepholes, projection,
                      layer.proj_clip)
