@@ -10,7 +10,7 @@ import numpy as np
 from tf1_awd_sparse.export.sparse_format import (
     KERNEL_LAYOUTS, SparseStorageError, encode, fast_layout, layout_for)
 from tf1_awd_sparse.export.tflite_schema import (
-    Op, TensorType, builtin_code, opcode_index, symmetric_int8, type_name)
+    Op, TensorType, opcode_index, operator_code, symmetric_int8, type_name)
 
 __all__ = ["rewrite_weights"]
 
@@ -36,15 +36,13 @@ def rewrite_weights(schema, model, weights, layout, min_zeros):
 def _weight_uses(model, graph):
     """{tensor index: [(operator, input position, is_fc_weights)]} of the
     constant inputs of FULLY_CONNECTED ops' weights, over all their uses."""
-    def builtin(op):
-        code = model.operatorCodes[op.opcodeIndex]
-        return builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
     uses, fc_weights = {}, set()
     for op in graph.operators:
-        if builtin(op) == Op.FULLY_CONNECTED and len(op.inputs) > 1:
+        if operator_code(model, op) == Op.FULLY_CONNECTED and \
+                len(op.inputs) > 1:
             fc_weights.add(op.inputs[1])
     for op in graph.operators:
-        is_fc = builtin(op) == Op.FULLY_CONNECTED
+        is_fc = operator_code(model, op) == Op.FULLY_CONNECTED
         for position, index in enumerate(op.inputs):
             if index in fc_weights:
                 uses.setdefault(index, []).append(
@@ -64,8 +62,7 @@ class _Rewrite(object):
         self.after = {}          # id(op) -> ops to run right after it
 
     def builtin(self, op):
-        code = self.model.operatorCodes[op.opcodeIndex]
-        return builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
+        return operator_code(self.model, op)
 
     def operators(self):
         """The rewritten graph's operators, in an order that runs."""

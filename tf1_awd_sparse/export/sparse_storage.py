@@ -41,7 +41,7 @@ from tf1_awd_sparse.export.sparse_format import (  # noqa: F401
     KERNEL_LAYOUTS, LAYOUTS, SparseStorageError, available,
     available_or_raise, dense_values, encode, encoded_bytes, schema_modules)
 from tf1_awd_sparse.export.tflite_schema import (
-    IDENTIFIER, Op, TensorType, builtin_code, type_name)
+    IDENTIFIER, Op, TensorType, operator_code, type_name)
 from tf1_awd_sparse.export.sparse_rewrite import rewrite_weights
 
 __all__ = ["store_sparse", "sparse_tensors", "stores_sparse",
@@ -238,8 +238,7 @@ def describe(model):
     graph = parsed.subgraphs[0]
     readers = {}
     for op in graph.operators:
-        code = parsed.operatorCodes[op.opcodeIndex]
-        builtin = builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
+        builtin = operator_code(parsed, op)
         for position, index in enumerate(op.inputs):
             if builtin == Op.DENSIFY or (builtin == Op.FULLY_CONNECTED
                                           and position == 1):

@@ -3,7 +3,7 @@ in one place: the file identifier and the tables a file holds (`TABLES`,
 `UNIONS`: what `tflite_file` reads and verifies), the builtin operator
 codes (`Op`) and tensor types (`TensorType`), the inputs of the builtin
 ``LSTM`` op (`LSTMInput`), the operator-code rule (`builtin_code`,
-`opcode_index`) and the weight format of TFLite's hybrid kernels
+`operator_code`, `opcode_index`) and the weight format of TFLite's hybrid kernels
 (`symmetric_int8`). Every writer and reader of ``export/`` takes them
 from here.
 
@@ -23,7 +23,8 @@ import numpy as np
 __all__ = ["IDENTIFIER", "SCHEMA_VERSION", "TABLES", "UNIONS", "Op",
            "operator_name", "TensorType", "type_name", "LSTMInput",
            "GATE_INPUT_WEIGHTS", "GATE_RECURRENT_WEIGHTS", "GATE_BIASES",
-           "PEEPHOLES", "builtin_code", "opcode_index", "symmetric_int8"]
+           "PEEPHOLES", "builtin_code", "operator_code", "opcode_index",
+           "symmetric_int8"]
 
 #: The version of the schema a written model declares (``Model.version``).
 SCHEMA_VERSION = 3
@@ -197,6 +198,13 @@ def builtin_code(deprecated, builtin):
     old converters set only the first (a byte), newer ones both, and codes
     over 127 only the second (the first then holds 127)."""
     return max(deprecated, builtin)
+
+
+def operator_code(model, operator):
+    """The builtin code of ``operator`` (an ``OperatorT`` of ``model``, a
+    ``ModelT`` of the generated schema module), by `builtin_code`."""
+    code = model.operatorCodes[operator.opcodeIndex]
+    return builtin_code(code.deprecatedBuiltinCode, code.builtinCode)
 
 
 def opcode_index(schema, model, builtin):

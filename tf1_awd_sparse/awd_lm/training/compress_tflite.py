@@ -13,6 +13,7 @@ import tempfile
 import numpy as np
 
 from tf1_awd_sparse.export import sparse_storage, tflite_audit, tflite_file
+from tf1_awd_sparse.export.tflite_schema import type_name
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import modeldir
@@ -159,12 +160,6 @@ def streaming_runners(models, directory):
     return runners
 
 
-#: The schema's names of the tensor types (TensorType).
-_TYPE_NAMES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8",
-               4: "int64", 5: "string", 6: "bool", 7: "int16", 9: "int8",
-               10: "float64"}
-
-
 def stored(path):
     """What a ``.tflite`` file holds, read from the file (the table's
     notes say this, not the format the export was asked for: an int8
@@ -192,7 +187,7 @@ def stored(path):
         # then the bytes.
         if data is not None and struct.unpack_from("<I", buf, data)[0]:
             kind = tflite_file.scalar(buf, tensor, "Tensor", "type")
-            constants[_TYPE_NAMES.get(kind, "type%d" % kind)] += 1
+            constants[type_name(kind)] += 1
     return {"constants": dict(constants),
             "sparse_tensors": len(sparse_storage.sparse_tensors(buf)),
             "float_ops": len(tflite_audit.float_ops(buf)),
