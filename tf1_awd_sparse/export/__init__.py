@@ -3,9 +3,12 @@ TFLite models of cell stacks), made of :mod:`.stack` (a cell stack and its
 trained values), :mod:`.eval_graph` (the unrolled evaluation graph) and
 :mod:`.graphdef` (GraphDef rewrites and the conversion); :mod:`.runner`
 (``TFLiteRunner``, which runs the files, and ``open_interpreter``, which
-opens them), :mod:`.tflite_file` (a file's flatbuffer read with the
-standard library, and ``verify``, which checks it before any interpreter
-reads it), :mod:`.sparse_storage` (pruned weights stored in TFLite's
+opens them), :mod:`.tflite_schema` (TFLite's schema as the library knows
+it: tables, operator codes, tensor types, the LSTM op's inputs, symmetric
+int8; every writer and reader here takes them from it),
+:mod:`.tflite_file` (a file's flatbuffer read with the standard library,
+and ``verify``, which checks it before any interpreter reads it),
+:mod:`.sparse_storage` (pruned weights stored in TFLite's
 sparse format, int8 weights; its format and encodings are
 :mod:`.sparse_format`'s, its rewrite :mod:`.sparse_rewrite`'s) and
 :mod:`.strip` (sparse pairs to plain dense weights) and :mod:`.fused_lstm`
