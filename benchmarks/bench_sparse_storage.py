@@ -78,7 +78,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
 from tf1_awd_sparse.awd_lm.graph import model  # noqa: E402
 from tf1_awd_sparse.awd_lm.inference import export  # noqa: E402
-from tf1_awd_sparse.export import sparse_storage  # noqa: E402
+from tf1_awd_sparse.export import sparse_format, sparse_storage  # noqa: E402
 from tf1_awd_sparse.export.runner import open_interpreter  # noqa: E402
 from tf1_awd_sparse.transforms import pruning_cut  # noqa: E402
 import _timing  # noqa: E402
@@ -662,7 +662,7 @@ def main(argv=()):
     if args.xnnpack_check:
         _xnnpack_check(*args.xnnpack_check)
         return
-    if not sparse_storage.available():
+    if not sparse_format.available():
         print("bench_sparse_storage needs TensorFlow 2.x (sparse TFLite "
               "storage); this is TensorFlow %s" % tf.__version__)
         return

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from tf1_awd_sparse.base.compat import interpreter_class
-from tf1_awd_sparse.export import sparse_storage, tflite_file
+from tf1_awd_sparse.export import sparse_format, sparse_storage, tflite_file
 from tf1_awd_sparse.export.fused_lstm import STATE_WIDTHS
 from tf1_awd_sparse.export.eval_graph import OUTPUT_NAME
 
@@ -65,7 +65,7 @@ def open_interpreter(path, interpreter=None, num_threads=None):
         message names the field and the bytes).
       ValueError: see `base.compat.interpreter_class`, or a file the
         interpreter cannot load (its message included).
-      sparse_storage.SparseStorageError: a sparse file and an interpreter
+      sparse_format.SparseStorageError: a sparse file and an interpreter
         that cannot run one (TF 1.x's ``tf.lite.Interpreter``).
       OSError: a path that cannot be read.
     """
@@ -79,7 +79,7 @@ def open_interpreter(path, interpreter=None, num_threads=None):
     if sparse:
         resolver = _builtin_only_resolver(make)
         if resolver is None:
-            raise sparse_storage.SparseStorageError(
+            raise sparse_format.SparseStorageError(
                 "%s stores %d tensors sparse (%s, ...), which this "
                 "TensorFlow's TFLite interpreter cannot read: run it with "
                 "TF 2.x's tf.lite or LiteRT (pip install ai-edge-litert)"
