@@ -21,7 +21,7 @@ RELEASE_PARAMS = os.path.join(ROOT, "tests", "data",
 def test_sections_partition_the_checked_keys():
     keys = [k for cls in P.SECTIONS.values() for k in cls._fields]
     assert len(keys) == len(set(keys))
-    assert set(keys) == set(presets.CHECKS) | {"use_vd"}
+    assert set(keys) == set(presets.CHECKS)
 
 
 @pytest.mark.parametrize("preset", sorted(presets.PRESETS))

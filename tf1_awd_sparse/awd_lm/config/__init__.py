@@ -12,6 +12,7 @@ from tf1_awd_sparse.base import names as _names
 __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.awd_lm.config.params": [
         "Params", "as_params", "USER_KEYS", "STAGE_KEYS"],
+    "tf1_awd_sparse.awd_lm.config.registry": ["PARAMETERS"],
     "tf1_awd_sparse.awd_lm.config.presets": [
         "DEFAULTS", "PRESETS", "params_for", "check_params", "CHECKS",
         "text_type", "parse_value"],

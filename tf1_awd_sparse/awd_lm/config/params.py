@@ -3,11 +3,12 @@
 A run's parameters enter in three places: the command line, a
 ``config.json`` and a Python call (`presets.params_for`, `build_lm(params)`,
 `train.run(..., params, ...)`). Each entry turns them into a `Params` once,
-with `as_params`: every value is checked against `presets.CHECKS` (the one
-table of valid ranges), a misspelt key is refused naming the closest
-parameter, and a missing one takes its default from `presets.DEFAULTS` (the
-one place a default is stated). The modules then read attributes of the
-checked object, grouped in sections::
+with `as_params`: every value is checked by its entry of the registry of
+parameters (`registry.PARAMETERS`, the one place a parameter's default,
+valid range and section are stated), a misspelt key is refused naming the
+closest parameter, and a missing one takes its default. The modules then
+read attributes of the checked object, grouped in sections (each one's
+fields are the registry's keys of that section)::
 
     params.model.hidden_size          # ModelConfig
     params.regularization.dropouth    # RegularizationConfig
@@ -34,7 +35,7 @@ against the former parameter dicts (``summary['params']['lr']``,
 import collections
 import collections.abc
 
-from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config import presets, registry
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["Params", "as_params", "ParameterError", "ParameterTypeError",
@@ -63,51 +64,45 @@ def _section(name, fields, doc):
     return type(name, (base,), {"__slots__": (), "__doc__": doc})
 
 
-RunConfig = _section("RunConfig", ("model", "preset"), """\
+RunConfig = _section("RunConfig", registry.keys(section="run"), """\
 Which model of which preset: ``model`` 'awd' (regularized) or 'plain';
 ``preset`` a key of `presets.PRESETS` (None for a model made in Python).""")
 
 ModelConfig = _section(
-    "ModelConfig", ("vocab_size", "emb_size", "hidden_size", "num_layers"),
+    "ModelConfig", registry.keys(section="model"),
     """\
 The network's shape: ``vocab_size`` words (None until a corpus gives it),
 an ``emb_size``-wide table tied to the decoder, ``num_layers`` LSTM layers
 of ``hidden_size`` units but the last (``emb_size`` units).""")
 
 RegularizationConfig = _section(
-    "RegularizationConfig", ("dropout", "dropouth", "dropouti", "dropoute",
-                             "wdrop", "alpha", "beta", "wdecay"), """\
+    "RegularizationConfig", registry.keys(section="regularization"), """\
 AWD-LSTM's regularization (model 'awd' only): the output, between-layer,
 input and embedding dropout rates, the recurrent DropConnect rate, the
 AR (``alpha``) and TAR (``beta``) weights and the L2 weight decay.""")
 
 OptimizationConfig = _section(
-    "OptimizationConfig", ("batch_size", "eval_batch_size", "bptt",
-                           "variable_bptt", "lr", "clip", "optimizer",
-                           "nonmono", "seed", "aux_lr_scale"), """\
+    "OptimizationConfig", registry.keys(section="optimization"), """\
 How the model trains: batches, the (variable) truncation length, the
 learning rate and gradient clipping (0: none), 'ntasgd' or 'sgd' with
 NT-ASGD's trigger window ``nonmono``, the seed, and the learning rate of
 log sigma^2 / log alpha as a multiple of ``lr``.""")
 
 StoppingConfig = _section(
-    "StoppingConfig", ("max_epochs", "patience", "select_from_epoch"), """\
+    "StoppingConfig", registry.keys(section="stopping"), """\
 The stopping rule: at most ``max_epochs`` epochs, ``patience`` epochs
 without a better validation perplexity; the best epoch is chosen from
 ``select_from_epoch`` on (later than 1 while a schedule still runs).""")
 
 SparseConfig = _section(
-    "SparseConfig", ("sparsity", "sparsity_weight", "sparsity_ramp_steps"),
+    "SparseConfig", registry.keys(section="sparse"),
     """\
 Sparse layers: the technique (None, 'variational_dropout' or 'l0'), the
 KL / L0 weight (None: 1 / training tokens) and the global steps over
 which it ramps up linearly.""")
 
 PruneConfig = _section(
-    "PruneConfig", ("pruning", "target_sparsity", "pruning_begin_step",
-                    "pruning_end_step", "pruning_frequency",
-                    "pruning_block", "table_sparsity", "group_lasso",
-                    "table_rank", "table_rank_rows"), """\
+    "PruneConfig", registry.keys(section="prune"), """\
 Pruning masks: None, 'magnitude' (the gradual schedule to
 ``target_sparsity`` between the two steps, every ``pruning_frequency``
 steps) or 'fixed' (masks as restored), in 1 x ``pruning_block`` blocks;
@@ -120,12 +115,7 @@ product (`tables.embedding_table`) on the vocabulary's first
 ``table_rank_rows`` words (0: every word).""")
 
 CompressionConfig = _section(
-    "CompressionConfig", ("compress", "ship_ppl_target", "finetune_epochs",
-                          "finetune_lr",
-                          "compress_sparsity_weight", "compress_controller",
-                          "cut_scope", "finetune_optimizer",
-                          "finetune_dropout_scale", "ramp_fraction",
-                          "small_dense"), """\
+    "CompressionConfig", registry.keys(section="compression"), """\
 The compression pipeline after the float model: the techniques
 (comma-separated; ``ship_ppl_target`` the perplexity target of the file
 it recommends, `compress_ship.recommend`), each stage's fine-tuning
@@ -137,29 +127,25 @@ the epochs and whether a small-dense model of the compressed file's
 bytes trains beside it.""")
 
 DistillConfig = _section(
-    "DistillConfig", ("distill_weight", "distill_temperature",
-                      "distill_teacher"), """\
+    "DistillConfig", registry.keys(section="distill"), """\
 Knowledge distillation in the compression stages: the loss adds
 ``distill_weight`` * T^2 * the cross-entropy against the teacher's softmax
 at temperature T; the teacher is the 'float' model or the 'reference'.""")
 
 QuantizationConfig = _section(
-    "QuantizationConfig", ("quant", "quant_epochs", "quant_delay",
-                           "quant_lr", "weight_bits", "activation_bits"),
+    "QuantizationConfig", registry.keys(section="quantization"),
     """\
 Quantization-aware fine-tuning of the trained model: on or off, its
 epochs, the step fake quantization starts, its learning rate (None:
 lr / 4) and the bits of weights and activations.""")
 
 CorpusConfig = _section(
-    "CorpusConfig", ("hmm_seed", "hmm_states", "hmm_vocab", "hmm_train",
-                     "hmm_valid", "hmm_test"), """\
+    "CorpusConfig", registry.keys(section="corpus"), """\
 The embedded corpus (used without ``--data-dir``): the hidden Markov
 model's seed, states and vocabulary, and each split's tokens.""")
 
 StageConfig = _section(
-    "StageConfig", ("average_from_start", "sparsity_controller",
-                    "select_min_sparsity", "distill_from", "use_vd"), """\
+    "StageConfig", registry.keys(section="stage"), """\
 What the pipeline sets for one stage of a run (no command-line flag):
 NT-ASGD averaging from the first step (the reference), a VD / L0 ramp's
 controller factor, the least sparsity a best epoch must reach, a
@@ -180,24 +166,15 @@ SECTIONS = collections.OrderedDict([
 _SECTION_OF = dict((key, name) for name, cls in SECTIONS.items()
                    for key in cls._fields)
 
-#: Defaults of the keys that `presets.DEFAULTS` does not hold.
-_EXTRA_DEFAULTS = {"vocab_size": None, "distill_from": None, "use_vd": False,
-                   "preset": None, "model": "awd"}
 #: The order of `Params.to_flat` (that of `presets.params_for`'s dict,
-#: so that a config.json reads as before).
-_FLAT_ORDER = tuple(presets.DEFAULTS) + ("model", "preset", "vocab_size",
-                                         "distill_from", "use_vd")
+#: so that a config.json reads as before): the registry's.
+_FLAT_ORDER = tuple(registry.BY_NAME)
 #: Keys the pipeline sets for a stage, never a flag.
 STAGE_KEYS = StageConfig._fields
 #: Keys a user sets: the command line's flags (``--hidden-size``) and
 #: ``--hparams`` items.
-USER_KEYS = tuple(k for k in presets.DEFAULTS if k not in STAGE_KEYS)
-
-
-def _check_use_vd(value, name):
-    if not isinstance(value, bool):
-        raise ValueError("%s must be a bool, got %r" % (name, value))
-    return value
+USER_KEYS = tuple(p.name for p in registry.PARAMETERS
+                  if p.preset and p.section != "stage")
 
 
 def _check(key, value, name):
@@ -205,10 +182,8 @@ def _check(key, value, name):
 
     Raises:
       ParameterError: it is invalid (the check's one line)."""
-    check = presets.CHECKS.get(key, _check_use_vd if key == "use_vd"
-                               else None)
     try:
-        return check(value, name % (key,)) if check else value
+        return presets.CHECKS[key](value, name % (key,))
     except ValueError as e:
         raise ParameterError(str(e))
 
@@ -250,7 +225,7 @@ class Params(collections.abc.Mapping):
         """
         if isinstance(flat, Params):
             return flat
-        values = dict(presets.DEFAULTS, **_EXTRA_DEFAULTS)
+        values = dict((p.name, p.default) for p in registry.PARAMETERS)
         for key, value in flat.items():
             if key not in values:
                 raise ParameterError(presets.unknown_key(key,

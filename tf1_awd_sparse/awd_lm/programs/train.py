@@ -61,7 +61,8 @@ import time
 from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm.config import (
-    CHECKS, PRESETS, STAGE_KEYS, USER_KEYS, parse_value, text_type)
+    PRESETS, STAGE_KEYS, USER_KEYS, parse_value, text_type)
+from tf1_awd_sparse.awd_lm.config.registry import PARAMETERS
 from tf1_awd_sparse.awd_lm.training import (
     TrainingDiverged, check_out as check_run_out, flag_name, plan_run,
     results, run_plan, write_results)
@@ -69,113 +70,8 @@ from tf1_awd_sparse.awd_lm.training import (
 __all__ = ["HELP", "check_out", "parse_args", "explicit_parameters",
            "run_and_report", "main"]
 
-HELP = {
-    "emb_size": "embedding size (= last LSTM layer, decoder tied)",
-    "hidden_size": "units of the other LSTM layers",
-    "num_layers": "LSTM layers",
-    "dropout": "locked dropout on the last layer's output (rate)",
-    "dropouth": "locked dropout between LSTM layers (rate)",
-    "dropouti": "locked dropout on the embedding output (rate)",
-    "dropoute": "embedding dropout: whole words (rate)",
-    "wdrop": "DropConnect on the recurrent weights (rate)",
-    "alpha": "AR weight", "beta": "TAR weight", "wdecay": "L2 weight decay",
-    "batch_size": "training batch size",
-    "eval_batch_size": "validation/test batch size",
-    "bptt": "truncated BPTT window length",
-    "variable_bptt": "vary the window length as in the paper (true/false)",
-    "lr": "SGD learning rate", "clip": "gradient global-norm clip",
-    "optimizer": "ntasgd or sgd (model plain defaults to sgd)",
-    "nonmono": "NT-ASGD trigger window",
-    "max_epochs": "stop after this many epochs",
-    "patience": "stop when validation has not improved for this many epochs",
-    "seed": "random seed (graph, BPTT lengths)",
-    "hmm_seed": "embedded corpus: source seed",
-    "hmm_states": "embedded corpus: hidden states",
-    "hmm_vocab": "embedded corpus: vocabulary size",
-    "hmm_train": "embedded corpus: training tokens",
-    "hmm_valid": "embedded corpus: validation tokens",
-    "hmm_test": "embedded corpus: test tokens",
-    "quant_epochs": "--quant: epochs of quantization-aware fine-tuning",
-    "quant_delay": "--quant: fine-tuning steps computed in float while the "
-                   "ranges are learned",
-    "weight_bits": "--quant: bits of the cells' weights",
-    "activation_bits": "--quant: bits of the cells' activations",
-    "compress": "comma-separated compression techniques to run after the "
-                "float model: variational_dropout, l0, magnitude",
-    "target_sparsity": "--compress: every technique's target fraction of "
-                       "zeros (reached exactly by the cut at the ramp's end)",
-    "finetune_epochs": "--compress: epochs of each technique's fine-tuning",
-    "finetune_lr": "--compress: fine-tuning learning rate (default lr / 4)",
-    "finetune_optimizer": "--compress: optimizer of the survivors' and the "
-    "reference's fine-tuning (sgd or ntasgd; a ramp runs sgd)",
-    "finetune_dropout_scale": "--compress: factor in [0, 1] on every "
-    "dropout rate in the compressed model's fine-tunings (not the "
-    "reference's)",
-    "pruning_block": "--compress: prune and cut in 1 x k blocks along each "
-    "matrix's input dimension (1: entry by entry; 4 and 16: the blocks "
-    "TFLite's float and int8 sparse kernels take; 16 gives the fastest "
-    "file, `export --lstm fused`; its best recipe measured adds "
-    "--table-rank 16 --table-rank-rows 4000 --distill-weight 1 "
-    "--distill-teacher reference --finetune-dropout-scale 0.25: "
-    "docs/results.md)",
-    "compress_controller": "--compress: VD / L0: factor on the KL / L0 "
-    "weight after each ramp epoch whose sparsity lags the schedule (1: off)",
-    "distill_weight": "--compress: weight of the distillation from the "
-    "float model in each technique's fine-tuning (ramp and survivors; "
-    "0: off): loss + W * T^2 * CE(teacher softmax, student softmax at T)",
-    "distill_temperature": "--compress: the distillation's softmax "
-    "temperature T (> 0)",
-    "distill_teacher": "--compress: the distillation's teacher: the float "
-    "model (float) or the reference, the float model fine-tuned for the "
-    "same budget (reference: trained before the techniques)",
-    "table_sparsity": "--compress: uneven budgets: the table's (embedding "
-    "and tied decoder) own fraction of zeros; the kernels share the rest of "
-    "the model's zeros, --target-sparsity x all weights (default: every "
-    "matrix at --target-sparsity; with --cut-scope matrix)",
-    "table_rank": "--compress magnitude: the compressed model's table is "
-    "its pruned self plus a dense rank-r product, so that every word, also "
-    "one whose row is pruned away, keeps r numbers of its own (0: off; "
-    "still tied; the fused file stores the two parts)",
-    "table_rank_rows": "--table-rank: the part on the vocabulary's first K "
-    "words only, the most frequent (its ids are sorted by training "
-    "frequency): the fused file's sparse decoder pays for each row it "
-    "reads, so K words cost less time than all (0: every word)",
-    "ship_ppl_target": "--compress: the recommended file (under the table, "
-    "in summary.json, awd-lm info and export) is the fastest TFLite file "
-    "whose test perplexity is at most this x /ref's, ties the smallest; "
-    "none within it: the lowest perplexity",
-    "ramp_fraction": "--compress: the fraction of --finetune-epochs the "
-    "ramp takes (magnitude's schedule, the VD / L0 weight's rise) before "
-    "the exact cut; the survivors are fine-tuned for the rest",
-    "small_dense": "--compress: also train a small-dense model, the thing "
-    "to do instead of compressing: the same architecture narrower "
-    "(emb_size = hidden_size) so that its uint8 file has the bytes of the "
-    "compressed model's smallest file, from scratch for the float model's "
-    "epochs, then quantization-aware; its rows small_dense* in the table",
-    "group_lasso": "--compress magnitude: weight G of a group lasso on the "
-    "pruned weights' 1 x k blocks in the ramp (not the survivors' "
-    "fine-tuning): loss + G * sum over blocks of sqrt(entries) * L2 norm "
-    "(0: off; docs/results.md measures it)",
-    "cut_scope": "--compress: the exact cut to the target at the ramp's end "
-    "per weight matrix (matrix) or with one threshold across all (global)",
-    "compress_sparsity_weight": "--compress: weight of the KL / L0 loss of "
-                                "the VD / L0 fine-tuning (default 1 / "
-                                "training tokens)",
-    "sparsity_ramp_steps": "steps over which the KL / L0 weight ramps up "
-                           "from 0",
-    "aux_lr_scale": "learning rate of log_sigma2 / log_alpha as a multiple "
-                    "of --lr",
-    "pruning": "pruning masks on the embedding and kernels: magnitude "
-               "(gradual schedule, as tf.contrib.model_pruning) or fixed",
-    "pruning_begin_step": "--pruning magnitude: first step of the schedule",
-    "pruning_end_step": "--pruning magnitude: last step of the schedule",
-    "pruning_frequency": "--pruning magnitude: steps between mask updates",
-    "select_from_epoch": "first epoch whose validation may be the best",
-}
-
-# Options declared by hand above the generated per-parameter flags.
-EXPLICIT = ("quant", "quant_lr", "sparsity", "sparsity_weight",
-            "small_dense")
+#: The help line of each parameter that has one (its registry entry's).
+HELP = dict((p.name, p.help) for p in PARAMETERS if p.help)
 
 
 def _parameter(key):
@@ -253,37 +149,28 @@ def parse_args(argv=None, prog="awd-lm train", description=None):
                    help="--compress: output directory (default "
                    "<out>/<model>_compress)")
     group = p.add_argument_group("hyper-parameters (default: the preset's)")
-    group.add_argument("--sparsity", choices=["variational_dropout", "l0"],
-                       default=None, help="sparse embedding and LSTM "
-                       "weights (sparse_layers); prints the sparsity report")
-    group.add_argument("--sparsity-weight", dest="sparsity_weight",
-                       type=float, default=None, metavar="FLOAT",
-                       help="weight of the KL / L0 loss (default 1 / "
-                       "training tokens)")
-    group.add_argument("--quant", action="store_true", default=None,
-                       help="after training each model, fine-tune it "
-                       "quantization-aware (8-bit fake-quant cells) from its "
-                       "best checkpoint and score both")
-    group.add_argument("--quant-lr", dest="quant_lr", type=float,
-                       default=None, metavar="FLOAT",
-                       help="--quant: fine-tuning learning rate (default "
-                       "--lr / 4)")
-    group.add_argument("--small-dense", dest="small_dense",
-                       action="store_true", default=None,
-                       help=HELP["small_dense"])
-    checks = {"threads": check_nonnegative_int,
-              "sparsity_weight": CHECKS["sparsity_weight"],
-              "quant_lr": CHECKS["quant_lr"]}
-    for key in sorted(USER_KEYS):
-        if key in EXPLICIT:
-            continue  # the options above
-        # Read as text; converted and checked below, so that a bad value
-        # is reported with the flag's name and the parameter's range.
-        kind = text_type(key)
-        group.add_argument("--" + key.replace("_", "-"), dest=key,
-                           default=None, metavar=kind.__name__.upper(),
-                           help=HELP.get(key, key))
-        checks[key] = _parameter(key)
+    checks = {"threads": check_nonnegative_int}
+    # One flag per parameter a user sets, in alphabetical order, declared
+    # as its registry entry's ``flag`` says.
+    for entry in sorted(PARAMETERS, key=lambda entry: entry.name):
+        key, flag = entry.name, "--" + entry.name.replace("_", "-")
+        if key not in USER_KEYS:
+            continue   # the options above, or set by the pipeline
+        if entry.flag == "switch":
+            group.add_argument(flag, dest=key, action="store_true",
+                               default=None, help=entry.help)
+        elif entry.flag == "choice":
+            group.add_argument(flag, dest=key, default=None, choices=[
+                c for c in entry.choices if c is not None], help=entry.help)
+        else:
+            # Read as text; converted and checked below, so that a bad
+            # value is reported with the flag's name and the parameter's
+            # range.
+            kind = text_type(key)
+            group.add_argument(flag, dest=key, default=None,
+                               metavar=kind.__name__.upper(),
+                               help=entry.help or key)
+            checks[key] = _parameter(key)
     return p.check_flags(p.parse_args(argv), checks)
 
 

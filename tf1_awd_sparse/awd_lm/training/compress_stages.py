@@ -8,7 +8,7 @@ checked `Params` (`Params.replace`): the keys of the float model's phase
 (`presets.split_quant`: no quantization or compression key) and the ones
 the stage sets, which its ``config.json`` records.
 """
-from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config import presets, registry
 from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["RAMP_FRACTION", "DROPOUT_KEYS", "AUX_LR_SCALE", "ramp_epochs",
@@ -24,9 +24,9 @@ RAMP_FRACTION = presets.DEFAULTS["ramp_fraction"]
 #: (measured on the demo preset: at 1 L0's gates never close within the
 #: budget; at 1000 they pass the target within it).
 AUX_LR_SCALE = {"variational_dropout": 1.0, "l0": 1000.0}
-#: The model's dropout rates, scaled by ``finetune_dropout_scale`` in the
-#: compressed model's fine-tunings.
-DROPOUT_KEYS = ("dropout", "dropouth", "dropouti", "dropoute", "wdrop")
+#: The model's dropout rates (the regularization's rates), scaled by
+#: ``finetune_dropout_scale`` in the compressed model's fine-tunings.
+DROPOUT_KEYS = registry.keys(section="regularization", check=registry.RATE)
 
 
 def ramp_epochs(float_params):
@@ -265,12 +265,15 @@ def quantize_params(float_params):
 def compressed_structure(float_params):
     """The compression keys that shape the compressed model's graph, which
     each of its stages (ramp, survivors, QAT) carries and `split_quant`
-    strips from the float model's: ``table_rank`` and ``table_rank_rows``
-    (`tables.table_low_rank`) where the rank is set.
+    strips from the float model's (the registry's ``carried`` keys:
+    ``table_rank`` and ``table_rank_rows``, `tables.table_low_rank`) where
+    the rank is set.
 
     Returns:
       dict of flat keys."""
-    prune = as_params(float_params).prune
-    rank = int(prune.table_rank)
-    return {"table_rank": rank,
-            "table_rank_rows": int(prune.table_rank_rows)} if rank else {}
+    float_params = as_params(float_params)
+    if not float_params.prune.table_rank:
+        return {}
+    return dict((key, getattr(getattr(
+        float_params, registry.BY_NAME[key].section), key))
+        for key in registry.keys(carried=True))

@@ -9,7 +9,7 @@ them). With the saved checkpoints it is all an epoch depends on, so that
 """
 import json
 
-from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config import presets, registry
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph.checkpoints import CheckpointError
 
@@ -18,7 +18,7 @@ __all__ = ["EXTENDING_KEYS", "fresh_state", "stop_reason",
 
 #: The parameters a resumed run may change: they extend or shorten it (a
 #: quantized run's max_epochs is its quant_epochs).
-EXTENDING_KEYS = ("max_epochs", "quant_epochs")
+EXTENDING_KEYS = registry.keys(extends=True)
 
 
 def fresh_state(params):
