@@ -61,8 +61,7 @@ import time
 from tf1_awd_sparse.base import _cli, _progress, compat as _compat
 from tf1_awd_sparse.base.checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm.config import (
-    PRESETS, STAGE_KEYS, USER_KEYS, parse_value, text_type)
-from tf1_awd_sparse.awd_lm.config.registry import PARAMETERS
+    PARAMETERS, PRESETS, STAGE_KEYS, USER_KEYS, parse_value, text_type)
 from tf1_awd_sparse.awd_lm.training import (
     TrainingDiverged, check_out as check_run_out, flag_name, plan_run,
     results, run_plan, write_results)
