@@ -43,7 +43,7 @@ SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared",
 COSTLY_FIRST = ("test_compress.py", "test_compose.py", "test_lm_demo.py",
                 "test_distill.py", "test_lm_script.py", "test_lm_quant.py",
                 "test_compress_command.py",
-                "test_distributed_processes.py", "test_bench_stream.py",
+                "test_cluster.py", "test_bench_stream.py",
                 "test_readme.py")
 
 

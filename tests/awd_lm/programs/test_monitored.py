@@ -1,19 +1,16 @@
-"""Input pipeline and command-line pieces of awd_lm.estimator and
-awd_lm.monitored (issue 7), against numpy and hand-written expectations."""
+"""The MonitoredTrainingSession program (`awd-lm monitored`, issue 7): its
+cluster configuration, its evaluation against a numpy reference and the
+Estimator's, its resume, against hand-written expectations."""
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.awd_lm import estimator, monitored
-from tf1_awd_sparse.awd_lm.distributed import input_fn, model_fn
+from tf1_awd_sparse.awd_lm.distributed import input_fn
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
@@ -22,182 +19,13 @@ from support.versions import needs_estimator
 from support.lm import FLOAT_LOG_PROB_ATOL
 from support.tolerances import float32_sum_rtol, perplexity_rtol
 
-from support import ROOT, example
+from support import example
 
 # The example's harness, imported by its path (examples/ is no package).
 local_cluster = example("local_cluster")
 free_ports = local_cluster.free_ports
 
 tf_config = local_cluster.tf_config
-
-
-def test_bptt_batches_are_consecutive_windows_of_the_streams():
-    ids = np.arange(103)
-    inputs, targets = input_fn.bptt_batches(ids, batch_size=4, bptt=6)
-    # 4 streams of 25 tokens: stream b is ids[25b : 25b + 25]; 24 input
-    # positions make 4 full windows of 6.
-    streams = ids[:100].reshape(4, 25)
-    assert inputs.shape == targets.shape == (4, 4, 6)
-    for w in range(4):
-        np.testing.assert_array_equal(inputs[w], streams[:, 6 * w:6 * w + 6])
-        np.testing.assert_array_equal(targets[w],
-                                      streams[:, 6 * w + 1:6 * w + 7])
-    assert inputs.dtype == np.int32
-
-
-def test_bptt_batches_errors():
-    with pytest.raises(ValueError, match="bptt"):
-        input_fn.bptt_batches(np.arange(100), 2, 0)
-    with pytest.raises(ValueError, match="too short"):
-        input_fn.bptt_batches(np.arange(20), 2, 10)
-
-
-def _windows(input_fn, sess, n):
-    features, targets = input_fn().make_one_shot_iterator().get_next()
-    return [sess.run([features["inputs"], targets]) for _ in range(n)]
-
-
-def test_shards_are_disjoint_and_cover_every_window(sess):
-    ids = np.arange(2 * 41)
-    inputs, _ = input_fn.bptt_batches(ids, 2, 4)       # 10 windows
-    seen = []
-    for shard in range(3):
-        fn = estimator.make_input_fn(ids, 2, 4, num_shards=3,
-                                     shard_index=shard, repeat=False)
-        n = len(range(shard, 10, 3))
-        got = _windows(fn, sess, n)
-        for (x, _), w in zip(got, range(shard, 10, 3)):
-            np.testing.assert_array_equal(x, inputs[w])
-        seen.extend(range(shard, 10, 3))
-    assert sorted(seen) == list(range(10))
-
-
-def test_training_input_repeats(sess):
-    ids = np.arange(2 * 21)
-    fn = estimator.make_input_fn(ids, 2, 4)               # 5 windows
-    got = _windows(fn, sess, 6)
-    np.testing.assert_array_equal(got[5][0], got[0][0])
-
-
-def test_make_input_fn_errors():
-    ids = np.arange(2 * 21)
-    with pytest.raises(ValueError, match="shard_index"):
-        estimator.make_input_fn(ids, 2, 4, num_shards=2, shard_index=2)
-    with pytest.raises(ValueError, match="cannot be shared by 9 workers"):
-        estimator.make_input_fn(ids, 2, 4, num_shards=9, shard_index=0)
-
-
-def test_parse_hparams_types_and_errors():
-    got = estimator.parse_hparams("emb_size=16, lr=2.5,variable_bptt=false")
-    assert got == {"emb_size": 16, "lr": 2.5, "variable_bptt": False}
-    assert estimator.parse_hparams("") == {}
-    with pytest.raises(ValueError, match="nonsense"):
-        estimator.parse_hparams("nonsense=1")
-    with pytest.raises(ValueError, match="emb_size"):
-        estimator.parse_hparams("emb_size")
-
-
-def test_tf_config_and_free_ports():
-    ports = free_ports(3)
-    assert len(set(ports)) == 3
-    cluster = {"ps": ["localhost:%d" % ports[0]],
-               "chief": ["localhost:%d" % ports[1]],
-               "worker": ["localhost:%d" % ports[2]]}
-    config = json.loads(tf_config(cluster, "worker", 0))
-    assert config == {"cluster": cluster,
-                      "task": {"type": "worker", "index": 0}}
-    with pytest.raises(ValueError, match="worker:1"):
-        tf_config(cluster, "worker", 1)
-
-
-def test_session_config_filters_devices_per_task():
-    worker = estimator.session_config(1, "worker", 3)
-    assert list(worker.device_filters) == ["/job:ps", "/job:worker/task:3"]
-    single = estimator.session_config(1, num_cpus=2)
-    assert list(single.device_filters) == []
-    assert single.device_count["CPU"] == 2
-
-
-def test_mask_update_hook_argument():
-    with pytest.raises(ValueError, match="every_n_steps"):
-        model_fn.MaskUpdateHook(every_n_steps=0)
-
-
-PARAMS = dict(vocab_size=20, emb_size=4, hidden_size=6, num_layers=2,
-              model="awd", wdrop=0.5, use_vd=True, lr=1.0, clip=0.25)
-
-
-def test_eval_xent_graph_has_no_masks():
-    x = tf.zeros([2, 5], tf.int32)
-    xent = model_fn.eval_xent({"inputs": x}, x, PARAMS)
-    assert xent.shape.ndims == 0
-    assert not [v for v in tf.global_variables() + tf.local_variables()
-                if "mask" in v.name]
-
-
-@needs_estimator
-def test_model_fn_eval_graph_has_no_masks_and_predicts():
-    params = PARAMS
-    x = tf.zeros([2, 5], tf.int32)
-    spec = estimator.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.EVAL,
-                              params)
-    assert tf.local_variables() and not [
-        v for v in tf.global_variables() + tf.local_variables()
-        if "mask" in v.name]
-    assert set(spec.eval_metric_ops) == {"xent", "perplexity"}
-    with tf.Graph().as_default():
-        spec = estimator.model_fn({"inputs": tf.zeros([2, 5], tf.int32)},
-                                  None, tf.estimator.ModeKeys.PREDICT,
-                                  params)
-        assert spec.predictions["logits"].shape.as_list() == [2, 5, 20]
-
-
-@needs_estimator
-def test_model_fn_train_spec_has_no_hooks_but_the_callers():
-    x = tf.constant(np.arange(10).reshape(2, 5) % 20, tf.int32)
-    spec = estimator.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.TRAIN,
-                              PARAMS)
-    assert not spec.training_hooks
-    hook = model_fn.MaskUpdateHook()
-    with tf.Graph().as_default():
-        spec = estimator.model_fn(
-            {"inputs": tf.zeros([2, 5], tf.int32)},
-            tf.zeros([2, 5], tf.int32), tf.estimator.ModeKeys.TRAIN,
-            dict(PARAMS, training_hooks=lambda loss: [hook]))
-        assert list(spec.training_hooks) == [hook]
-
-
-def test_train_step_resamples_each_mask_once():
-    """The masks' update ops run with the training step (UPDATE_OPS around
-    the optimizer), once: no hook resamples them a second time."""
-    x = tf.constant(np.arange(10).reshape(2, 5) % 20, tf.int32)
-    loss, train_op = model_fn.train_step({"inputs": x}, x, PARAMS)
-    assert loss.shape.ndims == 0
-    masks = [v for v in tf.local_variables() if "weight_drop_mask" in v.name]
-    assert len(masks) == 2
-    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
-    assert len(updates) == 2
-    # Every update op is an ancestor of the train op.
-    train = getattr(train_op, "op", train_op)
-    seen, stack = set(), [train]
-    while stack:
-        op = stack.pop()
-        if op not in seen:
-            seen.add(op)
-            stack.extend(t.op for t in op.inputs)
-            stack.extend(op.control_inputs)
-    assert all(u in seen for u in updates)
-    step = tf.train.get_global_step()
-    with tf.Session() as sess:
-        sess.run([tf.global_variables_initializer(),
-                  tf.local_variables_initializer()])
-        for i in range(3):
-            before = sess.run([m.read_value() for m in masks])
-            sess.run(train_op)
-            after = sess.run([m.read_value() for m in masks])
-            assert all(not np.array_equal(b, a)
-                       for b, a in zip(before, after))
-            assert sess.run(step) == i + 1
 
 
 # --- awd_lm.monitored: TF_CONFIG, evaluation, the Estimator entry's exit --
@@ -347,33 +175,6 @@ def test_estimator_evaluates_a_monitored_checkpoint_alike(monitored_run):
         np.testing.assert_allclose(got[key], metrics[key], rtol=0, atol=atol)
     np.testing.assert_allclose(got["perplexity"], metrics["perplexity"],
                                rtol=perplexity_rtol(atol))
-
-
-@pytest.mark.skipif(_compat.estimator_available(),
-                    reason="tf.estimator exists on this TensorFlow: the "
-                           "Estimator command line runs")
-def test_estimator_entry_without_tf_estimator_names_the_alternative(
-        capsys, tmp_path):
-    argv = ["--model-dir", str(tmp_path), "--train-steps", "1"]
-    with pytest.raises(SystemExit) as stop:
-        estimator.main(argv)
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: "), err
-    assert "python -m tf1_awd_sparse.awd_lm.monitored" in err[0]
-    assert "2.16" in err[0]
-    with pytest.raises(estimator.EstimatorUnavailableError,
-                       match="awd_lm.monitored"):
-        estimator.run(argv)
-    # The real process: status 2, the same one line, no traceback.
-    proc = subprocess.run(
-        [sys.executable, "-m", "tf1_awd_sparse.awd_lm.estimator"] + argv,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, timeout=120,
-        env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert proc.returncode == 2, proc.stderr
-    assert _own_lines(proc.stderr) == err, proc.stderr
-    assert not list(tmp_path.iterdir())
 
 
 def _own_lines(stderr):

@@ -1,0 +1,93 @@
+"""The NT-ASGD optimizer: its non-monotone trigger, its averaging against
+a numpy loop, its swap, its slot names."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.awd_lm.graph import ntasgd
+from tf1_awd_sparse.awd_lm.training import train
+
+
+@pytest.mark.parametrize("history,loss,fire", [
+    ([5, 4, 3, 2, 1], 9.0, False),          # only n checks: never
+    ([5, 4, 3, 2, 1, 0.5], 4.9, False),     # better than 5
+    ([5, 4, 3, 2, 1, 0.5], 5.1, True),      # worse than min(all but last 5)
+    ([5, 4, 3, 2, 1, 0.5, 0.4], 4.5, True),  # min(5, 4) = 4 < 4.5
+])
+def test_trigger_rule(history, loss, fire):
+    assert ntasgd.nonmonotone_trigger(history, loss, 5) == fire
+
+
+def test_ntasgd_against_numpy_loop(sess):
+    """SGD, switch on the trigger, running average, exact swap in/out."""
+    rng = np.random.RandomState(0)
+    w0 = rng.randn(3, 2)
+    targets = rng.randn(12, 3, 2)
+    val = [3.0, 2.0, 2.5, 1.5, 1.8, 1.9, 1.7, 2.2]  # nonmono=2
+    w = tf.Variable(w0)
+    b = tf.Variable(np.zeros(2))
+    target = tf.placeholder(tf.float64, [3, 2])
+    loss = 0.5 * tf.reduce_sum((w - target) ** 2) + tf.reduce_sum(b ** 2)
+    opt = ntasgd.NTASGDOptimizer(0.25, nonmono=2)
+    train = opt.minimize(loss)
+    sess.run(tf.global_variables_initializer())
+
+    lr, ref_w, ref_avg, k, history, on, fired = 0.25, w0.copy(), None, 0, [], \
+        False, []
+    for step, tgt in enumerate(targets):
+        sess.run(train, {target: tgt})
+        ref_w = ref_w - lr * (ref_w - tgt)
+        if on:
+            k += 1
+            ref_avg = ref_w.copy() if k == 1 else ref_avg + (ref_w - ref_avg) / k
+        if step < len(val):
+            # numpy reference of the trigger: worse than all but last 2.
+            fire = (not on and len(history) > 2
+                    and val[step] > min(history[:-2]))
+            history.append(val[step])
+            on = on or fire
+            fired.append(opt.observe(sess, val[step]))
+            assert fired[-1] == fire
+    assert any(fired) and k > 1
+    # float64, the same few roundings per step on both sides but in
+    # another order: far below 1e-12 relative over these dozen steps.
+    np.testing.assert_allclose(sess.run(w), ref_w, rtol=1e-12)
+    assert sess.run(opt.num_averaged) == k
+    raw = sess.run([w, b])
+    with opt.averaged_weights(sess):
+        np.testing.assert_allclose(sess.run(w), ref_avg, rtol=1e-12)
+    after = sess.run([w, b])
+    np.testing.assert_array_equal(raw[0], after[0])  # bit-exact swap out
+    np.testing.assert_array_equal(raw[1], after[1])
+
+
+def test_swap_before_trigger_is_identity(sess):
+    w = tf.Variable([1.0, 2.0])
+    opt = ntasgd.NTASGDOptimizer(0.1)
+    train = opt.minimize(tf.reduce_sum(w ** 2))
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+    before = sess.run(w)
+    with opt.averaged_weights(sess):
+        np.testing.assert_array_equal(sess.run(w), before)
+    assert not sess.run(opt.averaging)
+    with pytest.raises(ValueError, match="nonmono"):
+        ntasgd.NTASGDOptimizer(0.1, nonmono=0)
+    with pytest.raises(ValueError, match="already applied"):
+        opt.minimize(tf.reduce_sum(w))
+
+
+def test_slot_names_are_the_optimizers_variables_only():
+    """`is_slot_name` is true of exactly the variables the optimizer adds
+    (slots and its switch), never of a model variable, however named."""
+    with tf.Graph().as_default():
+        with tf.variable_scope("lm"):
+            w = tf.get_variable("kernel", [2])
+            b = tf.get_variable("NTASGD_bias", [2])  # a model's odd name
+        opt = ntasgd.NTASGDOptimizer(0.1)
+        opt.minimize(tf.reduce_sum(w ** 2) + tf.reduce_sum(b))
+        names = {v.op.name for v in tf.global_variables()}
+    model = {"lm/kernel", "lm/NTASGD_bias"}
+    assert model <= names
+    for name in names:
+        assert ntasgd.is_slot_name(name) == (name not in model), name
