@@ -40,9 +40,27 @@ def write_ptb(d, shuffled_valid=False):
             f.write("\n".join(chunk) + "\n")
 
 
+def ptb_with(tmp_path, **texts):
+    """A PTB-layout directory ``tmp_path/ptb``: `write_ptb`'s corpus with
+    the given splits replaced by ``texts`` (``valid="a\\n"``)."""
+    data_dir = str(tmp_path / "ptb")
+    os.mkdir(data_dir)
+    write_ptb(data_dir)
+    for split, text in texts.items():
+        with open(os.path.join(data_dir, split + ".txt"), "w") as f:
+            f.write(text)
+    return data_dir
+
+
 PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6, "num_layers": 2,
           "dropout": 0.4, "dropouth": 0.25, "dropouti": 0.4, "dropoute": 0.1,
           "wdrop": 0.5, "alpha": 2.0, "beta": 1.0, "wdecay": 1e-3}
+
+#: An AWD model with variational dropout masks, as the distributed
+#: programs' model function and evaluation take it (their tests share it).
+AWD_VD_PARAMS = dict(vocab_size=20, emb_size=4, hidden_size=6,
+                     num_layers=2, model="awd", wdrop=0.5, use_vd=True,
+                     lr=1.0, clip=0.25)
 
 
 def make_features(batch=3, steps=5, seed=0):
@@ -74,6 +92,27 @@ def untrained_lm_file(folder, num_steps, batch_size=2):
     export.export_lm(params, checkpoint, path, batch_size=batch_size,
                      num_steps=num_steps)
     return path
+
+
+def usage_flags(program):
+    """The flags of ``program``'s usage line (``--help``): the reference
+    of what its lines may name."""
+    import contextlib
+    import io
+    import re
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
+        program.parse_args(["--help"])
+    usage = text.getvalue().split("\n\n")[0]
+    return set(re.findall(r"--[a-z][a-z-]*", usage))
+
+
+def names_only_its_flags(line, program):
+    """Asserts that an error ``line`` names no flag ``program`` lacks."""
+    import re
+    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
+    assert flags <= usage_flags(program), (
+        flags - usage_flags(program), line)
 
 
 def one_error_line(capsys, call):

@@ -71,3 +71,12 @@ def test_batchify_and_windows():
     assert starts == list(np.cumsum([0] + [n for _, n in wins[:-1]]))
     assert sum(n for _, n in wins) == 1000 and min(n for _, n in wins) >= 1
     assert 25 < np.mean([n for _, n in wins[:-1]]) < 40
+
+
+def test_bad_arguments_are_named_first():
+    with pytest.raises(ValueError, match="^bptt"):
+        data.bptt_windows(100, 0)          # divided by zero
+    with pytest.raises(ValueError, match="^bptt"):
+        data.bptt_windows(100, -5)         # looped forever
+    with pytest.raises(ValueError, match="^batch_size"):
+        data.batchify(np.arange(10), -1)

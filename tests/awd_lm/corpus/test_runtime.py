@@ -98,3 +98,8 @@ def test_session_config_filters_devices_per_task():
     single = estimator.session_config(1, num_cpus=2)
     assert list(single.device_filters) == []
     assert single.device_count["CPU"] == 2
+
+
+def test_a_bad_thread_count_is_named_first():
+    with pytest.raises(ValueError, match="^threads"):
+        runtime.session_config(-1)         # TensorFlow aborts on it

@@ -18,6 +18,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.distributed import cli
+from tf1_awd_sparse.awd_lm.distributed.cluster import ClusterBarrierHook
 from support.versions import needs_estimator
 
 from support import ROOT, example
@@ -164,3 +165,8 @@ def test_a_ps_ends_itself_after_max_lifetime(tmp_path, entry):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_a_barrier_without_tasks_is_named_first():
+    with pytest.raises(ValueError, match="^num_tasks"):
+        ClusterBarrierHook(0, 10, True)

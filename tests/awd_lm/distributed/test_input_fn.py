@@ -61,3 +61,8 @@ def test_make_input_fn_errors():
         estimator.make_input_fn(ids, 2, 4, num_shards=2, shard_index=2)
     with pytest.raises(ValueError, match="cannot be shared by 9 workers"):
         estimator.make_input_fn(ids, 2, 4, num_shards=9, shard_index=0)
+
+
+def test_a_bad_bptt_is_named_first():
+    with pytest.raises(ValueError, match="^bptt"):
+        input_fn.bptt_batches(np.arange(100), 2, 0)

@@ -6,16 +6,13 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator
 from tf1_awd_sparse.awd_lm.distributed import model_fn
+from support.lm import AWD_VD_PARAMS as PARAMS
 from support.versions import needs_estimator
 
 
 def test_mask_update_hook_argument():
     with pytest.raises(ValueError, match="every_n_steps"):
         model_fn.MaskUpdateHook(every_n_steps=0)
-
-
-PARAMS = dict(vocab_size=20, emb_size=4, hidden_size=6, num_layers=2,
-              model="awd", wdrop=0.5, use_vd=True, lr=1.0, clip=0.25)
 
 
 def test_eval_xent_graph_has_no_masks():

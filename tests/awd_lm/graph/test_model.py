@@ -12,10 +12,11 @@ from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.awd_lm.graph import model
 from support.lm import FLOAT_LOG_PROB_ATOL, PARAMS, make_features
 from support.tolerances import float32_sum_rtol
+from support.versions import needs_estimator
 
 #: tf.estimator.ModeKeys.TRAIN's value (TF 2.16+ has no tf.estimator;
-#: tests/awd_lm/programs/test_lm_bad_input.py checks the values against ModeKeys where it
-#: exists).
+#: test_mode_keys_are_estimators below checks the values against ModeKeys
+#: where it exists).
 TRAIN = "train"
 
 def reference_logits(inputs, state=None):
@@ -300,3 +301,50 @@ def test_no_weight_decay_without_wdecay_or_for_plain():
             features, _ = make_features()
             out = model.build_lm(features, True, params)
             assert _compat.get_static_value(out.weight_decay) == 0.0
+
+
+# --- bad parameters and modes: a ValueError naming the parameter ---
+
+@pytest.mark.parametrize("change,name", [
+    ({"vocab_size": 10.7}, "params['vocab_size']"),
+    ({"vocab_size": True}, "params['vocab_size']"),
+    ({"emb_size": "4"}, "params['emb_size']"),
+    ({"hidden_size": -6}, "params['hidden_size']"),
+    ({"dropouth": float("nan")}, "params['dropouth']"),
+    ({"wdecay": -1.0}, "params['wdecay']"),
+    ({"sparsity": "magnitude"}, "params['sparsity']"),
+])
+def test_build_lm_bad_params(change, name):
+    features, _ = make_features()
+    with pytest.raises(ValueError) as error:
+        model.build_lm(features, False, dict(PARAMS, model="awd", **change))
+    assert str(error.value).startswith(name), error.value
+
+
+@pytest.mark.parametrize("mode", ["training", "TRAIN", "", 1,
+                                  tf.constant(1.0)])
+def test_build_lm_bad_mode(mode):
+    features, _ = make_features()
+    with pytest.raises((ValueError, TypeError), match="^mode"):
+        model.build_lm(features, mode, dict(PARAMS, model="awd"))
+
+
+# tf.estimator.ModeKeys' values (TRAIN, EVAL, PREDICT), as documented: the
+# model takes them also on TF 2.16+, which has no tf.estimator.
+MODE_KEYS = ("train", "eval", "infer")
+
+
+@needs_estimator
+def test_mode_keys_are_estimators():
+    keys = tf.estimator.ModeKeys
+    assert MODE_KEYS == (keys.TRAIN, keys.EVAL, keys.PREDICT)
+
+
+def test_build_lm_modes_that_are_accepted():
+    """Every ModeKeys value and both kinds of training flag still build."""
+    flags = (lambda: True, lambda: False,
+             lambda: tf.placeholder_with_default(True, []))
+    for make_mode in tuple((lambda m=m: m) for m in MODE_KEYS) + flags:
+        with tf.Graph().as_default():
+            features, _ = make_features()
+            model.build_lm(features, make_mode(), dict(PARAMS, model="awd"))

@@ -5,7 +5,6 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.graph import ntasgd
-from tf1_awd_sparse.awd_lm.training import train
 
 
 @pytest.mark.parametrize("history,loss,fire", [

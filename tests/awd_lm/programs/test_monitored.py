@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import estimator, monitored
+from tf1_awd_sparse.awd_lm.programs import estimator, monitored
 from tf1_awd_sparse.awd_lm.distributed import input_fn
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from support.versions import needs_estimator
-from support.lm import FLOAT_LOG_PROB_ATOL
+from support.lm import (AWD_VD_PARAMS as PARAMS, FLOAT_LOG_PROB_ATOL,
+                        one_error_line)
 from support.tolerances import float32_sum_rtol, perplexity_rtol
 
 from support import example
@@ -217,3 +218,31 @@ def test_monitored_resumes_and_never_steps_a_finished_run(monitored_run,
             assert tf.train.load_variable(model_dir, "global_step") == steps
     finally:
         tf.logging.set_verbosity(verbosity)
+
+
+def test_monitored_logs_loss_and_perplexity_every_log_steps():
+    import collections
+    import io
+    import math
+    from tf1_awd_sparse.awd_lm import monitored
+    assert monitored.parse_args(["--model-dir", "d"]).log_steps == 100
+    assert monitored.parse_args(["--model-dir", "d", "--log-steps",
+                                 "2"]).log_steps == 2
+    out = io.StringIO()
+    hook = monitored._LastLossHook(None, log_steps=2, file=out)
+    values = collections.namedtuple("Values", "results")
+    for loss in (3.0, 2.0, 1.5, 1.0, 0.5):
+        hook.after_run(None, values(loss))
+    assert out.getvalue().splitlines() == [
+        "train: step 2 loss 2.0000 ppl %.2f" % math.exp(2.0),
+        "train: step 4 loss 1.0000 ppl %.2f" % math.exp(1.0)]
+    quiet = io.StringIO()
+    hook = monitored._LastLossHook(None, log_steps=0, file=quiet)
+    hook.after_run(None, values(1.0))
+    assert quiet.getvalue() == ""
+
+
+def test_monitored_refuses_log_steps_with_evaluate_only(capsys):
+    line = one_error_line(capsys, lambda: monitored.parse_args(
+        ["--model-dir", "m", "--evaluate-only", "--log-steps", "5"]))
+    assert line.startswith("error: --log-steps has no effect here")

@@ -1,7 +1,13 @@
-"""The training loop's evaluation: its loss average against numpy."""
+"""The training loop (`train.run`): its bad parameters and run directories
+refused before anything is written, its evaluation's loss average against
+numpy."""
+import os
+
 import numpy as np
+import pytest
 
 from tf1_awd_sparse.awd_lm.corpus import data
+from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.training import train
 
 
@@ -39,3 +45,49 @@ def test_evaluate_averages_in_python_floats():
     want = np.sum(window_losses.astype(np.float64) * lengths) / lengths.sum()
     assert type(got) is float
     assert got == want
+
+
+@pytest.mark.parametrize("key,value", [
+    ("bptt", 0), ("max_epochs", 0), ("patience", 0), ("eval_batch_size", -1),
+    ("lr", -1.0), ("clip", -1.0), ("seed", -1)])
+def test_train_run_bad_params(tmp_path, key, value):
+    corpus = data.Corpus(["a", "b"], np.zeros(100, np.int32),
+                         np.zeros(50, np.int32), np.zeros(50, np.int32),
+                         {}, "tiny")
+    params = presets.params_for("demo", "plain")
+    params[key] = value
+    with pytest.raises(ValueError, match=r"^params\['%s'\]" % key):
+        train.run(corpus, params, str(tmp_path / "run"), log=lambda _: None)
+    assert not (tmp_path / "run").exists()
+
+
+def test_library_names_the_split_and_parameter(tmp_path):
+    corpus = data.Corpus(["a", "b"], np.zeros(100, np.int32),
+                         np.zeros(3, np.int32), np.zeros(50, np.int32),
+                         {}, "tiny")
+    params = dict(presets.params_for("demo", "plain"), eval_batch_size=2)
+    with pytest.raises(data.DataError, match=r"^valid split: 3 tokens are "
+                       r"too short for params\['eval_batch_size'\] 2"):
+        train.run(corpus, params, str(tmp_path / "run"), log=lambda _: None)
+
+
+def test_train_run_refuses_a_run_dir_holding_a_run(tmp_path):
+    # The Python API refuses what the command line refuses (one check,
+    # `train.check_run_dir`), before it reads the corpus or deletes files.
+    import tf1_awd_sparse
+    run_dir = tmp_path / "run"
+    (run_dir / "best").mkdir(parents=True)
+    (run_dir / "summary.json").write_text("{}")
+    with pytest.raises(train.RunDirError,
+                       match=r"run_dir .*run holds a run .*resume=True, or "
+                             r"give a new run_dir for a new run$") as info:
+        train.run(None, {}, str(run_dir), log=lambda _: None)
+    assert isinstance(info.value, tf1_awd_sparse.Error)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(train.RunDirError,
+                       match="leave overwrite=True out, which would delete"):
+        train.run(None, {}, str(run_dir), resume=True, overwrite=True)
+    assert sorted(os.listdir(str(run_dir))) == ["best", "summary.json"]
+    # An empty or missing directory is a fresh run's, and accepted.
+    train.check_run_dir(str(tmp_path / "none"))
+    train.check_run_dir(str(tmp_path))

@@ -1,20 +1,16 @@
-"""Flags that would do nothing are refused by the programs other than
-train and compress too (issue 54, item 6): export, score, generate,
-estimator and monitored end with status 2 and one line naming the flag
-and what it needs, and that line names only flags the program has (the
-distributed programs' named --quant and --compress, which are train's).
+"""Flags that would do nothing are refused by the distributed programs
+(issue 54, item 6): estimator and monitored end with status 2 and one line
+naming the flag and what it needs, and that line names only flags the
+program has (they named --quant and --compress, which are train's).
 Checked on the parsed flags and the parameters, in this process: nothing
 is trained or read."""
-import re
-
 import pytest
 
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.distributed import cli
-from tf1_awd_sparse.awd_lm.programs import (estimator, export, generate,
-                                            monitored, score)
+from tf1_awd_sparse.awd_lm.programs import estimator, monitored
 
-from support.lm import one_error_line, write_ptb
+from support.lm import names_only_its_flags, one_error_line, write_ptb
 from support.versions import needs_estimator
 
 #: The distributed programs (estimator where tf.estimator exists).
@@ -26,23 +22,6 @@ DISTRIBUTED = [pytest.param(estimator, marks=needs_estimator,
 TINY = ("emb_size=4,hidden_size=8,num_layers=2,eval_batch_size=3,bptt=5,"
         "hmm_vocab=20,hmm_states=2,hmm_train=600,hmm_valid=200,"
         "hmm_test=100")
-
-
-def _options(program):
-    """The flags of ``program``'s usage line (``--help``): the reference
-    of what its lines may name."""
-    import contextlib
-    import io
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
-        program.parse_args(["--help"])
-    usage = text.getvalue().split("\n\n")[0]
-    return set(re.findall(r"--[a-z][a-z-]*", usage))
-
-
-def _names_only_its_flags(line, program):
-    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
-    assert flags <= _options(program), (flags - _options(program), line)
 
 
 #: (--hparams given besides TINY, the key named, what the line needs).
@@ -80,7 +59,7 @@ def test_distributed_refuses_a_key_its_loop_never_reads(tmp_path, program,
     line = str(refused.value)
     assert line.startswith("--hparams %s has no effect here: it needs %s"
                            % (key, needs)), line
-    _names_only_its_flags(line, program)
+    names_only_its_flags(line, program)
     assert not (tmp_path / "m").exists()
 
 
@@ -154,13 +133,7 @@ def test_distributed_refuses_a_flag_the_others_leave_idle(
         ["--model-dir", "m"] + flags))
     assert line.startswith("error: %s has no effect here: it needs" % flag)
     assert needs in line, line
-    _names_only_its_flags(line, program)
-
-
-def test_monitored_refuses_log_steps_with_evaluate_only(capsys):
-    line = one_error_line(capsys, lambda: monitored.parse_args(
-        ["--model-dir", "m", "--evaluate-only", "--log-steps", "5"]))
-    assert line.startswith("error: --log-steps has no effect here")
+    names_only_its_flags(line, program)
 
 
 @pytest.mark.parametrize("program", DISTRIBUTED)
@@ -171,47 +144,3 @@ def test_the_idle_flags_still_have_their_defaults(program):
     args = program.parse_args(["--model-dir", "m", "--distribute",
                                "mirrored", "--num-devices", "3"])
     assert args.num_devices == 3
-
-
-def test_export_refuses_a_layout_of_a_dense_file(capsys):
-    base = ["--model", "m", "--format", "int8", "--out", "x.tflite"]
-    line = one_error_line(capsys, lambda: export.parse_args(
-        base + ["--layout", "1x16"]))
-    assert line.startswith("error: --layout has no effect here: it needs "
-                           "--storage sparse")
-    _names_only_its_flags(line, export)
-    assert export.parse_args(base).layout == "auto"
-    assert export.parse_args(base + ["--storage", "sparse", "--layout",
-                                     "1x16"]).layout == "1x16"
-
-
-@pytest.mark.parametrize("program, rest", [
-    (score, ["text.txt"]), (generate, ["--num-words", "3"])])
-def test_threads_of_a_tflite_file_are_refused(capsys, program, rest):
-    line = one_error_line(capsys, lambda: program.parse_args(
-        ["--model", "m.tflite", "--threads", "2"] + rest))
-    assert line.startswith("error: --threads has no effect here: it needs "
-                           "a model directory")
-    assert program.parse_args(["--model", "m.tflite"] + rest).threads == 1
-    assert program.parse_args(["--model", "run/m", "--threads", "2"]
-                              + rest).threads == 2
-
-
-@pytest.mark.parametrize("flags, flag", [
-    (["--top-k", "1", "--temperature", "0.5"], "--temperature"),
-    (["--temperature", "0", "--top-k", "5"], "--top-k"),
-    (["--temperature", "0", "--seed", "3"], "--seed"),
-    (["--top-k", "1", "--seed", "3"], "--seed"),
-])
-def test_generate_refuses_what_a_greedy_pick_ignores(capsys, flags, flag):
-    line = one_error_line(capsys, lambda: generate.parse_args(
-        ["--model", "m", "--num-words", "3"] + flags))
-    assert line.startswith("error: %s has no effect here: it needs a random "
-                           "draw" % flag), line
-    _names_only_its_flags(line, generate)
-
-
-def test_generate_keeps_what_a_draw_reads():
-    args = generate.parse_args(["--model", "m", "--num-words", "3",
-                                "--top-k", "5", "--seed", "3"])
-    assert (args.temperature, args.top_k, args.seed) == (1.0, 5, 3)
