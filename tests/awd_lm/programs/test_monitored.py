@@ -2,7 +2,6 @@
 cluster configuration, its evaluation against a numpy reference and the
 Estimator's, its resume, against hand-written expectations."""
 import json
-import re
 import shutil
 
 import numpy as np
@@ -176,16 +175,6 @@ def test_estimator_evaluates_a_monitored_checkpoint_alike(monitored_run):
         np.testing.assert_allclose(got[key], metrics[key], rtol=0, atol=atol)
     np.testing.assert_allclose(got["perplexity"], metrics["perplexity"],
                                rtol=perplexity_rtol(atol))
-
-
-def _own_lines(stderr):
-    """stderr without what TensorFlow 2.21's C++ runtime writes there at
-    import, before any program can set a log level (absl's 'WARNING: All
-    log messages before absl::InitializeLog()...' and its 'I0000 ...'
-    lines)."""
-    return [line for line in stderr.strip().splitlines()
-            if not re.match(r"[IWEF]\d{4} |WARNING: All log messages before "
-                            r"absl::InitializeLog", line)]
 
 
 def test_evaluate_checkpoint_errors(tmp_path):
