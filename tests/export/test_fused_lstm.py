@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from support.references import sigmoid
 from support.versions import IS_TF2, builtin_only
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
@@ -27,10 +28,6 @@ INTERPRETERS = ["tf"] + (["litert"] if IS_TF2 and __import__(
     "importlib").util.find_spec("ai_edge_litert") else [])
 VOCAB, EMB, HIDDEN = 50, 20, 36     # 20 and 36: 16 divides neither
 STEPS = 6
-
-
-def _sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
 
 
 def _random_model(seed, zeros=0.8, batch=1):
@@ -91,12 +88,12 @@ def _cell(layer, z, c, cell_clip, project, peephole=lambda w: w):
     if layer.peepholes is not None:
         w_i, w_f, w_o = (peephole(w) for w in layer.peepholes)
         i, f = i + w_i * c, f + w_f * c
-    c = _sigmoid(f + layer.forget_bias) * c + _sigmoid(i) * np.tanh(j)
+    c = sigmoid(f + layer.forget_bias) * c + sigmoid(i) * np.tanh(j)
     if cell_clip:
         c = np.clip(c, -cell_clip, cell_clip)
     if layer.peepholes is not None:
         o = o + w_o * c
-    h = project(_sigmoid(o) * np.tanh(c))
+    h = project(sigmoid(o) * np.tanh(c))
     if layer.proj_clip:
         h = np.clip(h, -layer.proj_clip, layer.proj_clip)
     return c, h

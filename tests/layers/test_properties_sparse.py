@@ -23,6 +23,7 @@ from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import layers as vd_layers
 from sparse_layers.variational_dropout import nn as vd_nn
 from sparse_layers.variational_dropout import rnn as vd_rnn
+from support.references import sigmoid
 from support.versions import needs_xla_compile, xla_compile
 
 NN = {"vd": vd_nn, "l0": l0_nn}
@@ -76,10 +77,6 @@ def technique_options(draw, technique, mode):
     return options, {n for n, v in options.items() if not _option_ok(n, v)}
 
 
-def _np_sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
-
-
 def np_eval_weights(technique, theta, aux, options):
     """The evaluation weights from the papers: VD zeroes weights whose
     log(alpha) = log(sigma^2) - log(theta^2 + eps) is >= threshold (Molchanov
@@ -90,7 +87,7 @@ def np_eval_weights(technique, theta, aux, options):
     if technique == "vd":
         log_alpha = aux - np.log(theta ** 2 + opts["eps"])
         return theta * (log_alpha < opts["threshold"])
-    gate = np.clip(_np_sigmoid(aux) * (opts["zeta"] - opts["gamma"])
+    gate = np.clip(sigmoid(aux) * (opts["zeta"] - opts["gamma"])
                    + opts["gamma"], 0.0, 1.0)
     return theta * gate
 
@@ -549,12 +546,12 @@ def test_penalties_and_report(technique, shape, data, seed):
                 if opts["clip_alpha"] is not None:
                     log_alpha = np.clip(log_alpha, -opts["clip_alpha"],
                                         opts["clip_alpha"])
-                neg_kl = (0.63576 * _np_sigmoid(1.8732 + 1.48695 * log_alpha)
+                neg_kl = (0.63576 * sigmoid(1.8732 + 1.48695 * log_alpha)
                           - 0.5 * np.log1p(np.exp(-log_alpha)) - 0.63576)
                 want = -neg_kl.sum()
             else:
                 # Louizos et al. 2018, eq. 12.
-                want = _np_sigmoid(aux - opts["beta"] * np.log(
+                want = sigmoid(aux - opts["beta"] * np.log(
                     -opts["gamma"] / opts["zeta"])).sum()
             np.testing.assert_allclose(session.run(value), want, rtol=1e-4,
                                        atol=1e-4)

@@ -25,19 +25,17 @@ from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.transforms import PRUNING_MASKS
 from support.graphs import ancestors
+from support.lm import TINY_HPARAMS
 from support.versions import needs_estimator
 from support.tolerances import U32
 
 from support import ROOT
 
-TINY = ("emb_size=4,hidden_size=8,num_layers=2,batch_size=2,"
-        "eval_batch_size=3,bptt=5,hmm_vocab=20,hmm_states=2,hmm_train=600,"
-        "hmm_valid=200,hmm_test=100,lr=2.0")
 # Pruned to half by step 8, the runs' last step: the last mask update is
 # at the last step, after its gradient step.
-PRUNED = TINY + (",pruning=magnitude,pruning_begin_step=0,"
-                 "pruning_end_step=8,pruning_frequency=2,"
-                 "target_sparsity=0.5")
+PRUNED = TINY_HPARAMS + (",pruning=magnitude,pruning_begin_step=0,"
+                         "pruning_end_step=8,pruning_frequency=2,"
+                         "target_sparsity=0.5")
 
 ENTRIES = [pytest.param("estimator", marks=needs_estimator), "monitored"]
 
@@ -206,8 +204,8 @@ def test_evaluate_only_reads_the_model_directory(tmp_path, entry):
     config.json is its configuration); a flag that disagrees with it is
     refused in one line, one that agrees is accepted."""
     model_dir = str(tmp_path / "model")
-    proc, evals = _cli(entry, "--model-dir", model_dir, "--hparams", TINY,
-                       "--train-steps", "4")
+    proc, evals = _cli(entry, "--model-dir", model_dir,
+                       "--hparams", TINY_HPARAMS, "--train-steps", "4")
     assert proc.returncode == 0 and len(evals) == 1, proc.stderr
     config = modeldir.read_config(os.path.join(model_dir, "config.json"))
     assert config["params"]["emb_size"] == 4
@@ -242,11 +240,11 @@ def test_command_params_one_source_and_one_line_errors(tmp_path):
     params (flags left out); misspelt keys in either are refused naming
     the closest key; a corpus of another vocabulary is refused."""
     model_dir = str(tmp_path)
-    params, corpus = estimator.command_params(_args(model_dir, "--hparams",
-                                                    TINY))
+    params, corpus = estimator.command_params(
+        _args(model_dir, "--hparams", TINY_HPARAMS))
     assert params["lr"] == 2.0 and params["vocab_size"] == len(corpus.vocab)
     args = _args(model_dir, "--train-steps", "3")
-    args.hparams = TINY
+    args.hparams = TINY_HPARAMS
     estimator.write_model_dir(args, dict(params, use_vd=True), corpus)
     stored = json.load(open(os.path.join(model_dir, "config.json")))
     assert "use_vd" not in stored["params"]

@@ -52,6 +52,14 @@ def ptb_with(tmp_path, **texts):
     return data_dir
 
 
+#: The distributed programs' tiny model on their embedded corpus (HMM
+#: text), as their ``--hparams`` flag takes it.
+TINY_HPARAMS = ("emb_size=4,hidden_size=8,num_layers=2,batch_size=2,"
+                "eval_batch_size=3,bptt=5,hmm_vocab=20,hmm_states=2,"
+                "hmm_train=600,hmm_valid=200,hmm_test=100,lr=2.0")
+
+#: The tiny language model's parameters (what `model.build_lm` reads): a
+#: test that needs other values passes ``dict(PARAMS, ...)``.
 PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6, "num_layers": 2,
           "dropout": 0.4, "dropouth": 0.25, "dropouti": 0.4, "dropoute": 0.1,
           "wdrop": 0.5, "alpha": 2.0, "beta": 1.0, "wdecay": 1e-3}

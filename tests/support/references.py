@@ -86,7 +86,19 @@ def grid_offset(x, lo, hi, bits=8):
 
 
 def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    """The logistic function 1 / (1 + exp(-x)) of an array, in float64
+    (a reference's precision, whatever the input's dtype); the one copy
+    every test's numpy reference uses."""
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
+
+
+def closed_form_sparsity(step, begin, end, target, exponent=3.0):
+    """Zhu & Gupta's gradual sparsity schedule in float64, written
+    independently: ``target (1 - (1 - p) ** exponent)`` with ``p`` the
+    progress from ``begin`` to ``end`` clipped to [0, 1]."""
+    progress = np.clip((np.asarray(step, np.float64) - begin)
+                       / float(end - begin), 0.0, 1.0)
+    return target * (1.0 - (1.0 - progress) ** exponent)
 
 
 def quantize_weight(w, bits=8):
@@ -215,8 +227,6 @@ def lstm_inputs(dtype=tf.float32, seed=0):
 
 def np_lstm(x, kernel, bias, forget_bias=1.0):
     """Plain numpy LSTM (no peepholes/projection), batch-major input."""
-    def sigmoid(v):
-        return 1.0 / (1.0 + np.exp(-v))
     units = bias.shape[0] // 4
     c = np.zeros((x.shape[0], units))
     h = np.zeros((x.shape[0], units))

@@ -11,6 +11,7 @@ from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.training import compress
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
+from support.lm import PARAMS
 from support.tolerances import gamma
 
 
@@ -90,10 +91,9 @@ def test_the_group_lasso_adds_weights_each_in_its_own_block():
         mp.block_group_lasso([tf.constant(table)], [(0, 4)])
 
 
-LM = {"vocab_size": 11, "emb_size": 8, "hidden_size": 6, "num_layers": 2,
-      "model": "awd", "wdecay": 1e-3, "pruning_begin_step": 0,
-      "pruning_end_step": 12, "pruning_frequency": 3,
-      "target_sparsity": 0.6, "pruning_block": 4}
+LM = dict(PARAMS, emb_size=8, model="awd", pruning_begin_step=0,
+          pruning_end_step=12, pruning_frequency=3, target_sparsity=0.6,
+          pruning_block=4)
 
 
 @pytest.mark.parametrize("weight,pruning", [

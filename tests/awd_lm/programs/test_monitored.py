@@ -16,7 +16,7 @@ from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from support.versions import needs_estimator
 from support.lm import (AWD_VD_PARAMS as PARAMS, FLOAT_LOG_PROB_ATOL,
-                        one_error_line)
+                        TINY_HPARAMS, one_error_line)
 from support.tolerances import float32_sum_rtol, perplexity_rtol
 
 from support import example
@@ -86,9 +86,6 @@ def test_monitored_refuses_a_cluster_with_mirrored_or_evaluate_only(tmp_path):
             monitored.prepare(args, tf_config=text)
 
 
-TINY_HPARAMS = ("emb_size=4,hidden_size=8,num_layers=2,batch_size=2,"
-                "eval_batch_size=3,bptt=5,hmm_vocab=20,hmm_states=2,"
-                "hmm_train=600,hmm_valid=200,hmm_test=100,lr=2.0")
 #: TINY_HPARAMS without what only training reads (--evaluate-only refuses
 #: batch_size and lr).
 EVAL_HPARAMS = ",".join(item for item in TINY_HPARAMS.split(",")

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from support import ROOT
-from support.lm import FLOAT_PPL_RTOL, TINY, write_ptb
+from support.lm import FLOAT_PPL_RTOL, TINY, TINY_HPARAMS, write_ptb
 from support.lm_api import tiny_params, write_corpus
 from tf1_awd_sparse.awd_lm.config import modeldir
 
@@ -302,9 +302,7 @@ def test_ctrl_c_in_train_is_one_line_naming_the_resume(tmp_path):
 
 
 #: The distributed programs' tiny model on the embedded corpus.
-MONITORED_HPARAMS = ("emb_size=4,hidden_size=8,num_layers=2,batch_size=2,"
-                     "eval_batch_size=3,bptt=5,hmm_vocab=20,hmm_states=2,"
-                     "hmm_train=600,hmm_valid=200,hmm_test=100,lr=2.0")
+MONITORED_HPARAMS = TINY_HPARAMS
 
 
 @pytest.fixture(scope="module")
