@@ -5,7 +5,7 @@ kind), their inputs (dtypes, zero-size and unknown dimensions, initial
 states, sequence lengths), the fake-quant helpers (bit widths and ranges at
 and past their limits), ``TFLiteRunner.run`` and the kernel transforms'
 configs. Each case ends in the documented result (against numpy: TF's
-fake-quant nudging and LSTMCell's step, ``test_quant_reference``) or in an
+fake-quant nudging and LSTMCell's step, ``test_fake_quant``) or in an
 error naming the argument (``support.properties.expect``)."""
 import numpy as np
 import pytest
@@ -125,7 +125,7 @@ def test_quantization_grids(rng_range, bits, kind):
 
     def check_nudged(result):
         scale, zero_point = result
-        # TF's nudging, written out in test_quant_reference.nudge.
+        # TF's nudging, written out in support.references.nudge.
         nmin, _, want_scale = nudge(lo, hi, bits)
         # (the reference computes in float32)
         np.testing.assert_allclose(scale, want_scale, rtol=1e-4)

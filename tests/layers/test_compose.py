@@ -321,7 +321,7 @@ def _lstm_outputs(use_vd, plain=False):
 
 @pytest.mark.parametrize("direction", ["into_masks", "from_masks"])
 def test_default_saver_between_mask_and_plain_graphs(tmp_path, direction):
-    # (Replicated graphs: tests/layers/test_distributed_state.py.)
+    # (Replicated graphs: tests/ops/test_mask_placement.py.)
     source_masks = direction == "from_masks"
     first = tf.Graph()
     with first.as_default():

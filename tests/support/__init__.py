@@ -8,6 +8,8 @@ by path, and modules of helpers -
   tensors), the LSTM step (float and fake-quantized, peepholes and
   projection included), a whole-sequence LSTM;
 - :mod:`support.graphs` - walking a graph's ops;
+- :mod:`support.sparse` - a small model of registered sparse pairs (the
+  losses' and the sparsity report's tests);
 - :mod:`support.properties` - strategies and checks of the property tests;
 - :mod:`support.lm` - the language model's harness: tiny corpora, the
   training script, tiny parameters;
@@ -19,7 +21,8 @@ by path, and modules of helpers -
 The tests live in folders that mirror the library's floors (``base/``,
 ``ops/``, ``transforms/``, ``layers/``, ``export/``, ``awd_lm/``), with
 ``programs/`` (the examples, benchmarks and docs' programs) and
-``project/`` (the import graph, the names, the errors).
+``project/`` (the import graph, the names, the errors); inside them a
+module's tests sit at its mirrored path (``project/test_test_layout.py``).
 """
 import importlib.util
 import os

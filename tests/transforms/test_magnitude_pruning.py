@@ -1,9 +1,9 @@
 """The library's gradual magnitude pruning
-(tf1_awd_sparse.transforms.magnitude_pruning):
-its schedule against the closed form, its masks against the weights'
-magnitudes, its update steps, its argument errors on every version, and,
-on TF 1.x, step by step beside tf.contrib.model_pruning.Pruning, the
-reference it matches."""
+(tf1_awd_sparse.transforms.magnitude_pruning): its masks against the
+weights' magnitudes as its schedule ramps them (the schedule alone:
+test_pruning_schedule.py), its update steps, its argument errors on every
+version, and, on TF 1.x, step by step beside
+tf.contrib.model_pruning.Pruning, the reference it matches."""
 import inspect
 
 import numpy as np
@@ -13,20 +13,14 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.base.checks import DtypeError
 from tf1_awd_sparse.transforms.magnitude_pruning import (
     DEFAULT_NBINS, MagnitudePruning)
-from tf1_awd_sparse.transforms.pruning_schedule import gradual_sparsity
 from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
+from support.lm import PARAMS
+from support.references import closed_form_sparsity
 from support.versions import contrib, needs_contrib
-from support.tolerances import U32, transcendental_rtol
+from support.tolerances import U32
 from weight_drop_lstm import WeightDropLSTMCell
 
 B, T, D, N = 3, 4, 5, 6
-
-
-def _closed_form(step, begin, end, target, exponent=3.0):
-    """Zhu & Gupta's schedule in float64, written independently."""
-    progress = np.clip((np.asarray(step, np.float64) - begin)
-                       / float(end - begin), 0.0, 1.0)
-    return target * (1.0 - (1.0 - progress) ** exponent)
 
 
 def _update_steps(last_step, begin, end, frequency):
@@ -158,7 +152,7 @@ def test_masks_and_thresholds_match_contrib_step_by_step():
     assert updates == [4, 8, 12, 16, 20, 24]
     # The masks really changed: the last update's sparsity of each matrix.
     for mask in ours[-1][1]:
-        expected = _closed_form(24, s["begin"], s["end"], s["target"])
+        expected = closed_form_sparsity(24, s["begin"], s["end"], s["target"])
         assert abs((mask == 0).mean() - expected) < 0.02
 
 
@@ -201,37 +195,6 @@ def test_contrib_reference_and_library_share_checkpoints(tmp_path):
 
 
 # -- every version ------------------------------------------------------------
-
-@pytest.mark.parametrize("begin,end,target,exponent", [
-    (0, 100, 0.9, 3), (7, 31, 0.5, 3), (10, 11, 0.25, 3), (0, 50, 0.75, 1)])
-def test_schedule_matches_the_closed_form(sess, begin, end, target,
-                                          exponent):
-    steps = np.arange(0, end + 20)
-    expected = _closed_form(steps, begin, end, target, exponent)
-    as_numpy = gradual_sparsity(steps, begin, end, target, exponent)
-    assert as_numpy.dtype == np.float32 and as_numpy.shape == steps.shape
-    # float32 target (1 - (1 - p) ** e), p in [0, 1], target <= 1: p's
-    # rounding moves (1 - p) ** e by at most e u, 1 - p, 1 - (.) and the
-    # product round once each, the power is a few ulp: absolute, against
-    # the float64 closed form (was atol 1e-6, about this).
-    atol = (exponent + 3) * U32 + transcendental_rtol()
-    np.testing.assert_allclose(as_numpy, expected, rtol=0, atol=atol)
-    placeholder = tf.placeholder(tf.int64, [None])
-    tensor = gradual_sparsity(placeholder, begin, end, target, exponent)
-    assert tensor.dtype == tf.float32
-    as_tensor = sess.run(tensor, {placeholder: steps})
-    np.testing.assert_allclose(as_tensor, expected, rtol=0, atol=atol)
-    # Two float32 evaluations (TF's pow, numpy's): each within atol (was
-    # rtol 1e-6 + atol 1e-7, under it).
-    np.testing.assert_allclose(as_tensor, as_numpy, rtol=0, atol=2 * atol)
-    assert as_numpy[steps <= begin].max() == 0.0
-    # p = 1: 1 - 0 ** e = 1 exactly, times the target rounded to float32.
-    np.testing.assert_allclose(as_numpy[steps >= end], target, rtol=U32)
-    # Scalars too, and the method is the same schedule.
-    pruning = MagnitudePruning(begin, end, 1, target, exponent=exponent)
-    assert pruning.sparsity_at(end // 2).shape == ()
-    assert pruning.sparsity_at(end // 2) == as_numpy[end // 2]
-
 
 def _cell_kernel_pruning(**kwargs):
     """A WeightDropLSTMCell(pruning_mask=True) trained by SGD with the
@@ -368,7 +331,7 @@ def test_weight_sparsity_map_gives_a_weight_its_own_target(sess):
             continue
         for name, target in (("table/embedding", 0.5), ("cell/kernel", 0.9)):
             size = got[name].size
-            wanted = _closed_form(now, 0, 12, target)
+            wanted = closed_form_sparsity(now, 0, 12, target)
             assert (got[name] == 0).sum() == round(size * wanted), (now, name)
             zeros = np.abs(inits[name])[got[name] == 0]
             if 0 < zeros.size < size:
@@ -517,15 +480,6 @@ def test_bad_arguments_raise_named_errors(kwargs, match):
         MagnitudePruning(**args)
 
 
-def test_bad_schedule_arguments_raise_named_errors():
-    with pytest.raises(ValueError, match=r"end_step must be > begin_step"):
-        gradual_sparsity(3, 10, 10, 0.5)
-    with pytest.raises(ValueError, match=r"step must be an int"):
-        gradual_sparsity(2.5, 0, 10, 0.5)
-    with pytest.raises(DtypeError, match=r"step must be an int32 or int64"):
-        gradual_sparsity(tf.constant(2.5), 0, 10, 0.5)
-
-
 def test_mask_of_another_shape_is_refused():
     weight = tf.get_variable("w", [4, 5])
     mask = tf.get_variable("w_pruning_mask", [5, 4], trainable=False)
@@ -541,13 +495,10 @@ def test_mask_of_another_shape_is_refused():
 
 # -- the language model's op --------------------------------------------------
 
-LM_PARAMS = {"vocab_size": 11, "emb_size": 4, "hidden_size": 6,
-             "num_layers": 2, "dropout": 0.4, "dropouth": 0.25,
-             "dropouti": 0.4, "dropoute": 0.1, "wdrop": 0.5, "alpha": 2.0,
-             "beta": 1.0, "wdecay": 1e-3, "model": "awd", "clip": 0.25,
-             "optimizer": "sgd", "nonmono": 5, "pruning": "magnitude",
-             "pruning_begin_step": 0, "pruning_end_step": 12,
-             "pruning_frequency": 3, "target_sparsity": 0.6}
+LM_PARAMS = dict(PARAMS, model="awd", clip=0.25, optimizer="sgd", nonmono=5,
+                 pruning="magnitude", pruning_begin_step=0,
+                 pruning_end_step=12, pruning_frequency=3,
+                 target_sparsity=0.6)
 
 
 def _contrib_lm_pruning_op(params, global_step, train_op):
@@ -631,7 +582,7 @@ def test_language_model_prunes_by_the_schedule(table):
             if now < 3:
                 assert mask.min() == 1.0
             if now in updates:
-                expected = _closed_form(now, 0, 12, target)
+                expected = closed_form_sparsity(now, 0, 12, target)
                 # These matrices have 44 - 240 entries: within a few of
                 # the schedule (one histogram bin's entries, and rounding).
                 assert abs((mask == 0).mean() - expected) <= 3.0 / mask.size

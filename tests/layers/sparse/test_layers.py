@@ -6,21 +6,18 @@ import tensorflow.compat.v1 as tf
 from sparse_layers import common, techniques
 from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.variational_dropout import layers as vd_layers
+from support.references import sigmoid
 
 EPS = common.EPSILON
 MODULES = {"vd": vd_layers, "l0": l0_layers}
 TECHNIQUES = {"vd": "variational_dropout", "l0": "l0"}
 
 
-def _sigmoid(x):
-    return 1. / (1. + np.exp(-x))
-
-
 def _eval_weights(technique, theta, aux):
     """Numpy reference of the evaluation-time weights."""
     if technique == "vd":
         return theta * (aux - np.log(theta ** 2 + EPS) < common.THRESHOLD)
-    gate = np.clip(_sigmoid(aux) * (common.ZETA - common.GAMMA)
+    gate = np.clip(sigmoid(aux) * (common.ZETA - common.GAMMA)
                    + common.GAMMA, 0, 1)
     return theta * gate
 

@@ -16,6 +16,7 @@ from sparse_layers.l0_regularization import layers as l0_layers
 from sparse_layers.l0_regularization import rnn as l0_rnn
 from sparse_layers.variational_dropout import layers as vd_layers
 from sparse_layers.variational_dropout import rnn as vd_rnn
+from support.references import sigmoid
 from support.versions import ANY_VARIABLE
 from support.tolerances import U32
 
@@ -27,27 +28,23 @@ AUX_RANGES = {"variational_dropout": (-3., 6.), "l0": (-4., 2.)}
 LOSSES = {"variational_dropout": losses.kl_loss, "l0": losses.l0_loss}
 
 
-def _np_sigmoid(x):
-    return 1. / (1. + np.exp(-x.astype(np.float64)))
-
-
 def _np_eval_weights(technique, theta, aux):
     """Numpy reference of the evaluation weights (the papers' formulas)."""
     if technique == "variational_dropout":
         log_alpha = aux - np.log(theta.astype(np.float64) ** 2 + 1e-8)
         return theta * (log_alpha < 3.0)
-    return theta * np.clip(_np_sigmoid(aux) * 1.2 - 0.1, 0., 1.)
+    return theta * np.clip(sigmoid(aux) * 1.2 - 0.1, 0., 1.)
 
 
 def _np_kl(theta, log_sigma2):
     a = log_sigma2 - np.log(theta.astype(np.float64) ** 2 + 1e-8)
     k1, k2, k3 = 0.63576, 1.8732, 1.48695
-    return -np.sum(k1 * _np_sigmoid(k2 + k3 * a)
+    return -np.sum(k1 * sigmoid(k2 + k3 * a)
                    - 0.5 * np.log1p(np.exp(-a)) - k1)
 
 
 def _np_l0(log_alpha):
-    return np.sum(_np_sigmoid(log_alpha - (2. / 3.) * np.log(0.1 / 1.1)))
+    return np.sum(sigmoid(log_alpha - (2. / 3.) * np.log(0.1 / 1.1)))
 
 
 def _np_penalty(technique, theta, aux):

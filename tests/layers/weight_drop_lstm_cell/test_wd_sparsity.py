@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 
 from sparse_layers import losses, report, techniques
 from support.references import (DEPTH, UNITS, lstm_inputs, lstm_tolerance,
-                                np_lstm)
+                                np_lstm, sigmoid)
 from support.tolerances import transcendental_rtol
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -16,15 +16,11 @@ TECHNIQUES = {
 }
 
 
-def _np_sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
-
-
 def _np_eval_kernel(sparsity, theta, aux):
     if sparsity == "variational_dropout":
         log_alpha = aux - np.log(theta ** 2 + 1e-8)
         return theta * (log_alpha < 3.0)
-    return theta * np.clip(_np_sigmoid(aux) * 1.2 - 0.1, 0.0, 1.0)
+    return theta * np.clip(sigmoid(aux) * 1.2 - 0.1, 0.0, 1.0)
 
 
 @pytest.mark.parametrize("sparsity", sorted(TECHNIQUES))

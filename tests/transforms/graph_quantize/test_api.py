@@ -4,7 +4,7 @@ with tf.contrib.quantize (the same quantized tensors, ranges and outputs
 after the same training steps), on every version against a numpy reference
 of fake quantization and moving averages, batch norm folding exact, the
 library's quantized cell and language model left as they are, the rule on
-when to call it (the export: tests/test_quantize_graph_export.py)."""
+when to call it (the export: tests/export/test_quantize_graph_export.py)."""
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
