@@ -93,3 +93,16 @@ def check_eval_outputs(got, x, x3, weights, conv_ref, lookup_ref, images,
     # Lookups copy the rows of the weights (exact where weight_atol = 0).
     np.testing.assert_allclose(got[5], lookup_ref, rtol=0, atol=weight_atol)
     np.testing.assert_allclose(got[6], lookup_ref, rtol=0, atol=weight_atol)
+
+
+def cell_against_tf_cell(sess, cell, ref_cell, inputs, kernel, bias):
+    """``(outputs of cell, outputs of ref_cell)`` under dynamic_rnn over
+    ``inputs``: ``cell`` a sparse cell in evaluation mode, ``ref_cell``
+    TensorFlow's own cell of the same kind, given ``kernel`` (the sparse
+    cell's evaluation weights, computed by the caller) and ``bias``."""
+    out = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)[0]
+    ref, _ = tf.nn.dynamic_rnn(ref_cell, inputs, dtype=tf.float32,
+                               scope="reference")
+    ref_kernel, ref_bias = ref_cell.variables
+    sess.run([ref_kernel.assign(kernel), ref_bias.assign(bias)])
+    return sess.run([out, ref])
