@@ -219,18 +219,6 @@ def test_embedding_dropout_with_sharded_params(sess):
         embedding_dropout(shards, tf.constant([0.0]), 0.5)
 
 
-def test_smart_cond_needs_a_resolved_flag():
-    """None is resolved by the public entry points (check_training), never
-    silently taken as True down here."""
-    from tf1_awd_sparse.base.control_flow import smart_cond
-    with pytest.raises(TypeError, match="pred"):
-        smart_cond(None, lambda: 1, lambda: 0)
-    with pytest.raises(TypeError, match="pred"):
-        smart_cond(tf.constant(1.0), lambda: 1, lambda: 0)
-    assert smart_cond(np.bool_(False), lambda: 1, lambda: 0) == 0
-    assert smart_cond(True, lambda: 1, lambda: 0) == 1
-
-
 @pytest.mark.parametrize("entry", ["locked_dropout", "embedding_dropout",
                                    "l0_dense"])
 def test_training_flag_of_unknown_rank_is_checked_when_run(sess, entry):
