@@ -31,8 +31,10 @@ TESTS = "tests"
 
 #: The share of the library's modules with a test at their mirrored path,
 #: at least. A ratchet: raise it as tests move beside their modules, never
-#: lower it (issue 56's goal is 0.80).
-MIN_MIRRORED_SHARE = 0.0
+#: lower it (issue 56's goal is 0.80). 0.43: 55 of 127 modules once base/,
+#: ops/, transforms/, layers/ and export/ had their tests moved (47 of
+#: their 69; 19 of 127 before).
+MIN_MIRRORED_SHARE = 0.43
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
