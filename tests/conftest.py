@@ -15,7 +15,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 tf.disable_v2_behavior()
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-# Property-based tests (tests/*/test_properties_*.py). Default: a fixed
+# Property-based tests (the test_properties_*.py files). Default: a fixed
 # example budget and seed (derandomize), so `make test` tries the same cases
 # in about a minute; `pytest --hypothesis-profile long` tries ten times as
 # many, drawn afresh, and runs the long numerics (tests/layers/test_numerics.py).
