@@ -31,10 +31,10 @@ TESTS = "tests"
 
 #: The share of the library's modules with a test at their mirrored path,
 #: at least. A ratchet: raise it as tests move beside their modules, never
-#: lower it (issue 56's goal is 0.80). 0.42: 54 of 127 modules once base/,
-#: ops/, transforms/, layers/ and export/ had their tests moved (46 of
-#: their 69; 19 of 127 before).
-MIN_MIRRORED_SHARE = 0.42
+#: lower it (issue 56's goal is 0.80). 0.44: 56 of 125 modules once base/,
+#: ops/, transforms/, layers/ and export/ had their tests moved (48 of
+#: their 70; 19 of 127 modules before).
+MIN_MIRRORED_SHARE = 0.44
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
