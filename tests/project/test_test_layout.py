@@ -31,10 +31,10 @@ TESTS = "tests"
 
 #: The share of the library's modules with a test at their mirrored path,
 #: at least. A ratchet: raise it as tests move beside their modules, never
-#: lower it (issue 56's goal is 0.80). 0.44: 56 of 125 modules once base/,
-#: ops/, transforms/, layers/ and export/ had their tests moved (48 of
-#: their 70; 19 of 127 modules before).
-MIN_MIRRORED_SHARE = 0.44
+#: lower it (issue 56's goal is 0.80). 0.64: 80 of 125 modules once the
+#: tests of base/, ops/, transforms/, layers/ and export/ (48 of their 70)
+#: and of awd_lm/ had moved; 19 of 127 modules before.
+MIN_MIRRORED_SHARE = 0.64
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
