@@ -8,8 +8,8 @@ run), and prints one table: the source's own perplexity (the floor), each
 model's test perplexity at its best validation epoch, its gap to the floor,
 epochs and seconds. The awd run then compresses its model to 95 % zeros
 in the embedding and LSTM kernels (`--compress l0,magnitude
---target-sparsity 0.95`, see `awd_lm.compress`): both techniques fine-tune
-side by side, the best is pruned, fine-tuned
+--target-sparsity 0.95`, see `awd_lm.training.compression`): both
+techniques fine-tune side by side, the best is pruned, fine-tuned
 quantization-aware and exported as float and uint8 TFLite files scored
 with the TFLite interpreter; the demo ends with that table (also in
 compress/summary.json).  Outputs (checkpoints, TensorBoard events,

@@ -40,7 +40,7 @@ SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared",
 # whole files in this order, so no long file is left to one worker at the
 # end while the other idles. Only the order changes; a file not named here
 # keeps its place after these.
-COSTLY_FIRST = ("test_compress.py", "test_compose.py", "test_demo.py",
+COSTLY_FIRST = ("test_pipeline.py", "test_compose.py", "test_demo.py",
                 "test_distill.py", "test_lm_script.py", "test_lm_quant.py",
                 "test_compress_command.py",
                 "test_cluster.py", "test_bench_stream.py",

@@ -24,17 +24,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 from tf1_awd_sparse.awd_lm.config import modeldir  # noqa: E402
 from tf1_awd_sparse.awd_lm.inference.lm import LanguageModel  # noqa: E402
-from tf1_awd_sparse.awd_lm.training import compress  # noqa: E402
+from tf1_awd_sparse.awd_lm.training.compression import cuts  # noqa: E402
 
 CHUNK = 500
 
 
 def zero_rows(run_dir):
     """bool [vocab]: the rows of the run's table that are all zero, in the
-    weights its evaluation uses (`compress.effective_weights`: the
+    weights its evaluation uses (`cuts.effective_weights`: the
     pruning masks or the sparse technique's evaluation weights)."""
     config = modeldir.read_config(os.path.join(run_dir, "config.json"))
-    weights = compress.effective_weights(
+    weights = cuts.effective_weights(
         os.path.join(run_dir, config["checkpoint"]), config["params"])
     return np.abs(weights["lm/embedding"]).sum(axis=1) == 0
 

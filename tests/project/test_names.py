@@ -293,11 +293,13 @@ TABLES = (
     "tf1_awd_sparse.awd_lm.training", "tf1_awd_sparse.awd_lm.distributed",
     "variational_dropout")
 #: The packages without a table: their names are public through the
-#: ``sparse_layers`` facades (docs/api.md), or they are the command.
+#: ``sparse_layers`` facades or their floor's table (the compression's, in
+#: ``awd_lm.training``'s; docs/api.md), or they are the command.
 WITHOUT_TABLE = (
     "tf1_awd_sparse.ops.sparse", "tf1_awd_sparse.layers.sparse",
     "tf1_awd_sparse.layers.sparse.variational_dropout",
     "tf1_awd_sparse.layers.sparse.l0_regularization",
+    "tf1_awd_sparse.awd_lm.training.compression",
     "tf1_awd_sparse.awd_lm.programs")
 #: At most this many names in all the tables (issue 43).
 MAX_PUBLIC_NAMES = 200

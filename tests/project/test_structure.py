@@ -271,7 +271,7 @@ def test_the_public_use_check_sees_each_form():
     source = ("from tf1_awd_sparse.awd_lm.training import run, records\n"
               "from tf1_awd_sparse.awd_lm.training.train import run, ppl\n"
               "from tf1_awd_sparse.awd_lm.training import train as t\n"
-              "import tf1_awd_sparse.awd_lm.training.pipeline as p\n"
+              "import tf1_awd_sparse.awd_lm.training.plan as p\n"
               "from tf1_awd_sparse.base import _cli, compat\n"
               "from tf1_awd_sparse.base.checks import check_real\n"
               "t.run()\nt.Trainer()\np.plan_run()\nrecords.TableLog\n"
@@ -279,6 +279,6 @@ def test_the_public_use_check_sees_each_form():
     assert non_public_uses(ast.parse(source), tables) == [
         (2, "tf1_awd_sparse.awd_lm.training.train.ppl"),
         (8, "tf1_awd_sparse.awd_lm.training.train.Trainer"),
-        (9, "tf1_awd_sparse.awd_lm.training.pipeline.plan_run"),
+        (9, "tf1_awd_sparse.awd_lm.training.plan.plan_run"),
         (10, "tf1_awd_sparse.awd_lm.training.records.TableLog"),
         (12, "tf1_awd_sparse.awd_lm.config.x")]

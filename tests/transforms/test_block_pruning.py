@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.training import compress
+from tf1_awd_sparse.awd_lm.training.compression import cuts, stages
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
 from tf1_awd_sparse.transforms import pruning_cut, pruning_schedule
 from support.tolerances import gamma
@@ -235,15 +235,15 @@ def test_the_pipelines_cut_keeps_whole_blocks(k):
     params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
               "num_layers": 1, "model": "awd", "pruning": "magnitude",
               "pruning_block": k}
-    names = compress.weight_names(params)
+    names = cuts.weight_names(params)
     rng = np.random.RandomState(k)
     shapes = {names[0]: (50, 32), names[1]: (48, 64)}
     values = {}
     for name in names:
         values[name] = rng.randn(*shapes[name]).astype(np.float32)
-        values[compress._mask_name(name)] = np.ones(shapes[name],
-                                                    np.float32)
-    out = compress._dense_survivors(values, params, 0.9, "matrix")
+        values[cuts.mask_name(name)] = np.ones(shapes[name],
+                                               np.float32)
+    out = cuts.dense_survivors(values, params, 0.9, "matrix")
     for name in names:
         block = model.pruning_block(name, shapes[name], k)
         assert _is_block_constant(out[name] != 0, block)
@@ -261,16 +261,16 @@ def test_the_block_reaches_the_ramp_and_its_cut(technique, k):
     # from the ramp's parameters, so it must be carried there.
     params = dict(presets.DEFAULTS, pruning_block=k, target_sparsity=0.9,
                   compress=technique, vocab_size=50)
-    ramp = compress.finetune_params(params, technique, 10)
+    ramp = stages.finetune_params(params, technique, 10)
     assert ramp["pruning_block"] == k
 
 
 def _two_layer_values(params, shapes, seed):
     rng = np.random.RandomState(seed)
     values = {}
-    for name in compress.weight_names(params):
+    for name in cuts.weight_names(params):
         values[name] = rng.randn(*shapes[name]).astype(np.float32)
-        values[compress._mask_name(name)] = np.ones(shapes[name], np.float32)
+        values[cuts.mask_name(name)] = np.ones(shapes[name], np.float32)
     return values
 
 
@@ -284,10 +284,10 @@ def test_uneven_budgets_keep_the_models_zeros(k, table):
               "num_layers": 2, "model": "awd", "pruning": "magnitude",
               "pruning_block": k, "target_sparsity": 0.9,
               "table_sparsity": table}
-    names = compress.weight_names(params)
+    names = cuts.weight_names(params)
     shapes = dict(zip(names, [(50, 32), (48, 64), (48, 128)]))
-    out = compress._dense_survivors(_two_layer_values(params, shapes, k),
-                                    params, 0.9, "matrix")
+    out = cuts.dense_survivors(_two_layer_values(params, shapes, k),
+                               params, 0.9, "matrix")
     zeros = {n: int(np.sum(out[n] == 0)) for n in names}
     sizes = {n: int(np.prod(shapes[n])) for n in names}
     total = sum(sizes.values())
@@ -333,7 +333,7 @@ def test_uneven_budgets_refuse_what_leaves_the_kernels_none():
 def test_the_table_budget_reaches_the_ramp_and_its_cut():
     params = dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
                   table_sparsity=0.93, compress="magnitude", vocab_size=50)
-    ramp = compress.finetune_params(params, "magnitude", 10)
+    ramp = stages.finetune_params(params, "magnitude", 10)
     assert ramp["table_sparsity"] == 0.93
     with pytest.raises(ValueError, match=r"table_sparsity.*got 1.0"):
         presets.check_params({"table_sparsity": 1.0})

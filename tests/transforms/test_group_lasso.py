@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.training import compress
+from tf1_awd_sparse.awd_lm.training.compression import cuts, stages
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
 from support.lm import PARAMS
 from support.tolerances import gamma
@@ -114,7 +114,7 @@ def test_the_language_models_loss_adds_the_lasso_while_pruning(weight,
                               "targets": tf.constant(ids[:, 1:])},
                              True, params)
         by_name = {v.op.name: v for v in tf.global_variables()}
-        names = compress.weight_names(params)
+        names = cuts.weight_names(params)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             got, values = sess.run(
@@ -142,10 +142,10 @@ def test_the_group_lasso_reaches_the_ramp_only():
     the reference and the float phase do not (a compression key)."""
     params = dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
                   group_lasso=2e-6, compress="magnitude", vocab_size=50)
-    assert compress.finetune_params(params, "magnitude", 10)[
+    assert stages.finetune_params(params, "magnitude", 10)[
         "group_lasso"] == 2e-6
-    assert compress.survivors_params(params).prune.group_lasso == 0.0
-    assert compress.reference_params(params).prune.group_lasso == 0.0
+    assert stages.survivors_params(params).prune.group_lasso == 0.0
+    assert stages.reference_params(params).prune.group_lasso == 0.0
     assert "group_lasso" not in presets.split_quant(params)[0]
     with pytest.raises(ValueError, match=r"group_lasso.*-1"):
         presets.check_params({"group_lasso": -1.0})

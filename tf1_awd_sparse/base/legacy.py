@@ -50,7 +50,7 @@ _AWD_LM_FLOORS = {
     "config": ("presets", "modeldir"),
     "graph": ("model", "losses", "ntasgd", "distill", "cache"),
     "inference": ("lm_backends", "lm", "export"),
-    "training": ("train", "records", "compress"),
+    "training": ("train", "records"),
     "distributed": ("cluster", "input_fn", "model_fn"),
 }
 #: The flat awd_lm names of 0.3.0 (README and docs/awd_lm.md taught
@@ -61,6 +61,9 @@ _AWD_LM_FLOORS = {
 FLAT_AWD_LM_MODULES = dict(
     ("%s.%s" % (_AWD_LM, name), "%s.%s.%s" % (_AWD_LM, floor, name))
     for floor, modules in _AWD_LM_FLOORS.items() for name in modules)
+# 0.3.0's ``awd_lm.compress`` ran the pipeline: its entry's module now.
+FLAT_AWD_LM_MODULES[_AWD_LM + ".compress"] = (
+    _AWD_LM + ".training.compression.pipeline")
 
 #: A program's path before the programs moved (issue 43) -> its name in
 #: ``awd-lm`` (``programs.main.PROGRAMS``), whose module is

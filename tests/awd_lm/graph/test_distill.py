@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.training import compress, train
+from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.training.compression import pipeline, stages
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.inference import lm
@@ -367,19 +368,19 @@ def test_pipeline_parameters_distil_the_techniques_not_the_reference():
         "compress": "magnitude"})
     teacher = "float/best/model.ckpt"
     assert presets.split_quant(params)[0].get("distill_weight") is None
-    for run in (compress.finetune_params(params, "magnitude", 10, teacher),
-                compress.finetune_params(params, "l0", 10, teacher),
-                compress.survivors_params(params, teacher)):
+    for run in (stages.finetune_params(params, "magnitude", 10, teacher),
+                stages.finetune_params(params, "l0", 10, teacher),
+                stages.survivors_params(params, teacher)):
         assert (run["distill_weight"], run["distill_temperature"],
                 run["distill_from"]) == (0.5, 2.0, teacher)
-    reference = compress.reference_params(params)
+    reference = stages.reference_params(params)
     assert reference["distill_weight"] == 0.0
     assert reference.get("distill_from") is None
     with pytest.raises(ValueError, match="teacher"):
-        compress.finetune_params(params, "magnitude", 10)
+        stages.finetune_params(params, "magnitude", 10)
     off = presets.params_for("demo", "awd")
-    for run in (compress.finetune_params(off, "magnitude", 10, teacher),
-                compress.survivors_params(off, teacher)):
+    for run in (stages.finetune_params(off, "magnitude", 10, teacher),
+                stages.survivors_params(off, teacher)):
         assert run["distill_weight"] == 0.0 and "distill_from" not in run
 
 
@@ -398,12 +399,11 @@ def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
         # The stage that distils (ramp, cut, survivors); the reference
         # (test above) and the later stages (prune, QAT, export) never
         # see the settings.
-        pipeline = compress._Pipeline(  # pylint: disable=protected-access
+        run_ = pipeline.Pipeline(
             corpus, params, float_summary, float_dir, out,
             {"resume": resume, "log": lambda *a: None, "progress": None,
              "threads": 1})
-        return compress._sparsify(  # pylint: disable=protected-access
-            pipeline, ["magnitude"], 1)
+        return pipeline.sparsify(run_, ["magnitude"], 1)
 
     first = run(False)
     for stage in ("mag", "mag_ft"):
@@ -418,7 +418,7 @@ def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
     # their training seconds included).
     again = run(True)
     assert [r["row"] for r in again] == [r["row"] for r in first]
-    assert compress.survivors_params(params, best)["distill_from"] == best
+    assert stages.survivors_params(params, best)["distill_from"] == best
 
 
 def test_pipeline_distils_from_the_reference_when_asked(teacher_run,
@@ -435,13 +435,12 @@ def test_pipeline_distils_from_the_reference_when_asked(teacher_run,
     with open(os.path.join(float_dir, "summary.json")) as handle:
         float_summary = json.load(handle)
     out = str(tmp_path / "compress")
-    pipeline = compress._Pipeline(  # pylint: disable=protected-access
+    run_ = pipeline.Pipeline(
         corpus, params, float_summary, float_dir, out,
         {"resume": False, "log": lambda *a: None, "progress": None,
          "threads": 1})
-    assert pipeline.teacher_is_reference()
-    runs = compress._sparsify(  # pylint: disable=protected-access
-        pipeline, ["reference", "magnitude"], 2)
+    assert run_.teacher_is_reference()
+    runs = pipeline.sparsify(run_, ["reference", "magnitude"], 2)
     assert [r["technique"] for r in runs] == ["-", "magnitude"]
     reference_best = train.best_checkpoint(os.path.join(out, "reference"))
     assert reference_best != best

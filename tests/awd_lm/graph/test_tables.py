@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.training import compress_stages
+from tf1_awd_sparse.awd_lm.training.compression import stages
 from support import references
 from support.lm import PARAMS, make_features
 
@@ -127,16 +127,16 @@ def test_the_compressed_stages_carry_the_rank():
     float_phase, _ = presets.split_quant(params)
     assert "table_rank" not in float_phase
     assert "table_rank_rows" not in float_phase
-    for stage in (compress_stages.finetune_params(params, "magnitude", 10),
-                  compress_stages.survivors_params(params),
-                  compress_stages.quantize_params(params)):
+    for stage in (stages.finetune_params(params, "magnitude", 10),
+                  stages.survivors_params(params),
+                  stages.quantize_params(params)):
         assert (stage.prune.table_rank, stage.prune.table_rank_rows) == (
             RANK, 30)
-    reference = dict(compress_stages.reference_params(params))
+    reference = dict(stages.reference_params(params))
     assert "table_rank" not in reference
     assert "table_rank_rows" not in reference
     plain = dict(params, table_rank=0)
-    assert compress_stages.survivors_params(plain).prune.table_rank == 0
+    assert stages.survivors_params(plain).prune.table_rank == 0
 
 
 @pytest.mark.parametrize("key, value", [

@@ -16,7 +16,8 @@ from tf1_awd_sparse.awd_lm import savedmodel
 from tf1_awd_sparse.awd_lm.programs import compress as compress_program
 from tf1_awd_sparse.awd_lm.programs import export as export_program
 from tf1_awd_sparse.awd_lm.programs import train as train_program
-from tf1_awd_sparse.awd_lm.training import compress, records, train
+from tf1_awd_sparse.awd_lm.training import records, train
+from tf1_awd_sparse.awd_lm.training.compression import pipeline
 from support.lm import one_error_line, write_ptb
 from support.lm_api import tree_bytes
 
@@ -78,7 +79,7 @@ def test_compress_reads_the_recorded_run(trained, tmp_path, monkeypatch,
     before, rows = _phases(out), _models(out)
     assert [r["model"] for r in rows] == ["awd", "awd+q"]
     calls = []
-    monkeypatch.setattr(compress, "run_pipeline", lambda *args, **kwargs: (
+    monkeypatch.setattr(pipeline, "run_pipeline", lambda *args, **kwargs: (
         calls.append((args, kwargs)), {"table": ["(table)"]})[1])
     assert compress_program.main(["--out", out] + COMPRESS) == 0
     (corpus, params, float_summary, float_dir, out_dir, techniques), \
@@ -230,10 +231,11 @@ def test_small_dense_reaches_the_pipeline(trained, tmp_path, monkeypatch,
                                           flags, small_dense):
     """--small-dense (issue 55, item 3): the pipeline's parameters say
     whether to train the small-dense model (off by default; the pipeline
-    itself is stubbed, tests/awd_lm/training/test_compress.py runs it)."""
+    itself is stubbed, tests/awd_lm/training/compression/test_pipeline.py
+    runs it)."""
     out = _copy(trained, tmp_path)
     calls = []
-    monkeypatch.setattr(compress, "run_pipeline", lambda *args, **kwargs: (
+    monkeypatch.setattr(pipeline, "run_pipeline", lambda *args, **kwargs: (
         calls.append(args), {"table": ["(table)"]})[1])
     assert compress_program.main(["--out", out] + COMPRESS + flags) == 0
     assert calls[0][1]["small_dense"] is small_dense

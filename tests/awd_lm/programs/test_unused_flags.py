@@ -58,13 +58,13 @@ def test_train_refuses_a_flag_that_does_nothing(tmp_path, capsys, flags,
 def test_a_flag_used_by_one_model_of_both_is_accepted():
     """--model both: the plain model ignores --dropouth, the awd one uses
     it (planned; nothing trained)."""
-    from tf1_awd_sparse.awd_lm.training import pipeline
+    from tf1_awd_sparse.awd_lm.training.plan import flag_name
     from tf1_awd_sparse.awd_lm.config import presets
     configs = [presets.params_for("demo", m, {"dropouth": 0.1})
                for m in ("plain", "awd")]
-    presets.check_unused(configs, {"dropouth"}, pipeline.flag_name)
+    presets.check_unused(configs, {"dropouth"}, flag_name)
     with pytest.raises(ValueError, match="--dropouth has no effect"):
-        presets.check_unused(configs[:1], {"dropouth"}, pipeline.flag_name)
+        presets.check_unused(configs[:1], {"dropouth"}, flag_name)
 
 
 def test_an_hmm_size_with_a_data_dir_is_refused(tmp_path, capsys):

@@ -13,8 +13,8 @@ from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
-from tf1_awd_sparse.awd_lm.training import (compress_rows, compress_tflite,
-                                            records)
+from tf1_awd_sparse.awd_lm.training import records
+from tf1_awd_sparse.awd_lm.training.compression import rows as rows_, tflite
 from tf1_awd_sparse.export import sparse_storage
 from support.lm import PARAMS, make_features
 
@@ -106,12 +106,12 @@ def test_table_says_what_the_int8_file_stores(tmp_path):
             "weights": "int8", "storage": "sparse"})):
         path = str(tmp_path / (stage + ".tflite"))
         export.export_lm(params, checkpoint, path, 2, 3, **formats)
-        rows.append(compress_rows.tflite_row(
+        rows.append(rows_.tflite_row(
             stage, "magnitude", 10.0, 10.0, (0, 1), [(1, 1)],
             {"bytes": 1, "gzip_bytes": 1,
-             "stored": compress_tflite.stored(path)}))
+             "stored": tflite.stored(path)}))
         rows[-1]["path"] = path
-    table = compress_rows.format_table(rows)
+    table = rows_.format_table(rows)
     for r in rows:
         note, = [l for l in table if l.startswith(r["stage"] + ":")]
         sparse, floats, operators, constants = _schema_facts(r["path"])

@@ -118,7 +118,7 @@ CompressionConfig = _section(
     "CompressionConfig", registry.keys(section="compression"), """\
 The compression pipeline after the float model: the techniques
 (comma-separated; ``ship_ppl_target`` the perplexity target of the file
-it recommends, `compress_ship.recommend`), each stage's fine-tuning
+it recommends, `compression.ship.recommend`), each stage's fine-tuning
 epochs, learning rate (None:
 lr / 4) and optimizer, the VD / L0 weight and its controller factor, the
 exact cut's scope ('matrix' or 'global'), the factor on every dropout

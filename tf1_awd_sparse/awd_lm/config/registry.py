@@ -74,7 +74,7 @@ class Parameter(collections.namedtuple("Parameter", (
         choice).
       carried: whether each stage of the compressed model (ramp,
         survivors, QAT) carries this compression key, which shapes its
-        graph (`compress_stages.compressed_structure`).
+        graph (`compression.stages.compressed_structure`).
     """
     __slots__ = ()
 
@@ -399,7 +399,7 @@ PARAMETERS = (
        help="--compress: the fraction of --finetune-epochs the ramp takes "
        "(magnitude's schedule, the VD / L0 weight's rise) before the exact "
        "cut; the survivors are fine-tuned for the rest"),
-    # the recommended file's /ref target (compress_ship)
+    # the recommended file's /ref target (compression.ship)
     _p("ship_ppl_target", 1.05, _POSITIVE, "compression", phase="compress",
        used=(_EPOCHS, _COMPRESS), help="--compress: the recommended file "
        "(under the table, in summary.json, awd-lm info and export) is the "

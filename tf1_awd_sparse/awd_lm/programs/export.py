@@ -20,7 +20,7 @@ by default ``<out>/<model>_compress``) or a run's ``--out`` holding one:
 without --format, --storage, --layout, --lstm, --batch-size and
 --num-steps, export copies the file the pipeline recommends (its
 summary.json's ``recommended``: the fastest within the perplexity target,
-`compress_ship.recommend`) with its sidecar and vocabulary, and says
+`ship.recommend`) with its sidecar and vocabulary, and says
 which; any of them given exports that file's model directory (``qat/``,
 ``pruned/``) with the file's format, storage and LSTM ops, the flags
 given winning.
@@ -112,7 +112,7 @@ _SHAPING = ("format", "storage", "layout", "lstm", "batch_size", "num_steps")
 
 
 def _recommended(parser, args):
-    """Sets ``args.ship`` to (pipeline folder, `compress_ship.recommend`'s
+    """Sets ``args.ship`` to (pipeline folder, `ship.recommend`'s
     entry) when --model is a compression pipeline's folder or a run's
     --out holding one (None otherwise), and ``args.copy`` to whether the
     file is copied (no flag of `_SHAPING` given); with one given,
@@ -121,13 +121,13 @@ def _recommended(parser, args):
     several pipelines, a summary without a recommendation, or flags for
     a file of another model."""
     from tf1_awd_sparse.awd_lm.config import modeldir   # no TensorFlow
-    from tf1_awd_sparse.awd_lm.training import compress_ship
+    from tf1_awd_sparse.awd_lm.training.compression import ship
     args.ship, args.copy = None, False
     if os.path.isfile(os.path.join(args.model, modeldir.CONFIG_FILE)):
         return
     try:
-        found = compress_ship.pipeline_dirs(args.model)
-        entry = compress_ship.read_recommendation(found[0]) \
+        found = ship.pipeline_dirs(args.model)
+        entry = ship.read_recommendation(found[0]) \
             if len(found) == 1 else None
     except ValueError as e:
         parser.error(str(e))

@@ -5,7 +5,7 @@
 * a run's --out (or a compression pipeline's folder): its model
   directories, one line each, then the file each compression pipeline in
   it recommends (its summary.json's ``recommended``: the file, its bytes,
-  speed and perplexity against ``/ref``; `compress_ship.recommend`);
+  speed and perplexity against ``/ref``; `ship.recommend`);
 * a .tflite file: its sidecar (``FILE.json``).
 
 Exit status: 0; 2 (one line naming the path) when it is none of these,
@@ -100,10 +100,10 @@ def pipeline_lines(path):
       ValueError: a pipeline's summary.json that is not JSON (named).
     """
     # No TensorFlow, no numpy: the pipeline's summary.json only.
-    from tf1_awd_sparse.awd_lm.training import compress_ship
+    from tf1_awd_sparse.awd_lm.training.compression import ship
     lines = []
-    for folder in compress_ship.pipeline_dirs(path):
-        entry = compress_ship.read_recommendation(folder)
+    for folder in ship.pipeline_dirs(path):
+        entry = ship.read_recommendation(folder)
         if entry is None:
             lines.append("  %s: compression pipeline, no recommended file "
                          "in its summary.json (an older version's: awd-lm "
@@ -111,7 +111,7 @@ def pipeline_lines(path):
                          "nothing)" % folder)
         else:
             lines.append("  %s: %s" % (folder,
-                                       compress_ship.recommended_line(entry)))
+                                       ship.recommended_line(entry)))
     return lines
 
 

@@ -44,7 +44,7 @@ events, state.json, summary.json), with --quant also <model>_quant/ (the
 quantization-aware fine-tuning), summary.json and valid_ppl.png.
 
 --compress TECHNIQUES (variational_dropout, l0, magnitude, comma-separated)
-then compresses each model (`tf1_awd_sparse.awd_lm.training.compress`): each
+then compresses each model (`tf1_awd_sparse.awd_lm.training.compression`): each
 technique fine-tunes the float model for --finetune-epochs at
 --finetune-lr: a ramp towards --target-sparsity (--ramp-fraction, default
 40 %), an exact cut to it, the survivors fine-tuned (the rest), beside a float model fine-tuned for the

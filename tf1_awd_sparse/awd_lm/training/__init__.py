@@ -17,23 +17,15 @@ The loop (`train.run`, `train.Trainer`) and its parts:
   records      -- the loop's records, the training and results tables,
                   the plots.
 
-A command's run and the compression pipeline:
+A command's run, and the compression:
 
-  pipeline           -- `plan_run` decides a command's run (models,
-                        parameters, resume, corpus), `run_plan` runs it
-                        (float, quantization-aware, compression), `results`
-                        and `write_results` make --out's table and files.
-  compress           -- the compression pipeline's entry (`run_pipeline`)
-                        and its stages described.
-  compress_pipeline  -- its sequencing, resume and summary.json.
-  compress_stages    -- each stage's parameters.
-  compress_cuts      -- the exact cuts and the pruned model (numpy, on
-                        checkpoints).
-  compress_rows      -- its rows and table.
-  compress_tflite    -- the TFLite export and scoring of its last stages.
-  compress_ship      -- the file to ship: the rule that picks it from the
-                        rows, its line, and a run's pipelines read back.
-  compress_plot      -- its validation curves.
+  plan         -- `plan_run` decides a command's run (models, parameters,
+                  resume, corpus), `run_plan` runs it (float,
+                  quantization-aware, compression), `results` and
+                  `write_results` make --out's table and files.
+  compression  -- the package of the compression pipeline
+                  (`compression.pipeline.run_pipeline`): its stages, cuts,
+                  rows, TFLite files, the file to ship, the curves.
 
 Floors of awd_lm, bottom up: corpus, config, graph, inference, training,
 distributed, then the programs (programs/ and awd_lm's top-level modules);
@@ -49,12 +41,12 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.awd_lm.training.records": [
         "TableLog", "results_table", "merge_summaries", "plot_curves",
         "plot_sparsity"],
-    "tf1_awd_sparse.awd_lm.training.pipeline": [
+    "tf1_awd_sparse.awd_lm.training.plan": [
         "plan_run", "run_plan", "results", "write_results", "check_out",
         "flag_name"],
-    "tf1_awd_sparse.awd_lm.training.compress": [
-        "run_pipeline", "format_table"],
-    "tf1_awd_sparse.awd_lm.training.compress_ship": [
+    "tf1_awd_sparse.awd_lm.training.compression.pipeline": ["run_pipeline"],
+    "tf1_awd_sparse.awd_lm.training.compression.rows": ["format_table"],
+    "tf1_awd_sparse.awd_lm.training.compression.ship": [
         "recommend", "recommended_line", "pipeline_dirs",
         "read_recommendation"],
 })

@@ -25,7 +25,7 @@ This module needs neither TensorFlow nor a session (the demo driver formats
 its child processes' JSON with it).
 
 Perplexity against sparsity, from several compression summary.json files
-(`awd_lm.compress`, one per target sparsity)::
+(`awd_lm.training.compression`, one per target sparsity)::
 
   python -m tf1_awd_sparse.awd_lm.training.records --sparsity-plot OUT.png \
       S1.json S2.json ...
@@ -265,7 +265,7 @@ def _stage_ppl(summaries, stage):
 
 def sparsity_series(summaries):
     """The points of perplexity against sparsity, from compression
-    summaries of one float model (`compress.run_pipeline`'s summary.json,
+    summaries of one float model (`compression.pipeline.run_pipeline`'s summary.json,
     e.g. one per target sparsity).
 
     Args:

@@ -1,16 +1,17 @@
 """The file the compression pipeline recommends (issue 55, item 3): the
-rule (`compress_ship.recommend`) on hand-built rows, without numpy or
+rule (`ship.recommend`) on hand-built rows, without numpy or
 TensorFlow, against the rule written out here as a filter and a sort;
 its line; the pipelines a folder holds; --ship-ppl-target refused without
 --compress. The rule on a real pipeline's rows, ``awd-lm info`` and
-``awd-lm export`` of the run: tests/awd_lm/training/test_compress.py."""
+``awd-lm export`` of the run:
+tests/awd_lm/training/compression/test_pipeline.py."""
 import itertools
 import json
 import os
 
 import pytest
 
-from tf1_awd_sparse.awd_lm.training import compress_ship
+from tf1_awd_sparse.awd_lm.training.compression import ship
 
 from support.lm import one_error_line
 
@@ -105,7 +106,7 @@ def test_the_rule_picks_what_the_docs_say(name, target):
     for rows in itertools.permutations(CASES[name]):
         rows = TF_ROWS + list(rows)
         want, within = _expected(rows, target)
-        got = compress_ship.recommend(rows, target)
+        got = ship.recommend(rows, target)
         assert got["stage"] == want["stage"], (name, target)
         assert got["within_target"] is within
         assert got["ship_ppl_target"] == target
@@ -118,16 +119,16 @@ def test_the_rule_picks_what_the_docs_say(name, target):
 def test_what_each_case_exercises():
     """The cases above pick what their names say (so that the brute force
     and the rule cannot agree on a case that tests nothing)."""
-    pick = {name: compress_ship.recommend(rows, 1.05)
+    pick = {name: ship.recommend(rows, 1.05)
             for name, rows in CASES.items()}
     assert pick["fastest within"]["stage"] == "tflite_int8_fused"
     assert pick["fastest is out"]["stage"] == "tflite_int8"
     assert pick["none within"]["stage"] == "tflite_int8"
     assert pick["none within"]["within_target"] is False
-    assert pick["none within"]["fallback"] == compress_ship.WORTH_SHIPPING
+    assert pick["none within"]["fallback"] == ship.WORTH_SHIPPING
     assert pick["none worth shipping"]["stage"] == "tflite_uint8"
     assert pick["none worth shipping"]["fallback"] == \
-        compress_ship.ALL_FILES
+        ship.ALL_FILES
     assert pick["worth shipping"]["stage"] == "tflite_int8_fused"
     assert pick["fastest within"]["fallback"] is None
     assert pick["equal times"]["stage"] == "tflite_int8"
@@ -138,15 +139,15 @@ def test_what_each_case_exercises():
 
 def test_the_entry_describes_the_file():
     rows = CASES["fastest within"]
-    got = compress_ship.recommend(rows, 1.05)
+    got = ship.recommend(rows, 1.05)
     assert got["x_uint8_bytes"] == pytest.approx(320 / 1200.0)
     assert (got["format"], got["storage"], got["lstm"], got["model_dir"]) \
         == ("int8", "sparse", "fused", "qat")
     assert got["compressed_model"] is True
-    float_only = compress_ship.recommend(rows[:1], 1.05)
+    float_only = ship.recommend(rows[:1], 1.05)
     assert float_only["x_uint8_bytes"] is None
     assert float_only["model_dir"] == "pruned"
-    pruned = compress_ship.recommend(CASES["worth shipping"][2:3], 1.1)
+    pruned = ship.recommend(CASES["worth shipping"][2:3], 1.1)
     assert (pruned["format"], pruned["storage"], pruned["lstm"],
             pruned["model_dir"]) == ("int8", "sparse", "fused", "pruned")
 
@@ -156,48 +157,48 @@ def test_a_file_of_another_model_competes_marked():
     a candidate, marked, with no model directory to export again."""
     rows = CASES["fastest within"] + [
         _file("small_dense_uint8", 1.01, 0.1, 310)]
-    got = compress_ship.recommend(rows, 1.05)
+    got = ship.recommend(rows, 1.05)
     assert got["stage"] == "small_dense_uint8"
     assert got["compressed_model"] is False
     assert got["model_dir"] is None and got["format"] is None
-    assert "another model" in compress_ship.recommended_line(got)
+    assert "another model" in ship.recommended_line(got)
 
 
 def test_no_scored_file_no_recommendation():
-    assert compress_ship.recommend(TF_ROWS, 1.05) is None
-    assert compress_ship.recommended_line(None).startswith(
+    assert ship.recommend(TF_ROWS, 1.05) is None
+    assert ship.recommended_line(None).startswith(
         "recommended: none")
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, True, "1.05", None])
 def test_a_target_that_is_no_positive_ratio_is_refused(bad):
     with pytest.raises(ValueError, match="target"):
-        compress_ship.recommend(CASES["no times"], bad)
+        ship.recommend(CASES["no times"], bad)
 
 
 def test_the_line_states_the_entrys_figures():
-    within = compress_ship.recommend(CASES["fastest within"], 1.05)
-    line = compress_ship.recommended_line(within)
+    within = ship.recommend(CASES["fastest within"], 1.05)
+    line = ship.recommended_line(within)
     assert line == (
         "recommended: tflite_int8_fused.tflite  320 bytes (%.2f x uint8)  "
         "%.2f x the fastest dense file's ms/token  ppl %.3f x ref (%.2f; "
         "the fastest within the 1.05 x ref target)" % (
             320 / 1200.0, within["x_fastest_dense"],
             within["ratio_to_reference"], within["test_ppl"]))
-    missed = compress_ship.recommend(CASES["none within"], 1.05)
-    line = compress_ship.recommended_line(missed)
+    missed = ship.recommend(CASES["none within"], 1.05)
+    line = ship.recommended_line(missed)
     assert line.endswith(
         "NO file within the 1.05 x ref target: the lowest perplexity of "
         "the files smaller than the uint8 file and faster than the fastest "
         "dense file)")
-    missed = compress_ship.recommend(CASES["none worth shipping"], 1.05)
-    assert compress_ship.recommended_line(missed).endswith(
+    missed = ship.recommend(CASES["none worth shipping"], 1.05)
+    assert ship.recommended_line(missed).endswith(
         "NO file within the 1.05 x ref target: the lowest perplexity)")
-    untimed = compress_ship.recommend(CASES["no times"], 1.05)
-    assert "not timed" in compress_ship.recommended_line(untimed)
+    untimed = ship.recommend(CASES["no times"], 1.05)
+    assert "not timed" in ship.recommended_line(untimed)
     del untimed["x_fastest_dense"]
     untimed["ms_per_token"] = 0.25
-    assert "0.2500 ms/token" in compress_ship.recommended_line(untimed)
+    assert "0.2500 ms/token" in ship.recommended_line(untimed)
 
 
 def test_the_pipelines_a_folder_holds(tmp_path):
@@ -209,24 +210,24 @@ def test_the_pipelines_a_folder_holds(tmp_path):
         (folder / "pipeline.json").write_text("{}")
         (folder / "summary.json").write_text(json.dumps(summary))
         return str(folder)
-    entry = compress_ship.recommend(CASES["no times"], 1.05)
+    entry = ship.recommend(CASES["no times"], 1.05)
     first = pipeline(tmp_path / "run" / "awd_compress",
                      {"stages": [], "recommended": entry})
     second = pipeline(tmp_path / "run" / "plain_compress", {"stages": []})
     (tmp_path / "run" / "awd").mkdir()
     (tmp_path / "run" / "awd" / "summary.json").write_text('{"a": 1}')
     run = str(tmp_path / "run")
-    assert compress_ship.pipeline_dirs(run) == [first, second]
-    assert compress_ship.pipeline_dirs(first) == [first]
-    assert compress_ship.pipeline_dirs(str(tmp_path / "none")) == []
-    assert compress_ship.read_recommendation(first) == entry
-    assert compress_ship.read_recommendation(second) is None
+    assert ship.pipeline_dirs(run) == [first, second]
+    assert ship.pipeline_dirs(first) == [first]
+    assert ship.pipeline_dirs(str(tmp_path / "none")) == []
+    assert ship.read_recommendation(first) == entry
+    assert ship.read_recommendation(second) is None
     with pytest.raises(ValueError, match="no compression pipeline"):
-        compress_ship.read_recommendation(run)
+        ship.read_recommendation(run)
     with open(os.path.join(second, "summary.json"), "w") as handle:
         handle.write("{not json")
     with pytest.raises(ValueError, match="cannot read"):
-        compress_ship.pipeline_dirs(run)
+        ship.pipeline_dirs(run)
 
 
 def test_the_target_flag_is_refused_without_compress(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""The compression pipeline's sequencing (`awd_lm.training.compress`):
+"""The compression pipeline's sequencing (`awd_lm.training.compression`):
 the stages in order, the fine-tunings side by side on threads, what
 finished recorded for resume, and summary.json.
 """
@@ -13,11 +13,9 @@ from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.training import (
-    compress_cuts as cuts, compress_plot, compress_rows as rows_,
-    compress_small_dense as small_dense, compress_stages as stages,
-    compress_tflite, records, rundir, train)
-from tf1_awd_sparse.awd_lm.training import compress_ship
+from tf1_awd_sparse.awd_lm.training import records, rundir, train
+from tf1_awd_sparse.awd_lm.training.compression import (
+    cuts, plot, rows as rows_, ship, small_dense, stages, tflite)
 
 __all__ = ["Pipeline", "run_pipeline", "sparsify", "ramp_and_cut", "prune",
            "quantize"]
@@ -95,7 +93,7 @@ class Pipeline(object):
 
     def compressed_params(self, **changes):
         """The compressed model's parameters: `model_params` with the keys
-        that shape its graph (`compress_stages.compressed_structure`)."""
+        that shape its graph (`stages.compressed_structure`)."""
         return self.model_params(**dict(
             stages.compressed_structure(self.params), **changes))
 
@@ -126,7 +124,7 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     Returns:
       ``{"stages": [row, ...], "table": [lines], "chosen": technique,
       "target_sparsity": float, "recommended": the file to ship}`` (also
-      summary.json; `compress_ship.recommend`, its line the table's
+      summary.json; `ship.recommend`, its line the table's
       last).
 
     Raises:
@@ -169,7 +167,7 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     more = (lambda files: small_dense.small_dense_rows(pipeline, files,
                                                        progress)) \
         if pipeline.params.compression.small_dense else None
-    rows += compress_tflite.tflite_rows(
+    rows += tflite.tflite_rows(
         pipeline, chosen, (pipeline.compressed_params(pruning="fixed"), pruned),
         (quant["params"], quant_best), progress, more)
     rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
@@ -178,7 +176,7 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
         "target_sparsity": target, "cut_scope": scope}, table)
     with open(pipeline.dir.summary_file, "w") as handle:
         json.dump(result, handle, indent=1)
-    compress_plot.plot(pipeline, [reference] + sparse_runs, chosen, quant)
+    plot.plot(pipeline, [reference] + sparse_runs, chosen, quant)
     return result
 
 
@@ -193,9 +191,9 @@ def _summary(pipeline, rows, choice, table):
     if dense is not None:
         result["small_dense"] = dense
         result["table"].append(small_dense.verdict_line(dense))
-    result["recommended"] = compress_ship.recommend(
+    result["recommended"] = ship.recommend(
         rows, pipeline.params.compression.ship_ppl_target)
-    result["table"].append(compress_ship.recommended_line(
+    result["table"].append(ship.recommended_line(
         result["recommended"]))
     if table is not None:
         result["table_sparsity"] = table

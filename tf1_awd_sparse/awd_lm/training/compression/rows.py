@@ -1,4 +1,4 @@
-"""The compression pipeline's rows and table (`awd_lm.training.compress`):
+"""The compression pipeline's rows and table (`awd_lm.training.compression`):
 one row per stage and technique (perplexity, ratios, weights counted and
 sized), the reference the compressed rows are measured against, the
 choice of the technique carried on, and the table printed.
@@ -9,7 +9,7 @@ import io
 import numpy as np
 
 from tf1_awd_sparse.awd_lm.training import records
-from tf1_awd_sparse.awd_lm.training.compress_cuts import (
+from tf1_awd_sparse.awd_lm.training.compression.cuts import (
     LOW_RANK_NAMES, nonzero)
 
 __all__ = ["STAGES", "FASTEST_DENSE", "weights_bytes", "file_bytes", "row",
@@ -50,7 +50,7 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
     (in name order), bytes and gzip bytes
     of the weights as float32 .npy data, the training seconds and epochs;
     ``extra``'s keys added. The table's dense low-rank part
-    (`compress_cuts.LOW_RANK_NAMES`) counts in the non-zero / total
+    (`cuts.LOW_RANK_NAMES`) counts in the non-zero / total
     weights and the bytes, and apart (`low_rank_counts`) for the target,
     not among the matrices."""
     count, total = nonzero(weights)
@@ -216,7 +216,7 @@ def format_table(rows):
                 timed[0]["fastest_dense_ms"], ", ".join(
                     "%s %.2f x" % (r["stage"], r["x_fastest_dense"])
                     for r in timed)))
-    # What each file holds, read from it (`compress_tflite.stored`): the
+    # What each file holds, read from it (`tflite.stored`): the
     # notes once restated the format asked for, and called an int8 file
     # "stored sparse" when its weights had too few zeros to be.
     lines += [_file_line(r) for r in rows if r.get("stored")]
@@ -227,14 +227,14 @@ def format_table(rows):
     return lines
 
 
-#: The timing baseline of the rows (TF 2.x, `compress_tflite.time_rows`):
+#: The timing baseline of the rows (TF 2.x, `tflite.time_rows`):
 #: the QAT model's int8 weights dense, unrolled, with XNNPACK (the
 #: interpreter's default), streaming as the rows are; the rows are timed
 #: against the fastest of it and the other dense files (the uint8 one can
 #: be faster).
 FASTEST_DENSE = "int8 dense, XNNPACK"
 #: The timing baseline's files as the ms/token line names them
-#: (`compress_tflite.DENSE_STAGES`).
+#: (`tflite.DENSE_STAGES`).
 _DENSE_NAMES = {FASTEST_DENSE: "the qat model's int8 weights dense, "
                                "XNNPACK",
                 "tflite_uint8": "tflite_uint8, XNNPACK",

@@ -1,4 +1,4 @@
-"""The compression pipeline's last stages (`awd_lm.training.compress`):
+"""The compression pipeline's last stages (`awd_lm.training.compression`):
 the pruned and the quantized model exported as TFLite files, each scored
 with the interpreter over the whole test stream and timed per token as a
 device streams: each file's model exported again at batch 1, one token a
@@ -18,8 +18,8 @@ from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.training.compress_cuts import made_from
-from tf1_awd_sparse.awd_lm.training.compress_rows import (
+from tf1_awd_sparse.awd_lm.training.compression.cuts import made_from
+from tf1_awd_sparse.awd_lm.training.compression.rows import (
     FASTEST_DENSE, file_bytes, low_rank_counts, tflite_row)
 
 __all__ = ["EXPORT_STEPS", "FASTEST_DENSE", "STREAM_SUFFIX", "tflite_rows",
@@ -47,7 +47,7 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None,
     and the pruned model's in the fused layout.
 
     Args:
-      pipeline: the run (`compress_pipeline.Pipeline`): its corpus, its
+      pipeline: the run (`pipeline.Pipeline`): its corpus, its
         directory, the float model's perplexity and what finished.
       technique: the chosen technique (recorded with each file).
       pruned, quant: (parameters, checkpoint prefix) of the pruned model
@@ -56,10 +56,10 @@ def tflite_rows(pipeline, technique, pruned, quant, progress=None,
       more: None, or a function ``rows -> (rows, {stage: model})`` of
         more files, given these rows before they are timed, whose rows are
         timed with them in the same rounds (`time_rows`; the small-dense
-        model's, `compress_small_dense.small_dense_rows`).
+        model's, `small_dense.small_dense_rows`).
 
     Returns:
-      the rows (`compress_rows.tflite_row`), each with ``ms_per_token``
+      the rows (`rows.tflite_row`), each with ``ms_per_token``
       (streaming: `STREAM_SUFFIX`), then ``more``'s.
     """
     rows, models = [], {}
@@ -106,7 +106,7 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
     written, scored with the interpreter over the whole test stream.
 
     Args:
-      pipeline: the run (`compress_pipeline.Pipeline`).
+      pipeline: the run (`pipeline.Pipeline`).
       stage: the row's stage, also the file's name (``<stage>.tflite``).
       technique: recorded with the file and in the row.
       model: (parameters, checkpoint prefix) to export.
@@ -115,7 +115,7 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
       progress: None or a tqdm-like class.
 
     Returns:
-      (row, model): `compress_rows.tflite_row` (``bytes``,
+      (row, model): `rows.tflite_row` (``bytes``,
       ``gzip_bytes``, ``tokens_scored``, ``stored``) and ``(parameters,
       checkpoint, formats)`` of the file, to be timed streaming
       (`streaming_runners`).

@@ -15,7 +15,7 @@ import pytest
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import synthetic
-from tf1_awd_sparse.awd_lm.training import pipeline
+from tf1_awd_sparse.awd_lm.training.plan import plan_run
 
 from support import ROOT
 
@@ -128,10 +128,10 @@ def test_resume_refuses_a_flag_contradicting_the_plan(tmp_path, capsys):
     assert sorted(os.listdir(str(out / "awd"))) == before
     # No flag: the planned phase, as planned (its float phase unfinished,
     # no awd_quant/ yet).
-    plan = pipeline.plan_run(str(out), {}, resume=True)
+    plan = plan_run(str(out), {}, resume=True)
     _, quant = plan.phases[0]
     assert quant is not None and quant.stopping.max_epochs == 1
-    plan = pipeline.plan_run(str(out), {"quant_epochs": 4}, resume=True)
+    plan = plan_run(str(out), {"quant_epochs": 4}, resume=True)
     _, quant = plan.phases[0]
     assert quant.quantization.quant_delay == 2
     assert quant.stopping.max_epochs == 4
@@ -147,7 +147,7 @@ def test_resume_may_change_the_shipping_target(tmp_path, capsys):
         "compress": "magnitude", "ship_ppl_target": 1.05,
         "target_sparsity": 0.9})
     out = _planned_run(tmp_path, params)
-    plan = pipeline.plan_run(str(out), {"ship_ppl_target": 1.2}, resume=True)
+    plan = plan_run(str(out), {"ship_ppl_target": 1.2}, resume=True)
     assert as_params(plan.configs[0]).compression.ship_ppl_target == 1.2
     line = one_error_line(capsys, lambda: program.main(
         ["--out", str(out), "--resume", "--target-sparsity", "0.8"]))
@@ -192,7 +192,7 @@ def test_a_0_3_0_run_on_the_embedded_corpus_resumes_without_data_dir(
     assert record.produced == {k: v for k, v in record.produced.items()}
     assert record.plan == {}   # 0.3.0 recorded no plan
     assert runrecord.corpus_dir(record, None) is None
-    plan = pipeline.plan_run(out, {}, resume=True)
+    plan = plan_run(out, {}, resume=True)
     assert plan.models == ["awd"] and plan.data_dir is None
     assert plan.corpus.name == name
     config = plan.configs[0]

@@ -6,7 +6,7 @@ and ``awd-lm compress`` are this module's command line).
 models, their checked parameters and phases, what a recorded run
 (``--resume``, `awd_lm.config.runrecord`) fixes, the corpus and the
 summaries already in ``--out``. `run_plan` then runs each model's
-phases (`train.run`, `compress.run_pipeline`) and returns their
+phases (`train.run`, `compression.pipeline.run_pipeline`) and returns their
 summaries; `results` and `write_results` make ``--out``'s results table,
 summary.json and valid_ppl.png.
 
@@ -21,15 +21,16 @@ import os
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.training import compress, records, train
+from tf1_awd_sparse.awd_lm.training import records, rundir, train
+from tf1_awd_sparse.awd_lm.training.compression import pipeline
 from tf1_awd_sparse.awd_lm.training.rundir import RunDir
 
 __all__ = ["RUN_FILES", "Plan", "flag_name", "check_out", "plan_run",
            "run_plan", "results", "write_results"]
 
 # What marks a directory as holding a run: the training loop's files
-# (`train`) and the compression pipeline's (`compress`).
-RUN_FILES = train.RUN_FILES + (compress.STATE_FILE,)
+# (`train`) and the compression pipeline's record of finished stages.
+RUN_FILES = train.RUN_FILES + (rundir.PIPELINE_FILE,)
 
 #: Everything `plan_run` decided: the run's settings (out, compress_out,
 #: resume, overwrite), the models, their `Params` (configs) and phases
@@ -84,7 +85,7 @@ def check_out(out, resume, overwrite, compress_out, configs):
         else:
             flag, base, pipe = "--out", out, layout.compression(model)
         found += [(flag, base, pipe.join(name))
-                  for name in (compress.STATE_FILE, compress.SUMMARY_FILE)]
+                  for name in (rundir.PIPELINE_FILE, rundir.SUMMARY_FILE)]
     for flag, base, name in found:
         train.check_run_dir(base, names=(name,), ways=ways, label=flag)
 
@@ -337,7 +338,7 @@ def _run_model(plan, index, runs):
             init_from=train.best_checkpoint(float_dir), **runs))
     techniques = params.compression.compress
     if techniques:
-        result = compress.run_pipeline(
+        result = pipeline.run_pipeline(
             corpus, params, float_summary, float_dir,
             root.compression(name, plan.compress_out).path,
             techniques.split(","), resume=plan.resume,

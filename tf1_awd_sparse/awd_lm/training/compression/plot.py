@@ -1,8 +1,8 @@
 """The compression pipeline's validation curves
-(`awd_lm.training.compress`): every fine-tuning drawn as the float
+(`awd_lm.training.compression`): every fine-tuning drawn as the float
 model's curve continued."""
 from tf1_awd_sparse.awd_lm.training import records
-from tf1_awd_sparse.awd_lm.training.compress_stages import ramp_epochs
+from tf1_awd_sparse.awd_lm.training.compression.stages import ramp_epochs
 from tf1_awd_sparse.awd_lm.training.rundir import TECHNIQUE_DIRS
 
 __all__ = ["plot"]
@@ -14,7 +14,7 @@ def plot(pipeline, runs, chosen, quant):
     after its ramp, QAT after the chosen technique's best).
 
     Args:
-      pipeline: the run (`compress_pipeline.Pipeline`): the float model's
+      pipeline: the run (`pipeline.Pipeline`): the float model's
         summary and parameters, its directory and log.
       runs: ``[{technique, summary}]`` of the reference ('-') and the
         techniques.

@@ -1,5 +1,5 @@
 """The compression pipeline's numpy work on checkpoints
-(`awd_lm.training.compress`): the weights a model uses in evaluation, the
+(`awd_lm.training.compression`): the weights a model uses in evaluation, the
 exact cut of a technique's ramp to its target and the pruned model, each
 read from one checkpoint and written as another.
 """

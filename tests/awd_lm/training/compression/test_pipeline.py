@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.training import (
-    compress, compress_cuts, compress_rows, compress_stages, compress_tflite,
-    train)
+from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.training.compression import (
+    cuts, pipeline, rows as rows_, ship, stages, tflite)
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.config import presets
@@ -47,7 +47,7 @@ def _run(out, resume=False, float_dir=None, **changes):
     float_dir = float_dir or os.path.join(out, "float")
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
-    return compress.run_pipeline(
+    return pipeline.run_pipeline(
         corpus, params, summary, float_dir, os.path.join(out, "compress"),
         TECHNIQUES, resume=resume, log=lambda *a: None, threads=1,
         parallel=1)
@@ -122,7 +122,7 @@ def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
     reader = tf.train.load_checkpoint(best)
     pruned = tf.train.load_checkpoint(
         os.path.join(out, "compress", "pruned", "model.ckpt"))
-    for name in compress.weight_names(_params()):
+    for name in cuts.weight_names(_params()):
         expected = reader.get_tensor(name) * reader.get_tensor(_mask(name))
         got = pruned.get_tensor(name)
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
@@ -134,7 +134,7 @@ def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
             tf.train.latest_checkpoint(os.path.join(phase, "last")))
         cut = tf.train.load_checkpoint(
             os.path.join(phase + "_cut", "model.ckpt"))
-        for name in compress.weight_names(_params()):
+        for name in cuts.weight_names(_params()):
             theta = last.get_tensor(name)
             # The reference, independent of the library: the technique's
             # score and evaluation weights written out in numpy.
@@ -176,7 +176,7 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
         os.path.join(out, "compress", "pruned", "model.ckpt"))
     quant_best = tf.train.load_checkpoint(
         train.best_checkpoint(os.path.join(out, "compress", "qat")))
-    for name in compress.weight_names(params):
+    for name in cuts.weight_names(params):
         zero = pruned.get_tensor(name) == 0
         mask_name = (name[:-len("kernel")] + "pruning_mask"
                      if name.endswith("kernel") else name + "_pruning_mask")
@@ -193,7 +193,7 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
     details = interpreter.get_tensor_details()
     shapes = export.weight_shapes(dict(params, vocab_size=len(
         _corpus().vocab)))
-    names = compress.weight_names(params)
+    names = cuts.weight_names(params)
     assert len(set(shapes)) == len(shapes)
     for name, shape in zip(names, shapes):
         copies = [d for d in details if tuple(d["shape"]) == shape]
@@ -333,9 +333,9 @@ AFTER_FLOAT_EXPORT = QAT_EXPORTS + (
     if sparse_storage.available() else [])
 #: The streaming twins every run times (in a temporary folder, each time):
 #: each file's, then the fastest dense file's (TF 2.x).
-STREAMED = [name[:-len(".tflite")] + compress_tflite.STREAM_SUFFIX
+STREAMED = [name[:-len(".tflite")] + tflite.STREAM_SUFFIX
             for name in ["tflite_float.tflite"] + AFTER_FLOAT_EXPORT] + (
-    ["int8_dense_XNNPACK" + compress_tflite.STREAM_SUFFIX]
+    ["int8_dense_XNNPACK" + tflite.STREAM_SUFFIX]
     if sparse_storage.available() else [])
 
 BOUNDARIES = ["before_sparse", "before_survivors", "between_sparse",
@@ -382,8 +382,8 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
     ref_out, ref = reference
     out = str(tmp_path)
     float_dir = os.path.join(ref_out, "float")
-    originals = (train.run, compress_cuts.prune_checkpoint, export.export_lm)
-    targets = ((train, "run"), (compress_cuts, "prune_checkpoint"),
+    originals = (train.run, cuts.prune_checkpoint, export.export_lm)
+    targets = ((train, "run"), (cuts, "prune_checkpoint"),
                (export, "export_lm"))
     for i, boundary in enumerate(BOUNDARIES):
         for (module, name), stand_in in zip(
@@ -395,9 +395,9 @@ def test_resume_at_every_stage_boundary_equals_uninterrupted(
     # exports after the float file's (the kill came before them).
     calls = []
     monkeypatch.setattr(train, "run", originals[0])
-    monkeypatch.setattr(compress_cuts, "prune_checkpoint",
+    monkeypatch.setattr(cuts, "prune_checkpoint",
                         lambda *a, **k: calls.append("prune"))
-    monkeypatch.setattr(compress_cuts, "cut_checkpoint",
+    monkeypatch.setattr(cuts, "cut_checkpoint",
                         lambda *a, **k: calls.append("cut"))
     monkeypatch.setattr(export, "export_lm", lambda params, checkpoint, path,
                         *a, **k: (calls.append(os.path.basename(path)),
@@ -442,7 +442,7 @@ def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
         calls.append(os.path.basename(path))
         shapes[path] = (batch, steps)
         return original(params, checkpoint, path, batch, steps, **formats)
-    monkeypatch.setattr(compress_cuts, "prune_checkpoint",
+    monkeypatch.setattr(cuts, "prune_checkpoint",
                         lambda *a, **k: calls.append("prune"))
     monkeypatch.setattr(export, "export_lm", exporting)
     _run(out, resume=True, float_dir=os.path.join(ref_out, "float"))
@@ -450,12 +450,12 @@ def test_resume_redoes_an_export_whose_source_changed(reference, tmp_path,
     # The timed twins: batch 1, one token a call, in a temporary folder
     # that is gone; nothing of them in the pipeline's.
     streamed = [p for p in shapes
-                if p.endswith(compress_tflite.STREAM_SUFFIX)]
+                if p.endswith(tflite.STREAM_SUFFIX)]
     assert [shapes[p] for p in streamed] == [(1, 1)] * len(STREAMED)
     assert len({os.path.dirname(p) for p in streamed}) == 1
     assert not os.path.exists(os.path.dirname(streamed[0]))
     assert not [n for n in os.listdir(os.path.join(out, "compress"))
-                if n.endswith(compress_tflite.STREAM_SUFFIX)]
+                if n.endswith(tflite.STREAM_SUFFIX)]
 
 
 def test_every_stage_opens_as_a_language_model(reference):
@@ -528,10 +528,10 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
     out = str(tmp_path / "compress")
-    compress.run_pipeline(corpus, params, summary, float_dir, out,
+    pipeline.run_pipeline(corpus, params, summary, float_dir, out,
                           ["magnitude"], log=lambda *a: None, threads=1,
                           parallel=2)
-    assert compress.finetune_params(params, "magnitude", 10)[
+    assert stages.finetune_params(params, "magnitude", 10)[
         "optimizer"] == "sgd"
     for run in ("reference", "mag_ft"):
         with open(os.path.join(out, run, "summary.json")) as handle:
@@ -546,7 +546,7 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
                        ("qat", 0.5)):
         with open(os.path.join(out, run, "summary.json")) as handle:
             run_params = json.load(handle)["params"]
-        for key in compress.DROPOUT_KEYS:
+        for key in stages.DROPOUT_KEYS:
             assert run_params[key] == pytest.approx(params[key] * scale), (
                 run, key)
     cut = tf.train.load_checkpoint(os.path.join(out, "mag_cut",
@@ -554,7 +554,7 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
     best = tf.train.load_checkpoint(train.best_checkpoint(
         os.path.join(out, "mag_ft")))
     zeros = 0
-    for name in compress.weight_names(params):
+    for name in cuts.weight_names(params):
         mask = cut.get_tensor(_mask(name))
         np.testing.assert_array_equal(best.get_tensor(_mask(name)), mask)
         effective = best.get_tensor(name) * mask
@@ -578,14 +578,14 @@ def test_the_reference_averages_from_its_first_step():
     from averaged weights), with the float model's dropout; the survivors
     start from a fresh cut, so their averaging waits for the trigger."""
     params = presets.params_for("demo", "awd", {"compress": "magnitude"})
-    reference = compress.reference_params(params)
-    for key in compress.DROPOUT_KEYS:
+    reference = stages.reference_params(params)
+    for key in stages.DROPOUT_KEYS:
         assert reference[key] == params[key], key
     assert reference["optimizer"] == params["finetune_optimizer"] == "ntasgd"
     assert reference["average_from_start"] is True
-    assert compress.reference_params(dict(
+    assert stages.reference_params(dict(
         params, finetune_optimizer="sgd"))["average_from_start"] is False
-    assert not compress.survivors_params(params).get("average_from_start")
+    assert not stages.survivors_params(params).get("average_from_start")
     assert presets.DEFAULTS["average_from_start"] is False
 
 
@@ -599,25 +599,25 @@ def _dense_row(stage, valid, test):
 
 def test_a_reference_that_validates_worse_is_the_float_model():
     float_row = _dense_row("float", 110.0, 100.0)
-    better = compress.best_reference(float_row,
-                                     _dense_row("reference", 108.0, 99.0))
+    better = rows_.best_reference(float_row,
+                                  _dense_row("reference", 108.0, 99.0))
     assert (better["test_ppl"], better["reference_is"]) == (99.0,
                                                             "fine-tuned")
     # Worse (or equal) on validation: the float model's own figures, and
     # the table says so under a starred stage.
     for valid in (110.0, 111.0):
-        worse = compress.best_reference(
+        worse = rows_.best_reference(
             float_row, _dense_row("reference", valid, 98.0))
         assert worse["stage"] == "reference"
         assert (worse["test_ppl"], worse["valid_ppl"]) == (100.0, 110.0)
         assert (worse["reference_is"], worse["finetuned_valid_ppl"]) == (
             "float", valid)
-    table = compress.format_table([float_row, worse])
+    table = rows_.format_table([float_row, worse])
     assert table[3].split("|")[0].strip() == "reference*"
     assert table[-1] == ("* /ref is the float model itself: its fine-tuning "
                          "for the same budget validated worse (111.00 "
                          "against 110.00)")
-    assert compress.format_table([float_row, better])[-1].startswith(
+    assert rows_.format_table([float_row, better])[-1].startswith(
         "/ref: the float model fine-tuned for the same budget")
 
 
@@ -665,10 +665,10 @@ def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
     # TFLite file must be judged as in the TF checkpoint.
     weights = {n: np.array([0., 0., 1., 2., 3.]) for n in ("a", "b", "c")}
     summary = {"test_ppl": 10.0, "best_valid_ppl": 11.0}
-    sparse = compress_rows.row("sparse", "magnitude", summary, 9.0, weights)
-    tfl = compress_rows.tflite_row("tflite_float", "magnitude", 10.0, 9.0,
-                                   (6, 15), [(1, 5)] * 3, {})
-    rows = compress_rows.mark([sparse, tfl], 0.5, 9.5)
+    sparse = rows_.row("sparse", "magnitude", summary, 9.0, weights)
+    tfl = rows_.tflite_row("tflite_float", "magnitude", 10.0, 9.0,
+                           (6, 15), [(1, 5)] * 3, {})
+    rows = rows_.mark([sparse, tfl], 0.5, 9.5)
     assert [r["reached_target"] for r in rows] == [True, True]
     # Independent reference: per-matrix zeros >= per-matrix cut.
     assert all(2 >= int(round(0.5 * 5)) for _ in range(3))
@@ -692,9 +692,9 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
         "compress": technique, "finetune_dropout_scale": 0.25,
         "compress_sparsity_weight": 0.003}), vocab_size=50)
     base = _float_phase(params)
-    scaled = {k: params[k] * 0.25 for k in compress.DROPOUT_KEYS}
+    scaled = {k: params[k] * 0.25 for k in stages.DROPOUT_KEYS}
     lr = params["lr"] / 4.0
-    ramp, rest = compress.ramp_epochs(params), compress.survivors_epochs(
+    ramp, rest = stages.ramp_epochs(params), stages.survivors_epochs(
         params)
     assert (ramp, rest) == (5, 7)   # 0.4 and 0.6 of finetune_epochs 12
     distill = {"distill_weight": 0.0, "distill_temperature": 1.0}
@@ -705,21 +705,21 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
     else:   # the KL / L0 weight ramped, with the controller's factor
         own = {"sparsity": technique, "sparsity_ramp_steps": 5 * 30,
                "sparsity_controller": 2.0, "sparsity_weight": 0.003,
-               "aux_lr_scale": compress_stages.AUX_LR_SCALE[technique]}
-    assert dict(compress.finetune_params(params, technique, 30)) == dict(
+               "aux_lr_scale": stages.AUX_LR_SCALE[technique]}
+    assert dict(stages.finetune_params(params, technique, 30)) == dict(
         base, max_epochs=ramp, lr=lr, optimizer="sgd", pruning_block=1,
         table_sparsity=None, target_sparsity=0.9, select_from_epoch=ramp,
         **dict(own, **dict(scaled, **distill)))
-    assert dict(compress.survivors_params(params)) == dict(
+    assert dict(stages.survivors_params(params)) == dict(
         base, max_epochs=rest, lr=lr, optimizer="ntasgd", pruning="fixed",
         select_min_sparsity=0.9, **dict(scaled, **distill))
-    assert dict(compress.reference_params(params)) == dict(
+    assert dict(stages.reference_params(params)) == dict(
         base, max_epochs=12, lr=lr, optimizer="ntasgd", distill_weight=0.0,
         average_from_start=True)
     _, quant = presets.split_quant(dict(params, quant=True))
-    assert dict(compress_stages.quantize_params(params)) == dict(
+    assert dict(stages.quantize_params(params)) == dict(
         quant, pruning="fixed", **scaled)
-    assert dict(compress_stages.model_params(params, pruning="fixed")) == \
+    assert dict(stages.model_params(params, pruning="fixed")) == \
         dict(base, pruning="fixed")
 
 
@@ -886,7 +886,6 @@ def _ship_rule(rows, target):
 def test_the_summary_names_the_file_to_ship(reference):
     """summary.json's ``recommended`` is the rule's pick among the rows,
     its figures the row's and the file's; the table's last line says it."""
-    from tf1_awd_sparse.awd_lm.training import compress_ship
     out, result = reference
     with open(os.path.join(out, "compress", "summary.json")) as handle:
         entry = json.load(handle)["recommended"]
@@ -905,7 +904,7 @@ def test_the_summary_names_the_file_to_ship(reference):
     assert entry["x_uint8_bytes"] == pytest.approx(
         row["bytes"] / float(uint8["bytes"]))
     line = result["table"][-1]
-    assert line == compress_ship.recommended_line(entry)
+    assert line == ship.recommended_line(entry)
     assert line.startswith("recommended: %s  %s bytes" % (
         entry["path"], "{:,}".format(row["bytes"])))
     assert "ppl %.3f x ref" % row["ratio_to_reference"] in line
@@ -920,7 +919,6 @@ def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
     """--ship-ppl-target below every file's ratio: the pipeline, resumed
     with it (nothing retrained), recommends the lowest perplexity and its
     line says no file is within."""
-    from tf1_awd_sparse.awd_lm.training import compress_ship
     ref_out, result = reference
     files = [r for r in result["stages"] if "tokens_scored" in r]
     target = 0.5 * min(r["ratio_to_reference"] for r in files)
@@ -931,7 +929,7 @@ def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
     params = dict(_params(), ship_ppl_target=target)
     summary = train.run(corpus, presets.split_quant(params)[0], float_dir,
                         resume=True, log=lambda *a: None, threads=1)
-    again = compress.run_pipeline(
+    again = pipeline.run_pipeline(
         corpus, params, summary, float_dir, os.path.join(out, "compress"),
         TECHNIQUES, resume=True, log=lambda *a: None, threads=1,
         parallel=1)
@@ -944,8 +942,8 @@ def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
     uint8 = [r for r in files if r["stage"] == "tflite_uint8"][0]
     smaller = entry["bytes"] < uint8["bytes"] and \
         (entry.get("x_fastest_dense") or 0.0) < 1.0
-    assert entry["fallback"] == (compress_ship.WORTH_SHIPPING if smaller
-                                 else compress_ship.ALL_FILES)
+    assert entry["fallback"] == (ship.WORTH_SHIPPING if smaller
+                                 else ship.ALL_FILES)
     assert "NO file within the" in again["table"][-1]
 
 
@@ -1044,7 +1042,7 @@ def low_rank(reference, tmp_path_factory):
     # The reference's float model, finished: resumed, nothing trains.
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
-    return out, compress.run_pipeline(
+    return out, pipeline.run_pipeline(
         corpus, params, summary, float_dir, os.path.join(out, "compress"),
         ["magnitude"], log=lambda *a: None, threads=1, parallel=1)
 
@@ -1080,7 +1078,7 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
         config = modeldir.read_config(os.path.join(directory, "config.json"))
         assert config["params"]["table_rank"] == 2, name
         assert config["params"]["table_rank_rows"] == LOW_RANK_ROWS, name
-        values = compress_cuts.read_values(
+        values = cuts.read_values(
             os.path.join(directory, "best", "model.ckpt") if name == "qat"
             else os.path.join(directory, "model.ckpt"))
         assert values["lm/table_low"].shape == (LOW_RANK_ROWS, 2), name

@@ -1,4 +1,4 @@
-"""The parameters of each compression stage (`awd_lm.training.compress`),
+"""The parameters of each compression stage (`awd_lm.training.compression`),
 made from the float model's: the pipeline steers `train.run` only through
 them.
 

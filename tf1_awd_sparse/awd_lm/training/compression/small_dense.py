@@ -16,9 +16,9 @@ measures (`file_overhead`).
 """
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.training import (
-    compress_rows as rows_, compress_stages, compress_tflite)
-from tf1_awd_sparse.awd_lm.training.compress_cuts import effective_weights
+from tf1_awd_sparse.awd_lm.training.compression import (
+    rows as rows_, stages, tflite)
+from tf1_awd_sparse.awd_lm.training.compression.cuts import effective_weights
 from tf1_awd_sparse.export import sparse_storage
 
 __all__ = ["STAGES", "uint8_payload", "file_overhead", "width_for_bytes",
@@ -109,15 +109,15 @@ def budget_of(rows, budget=None):
 
 def small_dense_params(float_params, width, epochs):
     """The small-dense model's float phase: the float model's recipe
-    (`compress_stages.model_params`: no quantization or compression key)
+    (`stages.model_params`: no quantization or compression key)
     at ``emb_size = hidden_size = width`` for ``epochs`` epochs (its
     ``max_epochs``; the stopping rule as the float model's).
 
     Returns:
       Params."""
-    return compress_stages.model_params(float_params, emb_size=width,
-                                        hidden_size=width,
-                                        max_epochs=epochs)
+    return stages.model_params(float_params, emb_size=width,
+                               hidden_size=width,
+                               max_epochs=epochs)
 
 
 def small_dense_quant_params(float_params, width):
@@ -151,11 +151,11 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
     epochs, ``small_dense_e<width>_qat/`` from its best checkpoint; each
     resumes with the pipeline, and another width trains in its own
     directories), its files exported and scored as the compressed model's
-    are (`compress_tflite.scored_file`; uint8, and on TensorFlow 2.x the
+    are (`tflite.scored_file`; uint8, and on TensorFlow 2.x the
     int8 weights dense).
 
     Args:
-      pipeline: the run (`compress_pipeline.Pipeline`).
+      pipeline: the run (`pipeline.Pipeline`).
       compressed_rows: the compressed model's TFLite rows (the budget).
       progress: None or a tqdm-like class.
       budget: bytes, or None: the smallest compressed file's
@@ -164,7 +164,7 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
     Returns:
       (rows, {stage: model}): the rows of `STAGES` (each with
       ``emb_size``, ``budget_bytes`` and ``budget_from``) and the files'
-      models (`compress_tflite.scored_file`'s), to be timed with the
+      models (`tflite.scored_file`'s), to be timed with the
       others.
     """
     budget, budget_from = budget_of(compressed_rows, budget)
@@ -196,7 +196,7 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
         files.append(("small_dense_int8", {"weights": "int8"}))
     models = {}
     for stage, formats in files:
-        row, models[stage] = compress_tflite.scored_file(
+        row, models[stage] = tflite.scored_file(
             pipeline, stage, technique, (quant["params"], quant_best),
             formats, progress)
         row.update(facts)

@@ -1,5 +1,5 @@
 """The file a user should ship, named by the compression pipeline
-(`awd_lm.training.compress`): the rule that picks it from the table's rows
+(`awd_lm.training.compression`): the rule that picks it from the table's rows
 (`recommend`), the line under the table (`recommended_line`), and the
 pipelines a folder holds with their recommendations, read from their
 summary.json (`pipeline_dirs`, `read_recommendation`: ``awd-lm info``,

@@ -1,6 +1,6 @@
 """The small-dense model's width (issue 55, item 3): the width the pure
 function picks for a byte budget, against the real bytes of uint8 files
-exported at that width and the next (`compress_small_dense`)."""
+exported at that width and the next (`small_dense`)."""
 import os
 
 import pytest
@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
-from tf1_awd_sparse.awd_lm.training import compress_small_dense as sd
+from tf1_awd_sparse.awd_lm.training.compression import small_dense as sd
 
 VOCAB, BATCH, STEPS = 40, 4, 8
 
