@@ -77,7 +77,8 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
 from tf1_awd_sparse.awd_lm.graph import model  # noqa: E402
-from tf1_awd_sparse.awd_lm.inference import export  # noqa: E402
+from tf1_awd_sparse.awd_lm.inference import (  # noqa: E402
+    export, tflite_weights)
 from tf1_awd_sparse.export import sparse_format, sparse_storage  # noqa: E402
 from tf1_awd_sparse.export.runner import open_interpreter  # noqa: E402
 from tf1_awd_sparse.transforms import pruning_cut  # noqa: E402
@@ -126,9 +127,9 @@ def masked(value, axis, block, fraction):
 def weight_sets(variables, values, shapes):
     """``{set name: {variable: masked value}}`` of the 2-D variables: the
     ``FILES``' weight sets. ``shapes``: the fully-connected weight shapes
-    (``export.weight_shapes``): a variable of that shape has its input
-    dimension on axis 1 (the embedding), one of the transposed shape on
-    axis 0 (a kernel ``[input + units, 4 units]``)."""
+    (``tflite_weights.weight_shapes``): a variable of that shape has its
+    input dimension on axis 1 (the embedding), one of the transposed shape
+    on axis 0 (a kernel ``[input + units, 4 units]``)."""
     sets = {}
     for name, block in (("unstructured", 1), ("1x4 blocks", 4),
                         ("1x16 blocks", 16)):
@@ -150,7 +151,7 @@ def checkpoints(root, params):
     """Random weights in the quantization-aware model's graph, masked per
     weight set and saved; returns ``{set name: checkpoint prefix}`` (the
     unstructured one with ranges from 3 steps on zero ids)."""
-    shapes = {tuple(s) for s in export.weight_shapes(params)}
+    shapes = {tuple(s) for s in tflite_weights.weight_shapes(params)}
     prefixes = {}
     graph = tf.Graph()
     with graph.as_default():
@@ -399,7 +400,8 @@ def _print_files(label, sizes, params, paths, described):
     print("%s: vocab %d tied to a %d-d embedding, LSTM layers %s; FC "
           "weights %s; %d %% zero" % (
               label, vocab, emb, [hidden] * (layers - 1) + [emb],
-              ", ".join("%dx%d" % s for s in export.weight_shapes(params)),
+              ", ".join("%dx%d" % s
+                        for s in tflite_weights.weight_shapes(params)),
               int(100 * SPARSITY)))
     print("  %-12s %-13s %9s %8s  %s" % ("file", "weights", "bytes",
                                          "x uint8", "stored sparse "

@@ -16,7 +16,7 @@ from support.references import sigmoid
 from support.versions import IS_TF2, builtin_only
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.inference import export, lm_runner, tflite_weights
 from tf1_awd_sparse.export import fused_lstm, sparse_format, tflite_builder
 from tf1_awd_sparse.export.runner import TFLiteRunner
 from tf1_awd_sparse.export.tflite_schema import TensorType
@@ -339,9 +339,9 @@ def test_a_low_rank_table_is_written_as_its_two_parts(tmp_path, weights,
     path = _write(tmp_path, "g.tflite", data)
     shapes = [(VOCAB, EMB), (4 * HIDDEN, EMB + HIDDEN),
               (4 * EMB, HIDDEN + EMB)]
-    _, total = export.weight_sparsity_of_tflite(path, shapes)
+    _, total = tflite_weights.weight_sparsity_of_tflite(path, shapes)
     assert total == table.size + sum(l.kernel.size for l in layers)
-    back = export.low_rank_of_tflite(path)
+    back = tflite_weights.low_rank_of_tflite(path)
     np.testing.assert_array_equal(back[0], back_low)
     np.testing.assert_array_equal(back[1], back_proj)
 
@@ -584,9 +584,9 @@ def test_export_lm_fused_scores_as_the_unrolled_file(checkpoint, weights,
                             storage=storage, lstm="fused")
     assert size == os.path.getsize(path)
     stream = np.random.RandomState(2).randint(0, VOCAB, [1, 40])
-    want = np.concatenate([p for p, _ in export.LMRunner(unrolled).windows(
+    want = np.concatenate([p for p, _ in lm_runner.LMRunner(unrolled).windows(
         stream)], 1)
-    got = np.concatenate([p for p, _ in export.LMRunner(path).windows(
+    got = np.concatenate([p for p, _ in lm_runner.LMRunner(path).windows(
         stream)], 1)
     if weights == "float":
         np.testing.assert_allclose(got, want, rtol=0,
@@ -675,10 +675,10 @@ def test_weight_sparsity_of_a_fused_file(tmp_path):
         table, layers, bias, "float"))
     shapes = [table.shape] + [l.kernel.shape[::-1] for l in layers]
     want = [table] + [l.kernel for l in layers]
-    assert export.weight_sparsity_of_tflite(path, shapes) == (
+    assert tflite_weights.weight_sparsity_of_tflite(path, shapes) == (
         sum(int(np.sum(w == 0)) for w in want), sum(w.size for w in want))
     with pytest.raises(ValueError, match="weight matrices"):
-        export.weight_sparsity_of_tflite(path, shapes[:2])
+        tflite_weights.weight_sparsity_of_tflite(path, shapes[:2])
     with pytest.raises(ValueError, match="no tensor of shape"):
-        export.weight_sparsity_of_tflite(path, [(VOCAB, EMB + 1)] +
-                                         shapes[1:])
+        tflite_weights.weight_sparsity_of_tflite(path, [(VOCAB, EMB + 1)] +
+                                                 shapes[1:])

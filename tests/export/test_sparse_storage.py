@@ -17,7 +17,8 @@ from support.versions import IS_TF2, builtin_only
 from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.inference import export, lm
+from tf1_awd_sparse.awd_lm.inference import (
+    export, lm, lm_runner, tflite_weights)
 from tf1_awd_sparse.export import sparse_format, tflite_file
 from tf1_awd_sparse.export import sparse_storage as ss
 from tf1_awd_sparse.export.runner import TFLiteRunner
@@ -192,11 +193,11 @@ def test_fast_pads_to_1x16_where_16_does_not_divide(pruned, interpreter):
             np.testing.assert_array_equal(value[:, :cols], unpadded[name])
             assert not value[:, cols:].any()
     # Read back, the padding is no weight.
-    shapes = export.weight_shapes(dict(_params(), emb_size=20,
-                                       hidden_size=20))
-    assert export.weight_sparsity_of_tflite(
+    shapes = tflite_weights.weight_shapes(dict(_params(), emb_size=20,
+                                               hidden_size=20))
+    assert tflite_weights.weight_sparsity_of_tflite(
         _write(folder, "fast20.tflite", sparse), shapes) == \
-        export.weight_sparsity_of_tflite(_write(
+        tflite_weights.weight_sparsity_of_tflite(_write(
             folder, "int8_20.tflite", reference), shapes)
     _, ops = _op_names(sparse)
     kinds = [name for name, _ in ops]
@@ -367,15 +368,15 @@ def test_the_lm_exports_scores_and_records_its_sparse_file(pruned, weights):
                      storage="sparse")
     dense_path = _write(folder, "lm_dense.tflite", dense)
     stream = np.random.RandomState(3).randint(0, VOCAB, [B, 20])
-    want = export.tflite_perplexity(dense_path, stream)[0]
-    got = export.tflite_perplexity(path, stream)[0]
+    want = lm_runner.tflite_perplexity(dense_path, stream)[0]
+    got = lm_runner.tflite_perplexity(path, stream)[0]
     # float: the same model; int8: 8-bit weights of the same model.
     assert got == pytest.approx(want, rel=1e-5 if weights == "float"
                                 else 2e-2)
-    shapes = export.weight_shapes(params)
-    assert export.weight_sparsity_of_tflite(path, shapes) == \
-        export.weight_sparsity_of_tflite(dense_path, shapes)
-    timed = export.LMRunner(path)
+    shapes = tflite_weights.weight_shapes(params)
+    assert tflite_weights.weight_sparsity_of_tflite(path, shapes) == \
+        tflite_weights.weight_sparsity_of_tflite(dense_path, shapes)
+    timed = lm_runner.LMRunner(path)
     seen, run = [], timed.runner.run
     timed.runner.run = lambda ids, state=None: seen.append(
         (ids.copy(), dict(state or {}))) or run(ids, state)

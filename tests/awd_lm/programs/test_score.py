@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.inference import lm_runner
 from tf1_awd_sparse.quantization import export_tflite
 from weight_drop_lstm import WeightDropLSTMCell
 from support import ROOT
@@ -36,7 +36,7 @@ def tflite_files(tmp_path_factory):
 
 def test_lm_runner_given_a_stack_file_says_what_it_is(tflite_files):
     with pytest.raises(ValueError) as error:
-        export.LMRunner(tflite_files["stack"])
+        lm_runner.LMRunner(tflite_files["stack"])
     message = str(error.value)
     print(message)
     assert tflite_files["stack"] in message
@@ -46,7 +46,7 @@ def test_lm_runner_given_a_stack_file_says_what_it_is(tflite_files):
 
 
 def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
-    runner = export.LMRunner(tflite_files["lm"])
+    runner = lm_runner.LMRunner(tflite_files["lm"])
     stream = np.arange(12).reshape(2, 6) % 11
     # The model's logits are [2, 4, 11]; a good stream scores every target.
     scored = sum(picked.size for picked, _ in runner.windows(stream))
@@ -61,7 +61,7 @@ def test_lm_runner_names_ids_outside_the_vocabulary(tflite_files):
     with pytest.raises(ValueError, match="integer word ids"):
         runner.windows(stream.astype(np.float32))
     with pytest.raises(ValueError, match=r"^stream must hold ids"):
-        export.tflite_perplexity(tflite_files["lm"], stream)
+        lm_runner.tflite_perplexity(tflite_files["lm"], stream)
     assert runner.vocab_size == PARAMS["vocab_size"] == 11
 
 

@@ -12,7 +12,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.inference import export, tflite_weights
 from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.awd_lm.training.compression import rows as rows_, tflite
 from tf1_awd_sparse.export import sparse_storage
@@ -176,7 +176,7 @@ def test_export_says_what_the_file_stores(tmp_path, capsys):
     from tf1_awd_sparse.base.compat import interpreter_class
     interpreter = interpreter_class()(model_path=out)
     interpreter.allocate_tensors()
-    shapes = export.weight_shapes(sidecar["params"])
+    shapes = tflite_weights.weight_shapes(sidecar["params"])
     values = [interpreter.get_tensor(d["index"])
               for d in interpreter.get_tensor_details()
               if tuple(d["shape"]) in [tuple(s) for s in shapes]]

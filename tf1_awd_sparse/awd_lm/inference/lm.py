@@ -44,7 +44,7 @@ from tf1_awd_sparse.awd_lm.inference.model_files import (  # noqa: F401
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph.cache import CacheConfig  # noqa: F401 (public)
-from tf1_awd_sparse.awd_lm.inference.export import log_softmax
+from tf1_awd_sparse.awd_lm.inference.lm_runner import log_softmax
 from tf1_awd_sparse.awd_lm.inference.lm_backends import LMState  # noqa: F401 (public)
 from tf1_awd_sparse.base.errors import Error
 

@@ -10,7 +10,7 @@ import shutil
 
 from tf1_awd_sparse.export import sparse_storage
 from tf1_awd_sparse.awd_lm.config import modeldir
-from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.inference import export, tflite_weights
 
 __all__ = ["resolve", "export_model", "copy_model_file"]
 
@@ -91,8 +91,8 @@ def export_model(model_dir, path, batch_size=1, num_steps=10, weights=None,
     # The file's storage and zeros, read from it: --storage sparse leaves
     # weights with too few zeros dense, and a uint8 file has the zeros of
     # its quantized weights, not the checkpoint's recorded sparsity.
-    zeros, total = export.weight_sparsity_of_tflite(
-        path, export.weight_shapes(params))
+    zeros, total = tflite_weights.weight_sparsity_of_tflite(
+        path, tflite_weights.weight_shapes(params))
     produced = dict(config.get("produced_by", {}),
                     stage="tflite_" + weights, storage="sparse" if
                     sparse_storage.stores_sparse(path) else "dense",

@@ -265,8 +265,8 @@ def _stage_ppl(summaries, stage):
 
 def sparsity_series(summaries):
     """The points of perplexity against sparsity, from compression
-    summaries of one float model (`compression.pipeline.run_pipeline`'s summary.json,
-    e.g. one per target sparsity).
+    summaries of one float model (`compression.pipeline.run_pipeline`'s
+    summary.json, e.g. one per target sparsity).
 
     Args:
       summaries: list of dicts with a "stages" list of rows; the rows used

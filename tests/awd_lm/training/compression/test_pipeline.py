@@ -17,7 +17,7 @@ from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.awd_lm.training.compression import (
     cuts, pipeline, rows as rows_, ship, stages, tflite)
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
-from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.inference import export, lm_runner, tflite_weights
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.export import sparse_storage
 from support import ROOT
@@ -99,7 +99,7 @@ def test_rows_and_summary_json(reference):
     assert result["chosen_reached_target"] is True
     # Every technique ends with exactly round(0.7 * size) zeros per matrix
     # (the exact cut; a tie at the threshold would keep a few more).
-    sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
+    sizes = [int(np.prod(s)) for s in tflite_weights.weight_shapes(dict(
         _params(), vocab_size=len(_corpus().vocab)))]
     exact = sum(int(round(0.7 * n)) for n in sizes)
     for row in result["stages"]:
@@ -191,7 +191,7 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
     interpreter = tf.lite.Interpreter(model_path=path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
-    shapes = export.weight_shapes(dict(params, vocab_size=len(
+    shapes = tflite_weights.weight_shapes(dict(params, vocab_size=len(
         _corpus().vocab)))
     names = cuts.weight_names(params)
     assert len(set(shapes)) == len(shapes)
@@ -297,7 +297,7 @@ def test_litert_scores_the_files_as_tf_lite_does(reference):
     stream = data.batchify(_corpus().test, _params()["eval_batch_size"])
     for stage in ("tflite_uint8", "tflite_float"):
         path = os.path.join(out, "compress", stage + ".tflite")
-        windows = [list(export.LMRunner(path, name).windows(stream))
+        windows = [list(lm_runner.LMRunner(path, name).windows(stream))
                    for name in ("tf", "litert")]
         assert len(windows[0]) == len(windows[1]) > 1
         for (want, n), (got, m) in zip(*windows):
@@ -310,7 +310,7 @@ def test_litert_scores_the_files_as_tf_lite_does(reference):
                 np.testing.assert_allclose(got, want, rtol=0,
                                            atol=FLOAT_LOG_PROB_ATOL)
         row = [r for r in result["stages"] if r["stage"] == stage][0]
-        assert export.tflite_perplexity(path, stream, interpreter="litert")[
+        assert lm_runner.tflite_perplexity(path, stream, interpreter="litert")[
             0] == pytest.approx(row["test_ppl"], rel=FLOAT_PPL_RTOL)
 
 
@@ -560,7 +560,7 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
         effective = best.get_tensor(name) * mask
         zeros += int((effective == 0).sum())
         assert not np.array_equal(effective, cut.get_tensor(name) * mask)
-    sizes = [int(np.prod(s)) for s in export.weight_shapes(dict(
+    sizes = [int(np.prod(s)) for s in tflite_weights.weight_shapes(dict(
         params, vocab_size=len(corpus.vocab)))]
     assert zeros == sum(int(round(0.7 * n)) for n in sizes)
     # The pruned checkpoint is the model, without the averaged run's slots.
@@ -1107,11 +1107,11 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
         batch = params["eval_batch_size"]
         export.export_lm(params, os.path.join(root, "pruned", "model.ckpt"),
                          path, batch, 1, weights="float", lstm="fused")
-        low, proj = export.low_rank_of_tflite(path)
+        low, proj = tflite_weights.low_rank_of_tflite(path)
         assert low.shape == (vocab, 2) and proj.shape == (
             _params()["emb_size"], 2)
         assert not low[LOW_RANK_ROWS:].any() and low[:LOW_RANK_ROWS].any()
-        ppl, _, _ = export.tflite_perplexity(path, data.batchify(
+        ppl, _, _ = lm_runner.tflite_perplexity(path, data.batchify(
             _corpus().test, batch))
         assert ppl == pytest.approx(rows["sparse"]["test_ppl"],
                                     rel=FLOAT_PPL_RTOL)

@@ -19,9 +19,9 @@ From the float model's best checkpoint:
    phase's last checkpoint to exactly ``round(target * n)`` zeros
    (`cuts.cut_checkpoint`: by magnitude, log alpha or the gates'
    probability of being non-zero; per matrix or global, ``cut_scope``),
-   then the survivors fine-tuned with the masks fixed for the rest of the budget
-   (with ``finetune_optimizer``: plain SGD or NT-ASGD; the ramp runs
-   SGD); every dropout rate of both phases (and of QAT) is scaled by
+   then the survivors fine-tuned with the masks fixed for the rest of the
+   budget (with ``finetune_optimizer``: plain SGD or NT-ASGD; the ramp
+   runs SGD); every dropout rate of both phases (and of QAT) is scaled by
    ``finetune_dropout_scale``;
    with ``distill_weight > 0`` both phases also learn from the float
    model's logits (knowledge distillation at ``distill_temperature``,

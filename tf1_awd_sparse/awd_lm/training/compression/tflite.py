@@ -15,7 +15,7 @@ import numpy as np
 from tf1_awd_sparse.export import sparse_storage, tflite_audit, tflite_file
 from tf1_awd_sparse.export.tflite_schema import type_name
 from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.inference import export
+from tf1_awd_sparse.awd_lm.inference import export, lm_runner, tflite_weights
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training.compression.cuts import made_from
@@ -129,9 +129,9 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
         export.export_lm(stage_params, checkpoint, path, batch,
                          1 if formats.get("lstm") else steps, **formats)
         pipeline.record(stage, source)
-    ppl, _, tokens = export.tflite_perplexity(path, test, progress)
-    shapes = export.weight_shapes(stage_params)
-    zeros, total = export.weight_sparsity_of_tflite(path, shapes)
+    ppl, _, tokens = lm_runner.tflite_perplexity(path, test, progress)
+    shapes = tflite_weights.weight_shapes(stage_params)
+    zeros, total = tflite_weights.weight_sparsity_of_tflite(path, shapes)
     size, gz = file_bytes(path)
     modeldir.write_tflite_sidecar(
         path, stage_params, pipeline.corpus.vocab,
@@ -139,7 +139,7 @@ def scored_file(pipeline, stage, technique, model, formats, progress=None):
                              test_ppl=ppl, sparsity=zeros / float(total)))
     extra = {"bytes": size, "gzip_bytes": gz, "tokens_scored": tokens,
              "stored": stored(path)}
-    extra.update(low_rank_counts(export.low_rank_of_tflite(path)))
+    extra.update(low_rank_counts(tflite_weights.low_rank_of_tflite(path)))
     return (tflite_row(stage, technique, ppl, pipeline.float_ppl,
                        (zeros, total), shapes, extra),
             (stage_params, checkpoint, formats))
@@ -149,14 +149,14 @@ def streaming_runners(models, directory):
     """Each model of ``models`` (``{stage: (parameters, checkpoint,
     formats)}``, `scored_file`'s) exported as ``directory/<stage>`` +
     `STREAM_SUFFIX`: batch 1, one token a call, the ``formats`` of its
-    scored file. Returns ``{stage: export.LMRunner}``, each interpreter on
+    scored file. Returns ``{stage: lm_runner.LMRunner}``, each interpreter on
     one thread."""
     runners = {}
     for stage, (params, checkpoint, formats) in models.items():
         path = os.path.join(directory, stage.replace(" ", "_").replace(
             ",", "") + STREAM_SUFFIX)
         export.export_lm(params, checkpoint, path, 1, 1, **formats)
-        runners[stage] = export.LMRunner(path, num_threads=1)
+        runners[stage] = lm_runner.LMRunner(path, num_threads=1)
     return runners
 
 
