@@ -124,7 +124,7 @@ def test_kill_and_resume_equals_uninterrupted(averaging_run, tmpdir):
 
 
 def test_fresh_run_deletes_only_its_owntree_bytes(tmpdir):
-    from tf1_awd_sparse.awd_lm.training import rundir
+    from tf1_awd_sparse.awd_lm.config import rundir
     for d in ("last", "best", "data"):
         tmpdir.mkdir(d).join("x").write("x")
     for f in ("state.json", "summary.json", "events.out.tfevents.1.h",

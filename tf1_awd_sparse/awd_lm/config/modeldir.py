@@ -38,6 +38,9 @@ import os
 
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.config import presets
+# The names of a model directory's files are the run tree's (rundir).
+from tf1_awd_sparse.awd_lm.config.rundir import (
+    BEST_CHECKPOINT, CONFIG_FILE, VOCAB_FILE)
 from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
@@ -46,8 +49,6 @@ __all__ = ["ConfigError", "CONFIG_FILE", "VOCAB_FILE", "FORMAT",
            "write_run_dir", "vocab_has_specials", "model_dirs_in",
            "vocab_path", "vocab_sha256"]
 
-CONFIG_FILE = "config.json"
-VOCAB_FILE = "vocab.txt"
 FORMAT = "tf1_awd_sparse.awd_lm/1"
 
 _TOP_KEYS = ("format", "params", "checkpoint", "tflite", "vocab",
@@ -210,7 +211,7 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
 
 
 def write_run_dir(run_dir, params, vocab, summary=None, stage=None,
-                  checkpoint=os.path.join("best", "model.ckpt"), **extra):
+                  checkpoint=BEST_CHECKPOINT, **extra):
     """config.json and vocab.txt of a training run or stage directory
     (``extra``: more `produced_by` entries, e.g. ``technique``)."""
     return write_config(run_dir, params, vocab,

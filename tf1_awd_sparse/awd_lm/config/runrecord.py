@@ -26,6 +26,8 @@ import json
 import os
 
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.config.rundir import (
+    CONFIG_FILE, STATE_FILE, RunDir)
 
 __all__ = ["MODELS", "Recorded", "trained_models", "read", "plan_entry",
            "recorded_overrides", "explicit_conflicts", "conflict_line",
@@ -74,8 +76,9 @@ class Recorded(object):
           ValueError: the phase has not finished, or summary.json is
             unreadable (named).
         """
-        run_dir = self.run_dir + ("_quant" if quant else "")
-        path = os.path.join(run_dir, "summary.json")
+        run = (RunDir(os.path.dirname(self.run_dir)).quant_run(self.model)
+               if quant else RunDir(self.run_dir))
+        run_dir, path = run.path, run.summary_file
         done = self.quant_finished if quant else self.finished
         if not done or not os.path.isfile(path):
             where = ("" if quant else " (epoch %d of %d)" % (
@@ -100,8 +103,8 @@ def _load_json(path):
 def _phase(run_dir):
     """(params, produced_by, words, state) of a run directory, or None
     when it holds no run (neither config.json nor state.json)."""
-    config_path = os.path.join(run_dir, modeldir.CONFIG_FILE)
-    state_path = os.path.join(run_dir, "state.json")
+    config_path = os.path.join(run_dir, CONFIG_FILE)
+    state_path = os.path.join(run_dir, STATE_FILE)
     state = _load_json(state_path) if os.path.isfile(state_path) else {}
     if os.path.isfile(config_path):
         config = modeldir.read_config(config_path)
@@ -116,8 +119,8 @@ def trained_models(out):
     """The float models ``out`` holds a run of (a directory with a
     config.json or state.json), in `MODELS` order."""
     return [m for m in MODELS
-            if any(os.path.isfile(os.path.join(out, m, name))
-                   for name in (modeldir.CONFIG_FILE, "state.json"))]
+            if any(os.path.isfile(RunDir(out).model_run(m).join(name))
+                   for name in (CONFIG_FILE, STATE_FILE))]
 
 
 def read(out, model):
@@ -128,13 +131,14 @@ def read(out, model):
       modeldir.ConfigError / ValueError: an unreadable config.json or
         state.json (named).
     """
-    run_dir = os.path.join(out, model)
+    root = RunDir(out)
+    run_dir = root.model_run(model).path
     phase = _phase(run_dir)
     if phase is None:
         return None
     params, produced, words, state = phase
     return Recorded(model, run_dir, params, produced, words, state,
-                    _phase(run_dir + "_quant"))
+                    _phase(root.quant_run(model).path))
 
 
 def plan_entry(params):

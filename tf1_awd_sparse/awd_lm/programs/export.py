@@ -190,9 +190,10 @@ def _replaceable(path):
     """Whether an existing --out may be offered for --overwrite: a
     ``.tflite`` file that is no described model (no sidecar: e.g. not a
     compression pipeline's) and not inside a model directory."""
+    from tf1_awd_sparse.awd_lm.config import modeldir   # no TensorFlow
     folder = os.path.dirname(os.path.abspath(path))
     return (path.endswith(".tflite") and not os.path.exists(path + ".json")
-            and not os.path.exists(os.path.join(folder, "config.json")))
+            and not os.path.exists(os.path.join(folder, modeldir.CONFIG_FILE)))
 
 
 def main(argv=None):

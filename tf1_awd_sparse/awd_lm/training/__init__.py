@@ -12,8 +12,6 @@ The loop (`train.run`, `train.Trainer`) and its parts:
                   a resumed run reads back.
   selection    -- which epoch is the best.
   controller   -- the sparsity controller of a VD / L0 ramp.
-  rundir       -- `RunDir`: every path of an ``awd-lm train --out`` tree,
-                  and the atomic JSON writes.
   records      -- the loop's records, the training and results tables,
                   the plots.
 
@@ -37,7 +35,6 @@ from tf1_awd_sparse.base import names as _names
 __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.awd_lm.training.train": [
         "run", "Trainer", "TrainingDiverged", "RunDirError", "check_run_dir"],
-    "tf1_awd_sparse.awd_lm.training.rundir": ["RunDir"],
     "tf1_awd_sparse.awd_lm.training.records": [
         "TableLog", "results_table", "merge_summaries", "plot_curves",
         "plot_sparsity"],

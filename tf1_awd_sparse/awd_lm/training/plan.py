@@ -18,12 +18,12 @@ import collections
 import json
 import os
 
-from tf1_awd_sparse.awd_lm.config import modeldir, presets, runrecord
+from tf1_awd_sparse.awd_lm.config import modeldir, presets, rundir, runrecord
 from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.rundir import RunDir
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.training import records, rundir, train
+from tf1_awd_sparse.awd_lm.training import records, train
 from tf1_awd_sparse.awd_lm.training.compression import pipeline
-from tf1_awd_sparse.awd_lm.training.rundir import RunDir
 
 __all__ = ["RUN_FILES", "Plan", "flag_name", "check_out", "plan_run",
            "run_plan", "results", "write_results"]

@@ -39,7 +39,7 @@ from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import controller, records, selection
-from tf1_awd_sparse.awd_lm.training.rundir import (  # noqa: F401 (public)
+from tf1_awd_sparse.awd_lm.config.rundir import (  # noqa: F401 (public)
     RunDir, RUN_FILES, STATE_FILE, SUMMARY_FILE)
 from tf1_awd_sparse.awd_lm.graph.checkpoints import (  # noqa: F401 (public)
     DIVERGED_LOSS, CheckpointError, diverged, perplexity, restore)

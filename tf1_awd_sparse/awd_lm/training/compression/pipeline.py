@@ -11,9 +11,9 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.graph import model
-from tf1_awd_sparse.awd_lm.config import modeldir, presets
+from tf1_awd_sparse.awd_lm.config import modeldir, presets, rundir
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.training import records, rundir, train
+from tf1_awd_sparse.awd_lm.training import records, train
 from tf1_awd_sparse.awd_lm.training.compression import (
     cuts, plot, rows as rows_, ship, small_dense, stages, tflite)
 

@@ -3,7 +3,7 @@
 model's curve continued."""
 from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.awd_lm.training.compression.stages import ramp_epochs
-from tf1_awd_sparse.awd_lm.training.rundir import TECHNIQUE_DIRS
+from tf1_awd_sparse.awd_lm.config.rundir import TECHNIQUE_DIRS
 
 __all__ = ["plot"]
 

@@ -37,6 +37,8 @@ No numpy, no TensorFlow: ``awd-lm info`` reads it.
 import json
 import os
 
+from tf1_awd_sparse.awd_lm.config.rundir import PIPELINE_FILE, SUMMARY_FILE
+
 __all__ = ["SHIPPED_KINDS", "MODEL_DIRS", "WORTH_SHIPPING", "ALL_FILES",
            "recommend", "recommended_line",
            "pipeline_dirs", "read_recommendation"]
@@ -181,9 +183,9 @@ def _ratio(value):
 def _summary(directory):
     """A compression pipeline's summary.json in ``directory`` (a dict with
     ``stages``), or None when it holds none."""
-    path = os.path.join(directory, "summary.json")
+    path = os.path.join(directory, SUMMARY_FILE)
     if not os.path.isfile(path) or not os.path.isfile(
-            os.path.join(directory, "pipeline.json")):
+            os.path.join(directory, PIPELINE_FILE)):
         return None
     try:
         with open(path) as handle:

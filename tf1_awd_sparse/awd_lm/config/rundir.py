@@ -30,12 +30,11 @@ import json
 import os
 import shutil
 
-from tf1_awd_sparse.awd_lm.config import modeldir
-
 __all__ = ["RunDir", "write_json", "STATE_FILE", "SUMMARY_FILE",
            "PIPELINE_FILE", "PLOT_FILE", "CONFIG_FILE", "VOCAB_FILE",
-           "CHECKPOINT_NAME", "EVENTS_PREFIX", "RUN_FILES",
-           "TECHNIQUE_DIRS"]
+           "CHECKPOINT_NAME", "LAST_DIR", "BEST_DIR", "QUANT_SUFFIX",
+           "COMPRESS_SUFFIX", "EVENTS_PREFIX", "RUN_FILES",
+           "TECHNIQUE_DIRS", "BEST_CHECKPOINT"]
 
 #: A training run's loop state (what resume reads).
 STATE_FILE = "state.json"
@@ -45,16 +44,26 @@ SUMMARY_FILE = "summary.json"
 PIPELINE_FILE = "pipeline.json"
 #: The validation curves.
 PLOT_FILE = "valid_ppl.png"
-#: A model directory's description and vocabulary (`awd_lm.config.
-#: modeldir`'s names).
-CONFIG_FILE = modeldir.CONFIG_FILE
-VOCAB_FILE = modeldir.VOCAB_FILE
+#: A model directory's description and vocabulary (what `modeldir`
+#: reads and writes).
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
 #: The prefix of every checkpoint in the tree, inside its folder.
 CHECKPOINT_NAME = "model.ckpt"
+#: A training run's checkpoint folders: the last epoch's, the best one's.
+LAST_DIR = "last"
+BEST_DIR = "best"
+#: A quantization-aware run's folder beside its float model's, and the
+#: compression pipeline's default one.
+QUANT_SUFFIX = "_quant"
+COMPRESS_SUFFIX = "_compress"
 #: TensorBoard's event files of a training run start with it.
 EVENTS_PREFIX = "events.out.tfevents."
+#: The best checkpoint's prefix inside its run (config.json's
+#: ``checkpoint``).
+BEST_CHECKPOINT = os.path.join(BEST_DIR, CHECKPOINT_NAME)
 #: The files and folders that mark a directory as holding a training run.
-RUN_FILES = (STATE_FILE, SUMMARY_FILE, "last", "best")
+RUN_FILES = (STATE_FILE, SUMMARY_FILE, LAST_DIR, BEST_DIR)
 #: A compression technique's folder names in the pipeline's tree (also
 #: its short name in the pipeline's plot).
 TECHNIQUE_DIRS = {"variational_dropout": "vd", "l0": "l0",
@@ -131,13 +140,13 @@ class RunDir(object):
 
     def quant_run(self, model):
         """``OUT/<model>_quant``: its quantization-aware fine-tuning."""
-        return RunDir(self.join(model + "_quant"))
+        return RunDir(self.join(model + QUANT_SUFFIX))
 
     def compression(self, model, out=None):
         """The compression pipeline's directory of a model: ``out`` (the
         command's --compress-out) when given, else ``OUT/<model>_compress``.
         """
-        return RunDir(out if out else self.join(model + "_compress"))
+        return RunDir(out if out else self.join(model + COMPRESS_SUFFIX))
 
     # A training run's files.
     @property
@@ -163,12 +172,12 @@ class RunDir(object):
     @property
     def last_dir(self):
         """``last/``: the last epoch's checkpoint folder."""
-        return self.join("last")
+        return self.join(LAST_DIR)
 
     @property
     def best_dir(self):
         """``best/``: the best validation epoch's checkpoint folder."""
-        return self.join("best")
+        return self.join(BEST_DIR)
 
     @property
     def last_prefix(self):
@@ -198,7 +207,7 @@ class RunDir(object):
             return
         for name in os.listdir(self.path):
             path = self.join(name)
-            if name in ("last", "best") and os.path.isdir(path):
+            if name in (LAST_DIR, BEST_DIR) and os.path.isdir(path):
                 shutil.rmtree(path)
             elif (name in (STATE_FILE, SUMMARY_FILE)
                   or name.startswith(EVENTS_PREFIX)):

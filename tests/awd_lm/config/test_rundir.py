@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from tf1_awd_sparse.awd_lm.training import rundir, train
+from tf1_awd_sparse.awd_lm.config import rundir
+from tf1_awd_sparse.awd_lm.training import train
 
 pytestmark = pytest.mark.per_python
 
