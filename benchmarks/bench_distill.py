@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
-from tf1_awd_sparse.awd_lm.training import train  # noqa: E402
+from tf1_awd_sparse.awd_lm.training import train_graph  # noqa: E402
 from _timing import interleaved_ratios  # noqa: E402
 
 VOCAB = 1000
@@ -58,7 +58,7 @@ class _Fed(object):
 def build_step(weight):
     """(runner, fetches) of one training step of `params(weight)`."""
     p = params(weight)
-    g = train.Graph(p)
+    g = train_graph.Graph(p)
     graph = g.instance(p["seed"])[0]
     config = tf.ConfigProto(intra_op_parallelism_threads=1,
                             inter_op_parallelism_threads=1)

@@ -21,7 +21,7 @@ from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.distributed import model_fn
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.training import train_graph
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
 from tf1_awd_sparse.transforms import PRUNING_MASKS
 from support.graphs import ancestors
@@ -119,7 +119,7 @@ def test_loop_and_model_fn_build_the_same_step():
     monitored command line run) hold the same pieces; before the one
     step, model_fn's never updated the pruning masks."""
     params = _params(use_vd=True)
-    g = train.Graph(params)
+    g = train_graph.Graph(params)
     with tf.Graph().as_default() as graph:
         tf.train.import_meta_graph(g.meta_graph)   # its collections too
         _check_step(graph.as_graph_element(g.train_op), graph)

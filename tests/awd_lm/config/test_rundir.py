@@ -24,9 +24,9 @@ def test_the_tree_names_the_layout_the_programs_write(tmp_path):
     # The training loop's own name of the best checkpoint.
     assert run.best_prefix == train.best_checkpoint(run.path)
     assert run.last_prefix == os.path.join(run.path, "last", "model.ckpt")
-    assert run.state_file == os.path.join(run.path, train.STATE_FILE)
-    assert run.summary_file == os.path.join(run.path, train.SUMMARY_FILE)
-    assert rundir.RUN_FILES == train.RUN_FILES
+    assert run.state_file == os.path.join(run.path, rundir.STATE_FILE)
+    assert run.summary_file == os.path.join(run.path, rundir.SUMMARY_FILE)
+    assert rundir.RUN_FILES == rundir.RUN_FILES
     assert pipe.ramp_run("variational_dropout").path == pipe.join("vd")
     assert pipe.survivors_run("magnitude").path == pipe.join("mag_ft")
     assert pipe.cut_prefix("l0") == pipe.join("l0_cut", "model.ckpt")

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm.training import train
+from tf1_awd_sparse.awd_lm.training import epochs, train, train_graph
 from tf1_awd_sparse.awd_lm.training.compression import pipeline, stages
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
-from tf1_awd_sparse.awd_lm.graph import distill, model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, distill, model
 from tf1_awd_sparse.awd_lm.inference import lm
 from tf1_awd_sparse.awd_lm.distributed import model_fn
 from tf1_awd_sparse.awd_lm.config import presets
@@ -66,7 +66,7 @@ def _student(teacher_run, weight=0.5, temperature=1.0, **changes):
 def _session(params, checkpoint):
     """A session of `train.Graph(params)`'s instance, the model warm-started
     from and the teacher restored from ``checkpoint``."""
-    g = train.Graph(params, [n for n, _ in tf.train.list_variables(
+    g = train_graph.Graph(params, [n for n, _ in tf.train.list_variables(
         checkpoint)])
     graph, _, _, warm, teacher = g.instance(params["seed"])
     sess = tf.Session(graph=graph)
@@ -118,7 +118,7 @@ def _term_atols(student, teacher, temperature):
 
 def _first_window(g, corpus, params, training=True):
     stream = data.batchify(corpus.train, params["batch_size"])
-    x, y = train.window(stream, 0, params["bptt"])
+    x, y = epochs.window(stream, 0, params["bptt"])
     state = g.zero_state(x.shape[0])
     extra = {g.training: training}
     extra.update(zip(g.teacher_state, g.zero_state(x.shape[0], True)))
@@ -182,7 +182,7 @@ def test_teacher_keeps_the_checkpoint_values_and_is_not_trainable(
         assert sorted(teacher) == sorted("teacher/" + n
                                          for n in FLOAT_NAMES)
         stream = data.batchify(corpus.train, params["batch_size"])
-        train.train_epoch(sess, g, stream, params, 1)
+        epochs.train_epoch(sess, g, stream, params, 1)
         for name, variable in teacher.items():
             np.testing.assert_array_equal(
                 sess.run(variable), reader.get_tensor(name[len("teacher/"):]))
@@ -203,7 +203,7 @@ def test_teacher_is_the_float_model_whatever_the_student(teacher_run,
                                                          student):
     """The teacher holds the float model's variables only (no sparse
     auxiliary variable, mask or range); none is trainable or global."""
-    g = train.Graph(_student(teacher_run, **student))
+    g = train_graph.Graph(_student(teacher_run, **student))
     with tf.Graph().as_default():
         tf.train.import_meta_graph(g.meta_graph)
         local = sorted(v.op.name for v in tf.local_variables())
@@ -225,7 +225,7 @@ def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
         assert np.isfinite(epoch["distill_kl"]) and epoch["distill_kl"] > 0
     plain = dict(params, distill_weight=0.0, distill_from=None)
     with tf.Graph().as_default():
-        tf.train.import_meta_graph(train.Graph(plain).meta_graph)
+        tf.train.import_meta_graph(train_graph.Graph(plain).meta_graph)
         want = sorted(v.op.name for v in tf.global_variables())
     for prefix in (train.best_checkpoint(run_dir),
                    tf.train.latest_checkpoint(os.path.join(run_dir, "last"))):
@@ -249,14 +249,14 @@ def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
 def test_weight_zero_builds_the_graph_without_distillation(teacher_run):
     params = _student(teacher_run, weight=0.0)
     without = {k: v for k, v in params.items() if not k.startswith("distill")}
-    zero, none = train.Graph(params), train.Graph(without)
+    zero, none = train_graph.Graph(params), train_graph.Graph(without)
     nodes = [[n.name for n in g.meta_graph.graph_def.node]
              for g in (zero, none)]
     assert nodes[0] == nodes[1]
     assert not [n for n in nodes[0] if n.startswith("teacher")]
     assert zero.teacher_state == [] and zero.distill_kl is None
     assert zero.teacher_saver_def is None
-    with_teacher = train.Graph(_student(teacher_run))
+    with_teacher = train_graph.Graph(_student(teacher_run))
     assert [n.name for n in with_teacher.meta_graph.graph_def.node
             if n.name.startswith("teacher/")]
 
@@ -294,7 +294,7 @@ def test_training_loop_carries_the_teachers_state(teacher_run):
     stream = data.batchify(corpus.train, params["batch_size"])[:, :40]
     with sess:
         recorder = _Recorder(sess, [g.teacher_logits])
-        train.train_epoch(recorder, g, stream, params, 1)
+        epochs.train_epoch(recorder, g, stream, params, 1)
     (feed1, _), (feed2, (logits2,)) = recorder.calls[:2]
     for name in g.teacher_state:   # reset at the epoch's start
         assert not feed1[name].any()
@@ -344,7 +344,7 @@ def test_a_weight_without_a_teacher_is_refused_before_anything_runs(
     with pytest.raises(ValueError, match="distill_from"):
         train.run(corpus, params, str(run_dir), log=lambda *a: None)
     assert not run_dir.exists()
-    with pytest.raises(train.CheckpointError, match="distill_from"):
+    with pytest.raises(checkpoints.CheckpointError, match="distill_from"):
         train.run(corpus, dict(params, distill_from=str(tmp_path / "none")),
                   str(run_dir), log=lambda *a: None)
     with pytest.raises(ValueError, match="distill_from"):

@@ -20,7 +20,7 @@ from support.tolerances import printed_atol
 from tf1_awd_sparse.export.runner import TFLiteRunner
 from tf1_awd_sparse.awd_lm import LanguageModel
 from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.config import modeldir
 
 from support import ROOT
@@ -406,7 +406,6 @@ def test_unknown_words_without_unk_and_bad_checkpoints_are_named(models,
                                                                    tmp_path):
     import shutil
     from tf1_awd_sparse.awd_lm.inference import lm as lm_module
-    from tf1_awd_sparse.awd_lm.training import train
     copy = str(tmp_path / "run")
     shutil.copytree(models["float_dir"], copy)
     vocab = os.path.join(copy, "vocab.txt")
@@ -424,5 +423,5 @@ def test_unknown_words_without_unk_and_bad_checkpoints_are_named(models,
     config["checkpoint"] = "best/missing.ckpt"
     with open(config_path, "w") as handle:
         json.dump(config, handle)
-    with pytest.raises(train.CheckpointError, match="missing.ckpt"):
+    with pytest.raises(checkpoints.CheckpointError, match="missing.ckpt"):
         LanguageModel.load(copy)

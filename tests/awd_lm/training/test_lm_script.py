@@ -172,15 +172,17 @@ def trainer_after_one_epoch(tmpdir):
 
 
 def test_divergence_keeps_the_last_good_checkpoint(trainer_after_one_epoch):
-    from tf1_awd_sparse.awd_lm.training import train
+    from tf1_awd_sparse.awd_lm.graph import checkpoints
+    from tf1_awd_sparse.awd_lm.training import epochs
     trainer, run_dir = trainer_after_one_epoch
     before = tree_bytes(run_dir)
     assert "last/model.ckpt-1.index" in before and "best/checkpoint" in before
     trainer.params = trainer.params.replace(lr=1e12)  # a checked Params
-    with pytest.raises(train.TrainingDiverged) as error:
+    with pytest.raises(epochs.TrainingDiverged) as error:
         trainer.epoch()
     assert (error.value.epoch, error.value.what) == (2, "training loss")
-    assert error.value.step >= 1 and error.value.loss > train.DIVERGED_LOSS
+    assert (error.value.step >= 1
+            and error.value.loss > checkpoints.DIVERGED_LOSS)
     assert ("kept: the checkpoint of epoch 1 (%s-1)" % os.path.join(
         run_dir, "last", "model.ckpt")) in str(error.value)
     after = {k: v for k, v in tree_bytes(run_dir).items()
@@ -193,11 +195,11 @@ def test_diverged_validation_saves_no_best(trainer_after_one_epoch,
                                            monkeypatch):
     """A finite training loss, then weights whose validation loss is NaN:
     neither best/ nor last/ takes them."""
-    from tf1_awd_sparse.awd_lm.training import train
+    from tf1_awd_sparse.awd_lm.training import epochs, train
     trainer, run_dir = trainer_after_one_epoch
     before = tree_bytes(run_dir)
     monkeypatch.setattr(train, "evaluate", lambda *a: float("nan"))
-    with pytest.raises(train.TrainingDiverged,
+    with pytest.raises(epochs.TrainingDiverged,
                        match="^training diverged after the last step of "
                        "epoch 2: validation loss nan"):
         trainer.epoch()
@@ -208,15 +210,15 @@ def test_diverged_validation_saves_no_best(trainer_after_one_epoch,
 
 
 def test_diverged_threshold():
-    from tf1_awd_sparse.awd_lm.training import train
+    from tf1_awd_sparse.awd_lm.graph import checkpoints
     # The threshold: the perplexity exp(loss) overflows a float just above.
-    assert math.isfinite(math.exp(train.DIVERGED_LOSS - 1e-9))
+    assert math.isfinite(math.exp(checkpoints.DIVERGED_LOSS - 1e-9))
     with pytest.raises(OverflowError):
-        math.exp(train.DIVERGED_LOSS + 1e-9)
+        math.exp(checkpoints.DIVERGED_LOSS + 1e-9)
     for loss, want in ((2.3, False), (709.0, False), (710.0, True),
                        (5e10, True), (float("nan"), True),
                        (float("inf"), True)):
-        assert train.diverged(loss) is want, loss
+        assert checkpoints.diverged(loss) is want, loss
 
 
 def test_patience_restarts_when_averaging_starts(tmpdir):
@@ -251,7 +253,7 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
     checkpoint, the averages loaded by hand."""
     import tensorflow.compat.v1 as tf
     from tf1_awd_sparse.awd_lm.corpus import data
-    from tf1_awd_sparse.awd_lm.training import train
+    from tf1_awd_sparse.awd_lm.training import epochs, train_graph
     _, data_dir, run_dir = averaging_run
     with open(os.path.join(run_dir, "state.json")) as f:
         state = json.load(f)
@@ -259,7 +261,7 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
     assert record["averaged"] and state["averaging_epoch"] < record["epoch"]
     valid = data.batchify(data.read_ptb(data_dir).valid,
                           params["eval_batch_size"])
-    g = train.Graph(params)
+    g = train_graph.Graph(params)
     graph, last_saver = g.instance(0)[:2]
     losses = {}
     with tf.Session(graph=graph, config=tf.ConfigProto(
@@ -267,7 +269,7 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
             inter_op_parallelism_threads=1)) as sess:
         last_saver.restore(sess, os.path.join(
             run_dir, "last", "model.ckpt-%d" % record["epoch"]))
-        losses["raw"] = train.evaluate(sess, g, valid, params["bptt"])
+        losses["raw"] = epochs.evaluate(sess, g, valid, params["bptt"])
         variables = {v.op.name: v for v in
                      graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}
         averages = sess.run({name[:-len("/NTASGD")]: v
@@ -276,7 +278,7 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
         assert averages
         for name, value in averages.items():
             variables[name].load(value, sess)
-        losses["averaged"] = train.evaluate(sess, g, valid, params["bptt"])
+        losses["averaged"] = epochs.evaluate(sess, g, valid, params["bptt"])
     message = ("epoch %d validated %.6f; the raw weights give %.6f, the "
                "averaged %.6f" % (record["epoch"], record["valid_loss"],
                                   losses["raw"], losses["averaged"]))

@@ -34,7 +34,8 @@ from tf1_awd_sparse.base import names as _names
 # module on first use.
 __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
     "tf1_awd_sparse.awd_lm.training.train": [
-        "run", "Trainer", "TrainingDiverged", "RunDirError", "check_run_dir"],
+        "run", "Trainer", "RunDirError", "check_run_dir"],
+    "tf1_awd_sparse.awd_lm.training.epochs": ["TrainingDiverged"],
     "tf1_awd_sparse.awd_lm.training.records": [
         "TableLog", "results_table", "merge_summaries", "plot_curves",
         "plot_sparsity"],

@@ -30,7 +30,7 @@ __all__ = ["RUN_FILES", "Plan", "flag_name", "check_out", "plan_run",
 
 # What marks a directory as holding a run: the training loop's files
 # (`train`) and the compression pipeline's record of finished stages.
-RUN_FILES = train.RUN_FILES + (rundir.PIPELINE_FILE,)
+RUN_FILES = rundir.RUN_FILES + (rundir.PIPELINE_FILE,)
 
 #: Everything `plan_run` decided: the run's settings (out, compress_out,
 #: resume, overwrite), the models, their `Params` (configs) and phases
@@ -75,7 +75,7 @@ def check_out(out, resume, overwrite, compress_out, configs):
     # names the flag's own directory and the file found. The layout's
     # paths relative to that directory: `RunDir`'s, rooted at "".
     layout = RunDir("")
-    found = [("--out", out, train.SUMMARY_FILE)]
+    found = [("--out", out, rundir.SUMMARY_FILE)]
     for params in configs:
         model = as_params(params).run.model
         for run in (layout.model_run(model), layout.quant_run(model)):
@@ -365,7 +365,7 @@ def run_plan(plan, log=print, progress=None, threads=0):
       quantization-aware one).
 
     Raises:
-      train.TrainingDiverged: training diverged (the checkpoints of the
+      epochs.TrainingDiverged: training diverged (the checkpoints of the
         epochs before are kept).
       ValueError, OSError: resume with changed parameters, an unreadable
         checkpoint or run state, a directory that cannot be written.

@@ -14,15 +14,13 @@ each step returns a record (`awd_lm.records`) and prints nothing. `run`
 drives a Trainer to the stopping rule and hands the records to a callback,
 by default the training table (`records.TableLog`).
 
-The loop's parts are modules of their own, their names re-exported here:
+The loop's parts are modules of their own, whose names are theirs:
 `train_graph` (the graph and its reseeded instances), `epochs` (an epoch
 of truncated BPTT, evaluation, `TrainingDiverged`), `runstate` (the
 state, the stopping rule, what a resumed run reads back), `selection`
 (which epoch is the best) and `controller` (the sparsity controller).
-The run directory's layout and its atomic JSON writes are `rundir`'s
-(`rundir.RunDir`); its names ``STATE_FILE``, ``SUMMARY_FILE``, ``RUN_FILES``
-are this module's too. This module keeps `check_run_dir`, `Trainer` and
-`run`.
+The run directory's layout and its atomic JSON writes are
+`config.rundir`'s. This module keeps `check_run_dir`, `Trainer` and `run`.
 """
 import collections
 import contextlib
@@ -39,25 +37,22 @@ from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import controller, records, selection
-from tf1_awd_sparse.awd_lm.config.rundir import (  # noqa: F401 (public)
+from tf1_awd_sparse.awd_lm.config.rundir import (
     RunDir, RUN_FILES, STATE_FILE, SUMMARY_FILE)
-from tf1_awd_sparse.awd_lm.graph.checkpoints import (  # noqa: F401 (public)
-    DIVERGED_LOSS, CheckpointError, diverged, perplexity, restore)
+from tf1_awd_sparse.awd_lm.graph.checkpoints import (
+    CheckpointError, diverged, perplexity, restore)
 from tf1_awd_sparse.base.errors import Error
-# The loop's parts, each a module of its own, are this module's names too
-# (`train.Graph`, `train.evaluate`, ... are documented); `Trainer` reads
-# them here, so that a test's stand-in for one of them is the one used.
+# `Trainer` reads the loop's parts by these names, so that a test's
+# stand-in for one of them (``train.Graph``, ``train.evaluate``) is the
+# one used.
 from tf1_awd_sparse.awd_lm.training.train_graph import Graph
-from tf1_awd_sparse.awd_lm.training.epochs import (  # noqa: F401 (public)
-    TrainingDiverged, window, evaluate, train_epoch)
+from tf1_awd_sparse.awd_lm.training.epochs import (
+    TrainingDiverged, evaluate, train_epoch)
 from tf1_awd_sparse.awd_lm.training.runstate import (
     fresh_state, stop_reason, read_state)
 
-__all__ = ["STATE_FILE", "SUMMARY_FILE", "Graph", "DIVERGED_LOSS",
-           "perplexity", "ppl", "diverged", "TrainingDiverged", "window",
-           "evaluate", "train_epoch", "fresh_state", "stop_reason",
-           "best_checkpoint", "CheckpointError", "RunDirError", "RUN_FILES",
-           "check_run_dir", "Trainer", "run"]
+__all__ = ["ppl", "best_checkpoint", "RunDirError", "check_run_dir",
+           "Trainer", "run"]
 
 #: The former name of `perplexity` (0.3.0's ``train.ppl``, which capped the
 #: loss at 700 where `perplexity` is inf above `DIVERGED_LOSS`).
