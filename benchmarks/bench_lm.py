@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.awd_lm.graph import model  # noqa: E402
+from tf1_awd_sparse.awd_lm.graph.train_op import build_train_op  # noqa: E402
 from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
 from _timing import interleaved_ratios  # noqa: E402
 
@@ -76,7 +77,7 @@ def build_step_and_loss(kind, threads=1):
                     "targets": tf.constant(ids[:, 1:])}
         p = params(kind)
         out = model.build_lm(features, True, p)
-        train_op, _ = model.build_train_op(out.loss, 1.0, p)
+        train_op, _ = build_train_op(out.loss, 1.0, p)
         with tf.control_dependencies(
                 tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
             train_op = tf.group(train_op)

@@ -115,8 +115,8 @@ def masked(value, axis, block, fraction):
     """``value`` with its smallest ``fraction`` zeroed: entries by
     magnitude (``block`` 1), or whole runs of ``block`` entries along
     ``axis`` by their mean magnitude (a partial last run where ``block``
-    does not divide that axis, as `model.pruning_block` cuts ptb-small's
-    200-wide table in 1 x 16 blocks)."""
+    does not divide that axis, as `compression_ops.pruning_block` cuts
+    ptb-small's 200-wide table in 1 x 16 blocks)."""
     pair = (1, block) if axis == 1 else (block, 1)
     means = pruning_cut.block_scores(np.abs(value), pair)
     keep = means > np.quantile(means, fraction)

@@ -1,4 +1,4 @@
-"""One training step for every driver (issue 20): `model.build_train_step`
+"""One training step for every driver (issue 20): `train_op.build_train_step`
 under the loop (`train.Graph`), the Estimator's `model_fn` and the
 monitored command line, and the distributed command lines reading their
 model directory's config.json.
@@ -19,6 +19,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
 from tf1_awd_sparse.awd_lm.distributed import model_fn
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.training import train_graph
@@ -50,9 +51,9 @@ def test_build_train_step_clips_runs_update_ops_and_counts_steps():
         ran = tf.Variable(0.0)
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, ran.assign_add(1.0))
         step = tf.train.get_or_create_global_step()
-        op, opt = model.build_train_step(tf.reduce_sum(c * w), 0.5,
-                                         {"optimizer": "sgd", "clip": 0.25},
-                                         step)
+        op, opt = build_train_step(tf.reduce_sum(c * w), 0.5,
+                                   {"optimizer": "sgd", "clip": 0.25},
+                                   step)
         assert isinstance(opt, tf.train.GradientDescentOptimizer)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
@@ -70,7 +71,7 @@ def test_build_train_step_magnitude_pruning_needs_a_global_step():
     with tf.Graph().as_default():
         w = tf.Variable(1.0)
         with pytest.raises(ValueError, match="global_step.*magnitude"):
-            model.build_train_step(w * 2.0, 1.0, {"pruning": "magnitude"})
+            build_train_step(w * 2.0, 1.0, {"pruning": "magnitude"})
 
 
 def _params(**extra):

@@ -1,6 +1,6 @@
 """Pruning in 1 x k blocks (`magnitude_pruning.block_scores`,
 `exact_block_keep_masks`, ``MagnitudePruning(block_shape=)``, the
-language model's `model.pruning_block` and the pipeline's cut): whole
+language model's `compression_ops.pruning_block` and the pipeline's cut): whole
 blocks kept or zeroed, ranked by their mean magnitude. The references are
 numpy loops over the blocks and the closed-form count of zeroed blocks."""
 import numpy as np
@@ -8,7 +8,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph.compression_ops import (
+    matrix_targets, pruning_block)
 from tf1_awd_sparse.awd_lm.training.compression import cuts, stages
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
 from tf1_awd_sparse.transforms import pruning_cut, pruning_schedule
@@ -218,16 +219,16 @@ def test_a_callable_block_shape_and_a_block_that_does_not_divide():
 def test_the_language_model_blocks_run_along_each_input_dimension():
     # A cell's kernel [input + units, 4 units] (rows are the input), the
     # embedding [vocab, emb] (the decoder's [out, in]).
-    assert model.pruning_block("lm/layer_0/lstm_0/kernel", [400, 800], 4) \
+    assert pruning_block("lm/layer_0/lstm_0/kernel", [400, 800], 4) \
         == (4, 1)
-    assert model.pruning_block("lm/embedding", [6990, 200], 4) == (1, 4)
+    assert pruning_block("lm/embedding", [6990, 200], 4) == (1, 4)
     # 16 does not divide 200: a partial last block (the fast export pads
     # the table to 208 columns for the int8 1 x 16 kernel).
-    assert model.pruning_block("lm/embedding", [6990, 200], 16) == (1, 16)
-    assert model.pruning_block("lm/embedding", [6990, 202], 4) == (1, 4)
-    assert model.pruning_block("lm/layer_1/lstm_1/kernel", [400, 800],
-                               16) == (16, 1)
-    assert model.pruning_block("lm/embedding", [6990, 200], 1) == (1, 1)
+    assert pruning_block("lm/embedding", [6990, 200], 16) == (1, 16)
+    assert pruning_block("lm/embedding", [6990, 202], 4) == (1, 4)
+    assert pruning_block("lm/layer_1/lstm_1/kernel", [400, 800],
+                         16) == (16, 1)
+    assert pruning_block("lm/embedding", [6990, 200], 1) == (1, 1)
 
 
 @pytest.mark.parametrize("k", [1, 4, 16])
@@ -245,7 +246,7 @@ def test_the_pipelines_cut_keeps_whole_blocks(k):
                                                np.float32)
     out = cuts.dense_survivors(values, params, 0.9, "matrix")
     for name in names:
-        block = model.pruning_block(name, shapes[name], k)
+        block = pruning_block(name, shapes[name], k)
         assert _is_block_constant(out[name] != 0, block)
         size = block[0] * block[1]
         wanted = int(round(0.9 * np.prod(shapes[name])))
@@ -300,13 +301,13 @@ def test_uneven_budgets_keep_the_models_zeros(k, table):
     assert abs(kernel[0] - kernel[1]) <= float(k) / 3072
     model_zeros = int(round(0.9 * total))
     assert model_zeros <= sum(zeros.values()) < model_zeros + 3 * k + 2
-    targets = model.matrix_targets(params, sizes)
+    targets = matrix_targets(params, sizes)
     assert targets[names[0]] == table
     assert targets[names[1]] == targets[names[2]]
     # A sparser table leaves the kernels denser, and the other way round.
     assert (targets[names[1]] - 0.9) * (0.9 - table) >= 0
     for name in names:
-        assert _is_block_constant(out[name] != 0, model.pruning_block(
+        assert _is_block_constant(out[name] != 0, pruning_block(
             name, shapes[name], k))
 
 
@@ -321,13 +322,13 @@ def test_uneven_budgets_refuse_what_leaves_the_kernels_none():
                        r"sparsity\) 0.3 leaves the kernels 1.00\d+ of zeros "
                        r"for the model's target 0.9: give it in "
                        r"\[0.3240, 1.0000\)"):
-        model.matrix_targets(dict(params, table_sparsity=0.3), sizes)
-    assert model.matrix_targets(dict(params, table_sparsity=0.33),
-                                sizes)["lm/embedding"] == 0.33
+        matrix_targets(dict(params, table_sparsity=0.3), sizes)
+    assert matrix_targets(dict(params, table_sparsity=0.33),
+                          sizes)["lm/embedding"] == 0.33
     with pytest.raises(ValueError, match=r"needs cut_scope 'matrix'"):
-        model.matrix_targets(dict(params, table_sparsity=0.9,
-                                  cut_scope="global"), sizes)
-    assert set(model.matrix_targets(params, sizes).values()) == {0.9}
+        matrix_targets(dict(params, table_sparsity=0.9,
+                            cut_scope="global"), sizes)
+    assert set(matrix_targets(params, sizes).values()) == {0.9}
 
 
 def test_the_table_budget_reaches_the_ramp_and_its_cut():

@@ -1,6 +1,6 @@
 """The group lasso over blocks (`magnitude_pruning.block_group_lasso`) and
 the language model's use of it (``--group-lasso``,
-`model.group_lasso_loss`): its value and gradient against numpy loops
+`compression_ops.group_lasso_loss`): its value and gradient against numpy loops
 over the blocks, the loss term present only while magnitude pruning runs,
 and only the ramp of the compression pipeline carrying it."""
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import compression_ops, model
 from tf1_awd_sparse.awd_lm.training.compression import cuts, stages
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
 from support.lm import PARAMS
@@ -125,7 +125,7 @@ def test_the_language_models_loss_adds_the_lasso_while_pruning(weight,
     if weight == 0.0 or pruning is None:
         assert got["sparsity_loss"] == 0.0
     else:
-        terms = [_loop_lasso(values[n], model.pruning_block(
+        terms = [_loop_lasso(values[n], compression_ops.pruning_block(
             n, values[n].shape, 4))[0] for n in names]
         assert [values[n].shape for n in names] == [(11, 8), (14, 24),
                                                     (14, 32)]

@@ -502,8 +502,9 @@ LM_PARAMS = dict(PARAMS, model="awd", clip=0.25, optimizer="sgd", nonmono=5,
 
 
 def _contrib_lm_pruning_op(params, global_step, train_op):
-    """What awd_lm.model.magnitude_pruning_op built before the library had
-    its own op (TF 1.x only): the reference the language model matches."""
+    """What awd_lm's magnitude_pruning_op (graph.compression_ops) built
+    before the library had its own op (TF 1.x only): the reference the
+    language model matches."""
     hparams = contrib.model_pruning.get_pruning_hparams().parse(
         "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
         "pruning_frequency=%d,target_sparsity=%r,nbins=4096,"
@@ -513,8 +514,8 @@ def _contrib_lm_pruning_op(params, global_step, train_op):
             params["pruning_begin_step"], params["pruning_end_step"]))
     if params.get("table_sparsity") is not None:
         # Uneven budgets as contrib spells them: name part -> target.
-        from tf1_awd_sparse.awd_lm.graph import model
-        targets = model.matrix_targets(params, _LM_SIZES)
+        from tf1_awd_sparse.awd_lm.graph import compression_ops
+        targets = compression_ops.matrix_targets(params, _LM_SIZES)
         hparams.set_hparam("weight_sparsity_map", [
             "%s:%r" % (name.split("lm/")[1], t) for name, t in
             sorted(targets.items())])
@@ -535,6 +536,7 @@ def _train_lm(make_op, steps=15, **changes):
     (LM_PARAMS with ``changes``); returns the masks (and their weights) by
     name after every step."""
     from tf1_awd_sparse.awd_lm.graph import model
+    from tf1_awd_sparse.awd_lm.graph.train_op import build_train_op
     from tf1_awd_sparse.transforms.kernel import PRUNING_MASKS, pruned_weight_name
     history = []
     with tf.Graph().as_default():
@@ -546,7 +548,7 @@ def _train_lm(make_op, steps=15, **changes):
                     "targets": tf.constant(ids[:, 1:], tf.int32)}
         step = tf.train.get_or_create_global_step()
         out = model.build_lm(features, True, params)
-        train_op, _ = model.build_train_op(out.loss, 1.0, params, step)
+        train_op, _ = build_train_op(out.loss, 1.0, params, step)
         op = make_op(params, step, train_op)
         names = {v.op.name for v in tf.global_variables()}
         assert "lm_pruning/last_mask_update_step" in names
@@ -566,13 +568,14 @@ def _train_lm(make_op, steps=15, **changes):
 
 @pytest.mark.parametrize("table", [None, 0.3])
 def test_language_model_prunes_by_the_schedule(table):
-    """awd_lm.model.magnitude_pruning_op on this version: every mask at its
+    """compression_ops.magnitude_pruning_op on this version: every mask at its
     schedule's sparsity after the last update (step 12), largest
     magnitudes kept; with table_sparsity (uneven budgets) the table ramps
     to it and the kernels to the fraction that keeps the model's zeros at
     the target (here 0.3 of 44 and 253 of 400 for 266 of 444)."""
-    from tf1_awd_sparse.awd_lm.graph import model
-    history = _train_lm(model.magnitude_pruning_op, table_sparsity=table)
+    from tf1_awd_sparse.awd_lm.graph import compression_ops
+    history = _train_lm(compression_ops.magnitude_pruning_op,
+                        table_sparsity=table)
     targets = [0.6] * 3 if table is None else [0.3] + [253.0 / 400] * 2
     updates = _update_steps(15, 0, 12, 3)
     assert updates == [3, 6, 9, 12]
@@ -602,8 +605,9 @@ def test_language_model_prunes_as_contrib_did(table):
     quantile against the library's 4096 bins: equal to the bin's
     resolution, checked by the sparsity); uneven budgets
     (``table_sparsity``) as contrib's ``weight_sparsity_map``."""
-    from tf1_awd_sparse.awd_lm.graph import model
-    ours = _train_lm(model.magnitude_pruning_op, table_sparsity=table)
+    from tf1_awd_sparse.awd_lm.graph import compression_ops
+    ours = _train_lm(compression_ops.magnitude_pruning_op,
+                     table_sparsity=table)
     reference = _train_lm(_contrib_lm_pruning_op, table_sparsity=table)
     exact = not _contrib_threshold_is_exact()
     for (now, masks, weights), (ref_now, ref_masks, ref_weights) in zip(

@@ -10,6 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph.train_op import build_train_op
 from support.lm import FLOAT_LOG_PROB_ATOL, PARAMS, make_features
 from support.tolerances import float32_sum_rtol
 from support.versions import needs_estimator
@@ -122,8 +123,8 @@ def test_train_op_decreases_loss(sess):
     features, _ = make_features(batch=4, steps=6)
     out = model.build_lm(features, TRAIN,
                          dict(PARAMS, model="plain"))
-    train, opt = model.build_train_op(out.loss, 4.0, {"clip": 0.25,
-                                                      "optimizer": "ntasgd"})
+    train, opt = build_train_op(out.loss, 4.0, {"clip": 0.25,
+                                                "optimizer": "ntasgd"})
     sess.run(tf.global_variables_initializer())
     before = sess.run(out.xent)
     for _ in range(40):
@@ -148,7 +149,7 @@ def test_bad_params(change, match):
     with pytest.raises(ValueError, match="missing 'model'"):
         model.build_lm(features, False, PARAMS)
     with pytest.raises(ValueError, match="optimizer"):
-        model.build_train_op(tf.constant(1.0), 1.0, {"optimizer": "adam"})
+        build_train_op(tf.constant(1.0), 1.0, {"optimizer": "adam"})
 
 
 @pytest.mark.parametrize("technique", ["variational_dropout", "l0"])
@@ -166,8 +167,8 @@ def test_sparsity_loss_and_report(sess, technique):
     # Clipped: at lr 1 the KL gradient on small weights (through
     # log alpha = log sigma2 - log theta^2) throws plain SGD to NaN within
     # ~35 steps, depending on last-bit float differences (TF 1.13 / 1.15).
-    train, _ = model.build_train_op(out.loss, 1.0, {"optimizer": "sgd",
-                                                    "clip": 20.0})
+    train, _ = build_train_op(out.loss, 1.0, {"optimizer": "sgd",
+                                              "clip": 20.0})
     zeros = report.sparsity_report(summaries=False)["global"]
     sess.run(tf.global_variables_initializer())
     before = sess.run(zeros)

@@ -10,6 +10,7 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
 
 __all__ = ["MASK_UPDATE_OPS", "model_fn", "train_step", "eval_xent",
            "MaskUpdateHook"]
@@ -26,7 +27,7 @@ TRAIN, EVAL = "train", "eval"
 def train_step(features, labels, params):
     """The training step of `model_fn`, without ``tf.estimator``: the
     regularized loss and the model's one training step
-    (`model.build_train_step` with plain SGD: clipped gradients after the
+    (`train_op.build_train_step` with plain SGD: clipped gradients after the
     ``UPDATE_OPS``, the global step's increment and, with ``pruning``
     'magnitude', the pruning masks' scheduled update).
 
@@ -59,7 +60,7 @@ def train_step(features, labels, params):
     out = model.build_lm({"inputs": features["inputs"], "targets": labels},
                          TRAIN, params)
     sgd = params.replace(optimizer="sgd")
-    train_op, _ = model.build_train_step(
+    train_op, _ = build_train_step(
         _compat.scale_replica_loss(out.loss), params.optimization.lr, sgd,
         tf.train.get_or_create_global_step())
     tf.summary.scalar("xent", out.xent)

@@ -1,7 +1,7 @@
 """The graph floor: the language model's TensorFlow graph.
 
   model            -- `build_lm`: embedding, LSTM stack, decoder, loss and
-                      penalties (it re-exports the two modules below).
+                      penalties.
   train_op         -- the clipped NT-ASGD / SGD step, and that step with
                       magnitude pruning's mask update.
   compression_ops  -- what pruning, the sparse techniques and quantization
@@ -22,7 +22,8 @@ from tf1_awd_sparse.base import names as _names
 # The package's public names (docs/api.md), each imported from its
 # module on first use.
 __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
-    "tf1_awd_sparse.awd_lm.graph.model": ["build_lm", "build_train_op"],
+    "tf1_awd_sparse.awd_lm.graph.model": ["build_lm"],
+    "tf1_awd_sparse.awd_lm.graph.train_op": ["build_train_op"],
     "tf1_awd_sparse.awd_lm.graph.losses": [
         "activation_regularization", "temporal_activation_regularization"],
     "tf1_awd_sparse.awd_lm.graph.ntasgd": ["NTASGDOptimizer"],

@@ -8,7 +8,7 @@ an Estimator ``model_fn``: it takes tensors and returns tensors, and owns
 no session, placeholder or optimizer.  `build_train_op` adds the
 clipped-gradient NT-ASGD / SGD step (`graph.train_op`), and
 `graph.compression_ops` the pruning, sparsity and quantization ops beside
-the forward pass; this module re-exports their names.
+the forward pass.
 
 ``params`` is the model's configuration: a checked
 `config.params.Params`, or a dict of its flat keys, which every public
@@ -37,23 +37,12 @@ from tf1_awd_sparse.awd_lm.graph.tables import embedding_table  # noqa: F401
 # checks a model directory's too; model.check_params stays their name.
 from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
     REQUIRED_PARAMS, check_model_params as check_params)
-# The graph's compression ops and the training step, re-exported: the
-# training loop, the Estimator and the tests reach them as model.NAME.
-from tf1_awd_sparse.awd_lm.graph.compression_ops import (  # noqa: F401
-    CONTROLLER_SCOPE, sparsity_weight_scale, needs_global_step,
-    magnitude_pruning_op, group_lasso_loss, pruning_block, matrix_targets,
-    sparsity_report, quant_range_variables)
-from tf1_awd_sparse.awd_lm.graph.train_op import (  # noqa: F401 (public)
-    build_train_op, build_train_step)
+from tf1_awd_sparse.awd_lm.graph.compression_ops import (
+    group_lasso_loss, sparsity_weight_scale)
 from tf1_awd_sparse.ops import fake_quant as fq
 
 __all__ = ["MODELS", "REQUIRED_PARAMS", "layer_sizes", "check_params",
-           "build_lm", "embedding_table", "make_layer", "decoder_logits",
-           "pruning_block",
-           "CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
-           "magnitude_pruning_op", "group_lasso_loss", "sparsity_report",
-           "quant_range_variables",
-           "build_train_op", "build_train_step"]
+           "build_lm", "embedding_table", "make_layer", "decoder_logits"]
 
 MODELS = ("awd", "plain")
 

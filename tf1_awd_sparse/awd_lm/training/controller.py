@@ -11,7 +11,7 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import compression_ops
 from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["controller_ops", "control"]
@@ -32,7 +32,7 @@ def controller_ops(params):
     params = as_params(params)
     if not (params.sparse.sparsity and params.stage.sparsity_controller):
         return None
-    scale = model.sparsity_weight_scale()
+    scale = compression_ops.sparsity_weight_scale()
     value = tf.placeholder(tf.float32, [], "sparsity_weight_scale_value")
     assign = tf.assign(scale, value)
     return {"scale": scale.name, "value": value.name, "assign": assign.name}

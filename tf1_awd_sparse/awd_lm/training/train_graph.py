@@ -13,7 +13,8 @@ import numpy as np
 from tf1_awd_sparse.base.compat import dimension_value, tf
 
 from tf1_awd_sparse.ops import mask_placement
-from tf1_awd_sparse.awd_lm.graph import distill, model, ntasgd
+from tf1_awd_sparse.awd_lm.graph import compression_ops, distill, model, ntasgd
+from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import controller
 
@@ -63,7 +64,7 @@ class Graph(object):
             # Steps of this run: quant_delay, the magnitude-pruning
             # schedule and the sparsity-loss ramp count them.
             step = (tf.train.get_or_create_global_step()
-                    if model.needs_global_step(params) else None)
+                    if compression_ops.needs_global_step(params) else None)
             out = model.build_lm(features, training, params)
             loss = self._distil(out, features, params)
             # A warm start restores the model's own variables that the
@@ -74,9 +75,9 @@ class Graph(object):
                          and not ntasgd.is_slot_name(v.op.name)
                          and v not in quant_vars
                          and v.op.name in set(warm_names or ())]
-            ranges = model.quant_range_variables()
-            train_op, self.optimizer = model.build_train_step(loss, lr,
-                                                              params, step)
+            ranges = compression_ops.quant_range_variables()
+            train_op, self.optimizer = build_train_step(loss, lr,
+                                                        params, step)
             self.ntasgd = hasattr(self.optimizer, "averaging")
             self.controller = controller.controller_ops(params)
             init = tf.group(tf.global_variables_initializer(),
@@ -92,7 +93,7 @@ class Graph(object):
                 [v.read_value() for _, lo, hi in ranges for v in (lo, hi)]
             ).name if ranges else None
             self.sparsity = None
-            report = model.sparsity_report(params)
+            report = compression_ops.sparsity_report(params)
             if report is not None:
                 self.sparsity = {"global": report["global"].name,
                                  "layers": collections.OrderedDict(

@@ -13,7 +13,7 @@ from tf1_awd_sparse.export import strip as sparse_strip
 from tf1_awd_sparse.transforms import techniques as sparse_techniques
 from tf1_awd_sparse import transforms
 from tf1_awd_sparse.transforms import magnitude_pruning
-from tf1_awd_sparse.awd_lm.graph import model, ntasgd
+from tf1_awd_sparse.awd_lm.graph import compression_ops, model, ntasgd
 from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["CUT_SCOPES", "LOW_RANK_NAMES", "weight_names", "mask_name", "threshold_name",
@@ -148,12 +148,13 @@ def dense_survivors(values, params, target, scope):
         kept = effective(values, params)
         scores = {n: np.abs(w) for n, w in kept.items()}
     k = int(params.prune.pruning_block)
-    blocks = {n: model.pruning_block(n, kept[n].shape, k) for n in names}
+    blocks = {n: compression_ops.pruning_block(n, kept[n].shape, k)
+              for n in names}
     if scope == "global":
         masks = magnitude_pruning.exact_block_keep_masks(scores, target,
                                                          blocks)
     else:
-        targets = model.matrix_targets(params.replace(
+        targets = compression_ops.matrix_targets(params.replace(
             target_sparsity=target), {n: kept[n].size for n in names})
         masks = {n: magnitude_pruning.exact_block_keep_masks(
             scores[n], targets[n], blocks[n]) for n in names}
@@ -167,11 +168,11 @@ def cut_checkpoint(checkpoint, params, target, output_prefix,
     exactly ``round(target * n)`` zeros (up to ties, `magnitude_pruning.
     exact_keep_masks`) of each weight matrix (``scope='matrix'``; with
     ``params.prune.table_sparsity``, each matrix's own target,
-    `model.matrix_targets`) or of all of them together (``'global'``, one
-    threshold); with
+    `compression_ops.matrix_targets`) or of all of them together
+    (``'global'``, one threshold); with
     ``params.prune.pruning_block`` k > 1, whole 1 x k blocks along each
-    matrix's input dimension (`model.pruning_block`), ranked by their mean
-    score.
+    matrix's input dimension (`compression_ops.pruning_block`), ranked by
+    their mean score.
 
     What is cut: magnitude pruning, the smallest ``|w * mask|``; variational
     dropout, the largest log alpha; L0, the gates of lowest probability

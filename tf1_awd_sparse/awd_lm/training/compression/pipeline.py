@@ -10,7 +10,7 @@ import threading
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.graph import model
+from tf1_awd_sparse.awd_lm.graph import compression_ops
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, rundir
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import records, train
@@ -140,8 +140,8 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     weights = cuts.effective_weights(pipeline.float_best, pipeline.params)
     # A table budget that leaves the kernels none is refused before any
     # fine-tuning.
-    model.matrix_targets(pipeline.params,
-                         {n: w.size for n, w in weights.items()})
+    compression_ops.matrix_targets(pipeline.params,
+                                   {n: w.size for n, w in weights.items()})
     rows = [rows_.row("float", "-", float_summary, pipeline.float_ppl,
                       weights)]
     runs = sparsify(pipeline, ["reference"] + list(techniques), parallel)
