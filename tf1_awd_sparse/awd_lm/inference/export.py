@@ -22,7 +22,7 @@ word.
 """
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.base.checks import check_positive_int
+from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model, tables

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from tf1_awd_sparse.base.checks import check_id_array
+from tf1_awd_sparse.base.data_checks import check_id_array
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.inference.export import LOGITS_NAME
 from tf1_awd_sparse.export import eval_graph
