@@ -6,7 +6,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from sparse_layers import common, techniques
-from tf1_awd_sparse.transforms import magnitude_pruning
+from tf1_awd_sparse.transforms import pruning_cut
 from support.tolerances import U32, transcendental_rtol
 
 
@@ -16,7 +16,7 @@ from support.tolerances import U32, transcendental_rtol
 def test_exact_cut_zeroes_round_target_n_of_the_lowest(target):
     rng = np.random.RandomState(0)
     scores = rng.randn(37, 53)
-    keep = magnitude_pruning.exact_keep_masks(scores, target)
+    keep = pruning_cut.exact_keep_masks(scores, target)
     zeros = int(round(target * scores.size))
     assert int((~keep).sum()) == zeros
     # The zeroed ones are the lowest scores (independent: a full sort).
@@ -30,7 +30,7 @@ def test_exact_cut_keeps_every_tie_at_the_threshold():
     # 10 entries, 4 of them tied at the 6th rank: target 0.6 asks for 6
     # zeros; the ties straddle the cut, so all 4 are kept (fewer zeros).
     scores = np.array([0., 1., 2., 3., 5., 5., 5., 5., 8., 9.])
-    keep = magnitude_pruning.exact_keep_masks(scores, 0.6)
+    keep = pruning_cut.exact_keep_masks(scores, 0.6)
     np.testing.assert_array_equal(keep, scores >= 5.)
     assert int((~keep).sum()) == 4 <= round(0.6 * 10)
 
@@ -38,7 +38,7 @@ def test_exact_cut_keeps_every_tie_at_the_threshold():
 def test_global_cut_has_one_threshold_across_matrices():
     rng = np.random.RandomState(1)
     scores = {"a": rng.rand(20, 30), "b": 3.0 * rng.rand(50)}
-    keep = magnitude_pruning.exact_keep_masks(scores, 0.9)
+    keep = pruning_cut.exact_keep_masks(scores, 0.9)
     total = sum(v.size for v in scores.values())
     assert sum(int((~m).sum()) for m in keep.values()) == round(0.9 * total)
     kept_min = min(scores[k][keep[k]].min() for k in scores)
@@ -54,12 +54,12 @@ def test_global_cut_has_one_threshold_across_matrices():
 ])
 def test_exact_cut_refuses_bad_scores(bad, message):
     with pytest.raises(ValueError, match=message):
-        magnitude_pruning.exact_keep_masks(bad, 0.5)
+        pruning_cut.exact_keep_masks(bad, 0.5)
 
 
 def test_exact_cut_refuses_a_target_of_one():
     with pytest.raises(ValueError, match="target_sparsity"):
-        magnitude_pruning.exact_keep_masks(np.ones(3), 1.0)
+        pruning_cut.exact_keep_masks(np.ones(3), 1.0)
 
 
 # -- keep scores: one formula, TF and numpy ---------------------------------
@@ -96,5 +96,5 @@ def test_l0_scores_do_not_saturate_into_ties():
     aux = np.array([40., 45., 50., 60., -5., -6.])
     score = techniques.get("l0").keep_score(np.ones(6), aux,
                                             common.NUMPY_MATH)
-    mask = magnitude_pruning.exact_keep_masks(score, 0.5)
+    mask = pruning_cut.exact_keep_masks(score, 0.5)
     assert mask.tolist() == [0, 1, 1, 1, 0, 0]

@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from sparse_layers import losses
-from tf1_awd_sparse.transforms import magnitude_pruning
+from tf1_awd_sparse.transforms import pruning_schedule
 from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.corpus import synthetic
@@ -46,7 +46,7 @@ def test_controller_raises_the_weight_variable_in_training(tmp_path):
     summary = train.run(corpus, params, run_dir, log=lambda *a: None,
                         threads=1)
     records = summary["epochs"]
-    expected = [float(magnitude_pruning.gradual_sparsity(e, 0, 3, 0.95))
+    expected = [float(pruning_schedule.gradual_sparsity(e, 0, 3, 0.95))
                 for e in (1, 2, 3)]
     assert [r["scheduled_sparsity"] for r in records] == pytest.approx(
         expected)
