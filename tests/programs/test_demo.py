@@ -24,7 +24,7 @@ def _index(lines, block):
 
 # Slow (about 60 s, the demo's processes): runs on the default version,
 # `make demo`'s own (docs/testing.md); the pipeline it drives runs on every
-# version (test_compress.py), the driver is Python that prints.
+# version (compression/test_pipeline.py), the driver is Python that prints.
 @pytest.mark.slow
 def test_demo_prints_both_runs_and_one_table(tmp_path):
     proc = subprocess.run(

@@ -1,4 +1,4 @@
-"""The run tree's layout in one place (training.rundir, issue 43): the
+"""The run tree's layout in one place (config.rundir, issue 43): the
 paths `awd-lm train --out` writes, `clear` deleting only an earlier
 training run's own files, and the atomic JSON write."""
 import json

@@ -197,8 +197,8 @@ def test_the_summary_keeps_the_rows_of_models_not_run_again():
 
 # Slow (about 25 s: the whole pipeline, then TFLite exports): runs on the
 # default version (docs/testing.md). The pipeline runs on every version
-# (test_compress.py); reading the run back is Python, and runs on every
-# version in test_compress_reads_the_recorded_run.
+# (compression/test_pipeline.py); reading the run back is Python, and runs
+# on every version in test_compress_reads_the_recorded_run.
 @pytest.mark.slow
 def test_the_documented_command_compresses(trained, tmp_path, capsys):
     """``awd-lm compress --out RUN --compress magnitude --target-sparsity

@@ -62,7 +62,7 @@ Its modules, one job each:
                   its line, and a run's pipelines read back.
   plot         -- the validation curves.
 
-The directories are `training.rundir.RunDir`'s; the graph ops that
+The directories are `config.rundir.RunDir`'s; the graph ops that
 pruning, the sparse techniques and quantization add to a model are
 `graph.compression_ops` (the graph floor builds them, below training).
 The package has no names of its own: the public ones are in
