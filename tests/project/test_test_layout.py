@@ -33,8 +33,10 @@ TESTS = "tests"
 #: at least. A ratchet: raise it as tests move beside their modules, never
 #: lower it (issue 56's goal is 0.80). 0.64: 80 of 125 modules once the
 #: tests of base/, ops/, transforms/, layers/ and export/ (48 of their 70)
-#: and of awd_lm/ had moved; 19 of 127 modules before.
-MIN_MIRRORED_SHARE = 0.64
+#: and of awd_lm/ had moved; 19 of 127 modules before. 0.69: 87 of 126
+#: with the compression package's tests, the plan's, the run tree's and the
+#: controller's at their modules.
+MIN_MIRRORED_SHARE = 0.69
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
@@ -67,8 +69,6 @@ CROSS_MODULE = {
         "what both sparse techniques' ops share: penalties, gradients, errors",
     "transforms/test_block_pruning.py":
         "pruning in blocks: the cut, MagnitudePruning and the language model",
-    "transforms/test_exact_cut.py":
-        "the language model's final cut and its controller",
     "transforms/test_group_lasso.py":
         "the group lasso and the language model's use of it",
 }
