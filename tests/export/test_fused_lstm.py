@@ -365,6 +365,52 @@ def test_a_sparse_layer_wider_than_the_kernel_indexes_is_refused():
         fused_lstm.fused_lm(table, [layer(4000, 96)], None, "int8-sparse")
 
 
+def _wide_layer(zero_block, emb=2048, units=16, seed=0):
+    """(table, [layer]): one layer of ``units`` cells projected to ``emb``,
+    whose folded input [x | h] is 2 * emb = 4,096 columns, every block
+    non-zero (256 a row) unless ``zero_block``: the first 16 inputs' rows
+    zero, 255 blocks a row."""
+    rng = np.random.RandomState(seed)
+    kernel = (rng.randn(2 * emb, 4 * units) * 0.05).astype(np.float32)
+    kernel += np.sign(kernel) * 0.01     # no code rounds to 0
+    if zero_block:
+        kernel[:16] = 0
+    layer = fused_lstm.LSTMLayer(
+        kernel, (rng.randn(4 * units) * 0.2).astype(np.float32), 1.0,
+        projection=(rng.randn(units, emb) * 0.3).astype(np.float32))
+    return (rng.randn(3, emb) * 0.1).astype(np.float32), [layer]
+
+
+@needs_schema
+def test_a_sparse_row_of_256_blocks_is_refused():
+    """A folded row of 4,096 columns fits the block indices (0-255), but
+    all 256 blocks non-zero overflow the kernel's one-byte count of a
+    row's blocks: TFLite computed wrong values without an error
+    (`sparse_format.check_ledger`); the int8 and float formats have no
+    such ledger and take it."""
+    table, layers = _wide_layer(zero_block=False)
+    with pytest.raises(ValueError, match=r"layers\[0\]: row 0 holds 256 "
+                       r"non-zero blocks of 16, more than the 255 .*one "
+                       r"byte"):
+        fused_lstm.fused_lm(table, layers, None, "int8-sparse")
+    fused_lstm.fused_lm(table, layers, None, "int8")
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+def test_a_sparse_row_of_255_blocks_computes_right(tmp_path, interpreter):
+    """255 non-zero blocks a row of 4,096 columns: the most the ledger
+    holds; the file computes numpy's model of the hybrid kernels."""
+    table, layers = _wide_layer(zero_block=True)
+    data = fused_lstm.fused_lm(table, layers, None, "int8-sparse")
+    ids = np.array([[1], [2], [0]])
+    got, _ = _stream(TFLiteRunner(_write(tmp_path, "w.tflite", data),
+                                  builtin_only(interpreter)), ids)
+    bias = np.zeros(3, np.float32)
+    _assert_hybrid_close(got, _hybrid_lm(table, layers, bias, ids, True),
+                         table, layers)
+
+
 @pytest.mark.parametrize("low_rank, message", [
     ((np.zeros([VOCAB, 2]), np.zeros([EMB + 1, 2])), r"low_rank must be"),
     ((np.zeros([VOCAB, 2]), np.zeros([EMB, 3])), r"low_rank must be"),

@@ -44,7 +44,7 @@ from tf1_awd_sparse.export import fused_low_rank, sparse_format
 from tf1_awd_sparse.export import tflite_builder as tfl
 from tf1_awd_sparse.export.tflite_schema import (
     GATE_BIASES, GATE_INPUT_WEIGHTS, GATE_RECURRENT_WEIGHTS, PEEPHOLES,
-    LSTMInput, Op, TensorType)
+    LSTMInput, Op, TensorType, symmetric_int8)
 
 __all__ = ["LSTMLayer", "FORMATS", "STATE_WIDTHS", "fused_lm",
            "state_names", "is_fused", "read_weights", "read_low_rank"]
@@ -73,12 +73,6 @@ _DESCRIPTION = "tf1_awd_sparse fused LSTM language model"
 # input, forget, cell (j) and output gates in that order.
 _GATE_COLUMNS = (0, 2, 1, 3)
 _FORGET = 1   # position of the forget gate in the op's order
-# The widest input the int8 sparse kernels index: their ledger holds each
-# 1 x 16 block's column index in one byte (blocks 0-255), and each row's
-# count of non-zero blocks in one byte too (so a row this wide needs one
-# zero block). Past either, TF 2.15's and LiteRT's hybrid fully-connected
-# kernel computed wrong values without an error (measured).
-_MAX_SPARSE_COLUMNS = 256 * tfl.BLOCK
 
 
 def state_names(layer):
@@ -126,8 +120,11 @@ def fused_lm(table, layers, decoder_bias, weights="int8-sparse",
       the file's bytes.
 
     Raises:
-      ValueError: a bad argument (named), shapes that do not chain, or a
-        matrix too wide for the sparse kernel (more than 4,096 columns).
+      ValueError: a bad argument (named), shapes that do not chain, or,
+        in the int8-sparse format, a stored matrix past the sparse
+        kernels' byte-wide ledger (`sparse_format.check_ledger`: more than
+        4,096 columns, or a row of more than 255 non-zero blocks of 16;
+        the kernels computed wrong values without an error).
       sparse_format.SparseStorageError: TF 1.x (no flatbuffer schema).
     """
     schema, flatbuffers = sparse_format.schema_modules()
@@ -254,17 +251,19 @@ def _checked_layer(index, layer, width, weights):
     if layer.proj_clip is not None and not layer.proj_clip > 0:
         raise ValueError("layers[%d]: proj_clip must be None or positive, "
                          "got %r" % (index, layer.proj_clip))
-    if weights == "int8-sparse" and tfl.padded(width, True) + \
-            tfl.padded(out, True) > _MAX_SPARSE_COLUMNS:
-        raise ValueError(
-            "layers[%d]: input + output %s (padded to whole blocks of 16) "
-            "exceed the %s columns the sparse LSTM kernel can index: it "
-            "keeps each block's column index in one byte (blocks 0-255)"
-            % (index, format(width + out, ","),
-               format(_MAX_SPARSE_COLUMNS, ",")))
-    return LSTMLayer(kernel, np.asarray(layer.bias, np.float32),
-                     float(layer.forget_bias), peepholes, projection,
-                     layer.proj_clip)
+    checked = LSTMLayer(kernel, np.asarray(layer.bias, np.float32),
+                        float(layer.forget_bias), peepholes, projection,
+                        layer.proj_clip)
+    if weights == "int8-sparse":
+        # The matrices the sparse kernel reads, as `_lstm_layer` stores
+        # them (int8 codes: a block kept is one with a non-zero code).
+        what = "layers[%d]" % index
+        for w_x, w_h, _ in _gates(checked, width, True):
+            sparse_format.check_ledger(symmetric_int8(_folded(w_x, w_h))[0],
+                                       what)
+        if projection is not None:
+            sparse_format.check_ledger(symmetric_int8(projection.T)[0], what)
+    return checked
 
 
 def _lookup(build, table, ids, dtype, sparse, batch_size):
@@ -274,6 +273,9 @@ def _lookup(build, table, ids, dtype, sparse, batch_size):
     vocab, emb = table.shape
     width = tfl.padded(emb, sparse)
     padded = np.pad(table, [[0, 0], [0, width - emb]])
+    if sparse:   # the decoder's fully-connected kernel reads it sparse
+        # (with low_rank: the table and its part's one more block a row)
+        sparse_format.check_ledger(symmetric_int8(padded)[0], "table")
     stored = build.weight("embedding", padded, dtype, sparse)
     source = stored
     quantization = build.graph.tensors[stored].quantization
@@ -326,6 +328,14 @@ def _gates(layer, width, sparse):
     return gates
 
 
+def _folded(w_x, w_h):
+    """A gate's sparse input weights: ``[w_x | w_h | zeros]``, zero
+    columns to whole blocks (the folded op's input, defect 1)."""
+    fill = -(w_x.shape[1] + w_h.shape[1]) % tfl.BLOCK
+    return np.concatenate([w_x, w_h, np.zeros([w_x.shape[0], fill],
+                                              np.float32)], 1)
+
+
 def _widths(layer):
     """``(units, out)``: the cell's units and its output's width."""
     units = layer.kernel.shape[1] // 4
@@ -357,8 +367,7 @@ def _lstm_layer(build, index, x, layer, dtype, sparse, batch_size,
                                                        sparse)):
         gate = "%s/gate_%d" % (name, position)
         if sparse:
-            w_x = np.concatenate([w_x, w_h, np.zeros([padded, fill])], 1)
-            w_h = np.zeros_like(w_h)
+            w_x, w_h = _folded(w_x, w_h), np.zeros_like(w_h)
         inputs[GATE_INPUT_WEIGHTS[position]] = build.weight(
             gate + "/input_weights", w_x, dtype, sparse)
         inputs[GATE_RECURRENT_WEIGHTS[position]] = build.weight(

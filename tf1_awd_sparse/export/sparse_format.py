@@ -14,7 +14,8 @@ from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["LAYOUTS", "KERNEL_LAYOUTS", "SparseStorageError", "available",
            "available_or_raise", "schema_modules", "encode", "encoded_bytes",
-           "fast_layout", "layout_for", "dense_values"]
+           "fast_layout", "layout_for", "dense_values", "LEDGER_MAX_COLUMNS",
+           "LEDGER_MAX_BLOCKS", "check_ledger"]
 
 #: Stored layouts: ``"auto"`` (per tensor, the smallest encoding),
 #: ``"fast"`` (per tensor, the layout a sparse kernel reads: int8 1 x 16,
@@ -29,6 +30,26 @@ KERNEL_LAYOUTS = {("float32", "csr"), ("float32", "1x4"),
                   ("int8", "1x16")}
 
 _BLOCK = {"csr": 1, "1x4": 4, "1x16": 16}
+
+#: The widest int8 1 x 16 sparse weight the hybrid kernels compute right,
+#: and the most non-zero blocks one of its rows may hold. TFLite's hybrid
+#: (int8 weights, float activations) sparse kernels -- FULLY_CONNECTED
+#: (``fully_connected.cc``: ``PopulateLedgerData``) and the LSTM op's
+#: sparse path, which runs the same 1 x 16 product -- copy the weight's
+#: block indices into a "ledger" of uint8: per row, the count of non-zero
+#: blocks in one byte, then each block's column index in one byte. A block
+#: index past 255 (a weight wider than 4,096 columns) or a row of 256 or
+#: more non-zero blocks does not fit; ``PopulateLedgerData`` returns an
+#: error that the kernel ignores, and TF 2.15's and LiteRT's interpreters
+#: compute wrong values with no error (measured: a 4 x 4,096 weight of 256
+#: non-zero blocks a row, max |error| 136 against outputs of at most 141;
+#: 16 blocks a row at indices 240-255 of a 4,112-wide weight, 42 against
+#: 21). Only that layout has the ledger: the float kernels read ``csr``
+#: and ``1x4`` from the stored int32-widened indices, and every other
+#: (dtype, layout) pair is read through DENSIFY, which has no byte-wide
+#: index (`KERNEL_LAYOUTS`); `check_ledger` is for int8 ``1x16`` only.
+LEDGER_MAX_COLUMNS = 256 * 16
+LEDGER_MAX_BLOCKS = 255
 
 
 class SparseStorageError(ValueError, Error):
@@ -71,6 +92,43 @@ def schema_modules():
             "tensors either: export with storage='dense' here, or run the "
             "export on TF 2.x")
     return schema_py_generated, flatbuffers
+
+
+def check_ledger(weights, what):
+    """Raises unless the 2-D ``[rows, cols]`` ``weights``, stored int8 in
+    1 x 16 blocks and read by a hybrid sparse kernel, fit the kernel's
+    byte-wide ledger (`LEDGER_MAX_COLUMNS`, `LEDGER_MAX_BLOCKS`): at most
+    4,096 columns, at most 255 non-zero blocks of 16 in any row. The one
+    check of every writer of such weights (`fused_lstm.fused_lm`,
+    `sparse_storage.store_sparse`); other dtypes and layouts need none.
+
+    Args:
+      weights: the values to be stored (a block is kept where any of its
+        16 values is non-zero; int8 codes or the float values with the
+        same zeros).
+      what: the argument (or tensor) the message names.
+
+    Raises:
+      SparseStorageError (a ValueError): a weight past either limit.
+    """
+    weights = np.asarray(weights)
+    rows, cols = weights.shape
+    if cols > LEDGER_MAX_COLUMNS:
+        raise SparseStorageError(
+            "%s: %s columns exceed the %s columns the int8 1 x 16 sparse "
+            "kernel can index: it keeps each block's column index in one "
+            "byte (blocks 0-255), and computes wrong values past it"
+            % (what, format(cols, ","), format(LEDGER_MAX_COLUMNS, ",")))
+    blocks = -(-cols // 16)
+    padded = np.pad(weights, [[0, 0], [0, blocks * 16 - cols]], "constant")
+    kept = np.any(padded.reshape(rows, blocks, 16) != 0, axis=2).sum(axis=1)
+    if rows and kept.max() > LEDGER_MAX_BLOCKS:
+        row = int(np.argmax(kept))
+        raise SparseStorageError(
+            "%s: row %d holds %d non-zero blocks of 16, more than the %d "
+            "the int8 1 x 16 sparse kernel can count: it keeps each row's "
+            "count of blocks in one byte, and computes wrong values past "
+            "it" % (what, row, int(kept[row]), LEDGER_MAX_BLOCKS))
 
 
 # --- the encodings ---------------------------------------------------------
