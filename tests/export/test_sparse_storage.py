@@ -22,6 +22,7 @@ from tf1_awd_sparse.awd_lm.inference import (
 from tf1_awd_sparse.export import sparse_format, tflite_file
 from tf1_awd_sparse.export import sparse_storage as ss
 from tf1_awd_sparse.export.runner import TFLiteRunner
+from tf1_awd_sparse.export.tflite_schema import symmetric_int8
 
 # Input dimensions 16 (the table) and 32 (the cells' [x, h]): every layout
 # applies; a 1 x 16 block of the 16-wide table is a whole row.
@@ -504,3 +505,89 @@ def test_the_format_names_are_importable_from_sparse_storage():
         assert hasattr(ss, name), name
         if hasattr(sparse_format, name):
             assert getattr(ss, name) is getattr(sparse_format, name), name
+
+
+def _one_row(cols, blocks):
+    """A [cols, 4] matmul weight whose fully-connected weight [4, cols]
+    has ``blocks`` non-zero 1 x 16 blocks in row 0, the last ones, and
+    the other rows zero (75 % zeros or more)."""
+    weight = np.zeros([cols, 4], np.float32)
+    values = np.random.RandomState(blocks).randn(blocks * 16) + 3.0
+    weight[cols - blocks * 16:, 0] = values
+    return weight
+
+
+@pytest.mark.parametrize("cols, blocks, message", [
+    (4096, 256, r"row 0 holds 256 non-zero blocks of 16, more than the 255"),
+    (4112, 16, r"4,112 columns exceed the 4,096 columns"),
+])
+def test_the_ledger_check_refuses_past_one_byte(cols, blocks, message):
+    """`sparse_format.check_ledger`, the one check of the int8 1 x 16
+    writers: names what it checks and the limit (no schema needed)."""
+    fc = _one_row(cols, blocks).T
+    with pytest.raises(ValueError, match=r"^w: " + message):
+        sparse_format.check_ledger(fc, "w")
+    sparse_format.check_ledger(_one_row(4096, 255).T, "w")
+    with pytest.raises(ValueError, match=r"4,097 columns exceed"):
+        sparse_format.check_ledger(np.zeros([1, 4097]), "w")
+
+
+@needs_schema
+@pytest.mark.parametrize("layout", ["1x16", "fast", "auto"])
+@pytest.mark.parametrize("cols, blocks, message", [
+    (4096, 256, r"row 0 holds 256 non-zero blocks of 16, more than the 255"),
+    (4097, 16, r"4,112 columns exceed the 4,096 columns"),   # fast pads
+    (4112, 16, r"4,112 columns exceed the 4,096 columns"),
+])
+def test_store_sparse_refuses_what_the_int8_kernel_miscounts(
+        cols, blocks, message, layout):
+    """TFLite's hybrid sparse kernel keeps a row's block count and each
+    block's column index in one byte: past them it computed wrong values
+    without an error (256 blocks: max |error| 136 against outputs of at
+    most 141); the rewrite refuses any layout argument that would store
+    such a weight int8 1 x 16, naming the tensor and the limit."""
+    dense = _matmuls_file(_one_row(cols, blocks))
+    if layout != "fast" and cols % 16:
+        # 16 does not divide 4,097: stored csr, read through DENSIFY
+        _, report = ss.store_sparse(dense, "int8", layout, min_zeros=0.5)
+        assert [r["layout"] for r in report] == ["csr"]
+        return
+    if layout == "auto":
+        # auto takes the fewest bytes: 1 x 16 for these whole blocks
+        with pytest.raises(ss.SparseStorageError, match=message):
+            ss.store_sparse(dense, "int8", layout, min_zeros=0.5)
+        return
+    with pytest.raises(ss.SparseStorageError,
+                       match=r"model: fully-connected weight .*int8 1x16.*"
+                       + message):
+        ss.store_sparse(dense, "int8", layout, min_zeros=0.5)
+    # float, and int8 in layouts read through DENSIFY, have no ledger
+    ss.store_sparse(dense, "float", layout, min_zeros=0.5)
+    ss.store_sparse(dense, "int8", "csr", min_zeros=0.5)
+
+
+@needs_schema
+@pytest.mark.parametrize("interpreter", INTERPRETERS)
+@pytest.mark.parametrize("cols, blocks", [(4096, 255), (4096, 16)])
+def test_the_widest_int8_1x16_weight_computes_right(tmp_path, interpreter,
+                                                     cols, blocks):
+    """255 non-zero blocks in a row, and a 4,096-wide weight of fewer:
+    the most the ledger holds; read by the kernel (not densified), the
+    file computes the int8 product: numpy's, to the hybrid kernel's
+    quantized input (one code of x times the row's weights)."""
+    weight = _one_row(cols, blocks)
+    sparse, report = ss.store_sparse(_matmuls_file(weight), "int8", "1x16",
+                                     min_zeros=0.5)
+    assert [(r["layout"], r["read_by"]) for r in report] == [
+        ("1x16", ["kernel"])]
+    path = _write(str(tmp_path), "w.tflite", sparse)
+    interpreter = TFLiteRunner(path, builtin_only(interpreter)).interpreter
+    x = np.random.RandomState(1).randn(1, cols).astype(np.float32)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    got = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    codes, scale = symmetric_int8(weight)
+    want = x.astype(np.float64) @ (codes * np.float64(scale))
+    one_code = np.abs(x).max() / 127 * np.abs(codes * scale).sum(0)
+    assert np.all(np.abs(got - want) <= one_code + 1e-5), (
+        np.abs(got - want).max(), np.abs(want).max())

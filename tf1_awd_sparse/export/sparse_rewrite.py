@@ -8,7 +8,8 @@ is the entry."""
 import numpy as np
 
 from tf1_awd_sparse.export.sparse_format import (
-    KERNEL_LAYOUTS, SparseStorageError, encode, fast_layout, layout_for)
+    KERNEL_LAYOUTS, SparseStorageError, check_ledger, encode, fast_layout,
+    layout_for)
 from tf1_awd_sparse.export.tflite_schema import (
     Op, TensorType, opcode_index, operator_code, symmetric_int8, type_name)
 
@@ -25,7 +26,8 @@ def rewrite_weights(schema, model, weights, layout, min_zeros):
 
     Raises:
       SparseStorageError: a fully-connected weight that is not float32 or
-        not finite.
+        not finite, or one that the int8 1 x 16 kernel would read past its
+        byte-wide ledger (`sparse_format.check_ledger`).
     """
     rewrite = _Rewrite(schema, model)
     for index, uses in sorted(_weight_uses(model, rewrite.graph).items()):
@@ -236,6 +238,13 @@ def _store_tensor(rewrite, index, uses, weights, layout, min_zeros):
     dtype = str(value.dtype)
     chosen = layout_for(value, layout, value.itemsize) if sparse \
         else "dense"
+    if sparse and (dtype, chosen) == ("int8", "1x16") and \
+            any(is_fc for _, _, is_fc in uses):
+        # The hybrid kernel reads it (`KERNEL_LAYOUTS`), through its
+        # byte-wide ledger: refused past it rather than computed wrong.
+        check_ledger(value, "model: fully-connected weight %r stored int8 "
+                     "1x16 (store it with weights='float' or layout='csr' "
+                     "instead)" % tensor.name.decode())
     if sparse:
         tensor.sparsity, value = encode(schema, value, chosen)
     buffer.data = np.frombuffer(value.tobytes(), np.uint8)

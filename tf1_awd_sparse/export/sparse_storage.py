@@ -152,7 +152,11 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
       SparseStorageError: bad arguments (named); a model that has several
         subgraphs, already stores a tensor sparse, or has non-float32
         fully-connected weights (a uint8 file: TFLite runs no sparse uint8
-        weights) or non-finite ones; TF 1.x (no schema module).
+        weights) or non-finite ones; a weight the int8 1 x 16 kernel would
+        read past its byte-wide ledger, in any layout argument that stores
+        it so (more than 4,096 columns, or a row of more than 255 non-zero
+        blocks of 16: `sparse_format.check_ledger`; TFLite computed wrong
+        values without an error); TF 1.x (no schema module).
       tflite_file.TFLiteFileError: bytes that are not a whole TFLite
         flatbuffer (`tflite_file.verify`).
 
