@@ -1,4 +1,10 @@
-"""AWD-LSTM's activation regularizers: AR and TAR.
+"""The LM's losses: the targets' cross-entropy and AWD-LSTM's activation
+regularizers, AR and TAR.
+
+`sparse_cross_entropy` is the per-token cross-entropy of integer targets;
+on TensorFlow 2.x it is computed in fewer passes over the ``[tokens,
+vocab]`` logits than the fused kernel makes (issue 57: that kernel took
+29 % of the LM's training step), with the same value.
 
 AR penalizes large activations of the last layer's (dropped) output and TAR
 penalizes fast changes of its raw output between consecutive time steps
@@ -8,14 +14,87 @@ length, batch size or width.  A penalty over no entry at all (zero steps,
 a zero-size batch, all lengths 0, or TAR over one step) is 0, never the
 NaN of an empty mean: there is no activation to penalize.
 """
-from tf1_awd_sparse.base.compat import dimension_value, tf
+import contextlib
+
+from tf1_awd_sparse.base.compat import IS_TF2, dimension_value, tf
 
 from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import check_tensor
 from tf1_awd_sparse.base.control_flow import with_assertions
 
-__all__ = ["masked_mean_square", "activation_regularization",
-           "temporal_activation_regularization"]
+__all__ = ["sparse_cross_entropy", "masked_mean_square",
+           "activation_regularization", "temporal_activation_regularization"]
+
+
+#: Whether `sparse_cross_entropy` takes the few-pass form: on 2.x, where it
+#: is 0.60 x the fused kernel's time forward and backward ([700, 10000]
+#: logits, one thread; docs/versions.md). On 1.x the fused kernel stays
+#: (1.13 has no ``tensor_scatter_nd_sub``, and its tables stay as they were).
+FEW_PASS_XENT = IS_TF2
+#: Whether its passes are compiled by XLA (2.x: 0.75 x their time).
+XLA_XENT = IS_TF2
+
+
+def sparse_cross_entropy(logits, labels, name=None):
+    """Per-row cross-entropy of integer targets: ``logsumexp(logits[i]) -
+    logits[i, labels[i]]``, the value of
+    ``tf.nn.sparse_softmax_cross_entropy_with_logits``.
+
+    On TensorFlow 2.x (`FEW_PASS_XENT`) the forward pass keeps
+    ``exp(logits - max)`` and the gradient reuses it: ``(softmax - onehot)
+    * upstream`` in one multiply and one scatter of ``-upstream`` into the
+    targets' entries, where the fused kernel and the plain autodiff of
+    ``reduce_logsumexp`` each recompute the exponentials.
+
+    Args:
+      logits: float tensor [n, vocab].
+      labels: int tensor [n], each in [0, vocab).
+      name: optional op name scope.
+    Returns:
+      float tensor [n] (nats), differentiable in `logits`.
+    Raises:
+      InvalidArgumentError (when run): a label outside [0, vocab).
+    """
+    with tf.name_scope(name, "sparse_cross_entropy", [logits, labels]):
+        if not FEW_PASS_XENT:
+            return tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=logits)
+        labels = tf.convert_to_tensor(labels)
+        rows = tf.range(tf.shape(labels, out_type=labels.dtype)[0])
+        index = tf.stack([rows, labels], 1)
+
+        @tf.custom_gradient
+        def xent(x):
+            return _xent_and_grad(x, index)
+        return xent(logits)
+
+
+def _xla_scope():
+    """XLA for the cross-entropy's element-wise passes where `XLA_XENT`,
+    else nothing."""
+    if XLA_XENT:
+        return tf.xla.experimental.jit_scope()
+    return contextlib.ExitStack()
+
+
+def _xent_and_grad(x, index):
+    """The cross-entropy rows of `sparse_cross_entropy`'s few-pass form
+    and its gradient function."""
+    # Outside XLA, which would clamp a label outside the vocabulary to the
+    # last column: TensorFlow's kernel raises. The gradient waits for it,
+    # so no update is made from a bad label either.
+    target = tf.gather_nd(x, index)
+    with _xla_scope():
+        top = tf.stop_gradient(tf.reduce_max(x, 1, keepdims=True))
+        exp = tf.exp(x - top)
+        total = tf.reduce_sum(exp, 1, keepdims=True)
+        value = tf.squeeze(top + tf.log(total), 1) - target
+
+    def grad(upstream):
+        with tf.control_dependencies([target]), _xla_scope():
+            scale = tf.expand_dims(upstream, 1) / total
+            return tf.tensor_scatter_nd_sub(exp * scale, index, upstream)
+    return value, grad
 
 
 def _step_mask(lengths, max_time, dtype):

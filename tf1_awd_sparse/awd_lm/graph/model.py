@@ -420,8 +420,8 @@ def _decode(x, table, sparse, features, training, params):
     vocab, emb_size = params.model.vocab_size, params.model.emb_size
     flat = tf.reshape(x, [-1, emb_size])
     bias, logits = decoder_logits(flat, table, params, training, sparse)
-    xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.reshape(features["targets"], [-1]), logits=logits))
+    xent = tf.reduce_mean(losses.sparse_cross_entropy(
+        logits, tf.reshape(features["targets"], [-1])))
     logits = tf.reshape(logits, tf.concat([tf.shape(features["inputs"]),
                                            [vocab]], 0))
     return bias, logits, xent

@@ -112,25 +112,34 @@ class NTASGDOptimizer(tf.compat.v1.train.Optimizer):
         with tf.name_scope(name, self._name) as scope:
             step = self._sgd.apply_gradients(grads_and_vars, global_step)
             with tf.control_dependencies([step]):
-                on = tf.cast(averaging, count.dtype.base_dtype)
-                new_count = count + on
-                updates = []
-                for v in self._vars:
-                    avg = self.get_slot(v, "average")
-                    # 1/k in the variable's own precision.
-                    dtype = avg.dtype.base_dtype
-                    rate_v = tf.cast(on, dtype) / tf.cast(
-                        tf.maximum(new_count, 1.0), dtype)
-                    updates.append(tf.assign_add(
-                        avg, rate_v * (v - avg), use_locking=self._use_locking))
-            with tf.control_dependencies(updates):
-                count_update = tf.assign(count, new_count)
-            train_op = tf.group(updates + [count_update], name=scope)
+                # Before the trigger the average is not touched at all
+                # (issue 57: its update, a no-op times 0, read and wrote
+                # every weight each step); after it, the same arithmetic
+                # as always.
+                done = tf.cond(averaging, lambda: self._average(count),
+                               lambda: tf.identity(count))
+            train_op = tf.group(done, name=scope)
         # Built now so they also work on a finalized graph.
         with tf.control_dependencies(None):
             self.trigger_op()
             self.swap_ops()
         return train_op
+
+    def _average(self, count):
+        """The running-average update of every variable and of the count,
+        after a step (run only while averaging): the count's new value."""
+        new_count = count + 1.0
+        updates = []
+        for v in self._vars:
+            avg = self.get_slot(v, "average")
+            # 1/k in the variable's own precision.
+            dtype = avg.dtype.base_dtype
+            rate_v = tf.cast(1.0, dtype) / tf.cast(
+                tf.maximum(new_count, 1.0), dtype)
+            updates.append(tf.assign_add(
+                avg, rate_v * (v - avg), use_locking=self._use_locking))
+        with tf.control_dependencies(updates):
+            return tf.identity(tf.assign(count, new_count))
 
     def _require_applied(self, what):
         if self._vars is None:

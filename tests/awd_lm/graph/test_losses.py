@@ -1,0 +1,148 @@
+"""`losses.sparse_cross_entropy` (every form it takes) against a float64
+numpy reference and TensorFlow's fused kernel; NT-ASGD's average update
+is not run before its trigger (issue 57)."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tf1_awd_sparse.base.compat import IS_TF2
+from tf1_awd_sparse.awd_lm.graph import losses, ntasgd
+
+#: (few-pass form, XLA) pairs: the fused kernel everywhere; the few-pass
+#: form, with and without XLA, where the version has it (2.x: 1.13 has no
+#: ``tensor_scatter_nd_sub``).
+FORMS = [(False, False)] + ([(True, False), (True, True)] if IS_TF2 else [])
+
+
+def np_xent(logits, labels):
+    """Rows' cross-entropy and d(sum(upstream * xent))/d(logits), float64."""
+    x = logits.astype(np.float64)
+    top = x.max(1, keepdims=True)
+    exp = np.exp(x - top)
+    total = exp.sum(1, keepdims=True)
+    value = (top + np.log(total))[:, 0] - x[np.arange(len(x)), labels]
+    onehot = np.zeros_like(x)
+    onehot[np.arange(len(x)), labels] = 1.0
+    return value, exp / total - onehot
+
+
+@pytest.fixture
+def form(request, monkeypatch):
+    few, xla = request.param
+    monkeypatch.setattr(losses, "FEW_PASS_XENT", few)
+    monkeypatch.setattr(losses, "XLA_XENT", xla)
+    return few, xla
+
+
+@pytest.mark.parametrize("form", FORMS, indirect=True,
+                         ids=lambda f: "few=%d-xla=%d" % f)
+@pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
+def test_value_and_gradient_match_numpy_and_the_fused_kernel(
+        sess, form, label_dtype):
+    rng = np.random.RandomState(0)
+    n, vocab = 13, 50
+    # Large logits: a form that forgot the max would overflow exp.
+    logits = (rng.randn(n, vocab) * 30).astype(np.float32)
+    labels = rng.randint(0, vocab, n).astype(label_dtype)
+    labels[:2] = [0, vocab - 1]   # the first and the last column
+    upstream = rng.rand(n).astype(np.float32)
+    x = tf.constant(logits)
+    xent = losses.sparse_cross_entropy(x, tf.constant(labels))
+    grad, = tf.gradients(xent * upstream, [x])
+    fused = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.constant(labels), logits=x)
+    fused_grad, = tf.gradients(fused * upstream, [x])
+    got, got_grad, want_fused, want_fused_grad = sess.run(
+        [xent, grad, fused, fused_grad])
+    value, dx = np_xent(logits, labels)
+    assert got.shape == (n,) and got.dtype == np.float32
+    # float32 rounding of sums over 50 terms of magnitude <= |max| + log V.
+    scale = np.abs(logits).max() + np.log(vocab)
+    eps = np.finfo(np.float32).eps
+    np.testing.assert_allclose(got, value, rtol=0, atol=8 * eps * scale)
+    np.testing.assert_allclose(got, want_fused, rtol=0, atol=8 * eps * scale)
+    # softmax entries are in [0, 1]: a few float32 ulps of 1 each.
+    np.testing.assert_allclose(got_grad, dx * upstream[:, None], rtol=0,
+                               atol=8 * eps)
+    np.testing.assert_allclose(got_grad, want_fused_grad, rtol=0,
+                               atol=8 * eps)
+
+
+@pytest.mark.parametrize("form", FORMS, indirect=True,
+                         ids=lambda f: "few=%d-xla=%d" % f)
+def test_a_label_outside_the_vocabulary_is_an_error(sess, form):
+    xent = losses.sparse_cross_entropy(tf.zeros([2, 5]), tf.constant([1, 5]))
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        sess.run(xent)
+
+
+@pytest.mark.parametrize("form", FORMS, indirect=True,
+                         ids=lambda f: "few=%d-xla=%d" % f)
+def test_a_placeholder_of_unknown_rows(sess, form):
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = tf.placeholder(tf.int32, [None])
+    xent = losses.sparse_cross_entropy(x, y)
+    logits = np.arange(12, dtype=np.float32).reshape(3, 4) / 3
+    got = sess.run(xent, {x: logits, y: [3, 0, 2]})
+    np.testing.assert_allclose(got, np_xent(logits, [3, 0, 2])[0],
+                               rtol=1e-6)
+    assert sess.run(xent, {x: np.zeros([0, 4]), y: []}).shape == (0,)
+
+
+@pytest.mark.skipif(not IS_TF2, reason="XLA for the cross-entropy is on 2.x")
+def test_xla_compiles_the_gradient_too(form=None):
+    """The docstring's claim: both passes, forward and gradient, are
+    marked for XLA (the gradient inherits the jit scope of its op)."""
+    assert losses.FEW_PASS_XENT and losses.XLA_XENT
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.zeros([3, 4])
+        xent = losses.sparse_cross_entropy(x, tf.constant([0, 1, 2]))
+        tf.gradients(xent, [x])
+
+    def compiled(op):
+        try:
+            return op.get_attr("_XlaCompile")
+        except ValueError:
+            return False
+    ops = graph.get_operations()
+    forward = [op for op in ops if op.type == "Exp"]
+    backward = [op for op in ops if op.type == "TensorScatterSub"]
+    assert forward and backward
+    assert all(compiled(op) for op in forward + backward)
+
+
+def _ran(sess, op):
+    """Op types of the nodes that ran in one run of ``op`` (a step's
+    trace labels read ``name = Type(inputs)``; a cond's branch not taken
+    runs only its Switch nodes)."""
+    meta = tf.RunMetadata()
+    sess.run(op, options=tf.RunOptions(
+        trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    return {node.timeline_label.split(" = ")[1].split("(")[0]
+            for dev in meta.step_stats.dev_stats
+            for node in dev.node_stats if " = " in node.timeline_label}
+
+
+def test_ntasgd_average_update_runs_only_after_the_trigger(sess):
+    """Before the trigger no op of the average update runs (it used to
+    run every step times 0); a non-finite weight then leaves the averages
+    untouched (0 * inf was NaN); after the trigger the update runs."""
+    w = tf.Variable([1.0, 2.0])
+    opt = ntasgd.NTASGDOptimizer(0.5)
+    train = opt.minimize(tf.reduce_sum(w * w))
+    avg = opt.get_slot(w, "average")
+    sess.run(tf.global_variables_initializer())
+    before = _ran(sess, train)
+    assert "ApplyGradientDescent" in before and "AssignAdd" not in before
+    sess.run(tf.assign(w, [np.inf, 1.0]))
+    sess.run(train)
+    np.testing.assert_array_equal(sess.run(avg), [0.0, 0.0])
+    assert sess.run(opt.num_averaged) == 0
+    sess.run(opt.trigger_op())
+    sess.run(tf.assign(w, [1.0, 2.0]))
+    after = _ran(sess, train)
+    assert "AssignAdd" in after
+    # The first averaged step's average is the weights after that step.
+    np.testing.assert_array_equal(sess.run(avg), sess.run(w))
+    assert sess.run(opt.num_averaged) == 1
