@@ -1,6 +1,9 @@
 """`losses.sparse_cross_entropy` (every form it takes) against a float64
 numpy reference and TensorFlow's fused kernel; NT-ASGD's average update
 is not run before its trigger (issue 57)."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -90,9 +93,9 @@ def test_a_placeholder_of_unknown_rows(sess, form):
 
 
 @pytest.mark.skipif(not IS_TF2, reason="XLA for the cross-entropy is on 2.x")
-def test_xla_compiles_the_gradient_too(form=None):
+def test_xla_compiles_the_gradient_too():
     """The docstring's claim: both passes, forward and gradient, are
-    marked for XLA (the gradient inherits the jit scope of its op)."""
+    marked for XLA; the label's gather is not (XLA would clamp it)."""
     assert losses.FEW_PASS_XENT and losses.XLA_XENT
     graph = tf.Graph()
     with graph.as_default():
@@ -108,8 +111,50 @@ def test_xla_compiles_the_gradient_too(form=None):
     ops = graph.get_operations()
     forward = [op for op in ops if op.type == "Exp"]
     backward = [op for op in ops if op.type == "TensorScatterSub"]
-    assert forward and backward
+    gather = [op for op in ops if op.type == "GatherNd"]
+    assert forward and backward and gather
     assert all(compiled(op) for op in forward + backward)
+    assert not any(compiled(op) for op in gather)
+
+
+_IMPORT_AND_DIFFERENTIATE = r"""
+import sys
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+import tf1_awd_sparse.awd_lm.graph.losses  # registers the gradient
+tf.train.import_meta_graph(sys.argv[1])
+graph = tf.get_default_graph()
+x, xent = (graph.get_tensor_by_name(n) for n in ("x:0", "xent:0"))
+grad, = tf.gradients(xent, [x])
+with tf.Session() as session:
+    np.save(sys.argv[2], session.run(grad, {x: np.load(sys.argv[3])}))
+"""
+
+
+@pytest.mark.skipif(not IS_TF2, reason="1.x has the fused kernel only")
+def test_the_gradient_after_a_metagraph_round_trip(tmp_path):
+    """A graph exported to a MetaGraph and imported in a new process is
+    differentiated to the same gradient (the few-pass form's gradient,
+    XLA's attr with it, is registered by name, not held in a Python
+    closure that a new process would not have)."""
+    assert losses.FEW_PASS_XENT and losses.XLA_XENT
+    rng = np.random.RandomState(1)
+    logits = rng.randn(4, 6).astype(np.float32)
+    labels = np.array([5, 0, 2, 2], np.int32)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 6], name="x")
+        tf.identity(losses.sparse_cross_entropy(x, tf.constant(labels)),
+                    name="xent")
+        tf.train.export_meta_graph(str(tmp_path / "xent.meta"))
+    np.save(str(tmp_path / "logits.npy"), logits)
+    subprocess.run([sys.executable, "-c", _IMPORT_AND_DIFFERENTIATE,
+                    str(tmp_path / "xent.meta"), str(tmp_path / "grad.npy"),
+                    str(tmp_path / "logits.npy")], check=True)
+    got = np.load(str(tmp_path / "grad.npy"))
+    np.testing.assert_allclose(got, np_xent(logits, labels)[1], rtol=0,
+                               atol=8 * np.finfo(np.float32).eps)
 
 
 def _ran(sess, op):

@@ -16,6 +16,8 @@ NaN of an empty mean: there is no activation to penalize.
 """
 import contextlib
 
+from tensorflow.core.framework import attr_value_pb2
+
 from tf1_awd_sparse.base.compat import IS_TF2, dimension_value, tf
 
 from tf1_awd_sparse.base import control_flow
@@ -59,42 +61,70 @@ def sparse_cross_entropy(logits, labels, name=None):
         if not FEW_PASS_XENT:
             return tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=labels, logits=logits)
-        labels = tf.convert_to_tensor(labels)
-        rows = tf.range(tf.shape(labels, out_type=labels.dtype)[0])
-        index = tf.stack([rows, labels], 1)
-
-        @tf.custom_gradient
-        def xent(x):
-            return _xent_and_grad(x, index)
-        return xent(logits)
+        return _few_pass_xent(logits, labels)
 
 
-def _xla_scope():
-    """XLA for the cross-entropy's element-wise passes where `XLA_XENT`,
-    else nothing."""
-    if XLA_XENT:
+#: The gradient registered for the ``IdentityN`` that carries the
+#: few-pass form's value and saved tensors: by name, so a graph imported
+#: from a MetaGraph (in a new process, once this module is imported) is
+#: differentiated the same way.
+_GRADIENT_OP_TYPE = "TfAwdSparseCrossEntropy"
+#: The IdentityN's attr: whether its gradient is compiled by XLA too.
+_XLA_ATTR = "_sparse_cross_entropy_xla"
+# The IdentityN's inputs (and outputs).
+_VALUE, _EXP, _TOTAL, _TARGET, _LOGITS, _INDEX = range(6)
+
+
+def _xla_scope(on):
+    """XLA for the cross-entropy's element-wise passes when ``on``."""
+    if on:
         return tf.xla.experimental.jit_scope()
     return contextlib.ExitStack()
 
 
-def _xent_and_grad(x, index):
-    """The cross-entropy rows of `sparse_cross_entropy`'s few-pass form
-    and its gradient function."""
+def _few_pass_xent(logits, labels):
+    """`sparse_cross_entropy`'s few-pass form: the rows' values, whose
+    gradient is `_few_pass_xent_grad`."""
+    logits = tf.convert_to_tensor(logits)
+    labels = tf.convert_to_tensor(labels)
+    rows = tf.range(tf.shape(labels, out_type=labels.dtype)[0])
+    index = tf.stack([rows, labels], 1)
     # Outside XLA, which would clamp a label outside the vocabulary to the
     # last column: TensorFlow's kernel raises. The gradient waits for it,
     # so no update is made from a bad label either.
-    target = tf.gather_nd(x, index)
-    with _xla_scope():
-        top = tf.stop_gradient(tf.reduce_max(x, 1, keepdims=True))
-        exp = tf.exp(x - top)
+    target = tf.gather_nd(logits, index)
+    with _xla_scope(XLA_XENT):
+        top = tf.stop_gradient(tf.reduce_max(logits, 1, keepdims=True))
+        exp = tf.exp(logits - top)
         total = tf.reduce_sum(exp, 1, keepdims=True)
         value = tf.squeeze(top + tf.log(total), 1) - target
+    with tf.get_default_graph().gradient_override_map(
+            {"IdentityN": _GRADIENT_OP_TYPE}):
+        carried = tf.identity_n([value, exp, total, target, logits, index])
+    # pylint: disable=protected-access
+    carried[0].op._set_attr(_XLA_ATTR, attr_value_pb2.AttrValue(b=XLA_XENT))
+    # pylint: enable=protected-access
+    return carried[_VALUE]
 
-    def grad(upstream):
-        with tf.control_dependencies([target]), _xla_scope():
-            scale = tf.expand_dims(upstream, 1) / total
-            return tf.tensor_scatter_nd_sub(exp * scale, index, upstream)
-    return value, grad
+
+@tf.RegisterGradient(_GRADIENT_OP_TYPE)
+def _few_pass_xent_grad(op, *grads):
+    """Gradient of the IdentityN of `_few_pass_xent`: ``(softmax - onehot)
+    * upstream`` for the logits from the saved ``exp`` and ``total``, None
+    for the carried tensors (autodiff never enters the forward)."""
+    upstream = grads[_VALUE]
+    inputs = list(op.inputs)
+    exp, total, target, index = (inputs[i] for i in
+                                 (_EXP, _TOTAL, _TARGET, _INDEX))
+    result = [None] * len(inputs)
+    if upstream is None:
+        return result
+    with tf.control_dependencies([target]), \
+            _xla_scope(op.get_attr(_XLA_ATTR)):
+        scale = tf.expand_dims(upstream, 1) / total
+        result[_LOGITS] = tf.tensor_scatter_nd_sub(exp * scale, index,
+                                                   upstream)
+    return result
 
 
 def _step_mask(lengths, max_time, dtype):
