@@ -14,11 +14,10 @@ import os
 
 import pytest
 
-from support import ROOT
+from support import LIBRARY, ROOT, library_files, relative
 
 pytestmark = pytest.mark.per_python
 
-LIBRARY = "tf1_awd_sparse"
 #: At most this many library modules define a module-level ``__getattr__``.
 MAX_MODULE_GETATTR = 1
 #: The awd_lm modules that still gather other modules' names: the
@@ -46,17 +45,6 @@ BRIDGES_BEING_REMOVED = {
         "block_scores", "exact_block_keep_masks", "exact_keep_masks",
         "expand_blocks"],
 }
-
-
-def _library_files():
-    out = []
-    for folder, _, files in os.walk(os.path.join(ROOT, LIBRARY)):
-        out += [os.path.join(folder, f) for f in files if f.endswith(".py")]
-    return sorted(out)
-
-
-def _relative(path):
-    return os.path.relpath(path, ROOT).replace(os.sep, "/")
 
 
 def _parse(path):
@@ -138,12 +126,12 @@ def hubs(files):
     for path in files:
         imported, listed = reexported(_parse(path))
         if listed and 2 * len(imported) > len(listed):
-            out[_relative(path)] = (len(imported), len(listed))
+            out[relative(path)] = (len(imported), len(listed))
     return out
 
 
 def test_at_most_one_module_defines_a_module_getattr():
-    found = [_relative(p) for p in _library_files()
+    found = [relative(p) for p in library_files()
              if defines_module_getattr(_parse(p))]
     print("\nmodules with a module-level __getattr__: %d %s"
           % (len(found), found))
@@ -151,7 +139,7 @@ def test_at_most_one_module_defines_a_module_getattr():
 
 
 def test_no_module_reexports_most_of_its_all():
-    found = hubs(_library_files())
+    found = hubs(library_files())
     print("\nmodules re-exporting most of __all__: %s" % found)
     assert sorted(set(found) - set(HUBS_BEING_SPLIT)) == []
 
@@ -160,19 +148,19 @@ def test_the_allow_list_names_only_hubs():
     """An entry of `HUBS_BEING_SPLIT` that is no hub any more leaves the
     list (one whose module went with the reorganisation leaves it too, but
     fails nothing)."""
-    found = hubs(_library_files())
+    found = hubs(library_files())
     assert [h for h in HUBS_BEING_SPLIT if h not in found
             and os.path.exists(os.path.join(ROOT, h))] == []
 
 
 def test_no_module_imports_a_name_only_for_others():
     found = {}
-    for path in _library_files():
+    for path in library_files():
         if path.endswith("__init__.py"):
             continue   # a package's imports are its submodules
         names = bridged(_parse(path))
         if names:
-            found[_relative(path)] = names
+            found[relative(path)] = names
     print("\nmodules importing names only for their callers: %d, %d names"
           % (len(found), sum(len(v) for v in found.values())))
     for module, names in sorted(found.items()):

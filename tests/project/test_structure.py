@@ -7,28 +7,16 @@ import os
 
 import pytest
 
-from support import ROOT
+from support import LIBRARY, ROOT, library_files, relative
 
 pytestmark = pytest.mark.per_python
 
-LIBRARY = "tf1_awd_sparse"
 MAX_LINES = 600
 #: The package that owns the flat parameter dicts (config.json, flags).
 CONFIG_PACKAGE = os.path.join(LIBRARY, "awd_lm", "config")
 #: Names that hold a language model's parameters.
 PARAM_NAMES = ("params", "float_params", "stage_params", "quant_params",
                "all_params", "model_params")
-
-
-def _library_files():
-    out = []
-    for folder, _, files in os.walk(os.path.join(ROOT, LIBRARY)):
-        out += [os.path.join(folder, f) for f in files if f.endswith(".py")]
-    return sorted(out)
-
-
-def _relative(path):
-    return os.path.relpath(path, ROOT)
 
 
 def _tree(path):
@@ -38,11 +26,11 @@ def _tree(path):
 
 def test_no_module_over_the_limit():
     long = {}
-    for path in _library_files():
+    for path in library_files():
         with open(path) as f:
             n = sum(1 for _ in f)
         if n > MAX_LINES:
-            long[_relative(path)] = n
+            long[relative(path)] = n
     assert long == {}
 
 
@@ -71,14 +59,14 @@ LM_PACKAGE = os.path.join(LIBRARY, "awd_lm")
 
 def test_parameters_are_read_as_attributes():
     found = {}
-    for path in _library_files():
-        relative = _relative(path)
-        if not relative.startswith(LM_PACKAGE) \
-                or relative.startswith(CONFIG_PACKAGE):
+    for path in library_files():
+        name = relative(path)
+        if not name.startswith(LM_PACKAGE) \
+                or name.startswith(CONFIG_PACKAGE):
             continue
         lines = flat_param_reads(_tree(path))
         if lines:
-            found[_relative(path)] = lines
+            found[name] = lines
     assert found == {}
 
 
@@ -146,17 +134,17 @@ def private_reaches(tree, own_module):
 
 
 def _dotted(path):
-    dotted = _relative(path)[:-3].replace(os.sep, ".")
+    dotted = relative(path)[:-3].replace(os.sep, ".")
     return dotted[:-len(".__init__")] if dotted.endswith(".__init__") \
         else dotted
 
 
 def test_no_module_reaches_into_anothers_private_names():
     found = {}
-    for path in _library_files():
+    for path in library_files():
         reaches = private_reaches(_tree(path), _dotted(path))
         if reaches:
-            found[_relative(path)] = reaches
+            found[relative(path)] = reaches
     assert found == {}
 
 
@@ -197,7 +185,7 @@ def public_tables():
     importing it): a package maps to its whole table (``__all__``), a
     module to the names the table lists from it."""
     tables = {}
-    for path in _library_files():
+    for path in library_files():
         if os.path.basename(path) != "__init__.py":
             continue
         package = _dotted(path)
@@ -257,11 +245,11 @@ def test_the_programs_use_only_public_names():
     the library's public tables (docs/api.md), the shared floor and its
     own modules (`PROGRAM_IMPORTS`) only."""
     tables, found = public_tables(), {}
-    for path in _library_files():
-        if os.path.dirname(_relative(path)) == PROGRAMS:
+    for path in library_files():
+        if os.path.dirname(relative(path)) == PROGRAMS:
             uses = non_public_uses(_tree(path), tables)
             if uses:
-                found[_relative(path)] = uses
+                found[relative(path)] = uses
     assert found == {}
 
 

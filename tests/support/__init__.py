@@ -33,6 +33,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
+#: The library package's folder name.
+LIBRARY = "tf1_awd_sparse"
+
+
+def library_files():
+    """Every ``.py`` file of the library (``__init__.py`` included), sorted
+    absolute paths: what the project floors (tests/project/) read."""
+    out = []
+    for folder, _, files in os.walk(os.path.join(ROOT, LIBRARY)):
+        out += [os.path.join(folder, f) for f in files if f.endswith(".py")]
+    return sorted(out)
+
+
+def relative(path):
+    """``path`` relative to the project's root, with ``/`` separators."""
+    return os.path.relpath(path, ROOT).replace(os.sep, "/")
 
 
 def load_program(path, name=None):
