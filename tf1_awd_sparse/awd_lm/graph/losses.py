@@ -33,8 +33,13 @@ __all__ = ["sparse_cross_entropy", "masked_mean_square",
 #: logits, one thread; docs/versions.md). On 1.x the fused kernel stays
 #: (1.13 has no ``tensor_scatter_nd_sub``, and its tables stay as they were).
 FEW_PASS_XENT = IS_TF2
-#: Whether its passes are compiled by XLA (2.x: 0.75 x their time).
-XLA_XENT = IS_TF2
+#: Whether its element-wise passes are compiled by XLA (``jit_scope``):
+#: 0.75 x their time on 2.x, but off: XLA's first compile writes C++ log
+#: lines to stderr (absl's banner, "Compiled cluster using XLA!", an
+#: ERROR "SetPriority unimplemented") that no log level hides, into the
+#: output of every program that trains. Set it True before building a
+#: graph to have them compiled.
+XLA_XENT = False
 
 
 def sparse_cross_entropy(logits, labels, name=None):
