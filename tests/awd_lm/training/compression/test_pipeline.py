@@ -275,8 +275,13 @@ def test_tflite_perplexity_equals_the_tf_graphs(reference):
         pruned = rows["tflite_int8_fused_pruned"]
         assert pruned["test_ppl"] == pytest.approx(
             rows["sparse"]["test_ppl"], rel=2e-2)
-        assert pruned["nonzero_weights"] == fused["nonzero_weights"]
-        assert pruned["bytes"] == fused["bytes"]
+        # The pruned model's mask, less the few small weights that round to
+        # int8 zero (the QAT file's count can differ by a weight or so: its
+        # weights trained on).
+        assert 0.98 * chosen["nonzero_weights"] <= \
+            pruned["nonzero_weights"] <= chosen["nonzero_weights"]
+        # The same blocks stored (a block the QAT rounding empties is rare).
+        assert pruned["bytes"] == pytest.approx(fused["bytes"], rel=2e-2)
         for stage in ("tflite_float", "tflite_uint8", "tflite_int8",
                       "tflite_int8_fused", "tflite_int8_fused_pruned"):
             assert rows[stage]["x_fastest_dense"] > 0
