@@ -33,13 +33,6 @@ OTHER_MEANING = {
     "_Math": "TensorFlow op names (clip)",
     "PHASES": "the phases' names (a run's compress phase)",
 }
-#: Tables that name parameters and cannot be made from the registry yet,
-#: and why: the corpus floor sits below the config floor.
-KNOWN = {
-    "BATCH_KEYS": "corpus.runtime: which batch size each split reads",
-}
-
-
 def named_in(statement, names):
     """The ``names`` a module-level statement lists in a table: a string
     that is a dict key, an item of a tuple / list / set literal, a
@@ -112,7 +105,7 @@ def _library_sources():
 def test_no_parameter_is_named_in_more_than_two_tables():
     names = list(presets.DEFAULTS)
     found = tables_naming(_library_sources(), names,
-                          skip=set(OTHER_MEANING) | set(KNOWN))
+                          skip=OTHER_MEANING)
     over = dict((k, v) for k, v in found.items() if len(v) > MAX_TABLES)
     assert over == {}
     # Every parameter is in the registry (the counter sees it).
@@ -124,7 +117,7 @@ def test_the_tables_left_out_exist():
     """An exception that no longer names a table would hide a new one."""
     tables = set(t for text in _library_sources().values()
                  for t, _ in module_tables(ast.parse(text)))
-    assert set(OTHER_MEANING) | set(KNOWN) <= tables
+    assert set(OTHER_MEANING) <= tables
 
 
 def test_the_counter_finds_a_second_description():
@@ -150,7 +143,7 @@ def average_tables_per_parameter():
     parameter (presets.DEFAULTS' keys), exceptions left out."""
     names = list(presets.DEFAULTS)
     found = tables_naming(_library_sources(), names,
-                          skip=set(OTHER_MEANING) | set(KNOWN))
+                          skip=OTHER_MEANING)
     return sum(len(found[k]) for k in names) / float(len(names))
 
 

@@ -89,6 +89,20 @@ def test_bad_input_is_refused_naming_the_key(flat, message):
         P.as_params(flat)
 
 
+@pytest.mark.parametrize("flat", [{}, {"batch_size": 7},
+                                  {"batch_size": 3, "eval_batch_size": 11}])
+def test_each_split_has_its_batch_size_and_key(flat):
+    """Training cuts the train split by batch_size, validation and test by
+    eval_batch_size; each key names the value it comes with, a defaulted
+    one included (the registry's default)."""
+    sizes = P.as_params(flat).batch_sizes()
+    assert list(sizes) == ["train", "valid", "test"]
+    assert [key for key, _ in sizes.values()] == [
+        "batch_size", "eval_batch_size", "eval_batch_size"]
+    for key, value in sizes.values():
+        assert value == flat.get(key, presets.DEFAULTS[key])
+
+
 def test_params_never_change():
     params = P.as_params({"lr": 2.0})
     with pytest.raises(AttributeError, match="replace"):

@@ -266,6 +266,22 @@ class Params(collections.abc.Mapping):
         return Params.from_flat(dict(
             (k, v) for k, v in self.to_flat().items() if k not in keys))
 
+    def batch_sizes(self):
+        """The batch size each split of the corpus is cut by: training
+        batches the train split by ``batch_size``, validation and test by
+        ``eval_batch_size`` (``optimization``'s).
+
+        Returns:
+          OrderedDict ``{split: (key, batch size)}`` over ``train``,
+          ``valid``, ``test``: the flat key (how an error names the
+          setting) and its int value.
+        """
+        o = self.optimization
+        return collections.OrderedDict([
+            ("train", ("batch_size", o.batch_size)),
+            ("valid", ("eval_batch_size", o.eval_batch_size)),
+            ("test", ("eval_batch_size", o.eval_batch_size))])
+
     def to_flat(self):
         """The flat dict of ``config.json`` and the command line: the keys
         given, in the order of `presets.params_for`'s dict."""

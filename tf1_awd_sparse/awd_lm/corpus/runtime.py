@@ -1,6 +1,7 @@
-"""What the training paths (the single-process loop `awd_lm.train` and the
-distributed command lines `awd_lm.estimator` and `awd_lm.monitored`) set
-up the same way: the corpus and the session configuration."""
+"""What the training paths (the single-process loop `training.train` and
+the distributed command lines `programs.estimator` and
+`programs.monitored`) set up the same way: the corpus and the session
+configuration."""
 from __future__ import absolute_import, division, print_function
 
 from tf1_awd_sparse.base.compat import tf
@@ -8,13 +9,7 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.scalar_checks import check_nonnegative_int
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 
-__all__ = ["load_corpus", "check_corpus", "session_config", "BATCH_KEYS"]
-
-#: (split, the parameter giving its batch size): training batches the
-#: train split by batch_size, validation and test by eval_batch_size
-#: (both of ``params.optimization``).
-BATCH_KEYS = (("train", "batch_size"), ("valid", "eval_batch_size"),
-              ("test", "eval_batch_size"))
+__all__ = ["load_corpus", "check_corpus", "session_config"]
 
 
 def load_corpus(data_dir, params):
@@ -67,36 +62,33 @@ def _split_names(data_dir, flag):
         split, flag("hmm_" + split)) for split in data.SPLITS}
 
 
-def check_corpus(corpus, params, data_dir, flag, fixed_windows=False,
-                 splits=data.SPLITS):
+def check_corpus(corpus, batch_sizes, bptt, data_dir, flag,
+                 fixed_windows=False):
     """Checks that each split fills its batch (and, with ``fixed_windows``,
     one window of ``bptt`` steps per stream), before anything is trained.
 
     Args:
       corpus: the `data.Corpus` of `load_corpus`.
-      params: the run's checked parameters, a `config.params.Params`
-        (as `load_corpus`'s): ``params.optimization``'s batch sizes and
-        ``bptt``.
+      batch_sizes: ``{split: (key, batch size)}`` of the splits used, each
+        checked (the configuration's, ``Params.batch_sizes()``; this floor
+        is below it): ``key`` is the setting ``flag`` names in the error.
+      bptt: int >= 1, the window length (``--bptt``).
       data_dir: what `load_corpus` read (None: the embedded corpus).
       flag: function ``key -> how the command line names it`` (e.g.
         ``'--eval-batch-size'`` or ``'--hparams eval_batch_size'``).
       fixed_windows: the Estimator's input pipeline (`input_fn`), which
         only has whole ``bptt`` windows; the training loop also takes a
         shorter final window, so it only needs 2 tokens per stream.
-      splits: the splits used.
 
     Raises:
       data.DataError: one line naming the split (its file) and the flags
         to change, with the largest values that fit.
+      ValueError: a batch size that is not an int >= 1 (naming its flag).
     """
     names = _split_names(data_dir, flag)
-    optimization = params.optimization
-    for split, key in BATCH_KEYS:
-        if split not in splits:
-            continue
-        ids, batch = getattr(corpus, split), getattr(optimization, key)
+    for split, (key, batch) in batch_sizes.items():
+        ids = getattr(corpus, split)
         streams = data.batchify(ids, batch, names[split], flag(key))
-        bptt = optimization.bptt
         if fixed_windows and streams.shape[1] - 1 < bptt:
             fits = len(ids) // (bptt + 1)
             raise data.DataError(

@@ -10,6 +10,7 @@ Neither program imports the other: each imports this module.
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -297,10 +298,11 @@ def command_params(args, flag=None):
                "the corpus of %s's config.json" % args.model_dir,
                len(corpus.vocab), args.model_dir, modeldir.VOCAB_FILE,
                len(config["words"])))
-    runtime.check_corpus(corpus, as_params(params), data_dir, flag,
-                         fixed_windows=True, splits=(
-                             ("valid",) if args.evaluate_only
-                             else ("train", "valid")))
+    batch_sizes = params.batch_sizes()
+    runtime.check_corpus(corpus, collections.OrderedDict(
+        (split, batch_sizes[split]) for split in (
+            ("valid",) if args.evaluate_only else ("train", "valid"))),
+        params.optimization.bptt, data_dir, flag, fixed_windows=True)
     if params.prune.pruning == "magnitude" and args.distribute == "mirrored":
         raise ValueError(
             "%s 'magnitude' does not run under --distribute mirrored (its "

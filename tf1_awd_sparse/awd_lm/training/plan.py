@@ -300,7 +300,8 @@ def plan_run(out, explicit, model=None, preset=None, data_dir=None,
                          facts={"data_dir": data_dir})
     corpus, floor, description = runtime.load_corpus(data_dir, configs[0])
     for name, params in zip(models, configs):
-        runtime.check_corpus(corpus, params, data_dir, flag)
+        runtime.check_corpus(corpus, params.batch_sizes(),
+                             params.optimization.bptt, data_dir, flag)
         _check_vocab(corpus, recorded[name], data_dir)
     return Plan(out=out, compress_out=compress_out, resume=resume,
                 overwrite=overwrite, models=models, configs=configs,

@@ -185,10 +185,9 @@ class Trainer(object):
         # Batched before anything is deleted: a split too short for its
         # batch size leaves an earlier run's files alone.
         self.streams = {
-            split: data.batchify(getattr(corpus, split),
-                                 getattr(params.optimization, key),
+            split: data.batchify(getattr(corpus, split), batch,
                                  "%s split" % split, "params[%r]" % key)
-            for split, key in runtime.BATCH_KEYS}
+            for split, (key, batch) in params.batch_sizes().items()}
         threads = check_nonnegative_int(threads, "threads")
         self.config = runtime.session_config(
             threads, inter_op_threads=min(threads, 2))
