@@ -24,7 +24,7 @@ import re
 from setuptools import find_packages, setup
 
 # The one place of the version is the package (CHANGELOG.md's newest
-# released entry; tests/project/test_names.py checks).
+# released entry; tests/base/test_legacy.py checks).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "tf1_awd_sparse", "__init__.py")) as _init:
     VERSION = re.search(r'^__version__ = "([^"]+)"', _init.read(),

@@ -119,27 +119,3 @@ def test_v1_deprecation_notices_are_silenced_other_warnings_not():
                       "unknown shape.", UserWarning)
     assert [str(w.message) for w in caught] == [
         "Converting sparse IndexedSlices to a dense Tensor of unknown shape."]
-
-
-#: What TF 2.15.1's converter wrote at the conversion of a uint8 language
-#: model (an `awd-lm export`): about 20 lines per conversion.
-SUMMARY = [
-    "Summary on the non-converted ops:",
-    "---------------------------------",
-    " * Accepted dialects: tfl, builtin, func",
-    " * Non-Converted Ops: 13, Total Ops 324, % non-converted = 4.01 %",
-    " * 13 ARITH ops", "",
-    "- arith.constant:   13 occurrences  (i32: 13)", "", "", "",
-    "  (uq_8: 20)", "  (uq_8: 21)", "  (uq_8: 3, uq_32: 21)", "  (f32: 40)",
-]
-
-
-def test_the_converter_summary_goes_other_lines_stay(capfd):
-    from tf1_awd_sparse.base import _stderr
-    text = "\n".join(REAL[:1] + SUMMARY + REAL[1:] + SUMMARY) + "\n"
-    assert _stderr.drop_converter_summary(text).splitlines() == REAL
-    # Around a conversion, at the file descriptor (where the converter's
-    # C++ writes): this process imported _quiet (conftest.py).
-    with _stderr.converter_output():
-        os.write(2, text.encode())
-    assert capfd.readouterr().err.splitlines() == REAL

@@ -115,7 +115,7 @@ def _run_block(block, tmp_path):
     env.pop("TF_CONFIG", None)
     try:
         # This package's deprecation warnings are errors: the documented
-        # names are the current ones (tests/project/test_names.py).
+        # names are the current ones (tests/base/test_legacy.py).
         proc = subprocess.run([sys.executable, "-W", DEPRECATIONS_AS_ERRORS,
                                str(script)], cwd=str(tmp_path),
                               env=env, stdout=subprocess.PIPE,

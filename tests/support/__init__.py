@@ -46,6 +46,23 @@ def library_files():
     return sorted(out)
 
 
+#: Where the project's Python lives (everything but the virtualenvs).
+CODE_DIRS = ("tf1_awd_sparse", "sparse_layers", "tests", "examples",
+             "benchmarks", "tools")
+
+
+def project_python_files():
+    """Every ``.py`` file of the project: the root's and those under
+    `CODE_DIRS` (sorted absolute paths; no virtualenv)."""
+    import glob
+    found = glob.glob(os.path.join(ROOT, "*.py"))
+    for top in CODE_DIRS:
+        for folder, _, files in os.walk(os.path.join(ROOT, top)):
+            found += [os.path.join(folder, f) for f in files
+                      if f.endswith(".py")]
+    return sorted(found)
+
+
 def relative(path):
     """``path`` relative to the project's root, with ``/`` separators."""
     return os.path.relpath(path, ROOT).replace(os.sep, "/")

@@ -15,5 +15,5 @@ __all__ = ["Error"]
 class Error(Exception):
     """Root of every named error of tf1_awd_sparse (and of the facades
     ``weight_drop_lstm``, ``variational_dropout`` and ``sparse_layers``);
-    `tests/project/test_errors.py` checks that every error class the package
+    `tests/base/test_errors.py` checks that every error class the package
     defines derives from it."""

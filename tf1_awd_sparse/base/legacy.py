@@ -38,7 +38,7 @@ __all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "DEPRECATED_SINCE",
 
 #: The release that deprecates the flat awd_lm names (the one after
 #: 0.3.0), and the release that drops them (``tf1_awd_sparse.__version__``
-#: is the first: tests/project/test_names.py).
+#: is the first: tests/base/test_legacy.py).
 DEPRECATED_SINCE = "0.4.0"
 REMOVED_IN = "0.5.0"
 
