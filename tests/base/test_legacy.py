@@ -1,9 +1,11 @@
 """`base.legacy`: the old names that still import - the flat awd_lm
-names, with one warning that names the floor module, and the programs' old
-paths -, the names 0.3.0 deprecated gone, the version they are counted
+names, with one warning that names the floor module, the programs' old
+paths, and a module's moved names, with one warning that names their
+module -, the names 0.3.0 deprecated gone, the version they are counted
 from, and the project's own code and docs using no old name."""
 import ast
 import glob
+import importlib
 import os
 import re
 import subprocess
@@ -47,8 +49,9 @@ REMOVED_0_4_NAMES = (
 
 
 def old_names_used(source):
-    """The deprecated names a Python source uses: modules it imports, and
-    ``from awd_lm import NAME`` of one (`legacy.FLAT_AWD_LM_MODULES`).
+    """The deprecated names a Python source uses: modules it imports,
+    ``from awd_lm import NAME`` of one (`legacy.FLAT_AWD_LM_MODULES`), and
+    ``from MODULE import NAME`` of a moved name (`legacy.MOVED_NAMES`).
 
     Returns:
       sorted list of dotted names that are in the table of old names.
@@ -60,7 +63,10 @@ def old_names_used(source):
         elif isinstance(node, ast.ImportFrom) and node.module:
             used.add(node.module)
             used.update(node.module + "." + a.name for a in node.names)
-    return sorted(u for u in used if u in legacy.FLAT_AWD_LM_MODULES)
+    moved = set("%s.%s" % (module, name) for module, names_ in
+                legacy.MOVED_NAMES.items() for name in names_)
+    return sorted(u for u in used
+                  if u in legacy.FLAT_AWD_LM_MODULES or u in moved)
 
 
 @pytest.mark.per_python
@@ -74,6 +80,9 @@ def test_the_checker_finds_old_names():
     assert old_names_used("from tf1_awd_sparse.awd_lm.training import train\n"
                           "from tf1_awd_sparse.awd_lm import estimator\n"
                           ) == []
+    assert old_names_used(
+        "from tf1_awd_sparse.awd_lm.programs.estimator import (FLAGS,\n"
+        "    main)\n") == ["tf1_awd_sparse.awd_lm.programs.estimator.FLAGS"]
 
 
 @pytest.mark.per_python
@@ -110,7 +119,7 @@ def test_the_docs_name_no_old_name():
 _OLD_NAMES_RUN = r"""
 import importlib, json, sys, warnings
 from tf1_awd_sparse.base import legacy
-out = {"modules": {}, "gone": {}, "programs": {}}
+out = {"modules": {}, "gone": {}, "programs": {}, "moved": {}}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     for old, new in sorted(legacy.FLAT_AWD_LM_MODULES.items()):
@@ -130,6 +139,29 @@ with warnings.catch_warnings(record=True) as caught:
         same = imported is importlib.import_module(
             "tf1_awd_sparse.awd_lm.programs." + name)
         out["programs"][old] = [same, len(caught)]
+    for module, moved in sorted(legacy.MOVED_NAMES.items()):
+        # A program's old path is the same module: the names take turns
+        # at being first used from it, so that both paths are seen warning.
+        paths = [module] + sorted(
+            old for old, name in legacy.PROGRAM_PATHS.items()
+            if module == "tf1_awd_sparse.awd_lm.programs." + name)
+        for i, (name, home) in enumerate(sorted(moved.items())):
+            path = paths[i % len(paths)]
+            del caught[:]
+            exec("from %s import %s as imported" % (path, name))
+            first = [(str(w.message), w.filename) for w in caught
+                     if issubclass(w.category, DeprecationWarning)
+                     and str(w.message).startswith("tf1_awd_sparse")]
+            home_object = getattr(importlib.import_module(home), name)
+            same = [imported is home_object]
+            del caught[:]
+            for other in paths:
+                exec("from %s import %s as imported" % (other, name))
+                same.append(imported is home_object)
+                same.append(getattr(importlib.import_module(other), name)
+                            is home_object)
+            out["moved"][module + "." + name] = [first, path, same,
+                                                 len(caught)]
 def error_of(statement):
     try:
         exec(statement)
@@ -182,6 +214,39 @@ def test_a_flat_awd_lm_name_warns_once_with_its_floor_module(old,
 def test_a_programs_old_path_is_its_module_without_a_warning(old,
                                                               old_names_run):
     assert old_names_run["programs"][old] == [True, 0]
+
+
+MOVED = sorted("%s.%s" % (module, name) for module, moved in
+               legacy.MOVED_NAMES.items() for name in moved)
+
+
+@pytest.mark.parametrize("old", MOVED)
+def test_a_moved_name_is_its_object_and_warns_once_naming_its_module(
+        old, old_names_run):
+    """``from tf1_awd_sparse.awd_lm.programs.estimator import FLAGS`` (or
+    from the program's old path, ``awd_lm.estimator``) is
+    ``distributed.cli.FLAGS``, warned about once."""
+    first, path, same, again = old_names_run["moved"][old]
+    module, _, name = old.rpartition(".")
+    assert all(same), same      # the defining module's object, by any path
+    assert len(first) == 1, (path, first)
+    message, filename = first[0]
+    assert message.startswith(old + " is deprecated since %s"
+                              % legacy.DEPRECATED_SINCE), message
+    assert message.endswith("use %s.%s" % (legacy.MOVED_NAMES[module][name],
+                                           name)), message
+    assert legacy.REMOVED_IN in message
+    assert filename in ("<string>", "-c"), filename   # the importing line
+    assert again == 0
+
+
+def test_a_moved_name_is_not_listed_where_it_no_longer_lives():
+    """The module lists what it defines: ``import *`` takes no moved name,
+    and its moved names are no attributes until asked for."""
+    for module, moved in legacy.MOVED_NAMES.items():
+        imported = importlib.import_module(module)
+        assert not set(moved) & set(imported.__all__), module
+        assert not set(moved) & set(vars(imported)), module
 
 
 def test_a_programs_old_path_runs_the_program():

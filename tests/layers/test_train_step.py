@@ -20,7 +20,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
-from tf1_awd_sparse.awd_lm.distributed import model_fn
+from tf1_awd_sparse.awd_lm.distributed import cli, model_fn
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.training import train_graph
 from tf1_awd_sparse.transforms.magnitude_pruning import PRUNING_COLLECTIONS
@@ -76,7 +76,7 @@ def test_build_train_step_magnitude_pruning_needs_a_global_step():
 
 def _params(**extra):
     params = presets.params_for("demo", "awd",
-                                estimator.parse_hparams(PRUNED))
+                                cli.parse_hparams(PRUNED))
     params.update(vocab_size=20, **extra)
     return presets.check_params(params)
 
@@ -176,7 +176,7 @@ def test_magnitude_pruning_is_refused_under_mirrored(tmp_path):
     args = monitored.parse_args(["--model-dir", str(tmp_path), "--hparams",
                                  PRUNED, "--distribute", "mirrored"])
     with pytest.raises(ValueError, match="pruning 'magnitude'.*mirrored"):
-        estimator.command_params(args)
+        cli.command_params(args)
 
 
 def _own_lines(stderr):
@@ -241,26 +241,26 @@ def test_command_params_one_source_and_one_line_errors(tmp_path):
     params (flags left out); misspelt keys in either are refused naming
     the closest key; a corpus of another vocabulary is refused."""
     model_dir = str(tmp_path)
-    params, corpus = estimator.command_params(
+    params, corpus = cli.command_params(
         _args(model_dir, "--hparams", TINY_HPARAMS))
     assert params["lr"] == 2.0 and params["vocab_size"] == len(corpus.vocab)
     args = _args(model_dir, "--train-steps", "3")
     args.hparams = TINY_HPARAMS
-    estimator.write_model_dir(args, dict(params, use_vd=True), corpus)
+    cli.write_model_dir(args, dict(params, use_vd=True), corpus)
     stored = json.load(open(os.path.join(model_dir, "config.json")))
     assert "use_vd" not in stored["params"]
-    from_dir, _ = estimator.command_params(_args(model_dir))
+    from_dir, _ = cli.command_params(_args(model_dir))
     assert from_dir == params
     with pytest.raises(ValueError, match="did you mean 'lr'"):
-        estimator.command_params(_args(model_dir, "--hparams", "lrr=2"))
+        cli.command_params(_args(model_dir, "--hparams", "lrr=2"))
     with pytest.raises(ValueError, match="--model disagrees|--model 'plain'"):
-        estimator.command_params(_args(model_dir, "--model", "plain"))
+        cli.command_params(_args(model_dir, "--model", "plain"))
     stored["params"]["hiden_size"] = stored["params"].pop("hidden_size")
     with open(os.path.join(model_dir, "config.json"), "w") as f:
         json.dump(stored, f)
     with pytest.raises(modeldir.ConfigError,
                        match="'hiden_size'.*did you mean 'hidden_size'"):
-        estimator.command_params(_args(model_dir))
+        cli.command_params(_args(model_dir))
     stored["params"]["hidden_size"] = stored["params"].pop("hiden_size")
     with open(os.path.join(model_dir, "config.json"), "w") as f:
         json.dump(stored, f)
@@ -272,4 +272,4 @@ def test_command_params_one_source_and_one_line_errors(tmp_path):
     # recorded (here the embedded one), not a flag.
     with pytest.raises(ValueError, match="the corpus of .*config.json: "
                                          "the corpus's vocabulary"):
-        estimator.command_params(_args(model_dir))
+        cli.command_params(_args(model_dir))

@@ -20,13 +20,6 @@ pytestmark = pytest.mark.per_python
 
 #: At most this many library modules define a module-level ``__getattr__``.
 MAX_MODULE_GETATTR = 1
-#: The awd_lm modules that still gather other modules' names: the
-#: language model's packages are being reorganised (issue 56, item 1), and
-#: this list shrinks to nothing with that work. Nothing may join it.
-HUBS_BEING_SPLIT = (
-    "tf1_awd_sparse/awd_lm/programs/estimator.py",
-)
-
 
 #: The modules that still import names only for callers that have not
 #: moved to the defining module (those callers are in the language model's
@@ -139,18 +132,12 @@ def test_at_most_one_module_defines_a_module_getattr():
 
 
 def test_no_module_reexports_most_of_its_all():
+    """No exceptions: a module's old names that another module defines
+    are `base.legacy.MOVED_NAMES`' (awd_lm.programs.estimator's were the
+    last hub)."""
     found = hubs(library_files())
     print("\nmodules re-exporting most of __all__: %s" % found)
-    assert sorted(set(found) - set(HUBS_BEING_SPLIT)) == []
-
-
-def test_the_allow_list_names_only_hubs():
-    """An entry of `HUBS_BEING_SPLIT` that is no hub any more leaves the
-    list (one whose module went with the reorganisation leaves it too, but
-    fails nothing)."""
-    found = hubs(library_files())
-    assert [h for h in HUBS_BEING_SPLIT if h not in found
-            and os.path.exists(os.path.join(ROOT, h))] == []
+    assert found == {}
 
 
 def test_no_module_imports_a_name_only_for_others():

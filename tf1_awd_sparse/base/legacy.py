@@ -3,7 +3,9 @@ module of compatibility (floor 0, standard library only, so that
 ``tf1_awd_sparse.awd_lm``'s ``__init__`` installs it without importing
 TensorFlow). Nothing else in the library keeps an old name: no module
 tombstone (``tests/project/test_compatibility.py`` allows at most one
-module-level ``__getattr__``), no alias module, no alias assignment.
+module-level ``__getattr__``), no alias module, no alias assignment: a
+module whose old names moved binds :func:`moved_names`' ``__getattr__``,
+one line, and the names are in the table here.
 
 Two tables, answered by one ``sys.meta_path`` finder (:func:`install`,
 called by ``tf1_awd_sparse.awd_lm``'s ``__init__``):
@@ -19,6 +21,15 @@ called by ``tf1_awd_sparse.awd_lm``'s ``__init__``):
   itself when imported, the program when run with ``python -m``. No
   release has announced their end, so they do not warn.
 
+and one of names a module no longer lists:
+
+* :data:`MOVED_NAMES` - the names a module of 0.3.0 exported without
+  defining them (``awd_lm.estimator``'s ``FLAGS``, ``model_fn``, ...).
+  The module binds :func:`moved_names`' ``__getattr__``, so that ``from
+  MODULE import NAME`` gives the object of the module defining it, and its
+  first use emits one ``DeprecationWarning`` naming that module and
+  :data:`REMOVED_IN`. Deprecated since :data:`DEPRECATED_SINCE`.
+
 What 0.3.0 deprecated went in 0.4.0, as announced: the old module names
 (``tf1_awd_sparse._checks``, ``.mask_placement``, ...) and the names that
 moved out of a module (``base.checks.smart_cond``, ...) no longer import,
@@ -33,8 +44,8 @@ import importlib.util
 import sys
 import warnings
 
-__all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "DEPRECATED_SINCE",
-           "REMOVED_IN", "install"]
+__all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "MOVED_NAMES",
+           "DEPRECATED_SINCE", "REMOVED_IN", "install", "moved_names"]
 
 #: The release that deprecates the flat awd_lm names (the one after
 #: 0.3.0), and the release that drops them (``tf1_awd_sparse.__version__``
@@ -71,6 +82,23 @@ FLAT_AWD_LM_MODULES[_AWD_LM + ".compress"] = (
 PROGRAM_PATHS = dict(("%s.%s" % (_AWD_LM, name), name)
                      for name in ("estimator", "generate", "monitored",
                                   "score"))
+
+_DISTRIBUTED = _AWD_LM + ".distributed."
+#: Names a module exported in 0.3.0 without defining them: module -> {name:
+#: the module that defines it}. The estimator program gathered the
+#: distributed floor's pieces (issue 56 lists only what a module defines).
+MOVED_NAMES = {
+    _AWD_LM + ".programs.estimator": dict(
+        [(name, _DISTRIBUTED + "cli") for name in (
+            "DISTRIBUTE_CHOICES", "FLAGS", "FLAG_CHECKS", "command_line",
+            "command_params", "eval_line", "hparam_flag", "parse_hparams",
+            "start_lifetime", "write_model_dir")]
+        + [("ClusterBarrierHook", _DISTRIBUTED + "cluster"),
+           ("mirrored_strategy", _DISTRIBUTED + "cluster"),
+           ("make_input_fn", _DISTRIBUTED + "input_fn"),
+           ("model_fn", _DISTRIBUTED + "model_fn"),
+           ("session_config", _AWD_LM + ".corpus.runtime")]),
+}
 
 _warned = set()
 
@@ -133,3 +161,35 @@ def install():
         # (an upgrade over an old install, or an editable install's finder
         # pointing at another checkout); it answers only the tables' names.
         sys.meta_path.insert(0, _OldNames())
+
+
+def moved_names(module):
+    """The module-level ``__getattr__`` (PEP 562) that keeps a module's
+    old names (`MOVED_NAMES`): a module says
+    ``__getattr__ = legacy.moved_names(__name__)``.
+
+    Args:
+      module: the module's ``__name__``, a key of `MOVED_NAMES`.
+
+    Returns:
+      function ``name -> object``: a moved name's object, the one the
+      module defining it holds (imported then), with one
+      ``DeprecationWarning`` the first time (``MODULE.NAME is deprecated
+      since ... use HOME.NAME``, pointing at the caller's line).
+
+    Raises:
+      KeyError: ``module`` has no moved names.
+      AttributeError: (from the function) any other name, as Python's own
+        (so ``from MODULE import OTHER`` is Python's ImportError).
+    """
+    moved = MOVED_NAMES[module]
+
+    def __getattr__(name):
+        home = moved.get(name)
+        if home is None:
+            raise AttributeError("module %r has no attribute %r"
+                                 % (module, name))
+        # The caller's line is two frames up: _warn_once's, this one's.
+        _warn_once("%s.%s" % (module, name), "%s.%s" % (home, name), 2)
+        return getattr(importlib.import_module(home), name)
+    return __getattr__

@@ -6,7 +6,6 @@ import os
 import numpy as np
 import pytest
 
-from tf1_awd_sparse.awd_lm import estimator
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
@@ -145,9 +144,9 @@ def test_a_short_split_names_its_file(tmp_path):
 
 
 def test_session_config_filters_devices_per_task():
-    worker = estimator.session_config(1, "worker", 3)
+    worker = runtime.session_config(1, "worker", 3)
     assert list(worker.device_filters) == ["/job:ps", "/job:worker/task:3"]
-    single = estimator.session_config(1, num_cpus=2)
+    single = runtime.session_config(1, num_cpus=2)
     assert list(single.device_filters) == []
     assert single.device_count["CPU"] == 2
 

@@ -3,7 +3,6 @@ consecutive windows of the streams, shards, repetition, against numpy."""
 import numpy as np
 import pytest
 
-from tf1_awd_sparse.awd_lm import estimator
 from tf1_awd_sparse.awd_lm.distributed import input_fn
 
 
@@ -38,7 +37,7 @@ def test_shards_are_disjoint_and_cover_every_window(sess):
     inputs, _ = input_fn.bptt_batches(ids, 2, 4)       # 10 windows
     seen = []
     for shard in range(3):
-        fn = estimator.make_input_fn(ids, 2, 4, num_shards=3,
+        fn = input_fn.make_input_fn(ids, 2, 4, num_shards=3,
                                      shard_index=shard, repeat=False)
         n = len(range(shard, 10, 3))
         got = _windows(fn, sess, n)
@@ -50,7 +49,7 @@ def test_shards_are_disjoint_and_cover_every_window(sess):
 
 def test_training_input_repeats(sess):
     ids = np.arange(2 * 21)
-    fn = estimator.make_input_fn(ids, 2, 4)               # 5 windows
+    fn = input_fn.make_input_fn(ids, 2, 4)               # 5 windows
     got = _windows(fn, sess, 6)
     np.testing.assert_array_equal(got[5][0], got[0][0])
 
@@ -58,9 +57,9 @@ def test_training_input_repeats(sess):
 def test_make_input_fn_errors():
     ids = np.arange(2 * 21)
     with pytest.raises(ValueError, match="shard_index"):
-        estimator.make_input_fn(ids, 2, 4, num_shards=2, shard_index=2)
+        input_fn.make_input_fn(ids, 2, 4, num_shards=2, shard_index=2)
     with pytest.raises(ValueError, match="cannot be shared by 9 workers"):
-        estimator.make_input_fn(ids, 2, 4, num_shards=9, shard_index=0)
+        input_fn.make_input_fn(ids, 2, 4, num_shards=9, shard_index=0)
 
 
 def test_a_bad_bptt_is_named_first():

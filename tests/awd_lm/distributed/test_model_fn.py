@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1_awd_sparse.awd_lm import estimator
 from tf1_awd_sparse.awd_lm.distributed import model_fn
 from support.lm import AWD_VD_PARAMS as PARAMS
 from support.versions import needs_estimator
@@ -27,14 +26,14 @@ def test_eval_xent_graph_has_no_masks():
 def test_model_fn_eval_graph_has_no_masks_and_predicts():
     params = PARAMS
     x = tf.zeros([2, 5], tf.int32)
-    spec = estimator.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.EVAL,
+    spec = model_fn.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.EVAL,
                               params)
     assert tf.local_variables() and not [
         v for v in tf.global_variables() + tf.local_variables()
         if "mask" in v.name]
     assert set(spec.eval_metric_ops) == {"xent", "perplexity"}
     with tf.Graph().as_default():
-        spec = estimator.model_fn({"inputs": tf.zeros([2, 5], tf.int32)},
+        spec = model_fn.model_fn({"inputs": tf.zeros([2, 5], tf.int32)},
                                   None, tf.estimator.ModeKeys.PREDICT,
                                   params)
         assert spec.predictions["logits"].shape.as_list() == [2, 5, 20]
@@ -43,12 +42,12 @@ def test_model_fn_eval_graph_has_no_masks_and_predicts():
 @needs_estimator
 def test_model_fn_train_spec_has_no_hooks_but_the_callers():
     x = tf.constant(np.arange(10).reshape(2, 5) % 20, tf.int32)
-    spec = estimator.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.TRAIN,
+    spec = model_fn.model_fn({"inputs": x}, x, tf.estimator.ModeKeys.TRAIN,
                               PARAMS)
     assert not spec.training_hooks
     hook = model_fn.MaskUpdateHook()
     with tf.Graph().as_default():
-        spec = estimator.model_fn(
+        spec = model_fn.model_fn(
             {"inputs": tf.zeros([2, 5], tf.int32)},
             tf.zeros([2, 5], tf.int32), tf.estimator.ModeKeys.TRAIN,
             dict(PARAMS, training_hooks=lambda loss: [hook]))

@@ -9,7 +9,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.programs import estimator, monitored
-from tf1_awd_sparse.awd_lm.distributed import input_fn
+from tf1_awd_sparse.awd_lm.distributed import cli, input_fn
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
@@ -113,7 +113,7 @@ def _reference_xent(model_dir):
     windows, computed apart from awd_lm.monitored: numpy windows
     (bptt_batches) fed through placeholders, averaged in numpy."""
     params = presets.params_for("demo", "awd",
-                                estimator.parse_hparams(TINY_HPARAMS))
+                                cli.parse_hparams(TINY_HPARAMS))
     corpus, _, _ = runtime.load_corpus(None, as_params(params))
     params["vocab_size"] = len(corpus.vocab)
     inputs, targets = input_fn.bptt_batches(

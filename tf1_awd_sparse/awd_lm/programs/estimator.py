@@ -1,10 +1,11 @@
 """The language model on TensorFlow's own distributed runtime (Estimator).
 
-`model_fn` wraps `awd_lm.graph.model.build_lm` (the same graph code as the
-single-process loop) for `tf.estimator.Estimator`; `make_input_fn` feeds
-fixed-length BPTT windows from a token stream, a disjoint share per worker.
-The command line (``python -m tf1_awd_sparse.awd_lm.estimator --help``)
-trains with `tf.estimator.train_and_evaluate`, so the same command runs:
+`distributed.model_fn.model_fn` wraps `awd_lm.graph.model.build_lm` (the
+same graph code as the single-process loop) for `tf.estimator.Estimator`;
+`distributed.input_fn.make_input_fn` feeds fixed-length BPTT windows from a
+token stream, a disjoint share per worker. The command line (``awd-lm
+estimator --help``) trains with `tf.estimator.train_and_evaluate`, so the
+same command runs:
 
 - in one process (no ``TF_CONFIG``);
 - as a parameter-server cluster: every process gets ``TF_CONFIG`` naming the
@@ -17,21 +18,21 @@ trains with `tf.estimator.train_and_evaluate`, so the same command runs:
 
 It needs ``tf.estimator`` (TensorFlow 1.x and 2.x up to 2.15). On 2.16+
 it exits with status 2 and one line naming its replacement:
-``python -m tf1_awd_sparse.awd_lm.monitored`` (`awd_lm.monitored`) takes
-the same flags and runs the same three setups through
-``tf.train.MonitoredTrainingSession``, on every version.
+``python -m tf1_awd_sparse.awd_lm.monitored`` (``awd-lm monitored``,
+`awd_lm.programs.monitored`) takes the same flags and runs the same three
+setups through ``tf.train.MonitoredTrainingSession``, on every version.
 
 A run that trains writes ``config.json`` and ``vocab.txt`` into
 ``--model-dir`` first (`awd_lm.config.modeldir`); from then on they are the
 directory's configuration: ``--evaluate-only`` needs no ``--hparams``, and
 a ``--preset``, ``--model`` or ``--hparams`` value that differs from
-config.json is refused in one line (`command_params`).
+config.json is refused in one line (`distributed.cli.command_params`).
 
-Differences from the single-process loop (`awd_lm.training.train`): each window
-starts from a zero state (Estimator input pipelines carry no state between
-batches), the window length is fixed (``bptt``), and the optimizer is plain
-SGD with gradient clipping (NT-ASGD's trigger needs the loop's validation
-schedule).
+Differences from the single-process loop (`awd_lm.training.train`): each
+window starts from a zero state (Estimator input pipelines carry no state
+between batches), the window length is fixed (``bptt``), and the optimizer
+is plain SGD with gradient clipping (NT-ASGD's trigger needs the loop's
+validation schedule).
 
 The pieces live in modules by job: `awd_lm.distributed.input_fn` (the
 input pipeline), `awd_lm.distributed.model_fn` (``model_fn`` and the
@@ -39,8 +40,9 @@ mask-resampling hook), `awd_lm.distributed.cluster` (barriers,
 MirroredStrategy), `awd_lm.corpus.runtime` (corpus and session
 configuration, shared with the single-process loop); this module is the
 command line (``awd-lm estimator``; ``python -m
-tf1_awd_sparse.awd_lm.estimator`` is its old path) and exports the pieces
-under their old names.
+tf1_awd_sparse.awd_lm.estimator`` is its old path). The pieces' 0.3.0
+names here (``estimator.model_fn``, ``estimator.FLAGS``, ...) still work
+with a DeprecationWarning until 0.5.0 (`base.legacy.MOVED_NAMES`).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -53,25 +55,22 @@ from tf1_awd_sparse.base.compat import tf  # noqa: E402
 
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base import compat as _compat
-from tf1_awd_sparse.awd_lm.distributed import cli
-# The pieces, under the names this module has always exported (the shared
-# command line's are the same objects as cli's).
-from tf1_awd_sparse.awd_lm.distributed.cli import (  # noqa: F401
-    DISTRIBUTE_CHOICES, FLAGS, FLAG_CHECKS, command_line, command_params,
-    eval_line, hparam_flag, parse_hparams,
-    start_lifetime, write_model_dir)
-from tf1_awd_sparse.awd_lm.distributed.cluster import (  # noqa: F401
-    ClusterBarrierHook, mirrored_strategy)
-from tf1_awd_sparse.awd_lm.distributed.input_fn import make_input_fn  # noqa: F401
-from tf1_awd_sparse.awd_lm.distributed.model_fn import model_fn  # noqa: F401
-from tf1_awd_sparse.awd_lm.corpus.runtime import session_config  # noqa: F401
+from tf1_awd_sparse.awd_lm.corpus import runtime
+from tf1_awd_sparse.awd_lm.distributed import cli, cluster
+from tf1_awd_sparse.awd_lm.distributed import input_fn as _input_fn
+# Under another name: this module's ``model_fn`` is a moved name (below).
+from tf1_awd_sparse.awd_lm.distributed.model_fn import (
+    model_fn as _model_fn)
+from tf1_awd_sparse.base import legacy as _legacy
 from tf1_awd_sparse.base.errors import Error
 
-__all__ = ["DISTRIBUTE_CHOICES", "ALTERNATIVE", "EstimatorUnavailableError",
-           "require_estimator", "parse_hparams", "FLAGS", "FLAG_CHECKS",
-           "parse_args", "hparam_flag", "prepare", "command_params",
-           "write_model_dir", "execute", "start_lifetime", "run", "main",
-           "command_line", "eval_line"]
+__all__ = ["ALTERNATIVE", "EstimatorUnavailableError", "require_estimator",
+           "parse_args", "prepare", "execute", "run", "main"]
+
+# 0.3.0's names of this module that other modules define (the shared
+# command line's, the distributed floor's): they still import from here,
+# with a warning naming their module, until legacy.REMOVED_IN.
+__getattr__ = _legacy.moved_names(__name__)
 
 #: The command line that replaces this one where tf.estimator is missing.
 ALTERNATIVE = "python -m tf1_awd_sparse.awd_lm.monitored"
@@ -141,7 +140,7 @@ def prepare(args, training_hooks=None):
         ``--evaluate-only``, or no checkpoint to evaluate.
     """
     require_estimator()
-    params, corpus = command_params(args)
+    params, corpus = cli.command_params(args)
     probe = tf.estimator.RunConfig()
     task_type, task_id = probe.task_type, probe.task_id
     mirrored = args.distribute == "mirrored"
@@ -158,19 +157,20 @@ def prepare(args, training_hooks=None):
             probe.global_id_in_cluster or 0),
         save_checkpoints_steps=args.save_steps, save_summary_steps=50,
         log_step_count_steps=50,
-        session_config=session_config(
+        session_config=runtime.session_config(
             args.threads, task_type if probe.cluster_spec else None,
             task_id, args.num_devices if mirrored else None),
-        train_distribute=(mirrored_strategy(args.num_devices) if mirrored
-                          else None))
+        train_distribute=(cluster.mirrored_strategy(args.num_devices)
+                          if mirrored else None))
     # The Estimator takes a plain dict; model_fn takes the hooks out of it
     # and checks the rest.
     estimator = tf.estimator.Estimator(
-        model_fn, params=dict(params.to_flat(), training_hooks=training_hooks),
+        _model_fn,
+        params=dict(params.to_flat(), training_hooks=training_hooks),
         config=config)
-    eval_input = make_input_fn(corpus.valid,
-                               params.optimization.eval_batch_size,
-                               params.optimization.bptt, repeat=False)
+    eval_input = _input_fn.make_input_fn(
+        corpus.valid, params.optimization.eval_batch_size,
+        params.optimization.bptt, repeat=False)
     setup = {"estimator": estimator, "eval_input": eval_input,
              "eval_steps": args.eval_steps, "train_spec": None,
              "model_dir": None}
@@ -182,14 +182,15 @@ def prepare(args, training_hooks=None):
         return setup
     hooks = []
     if probe.cluster_spec and task_type != "ps":
-        hooks.append(ClusterBarrierHook(
+        hooks.append(cluster.ClusterBarrierHook(
             n_tasks, args.train_steps, config.is_chief,
             timeout_secs=args.barrier_timeout))
     # Chief and workers take disjoint shares of the windows (ids 0..n-1).
     shard = (probe.global_id_in_cluster
              if probe.cluster_spec and task_type != "ps" else 0)
-    train_input = make_input_fn(corpus.train, params.optimization.batch_size,
-                                params.optimization.bptt, n_tasks, shard)
+    train_input = _input_fn.make_input_fn(
+        corpus.train, params.optimization.batch_size,
+        params.optimization.bptt, n_tasks, shard)
     setup["train_spec"] = tf.estimator.TrainSpec(
         train_input, max_steps=args.train_steps, hooks=hooks)
     if config.is_chief:
@@ -210,7 +211,7 @@ def execute(setup):
         return estimator.evaluate(setup["eval_input"],
                                   steps=setup["eval_steps"])
     if setup["model_dir"] is not None:
-        write_model_dir(*setup["model_dir"])
+        cli.write_model_dir(*setup["model_dir"])
     result = tf.estimator.train_and_evaluate(
         estimator, setup["train_spec"],
         tf.estimator.EvalSpec(setup["eval_input"], steps=setup["eval_steps"],
@@ -237,7 +238,7 @@ def run(argv=None):
     """
     require_estimator()
     args = parse_args(argv)
-    start_lifetime(args)
+    cli.start_lifetime(args)
     return execute(prepare(args))
 
 
@@ -261,7 +262,7 @@ def main(argv=None, extra_flags=(), make_hooks=None):
         require_estimator()
     except EstimatorUnavailableError as e:
         _cli.fail(e)
-    return command_line(args, prepare, execute, make_hooks)
+    return cli.command_line(args, prepare, execute, make_hooks)
 
 
 if __name__ == "__main__":  # as ``awd-lm estimator`` (`main.run_as_main`)

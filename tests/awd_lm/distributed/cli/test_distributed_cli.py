@@ -20,13 +20,13 @@ from support.versions import needs_estimator
 
 
 def test_parse_hparams_types_and_errors():
-    got = estimator.parse_hparams("emb_size=16, lr=2.5,variable_bptt=false")
+    got = cli.parse_hparams("emb_size=16, lr=2.5,variable_bptt=false")
     assert got == {"emb_size": 16, "lr": 2.5, "variable_bptt": False}
-    assert estimator.parse_hparams("") == {}
+    assert cli.parse_hparams("") == {}
     with pytest.raises(ValueError, match="nonsense"):
-        estimator.parse_hparams("nonsense=1")
+        cli.parse_hparams("nonsense=1")
     with pytest.raises(ValueError, match="emb_size"):
-        estimator.parse_hparams("emb_size")
+        cli.parse_hparams("emb_size")
 
 
 #: The distributed command lines (same flags): the Estimator one only where
@@ -72,7 +72,7 @@ def test_both_command_lines_read_bools_alike():
     Estimator CLI read 'on' as False)."""
     for text, want in (("on", True), ("Yes", True), ("1", True),
                        ("off", False), ("FALSE", False), ("0", False)):
-        assert estimator.parse_hparams("variable_bptt=" + text) == {
+        assert cli.parse_hparams("variable_bptt=" + text) == {
             "variable_bptt": want}
         args = script.parse_args(["--variable-bptt", text])
         assert args.variable_bptt is want
@@ -149,7 +149,7 @@ def test_estimator_eval_line_is_strict_json():
     """json.dumps wrote NaN / Infinity (not JSON) for a diverged model."""
     metrics = {"xent": np.float32(2.5), "perplexity": np.float32(np.inf),
                "loss": np.float32(np.nan), "global_step": np.int64(7)}
-    line = estimator.eval_line(metrics)
+    line = cli.eval_line(metrics)
     assert line.startswith("eval: ")
 
     def refuse(name):
@@ -172,8 +172,8 @@ def test_monitored_model_dir_names_its_corpus_and_training(tmp_path):
     hparams = "emb_size=8,hidden_size=12,batch_size=4,eval_batch_size=3,bptt=6"
     args = monitored.parse_args(["--model-dir", model_dir, "--data-dir",
                                  data_dir, "--hparams", hparams])
-    params, corpus = estimator.command_params(args)
-    estimator.write_model_dir(args, params, corpus)
+    params, corpus = cli.command_params(args)
+    cli.write_model_dir(args, params, corpus)
     with open(os.path.join(model_dir, "config.json")) as handle:
         produced = json.load(handle)["produced_by"]
     assert produced["data_dir"] == os.path.abspath(data_dir)
@@ -182,7 +182,7 @@ def test_monitored_model_dir_names_its_corpus_and_training(tmp_path):
     assert produced["valid_ppl"] is None
     again = monitored.parse_args(["--model-dir", model_dir,
                                   "--evaluate-only"])
-    _, corpus2 = estimator.command_params(again)
+    _, corpus2 = cli.command_params(again)
     assert list(corpus2.vocab) == list(corpus.vocab)
     assert list(corpus2.valid) == list(corpus.valid)
     cli.record_valid_ppl(model_dir, {"perplexity": 12.5, "xent": 2.5})
