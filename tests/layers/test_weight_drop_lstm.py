@@ -174,8 +174,8 @@ def test_config_round_trip_and_errors():
 
 
 # ----------------------------------------------------------------------
-# The layer as a layer (issue 19.3): unique default scopes, variables,
-# built once, a named error on another input depth.
+# The layer as a layer (issue 19.3): variables, built once, a named
+# error on another input depth (its scopes: tests/layers/test_sequence_base.py).
 # ----------------------------------------------------------------------
 def test_two_layers_without_scope_stack_and_train(sess):
     first = WeightDropLSTM(N, weight_drop_kr=0.5, use_vd=True, seed=1)
@@ -200,20 +200,6 @@ def test_two_layers_without_scope_stack_and_train(sess):
     after = sess.run(trainable)
     for variable, old, new in zip(trainable, before, after):
         assert not np.allclose(old, new), variable.op.name
-
-
-def test_default_scope_is_unique_in_the_enclosing_scope():
-    layers = [WeightDropLSTM(N) for _ in range(3)]
-    x = _x(tf.float32)
-    with tf.variable_scope("lm"):
-        layers[0](x)
-        layers[1](x)
-    layers[2](x)
-    assert [l.scope_name for l in layers] == ["lm/rnn", "lm/rnn_1", "rnn"]
-    # An explicit scope keeps its name.
-    named = WeightDropLSTM(N, scope="encoder")
-    named(x)
-    assert named.variables[0].op.name == "encoder/lstm_cell/kernel"
 
 
 def test_second_call_reuses_the_variables(sess):
@@ -266,13 +252,6 @@ def test_update_op_before_the_call_uses_the_layers_scope():
     layer(_x(tf.float32))
     assert layer.scope_name == "rnn_1"
     assert {v.op.name.split("/")[0] for v in layer.variables} == {"rnn_1"}
-
-
-def test_bad_scope_is_a_named_error():
-    with pytest.raises(ValueError, match="scope must be None"):
-        WeightDropLSTM(N, scope=3)
-    with pytest.raises(ValueError, match="scope must be None"):
-        WeightDropLSTM(N)(_x(tf.float32), scope="")
 
 
 def test_is_train_of_unknown_rank_is_checked_when_run(sess):
