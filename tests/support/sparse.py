@@ -29,14 +29,48 @@ def registered_sparse_model(sess, rng):
     techniques.register_pair("l0", pair)  # no double count
     sess.run(tf.global_variables_initializer())
     values = {}
-    for technique, aux_range in [("variational_dropout", (-3., 6.)),
-                                 ("l0", (-4., 2.))]:
-        for theta, aux in techniques.registered_pairs(technique):
-            value = (rng.randn(*theta.shape.as_list()).astype(np.float32),
-                     rng.uniform(*aux_range, size=aux.shape.as_list())
-                     .astype(np.float32))
-            sess.run([theta.assign(value[0]), aux.assign(value[1])])
-            values[theta.op.name] = value
+    for technique in ("variational_dropout", "l0"):
+        values.update(randomize_pairs(
+            sess, technique, techniques.registered_pairs(technique), rng))
+    return values
+
+
+#: Ranges of the auxiliary values (log sigma^2, log alpha) that zero part
+#: of the weights, by technique.
+AUX_RANGES = {"variational_dropout": (-3., 6.), "l0": (-4., 2.)}
+
+
+def np_eval_weights(technique, theta, aux):
+    """The evaluation weights of a pair (the papers' formulas, numpy): VD
+    keeps theta where log(alpha) (in float64) is below 3, L0 scales it by
+    its gate's test-time value."""
+    if technique == "variational_dropout":
+        log_alpha = aux - np.log(theta.astype(np.float64) ** 2 + 1e-8)
+        return theta * (log_alpha < 3.0)
+    return theta * np.clip(sigmoid(aux) * 1.2 - 0.1, 0., 1.)
+
+
+def embedding_pair(technique, name="emb", shape=(7, 5), use_resource=True):
+    """An embedding-style pair ``<name>`` / ``<name>_<aux>`` of new
+    variables, registered with ``technique``."""
+    aux_name = techniques.get(technique).aux_name
+    pair = tuple(tf.get_variable(n, shape, use_resource=use_resource)
+                 for n in (name, "%s_%s" % (name, aux_name)))
+    techniques.register_pair(technique, pair)
+    return pair
+
+
+def randomize_pairs(sess, technique, pairs, rng):
+    """Assigns random theta (standard normal) and aux (uniform over
+    `AUX_RANGES`) values to ``pairs``; returns {theta name: (theta,
+    aux)} numpy float32 values."""
+    values = {}
+    for theta, aux in pairs:
+        value = (rng.randn(*theta.shape.as_list()).astype(np.float32),
+                 rng.uniform(*AUX_RANGES[technique],
+                             size=aux.shape.as_list()).astype(np.float32))
+        sess.run([theta.assign(value[0]), aux.assign(value[1])])
+        values[theta.op.name] = value
     return values
 
 
