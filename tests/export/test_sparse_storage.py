@@ -14,6 +14,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from support.versions import IS_TF2, builtin_only
+from support.sparse import ledger_row
 from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
@@ -246,26 +247,6 @@ def test_auto_takes_the_fewest_bytes_and_the_report_counts_them(pruned):
         blocks = record["stored_values"] // block
         assert record["bytes"] == (4 * record["stored_values"] + blocks
                                    + record["shape"][0] + 1)
-
-
-@needs_schema
-@pytest.mark.parametrize("layout", ["csr", "1x4", "1x16"])
-@pytest.mark.parametrize("cols", [32, 320])   # 1- and 2-byte indices
-def test_encode_decodes_back_to_the_weights(layout, cols):
-    schema, _ = sparse_format.schema_modules()
-    rng = np.random.RandomState(cols)
-    weights = rng.randn(700, cols).astype(np.float32)
-    weights[rng.rand(700, cols) < 0.9] = 0
-    weights[3] = 0                                 # an empty row
-    sparsity, values = ss.encode(schema, weights, layout)
-    np.testing.assert_array_equal(
-        ss.dense_values(sparsity, values, weights.shape), weights)
-    block = {"csr": 1, "1x4": 4, "1x16": 16}[layout]
-    kept = np.any(weights.reshape(700, -1, block) != 0, axis=2)
-    assert values.size == kept.sum() * block
-    assert ss.encoded_bytes(weights, layout, 4) == (
-        4 * values.size + kept.sum() * (1 if cols // block <= 256 else 2)
-        + 701 * (2 if kept.sum() < 65535 else 4))
 
 
 @needs_schema
@@ -507,31 +488,6 @@ def test_the_format_names_are_importable_from_sparse_storage():
             assert getattr(ss, name) is getattr(sparse_format, name), name
 
 
-def _one_row(cols, blocks):
-    """A [cols, 4] matmul weight whose fully-connected weight [4, cols]
-    has ``blocks`` non-zero 1 x 16 blocks in row 0, the last ones, and
-    the other rows zero (75 % zeros or more)."""
-    weight = np.zeros([cols, 4], np.float32)
-    values = np.random.RandomState(blocks).randn(blocks * 16) + 3.0
-    weight[cols - blocks * 16:, 0] = values
-    return weight
-
-
-@pytest.mark.parametrize("cols, blocks, message", [
-    (4096, 256, r"row 0 holds 256 non-zero blocks of 16, more than the 255"),
-    (4112, 16, r"4,112 columns exceed the 4,096 columns"),
-])
-def test_the_ledger_check_refuses_past_one_byte(cols, blocks, message):
-    """`sparse_format.check_ledger`, the one check of the int8 1 x 16
-    writers: names what it checks and the limit (no schema needed)."""
-    fc = _one_row(cols, blocks).T
-    with pytest.raises(ValueError, match=r"^w: " + message):
-        sparse_format.check_ledger(fc, "w")
-    sparse_format.check_ledger(_one_row(4096, 255).T, "w")
-    with pytest.raises(ValueError, match=r"4,097 columns exceed"):
-        sparse_format.check_ledger(np.zeros([1, 4097]), "w")
-
-
 @needs_schema
 @pytest.mark.parametrize("layout", ["1x16", "fast", "auto"])
 @pytest.mark.parametrize("cols, blocks, message", [
@@ -546,7 +502,7 @@ def test_store_sparse_refuses_what_the_int8_kernel_miscounts(
     without an error (256 blocks: max |error| 136 against outputs of at
     most 141); the rewrite refuses any layout argument that would store
     such a weight int8 1 x 16, naming the tensor and the limit."""
-    dense = _matmuls_file(_one_row(cols, blocks))
+    dense = _matmuls_file(ledger_row(cols, blocks))
     if layout != "fast" and cols % 16:
         # 16 does not divide 4,097: stored csr, read through DENSIFY
         _, report = ss.store_sparse(dense, "int8", layout, min_zeros=0.5)
@@ -575,7 +531,7 @@ def test_the_widest_int8_1x16_weight_computes_right(tmp_path, interpreter,
     the most the ledger holds; read by the kernel (not densified), the
     file computes the int8 product: numpy's, to the hybrid kernel's
     quantized input (one code of x times the row's weights)."""
-    weight = _one_row(cols, blocks)
+    weight = ledger_row(cols, blocks)
     sparse, report = ss.store_sparse(_matmuls_file(weight), "int8", "1x16",
                                      min_zeros=0.5)
     assert [(r["layout"], r["read_by"]) for r in report] == [

@@ -140,3 +140,14 @@ def cell_against_tf_cell(sess, cell, ref_cell, inputs, kernel, bias):
     ref_kernel, ref_bias = ref_cell.variables
     sess.run([ref_kernel.assign(kernel), ref_bias.assign(bias)])
     return sess.run([out, ref])
+
+
+def ledger_row(cols, blocks):
+    """A [cols, 4] matmul weight whose fully-connected weight [4, cols]
+    has ``blocks`` non-zero 1 x 16 blocks in row 0, the last ones, and
+    the other rows zero (75 % zeros or more): the int8 1 x 16 kernel's
+    byte-wide ledger at and past its limits."""
+    weight = np.zeros([cols, 4], np.float32)
+    values = np.random.RandomState(blocks).randn(blocks * 16) + 3.0
+    weight[cols - blocks * 16:, 0] = values
+    return weight
