@@ -12,12 +12,8 @@ import numpy as np
 import pytest
 
 from support.sparse import ledger_row
-from support.versions import IS_TF2
+from support.versions import IS_TF2, needs_schema
 from tf1_awd_sparse.export import sparse_format
-
-needs_schema = pytest.mark.skipif(
-    not IS_TF2, reason="the encodings are TF 2.x's schema module's objects")
-
 
 @needs_schema
 @pytest.mark.parametrize("layout", ["csr", "1x4", "1x16"])

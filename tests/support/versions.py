@@ -79,3 +79,24 @@ def builtin_only(interpreter):
             super(BuiltinOnly, self).__init__(model_path=model_path,
                                               **kwargs)
     return BuiltinOnly
+
+
+#: Skips a test that writes a TFLite file op by op: the flatbuffer schema
+#: module (``schema_py_generated``) and the sparse and fused-LSTM files are
+#: TF 2.x's.
+needs_schema = pytest.mark.skipif(
+    not IS_TF2, reason="TFLite files written op by op need TF 2.x's schema "
+    "module (TF 1.x's interpreter cannot read them either)")
+
+
+def invoke(data, feeds):
+    """Runs the TFLite model ``data`` (bytes) once with TFLite's own
+    kernels (`builtin_only`) on ``feeds`` ({input name: array}); returns
+    {output name: array}."""
+    interpreter = builtin_only("tf")(model_content=data)
+    interpreter.allocate_tensors()
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], feeds[detail["name"]])
+    interpreter.invoke()
+    return {d["name"]: interpreter.get_tensor(d["index"])
+            for d in interpreter.get_output_details()}
