@@ -36,8 +36,11 @@ TESTS = "tests"
 #: and of awd_lm/ had moved; 19 of 127 modules before. 0.69: 87 of 126
 #: with the compression package's tests, the plan's, the run tree's and the
 #: controller's at their modules. 0.73: 92 of 126 with base/'s last five
-#: (checkpoints, errors, legacy, names, _stderr).
-MIN_MIRRORED_SHARE = 0.73
+#: (checkpoints, errors, legacy, names, _stderr). 0.78: 99 of 126 with
+#: seven of export/, transforms/ and layers/ (strip, sparse_format,
+#: tflite_builder, fused_low_rank, checkpoint_pairs, graph_quantize/_graph,
+#: _sequence_base).
+MIN_MIRRORED_SHARE = 0.78
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
