@@ -1,13 +1,13 @@
-# The project's interface: `make demo` and `make test` (README, Quick start)
-# on TensorFlow 1.13.1. The same suite runs on the other supported versions
-# (docs/versions.md): `make test-tf115` (1.15.5), `make test-tf2` (2.15.1,
-# CPython 3.11), `make test-tf2-latest` (2.21.0 with tf-keras); each builds
-# its own virtualenv from its constraints/ file. `make demo-tf2` and
+# The project's interface: `make demo` and `make test` (README, "The two
+# commands") on TensorFlow 1.13.1. The same suite runs on the other supported
+# versions (docs/versions.md): `make test-tf115` (1.15.5), `make test-tf2`
+# (2.15.1, CPython 3.11), `make test-tf2-latest` (2.21.0 with tf-keras); each
+# builds its own virtualenv from its constraints/ file. `make demo-tf2` and
 # `make bench-tf2` run the demo and the benchmarks on 2.15. `make bench-peer`
 # times the LM's training step against its PyTorch peer (AWD-LSTM to
 # salesforce/awd-lstm-lm's recipe; benchmarks/bench_peer.py) and writes
-# docs/bench-peer.md; torch lives in its own .venv-peer, built by that
-# target only (never by `test` or CI).
+# docs/bench-peer.md; torch lives in its own .venv-peer, built by that target
+# only (never by `test` or CI).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 

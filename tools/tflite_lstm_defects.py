@@ -22,8 +22,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-from tf1_awd_sparse.export import fused_lstm, sparse_format  # noqa: E402
-from tf1_awd_sparse.export.tflite_schema import TensorType  # noqa: E402
+from tf1_awd_sparse.export import (  # noqa: E402
+    fused_lstm, sparse_format, tflite_builder)
+from tf1_awd_sparse.export.tflite_schema import (  # noqa: E402
+    GATE_BIASES, GATE_INPUT_WEIGHTS, GATE_RECURRENT_WEIGHTS, LSTMInput, Op,
+    TensorType)
 
 INPUTS, UNITS, STEPS = 32, 64, 6
 
@@ -40,12 +43,12 @@ def one_op(kernel, bias, folded, projection):
     apart; with or without an identity projection."""
     schema, flatbuffers = sparse_format.schema_modules()
     layer = fused_lstm.LSTMLayer(kernel, bias, 0.0)
-    build = fused_lstm._Builder(schema)
+    build = tflite_builder.Builder(schema, "tools/tflite_lstm_defects.py")
     x = build.tensor("x", [1, INPUTS], TensorType.FLOAT32)
     build.graph.inputs = [x]
     if folded:
-        out, _ = fused_lstm._lstm_layer(build, 0, x, layer,
-                                        TensorType.INT8, True, 1, None)
+        out, _, _ = fused_lstm._lstm_layer(build, 0, x, layer,
+                                           TensorType.INT8, True, 1, None)
     else:
         out = _unfolded(build, x, layer, projection)
     build.graph.outputs = [out]
@@ -56,25 +59,27 @@ def _unfolded(build, x, layer, projection):
     schema = build.schema
     h = build.tensor("h", [1, UNITS], TensorType.FLOAT32, variable=True)
     c = build.tensor("c", [1, UNITS], TensorType.FLOAT32, variable=True)
-    inputs = [-1] * 24
-    inputs[0], inputs[18], inputs[19] = x, h, c
+    inputs = [-1] * len(LSTMInput)
+    inputs[LSTMInput.INPUT] = x
+    inputs[LSTMInput.OUTPUT_STATE], inputs[LSTMInput.CELL_STATE] = h, c
     for k, (w_x, w_h, b) in enumerate(fused_lstm._gates(layer, INPUTS,
                                                         False)):
-        inputs[1 + k] = build.weight("wx%d" % k, w_x, TensorType.INT8,
-                                     True)
-        inputs[5 + k] = build.weight("wh%d" % k, w_h, TensorType.INT8,
-                                     True)
-        inputs[12 + k] = build.tensor("b%d" % k, [UNITS],
-                                      TensorType.FLOAT32, b)
+        inputs[GATE_INPUT_WEIGHTS[k]] = build.weight(
+            "wx%d" % k, w_x, TensorType.INT8, True)
+        inputs[GATE_RECURRENT_WEIGHTS[k]] = build.weight(
+            "wh%d" % k, w_h, TensorType.INT8, True)
+        inputs[GATE_BIASES[k]] = build.tensor("b%d" % k, [UNITS],
+                                              TensorType.FLOAT32, b)
     if projection:
-        inputs[16] = build.weight("proj", np.eye(UNITS, dtype=np.float32),
-                                  TensorType.INT8, True)
+        inputs[LSTMInput.PROJECTION_WEIGHTS] = build.weight(
+            "proj", np.eye(UNITS, dtype=np.float32), TensorType.INT8, True)
     out = build.tensor("out", [1, UNITS], TensorType.FLOAT32)
     options = schema.LSTMOptionsT()
     options.fusedActivationFunction = schema.ActivationFunctionType.TANH
     options.kernelType = schema.LSTMKernelType.FULL
     options.asymmetricQuantizeInputs = False
-    build.op(16, inputs, [out], schema.BuiltinOptions.LSTMOptions, options)
+    build.op(Op.LSTM, inputs, [out], schema.BuiltinOptions.LSTMOptions,
+             options)
     return out
 
 

@@ -102,8 +102,9 @@ def _one_of(choices, value, name):
 
 
 #: The cell's sparsity techniques (``transforms.kernel.SPARSITY_CHOICES``
-#: owns the list; test_lm_command_errors.py checks they are the same),
-#: spelled here so that reading a config imports no TensorFlow.
+#: owns the list; tests/awd_lm/programs/main/test_command_errors.py checks
+#: they are the same), spelled here so that reading a config imports no
+#: TensorFlow.
 SPARSITY_CHOICES = (None, "variational_dropout", "l0")
 
 #: Compression techniques (--compress): sparse variational dropout, L0

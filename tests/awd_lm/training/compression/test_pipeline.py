@@ -511,7 +511,7 @@ def test_every_stage_opens_as_a_language_model(reference):
 
 # Slow (about 30 s: eight epochs of NT-ASGD fine-tuning): runs on the
 # default version (docs/testing.md); NT-ASGD's averaging and swap run on
-# every version (test_lm_parts.py, test_lm_model.py).
+# every version (graph/test_ntasgd.py).
 @pytest.mark.slow
 def test_survivors_and_reference_average_under_fixed_masks(reference,
                                                            tmp_path):
