@@ -28,18 +28,23 @@ __all__ = ["sparse_cross_entropy", "masked_mean_square",
            "activation_regularization", "temporal_activation_regularization"]
 
 
-#: Whether `sparse_cross_entropy` takes the few-pass form: on 2.x, where it
-#: is 0.60 x the fused kernel's time forward and backward ([700, 10000]
-#: logits, one thread; docs/versions.md). On 1.x the fused kernel stays
-#: (1.13 has no ``tensor_scatter_nd_sub``, and its tables stay as they were).
-FEW_PASS_XENT = IS_TF2
-#: Whether its element-wise passes are compiled by XLA (``jit_scope``):
-#: 0.75 x their time on 2.x, but off: XLA's first compile writes C++ log
-#: lines to stderr (absl's banner, "Compiled cluster using XLA!", an
-#: ERROR "SetPriority unimplemented") that no log level hides, into the
-#: output of every program that trains. Set it True before building a
-#: graph to have them compiled.
-XLA_XENT = False
+#: How `sparse_cross_entropy` computes (issue 57; docs/versions.md has
+#: the LM's training step with each, one thread):
+#:
+#: - ``"fused"``: TensorFlow's fused kernel; 1.x's default (1.13 has no
+#:   ``tensor_scatter_nd_sub``, and 1.x's tables stay as they were).
+#: - ``"softmax"``: ``tf.nn.softmax`` forward (oneDNN's one-pass kernel on
+#:   2.x's x86 wheels), its output kept for the gradient; 2.x's default.
+#: - ``"xla"``: ``exp(logits - max)`` and the gradient's passes compiled by
+#:   XLA (``jit_scope``). No faster than "softmax" on 2.21, slower on
+#:   2.15, whose first compile also writes log lines no log level hides
+#:   (absl's banner, "Compiled cluster using XLA!", an ERROR "SetPriority
+#:   unimplemented") into the output of every program that trains.
+#:
+#: Set it before building a graph to take another form.
+XENT_FORM = "softmax" if IS_TF2 else "fused"
+#: The forms `XENT_FORM` takes.
+XENT_FORMS = ("fused", "softmax", "xla")
 
 
 def sparse_cross_entropy(logits, labels, name=None):
@@ -47,11 +52,12 @@ def sparse_cross_entropy(logits, labels, name=None):
     logits[i, labels[i]]``, the value of
     ``tf.nn.sparse_softmax_cross_entropy_with_logits``.
 
-    On TensorFlow 2.x (`FEW_PASS_XENT`) the forward pass keeps
-    ``exp(logits - max)`` and the gradient reuses it: ``(softmax - onehot)
-    * upstream`` in one multiply and one scatter of ``-upstream`` into the
-    targets' entries, where the fused kernel and the plain autodiff of
-    ``reduce_logsumexp`` each recompute the exponentials.
+    On TensorFlow 2.x (`XENT_FORM` "softmax" or "xla") the forward pass
+    keeps the softmax (or ``exp(logits - max)``) and the gradient reuses
+    it: ``(softmax - onehot) * upstream`` in one multiply and one scatter
+    of ``-upstream`` into the targets' entries, where the fused kernel and
+    the plain autodiff of ``reduce_logsumexp`` each recompute the
+    exponentials.
 
     Args:
       logits: float tensor [n, vocab].
@@ -60,13 +66,17 @@ def sparse_cross_entropy(logits, labels, name=None):
     Returns:
       float tensor [n] (nats), differentiable in `logits`.
     Raises:
+      ValueError: `XENT_FORM` is none of `XENT_FORMS`.
       InvalidArgumentError (when run): a label outside [0, vocab).
     """
+    if XENT_FORM not in XENT_FORMS:
+        raise ValueError("losses.XENT_FORM must be one of %s, got %r"
+                         % (", ".join(XENT_FORMS), XENT_FORM))
     with tf.name_scope(name, "sparse_cross_entropy", [logits, labels]):
-        if not FEW_PASS_XENT:
+        if XENT_FORM == "fused":
             return tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=labels, logits=logits)
-        return _few_pass_xent(logits, labels)
+        return _few_pass_xent(logits, labels, XENT_FORM == "xla")
 
 
 #: The gradient registered for the ``IdentityN`` that carries the
@@ -87,9 +97,10 @@ def _xla_scope(on):
     return contextlib.ExitStack()
 
 
-def _few_pass_xent(logits, labels):
-    """`sparse_cross_entropy`'s few-pass form: the rows' values, whose
-    gradient is `_few_pass_xent_grad`."""
+def _few_pass_xent(logits, labels, xla):
+    """`sparse_cross_entropy`'s few-pass forms (``xla``: the "xla" form,
+    else "softmax"): the rows' values, whose gradient is
+    `_few_pass_xent_grad`."""
     logits = tf.convert_to_tensor(logits)
     labels = tf.convert_to_tensor(labels)
     rows = tf.range(tf.shape(labels, out_type=labels.dtype)[0])
@@ -98,16 +109,25 @@ def _few_pass_xent(logits, labels):
     # last column: TensorFlow's kernel raises. The gradient waits for it,
     # so no update is made from a bad label either.
     target = tf.gather_nd(logits, index)
-    with _xla_scope(XLA_XENT):
-        top = tf.stop_gradient(tf.reduce_max(logits, 1, keepdims=True))
-        exp = tf.exp(logits - top)
-        total = tf.reduce_sum(exp, 1, keepdims=True)
-        value = tf.squeeze(top + tf.log(total), 1) - target
+    if xla:
+        with _xla_scope(True):
+            top = tf.stop_gradient(tf.reduce_max(logits, 1))
+            exp = tf.exp(logits - tf.expand_dims(top, 1))
+            total = tf.reduce_sum(exp, 1, keepdims=True)
+            value = top + tf.squeeze(tf.log(total), 1) - target
+    else:
+        # softmax = exp(x - max) / total, whose largest entry is exactly
+        # 1 / total up to rounding (never below 1 / vocab, so its log is
+        # finite where the target's probability may underflow to 0).
+        exp = tf.nn.softmax(logits)
+        top = tf.stop_gradient(tf.reduce_max(logits, 1))
+        total = tf.ones([1, 1], exp.dtype)
+        value = (top - target) - tf.log(tf.reduce_max(exp, 1))
     with tf.get_default_graph().gradient_override_map(
             {"IdentityN": _GRADIENT_OP_TYPE}):
         carried = tf.identity_n([value, exp, total, target, logits, index])
     # pylint: disable=protected-access
-    carried[0].op._set_attr(_XLA_ATTR, attr_value_pb2.AttrValue(b=XLA_XENT))
+    carried[0].op._set_attr(_XLA_ATTR, attr_value_pb2.AttrValue(b=xla))
     # pylint: enable=protected-access
     return carried[_VALUE]
 

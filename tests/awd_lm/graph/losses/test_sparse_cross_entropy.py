@@ -10,10 +10,11 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.base.compat import IS_TF2
 from tf1_awd_sparse.awd_lm.graph import losses
 
-#: (few-pass form, XLA) pairs: the fused kernel everywhere; the few-pass
-#: form, with and without XLA, where the version has it (2.x: 1.13 has no
+#: `losses.XENT_FORMS` this version runs: the fused kernel everywhere; the
+#: few-pass forms where the version has them (2.x: 1.13 has no
 #: ``tensor_scatter_nd_sub``).
-FORMS = [(False, False)] + ([(True, False), (True, True)] if IS_TF2 else [])
+FORMS = ["fused"] + (["softmax", "xla"] if IS_TF2 else [])
+FEW_PASS_FORMS = FORMS[1:]
 
 
 def np_xent(logits, labels):
@@ -30,14 +31,17 @@ def np_xent(logits, labels):
 
 @pytest.fixture
 def form(request, monkeypatch):
-    few, xla = request.param
-    monkeypatch.setattr(losses, "FEW_PASS_XENT", few)
-    monkeypatch.setattr(losses, "XLA_XENT", xla)
-    return few, xla
+    monkeypatch.setattr(losses, "XENT_FORM", request.param)
+    return request.param
 
 
-@pytest.mark.parametrize("form", FORMS, indirect=True,
-                         ids=lambda f: "few=%d-xla=%d" % f)
+def test_the_default_form_is_the_versions():
+    """2.x's default is the softmax form (its step's fastest without XLA's
+    log lines), 1.x's the fused kernel."""
+    assert losses.XENT_FORM == ("softmax" if IS_TF2 else "fused")
+
+
+@pytest.mark.parametrize("form", FORMS, indirect=True)
 @pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
 def test_value_and_gradient_match_numpy_and_the_fused_kernel(
         sess, form, label_dtype):
@@ -47,6 +51,9 @@ def test_value_and_gradient_match_numpy_and_the_fused_kernel(
     logits = (rng.randn(n, vocab) * 30).astype(np.float32)
     labels = rng.randint(0, vocab, n).astype(label_dtype)
     labels[:2] = [0, vocab - 1]   # the first and the last column
+    # A target whose probability underflows float32 (exp(-500)): its
+    # cross-entropy is 500 + log(sum), never log(0).
+    logits[2, labels[2]] = logits[2].max() - 500.0
     upstream = rng.rand(n).astype(np.float32)
     x = tf.constant(logits)
     xent = losses.sparse_cross_entropy(x, tf.constant(labels))
@@ -70,16 +77,14 @@ def test_value_and_gradient_match_numpy_and_the_fused_kernel(
                                atol=8 * eps)
 
 
-@pytest.mark.parametrize("form", FORMS, indirect=True,
-                         ids=lambda f: "few=%d-xla=%d" % f)
+@pytest.mark.parametrize("form", FORMS, indirect=True)
 def test_a_label_outside_the_vocabulary_is_an_error(sess, form):
     xent = losses.sparse_cross_entropy(tf.zeros([2, 5]), tf.constant([1, 5]))
     with pytest.raises(tf.errors.InvalidArgumentError):
         sess.run(xent)
 
 
-@pytest.mark.parametrize("form", FORMS, indirect=True,
-                         ids=lambda f: "few=%d-xla=%d" % f)
+@pytest.mark.parametrize("form", FORMS, indirect=True)
 def test_a_placeholder_of_unknown_rows(sess, form):
     x = tf.placeholder(tf.float32, [None, 4])
     y = tf.placeholder(tf.int32, [None])
@@ -93,11 +98,10 @@ def test_a_placeholder_of_unknown_rows(sess, form):
 
 @pytest.mark.skipif(not IS_TF2, reason="the few-pass form is 2.x's")
 def test_xla_compiles_the_gradient_too(monkeypatch):
-    """The docstring's claim: with `XLA_XENT`, both passes, forward and
+    """The docstring's claim: in the "xla" form both passes, forward and
     gradient, are marked for XLA; the label's gather is not (XLA would
     clamp it)."""
-    monkeypatch.setattr(losses, "XLA_XENT", True)
-    assert losses.FEW_PASS_XENT
+    monkeypatch.setattr(losses, "XENT_FORM", "xla")
     graph = tf.Graph()
     with graph.as_default():
         x = tf.zeros([3, 4])
@@ -133,13 +137,36 @@ with tf.Session() as session:
 """
 
 
+@pytest.mark.skipif(not IS_TF2, reason="the few-pass forms are 2.x's")
+def test_the_softmax_form_computes_no_xla_cluster():
+    """The default form on 2.x marks nothing for XLA (whose first compile
+    on 2.15 writes log lines into every training program's output)."""
+    assert losses.XENT_FORM == "softmax"
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.zeros([3, 4])
+        xent = losses.sparse_cross_entropy(x, tf.constant([0, 1, 2]))
+        tf.gradients(xent, [x])
+    marked = [op.name for op in graph.get_operations()
+              if "_XlaCompile" in op.node_def.attr]
+    assert not marked
+    assert [op.type for op in graph.get_operations() if op.type in (
+        "Softmax", "Exp")] == ["Softmax"]
+
+
+def test_an_unknown_form_is_refused_naming_the_setting(monkeypatch):
+    monkeypatch.setattr(losses, "XENT_FORM", "fast")
+    with pytest.raises(ValueError, match=r"XENT_FORM.*'fast'"):
+        losses.sparse_cross_entropy(tf.zeros([2, 5]), tf.constant([1, 4]))
+
+
 @pytest.mark.skipif(not IS_TF2, reason="1.x has the fused kernel only")
-def test_the_gradient_after_a_metagraph_round_trip(tmp_path):
+@pytest.mark.parametrize("form", FEW_PASS_FORMS, indirect=True)
+def test_the_gradient_after_a_metagraph_round_trip(tmp_path, form):
     """A graph exported to a MetaGraph and imported in a new process is
-    differentiated to the same gradient (the few-pass form's gradient,
+    differentiated to the same gradient (the few-pass forms' gradient,
     XLA's attr with it, is registered by name, not held in a Python
     closure that a new process would not have)."""
-    assert losses.FEW_PASS_XENT
     rng = np.random.RandomState(1)
     logits = rng.randn(4, 6).astype(np.float32)
     labels = np.array([5, 0, 2, 2], np.int32)
