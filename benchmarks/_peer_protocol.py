@@ -7,11 +7,17 @@ one request a line, one reply a line (``= `` and the answer, or ``! ``
 and an error; other lines on stdout, say a library's print at import,
 are not replies and are skipped):
 
-``steps K``   run K training steps; reply ``<wall seconds> <cpu seconds>``
-              (measured in the worker, so the pipe's latency is not timed)
-``loss N``    run N training steps; reply their N losses
-``info``      reply a one-line description (version, cores, threads)
-``quit``      exit
+``steps K [MODEL]``  run K training steps of MODEL; reply ``<wall
+                     seconds> <cpu seconds>`` (measured in the worker, so
+                     the pipe's latency is not timed)
+``loss N [MODEL]``   run N training steps of MODEL; reply their N losses
+``info``             reply a one-line description (version, cores,
+                     threads)
+``quit``             exit
+
+A worker may serve several models (say the LM and a layer at two sizes:
+one process, one start-up, per thread setting); MODEL may be left out
+when it serves one.
 
 A failed request replies ``! <message>`` and the worker goes on serving.
 Standard library only: it is imported by the TensorFlow workers (CPython
@@ -36,13 +42,13 @@ def thread_env(threads):
             "OPENBLAS_NUM_THREADS": value}
 
 
-def serve(step, loss_step, info, stream_in=None, stream_out=None):
+def serve(models, info, stream_in=None, stream_out=None):
     """Answers the requests on ``stream_in`` until ``quit`` or its end.
 
     Args:
-      step: function of no argument running one training step.
-      loss_step: function of no argument running one training step and
-        returning its loss (a float).
+      models: dict model name -> ``(step, loss_step)``: ``step`` a function
+        of no argument running one training step, ``loss_step`` one
+        running a step and returning its loss (a float).
       info: the reply to ``info`` (one line).
       stream_in, stream_out: text streams (default: this process's stdin
         and the stdout it started with; `sys.stdout` is pointed at stderr
@@ -59,7 +65,7 @@ def serve(step, loss_step, info, stream_in=None, stream_out=None):
         if words[0] == "quit":
             break
         try:
-            reply = REPLY + _answer(words, step, loss_step, info)
+            reply = REPLY + _answer(words, models, info)
         except Exception:  # the parent shows it and stops
             reply = ERROR + " | ".join(
                 traceback.format_exc().strip().splitlines()[-3:])
@@ -67,18 +73,34 @@ def serve(step, loss_step, info, stream_in=None, stream_out=None):
         stream_out.flush()
 
 
-def _answer(words, step, loss_step, info):
+def _model(words, models):
+    """The ``(step, loss_step)`` a ``steps`` / ``loss`` request names (its
+    third word; the only model when there is none)."""
+    if len(words) == 3:
+        if words[2] not in models:
+            raise ValueError("no model %r here (serving %s)"
+                             % (words[2], ", ".join(sorted(models))))
+        return models[words[2]]
+    if len(models) != 1:
+        raise ValueError("%r: name one of the models %s"
+                         % (" ".join(words), ", ".join(sorted(models))))
+    return list(models.values())[0]
+
+
+def _answer(words, models, info):
     """The reply to one request (see the module's docstring)."""
     if words[0] == "info":
         return info
-    if words[0] == "steps" and len(words) == 2:
+    if words[0] == "steps" and len(words) in (2, 3):
+        step = _model(words, models)[0]
         count = int(words[1])
         start_wall, start_cpu = time.perf_counter(), time.process_time()
         for _ in range(count):
             step()
         return "%.9f %.9f" % (time.perf_counter() - start_wall,
                               time.process_time() - start_cpu)
-    if words[0] == "loss" and len(words) == 2:
+    if words[0] == "loss" and len(words) in (2, 3):
+        loss_step = _model(words, models)[1]
         return " ".join("%.6f" % loss_step() for _ in range(int(words[1])))
     raise ValueError("unknown request %r" % " ".join(words))
 

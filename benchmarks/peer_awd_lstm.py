@@ -14,10 +14,15 @@ with ``wdrop`` 0.5, `SIZES` and `RATES`): vocabulary 10,000 tied to a
 200-d embedding, 2 x 200 LSTM layers, batch 20 x 35 steps (fixed bptt),
 the same constant batch every step, learning rate 1.0 as bench_lm's step.
 
+`LayerTrainer` is the peer of `bench_peer`'s layer rows: one
+`WeightDropLSTM` (``nn.LSTM``, ``batch_first``, DropConnect 0.5 on
+``weight_hh_l0``) on `_layer_task`'s task, from its starting weights.
+
 Run in ``.venv-peer`` (``make bench-peer`` builds it): ``--serve`` answers
-`_peer_protocol` requests for `bench_peer`; without it, times a few steps
-and prints the losses (``.venv-peer/bin/python
-benchmarks/peer_awd_lstm.py --steps 20``).
+`_peer_protocol` requests for `bench_peer` (``--model``: the models served,
+``lm`` and / or `_layer_task.model_name`'s ``layer-<depth>-<units>``);
+without it, times a few steps of each model and prints the losses
+(``.venv-peer/bin/python benchmarks/peer_awd_lstm.py --steps 20``).
 """
 import argparse
 import os
@@ -25,6 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _layer_task  # noqa: E402
 import _peer_protocol  # noqa: E402
 
 import torch  # noqa: E402
@@ -72,14 +78,15 @@ class WeightDropLSTM(nn.Module):
     own kernel: no parameter is deleted or re-registered, which is what
     trips torch 2.x's flattened-weights checks in the older recipe."""
 
-    def __init__(self, inputs, units, rate):
+    def __init__(self, inputs, units, rate, batch_first=False):
         super().__init__()
-        self.lstm = nn.LSTM(inputs, units)
+        self.lstm = nn.LSTM(inputs, units, batch_first=batch_first)
         self.rate = rate
 
     def forward(self, x, state):
         """``(outputs [time, batch, units], (h, c))`` of the layer on ``x``
-        ``[time, batch, inputs]`` from ``state``."""
+        ``[time, batch, inputs]`` (both batch major with ``batch_first``)
+        from ``state`` (None: zeros)."""
         dropped = F.dropout(self.lstm.weight_hh_l0, self.rate,
                             self.training)
         return torch.func.functional_call(
@@ -166,6 +173,60 @@ class Trainer(object):
         return xent.item()
 
 
+class LayerTrainer(object):
+    """One `WeightDropLSTM` layer (batch major, DropConnect at
+    ``rate``) trained on `_layer_task`'s task: `step` is its forward from
+    a zero state, the mean squared error, backward and plain SGD."""
+
+    def __init__(self, depth, units, rate=RATES["wdrop"], seed=0):
+        task = _layer_task.arrays(depth, units, seed)
+        torch.manual_seed(seed)
+        self.layer = WeightDropLSTM(depth, units, rate, batch_first=True)
+        lstm = self.layer.lstm
+        with torch.no_grad():
+            for name, value in zip(
+                    ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
+                     "bias_hh_l0"),
+                    _layer_task.torch_weights(task["kernel"], task["bias"],
+                                              depth)):
+                getattr(lstm, name).copy_(torch.from_numpy(value))
+        # LSTMCell has one bias: SGD on both of nn.LSTM's would move the
+        # sum by twice the step (the same gradient reaches both).
+        lstm.bias_hh_l0.requires_grad_(False)
+        self.layer.train()
+        self.optimizer = torch.optim.SGD(
+            [p for p in self.layer.parameters() if p.requires_grad],
+            lr=_layer_task.LR)
+        self.x = torch.from_numpy(task["x"])
+        self.target = torch.from_numpy(task["target"])
+
+    def step(self):
+        """One training step; returns its loss before the update."""
+        self.optimizer.zero_grad()
+        outputs, _ = self.layer(self.x, None)
+        loss = (outputs - self.target).pow(2).mean()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+def trainer(model):
+    """The trainer of `_peer_protocol` model name ``model``: `Trainer` for
+    ``'lm'``, `LayerTrainer` for ``'layer-<depth>-<units>'`` (without
+    DropConnect for ``'layer-<depth>-<units>-nodrop'``).
+
+    Raises:
+      ValueError: another name (a ``cell`` or ``lstmcell`` is
+        TensorFlow's only).
+    """
+    kind, depth, units, drop = _layer_task.parse_model(model)
+    if kind == "lm":
+        return Trainer()
+    if kind == "layer":
+        return LayerTrainer(depth, units, RATES["wdrop"] if drop else 0.0)
+    raise ValueError("the peer has no %r (only 'lm' and layer-D-H)" % model)
+
+
 def set_threads(threads):
     """Holds torch's intra-op and inter-op pools to ``threads`` threads
     (the inter-op one can only be set before torch first uses it)."""
@@ -181,23 +242,25 @@ def main(argv=()):
     parser.add_argument("--serve", action="store_true",
                         help="answer _peer_protocol requests on stdin")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--model", action="append",
+                        help="a model to serve or time, repeatable: 'lm' "
+                             "(the default) or layer-<depth>-<units>")
     args = parser.parse_args(list(argv))
     set_threads(args.threads)
-    trainer = Trainer()
+    trainers = {m: trainer(m) for m in args.model or ["lm"]}
+    info = _peer_protocol.describe("torch", torch.__version__, args.threads)
     if args.serve:
-        _peer_protocol.serve(
-            trainer.step, trainer.step,
-            _peer_protocol.describe("torch", torch.__version__,
-                                    args.threads))
+        _peer_protocol.serve({m: (t.step, t.step)
+                              for m, t in trainers.items()}, info)
         return
-    losses = [trainer.step() for _ in range(3)]
-    start = time.perf_counter()
-    losses += [trainer.step() for _ in range(args.steps)]
-    seconds = (time.perf_counter() - start) / args.steps
-    print("%s: %.0f tokens/s (%.1f ms/step), loss %.3f -> %.3f" % (
-        _peer_protocol.describe("torch", torch.__version__, args.threads),
-        SIZES["batch"] * SIZES["bptt"] / seconds, 1e3 * seconds,
-        losses[0], losses[-1]))
+    for model, each in trainers.items():
+        losses = [each.step() for _ in range(3)]
+        start = time.perf_counter()
+        losses += [each.step() for _ in range(args.steps)]
+        seconds = (time.perf_counter() - start) / args.steps
+        print("%s %s: %.0f tokens/s (%.1f ms/step), loss %.6f -> %.6f" % (
+            info, model, SIZES["batch"] * SIZES["bptt"] / seconds,
+            1e3 * seconds, losses[0], losses[-1]))
 
 
 if __name__ == "__main__":
