@@ -1,7 +1,8 @@
 """What knowledge distillation costs per training step: the training loop's
-graph (`awd_lm.train.Graph`) of the demo preset's model (a 1,000-word
-vocabulary tied to a 128-d embedding, 256 + 128 LSTM units, batch 10 x 35
-steps, plain SGD as in the compression fine-tuning) with and without the
+graph (`awd_lm.training.train_graph.Graph`) of the demo preset's model (a
+1,000-word vocabulary tied to a 128-d embedding, 256 + 128 LSTM units,
+batch 10 x 35 steps, plain SGD as in the compression fine-tuning) with and
+without the
 teacher (``distill_weight`` 1: the teacher's forward pass in evaluation
 mode, its softmax and the distillation term), measured in the same rounds
 with one intra-op and one inter-op thread (``_timing.interleaved_ratios``).

@@ -27,7 +27,7 @@ with a few sentences drawn from the uint8 TFLite model
 
 The epoch rows are read from each run's JSON files as the run writes them
 (state.json after every epoch, summary.json at the end), never from its
-printed output, and formatted with `awd_lm.records`.
+printed output, and formatted with `awd_lm.training.records`.
 """
 import json
 import os

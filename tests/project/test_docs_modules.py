@@ -1,10 +1,11 @@
 """The docs name only modules that exist: every library path
 (``tf1_awd_sparse/export/tflite_schema.py``), every dotted name
 (``tf1_awd_sparse.awd_lm.inference.export_lm``) and every backticked
-awd_lm name (`awd_lm.graph.distill`) in README.md and docs/*.md resolves in
-the tree as it is, so that a reorganisation that moves a module also moves
-what the docs say about it (issue 56: architecture.md named a module that
-had become another)."""
+awd_lm name (`awd_lm.graph.distill`) in README.md and docs/*.md, and in the
+docstrings and comments of the library, examples, benchmarks and tools,
+resolves in the tree as it is, so that a reorganisation that moves a module
+also moves what is said about it (issue 56: architecture.md named a module
+that had become another)."""
 import glob
 import importlib
 import os
@@ -13,7 +14,7 @@ import warnings
 
 import pytest
 
-from support import LIBRARY, ROOT
+from support import BENCHMARKS, EXAMPLES, LIBRARY, ROOT, library_files
 
 from tf1_awd_sparse.base import legacy
 
@@ -25,6 +26,12 @@ HISTORY = (os.path.join("docs", "log.md"),)
 NOT_MODULES = {
     "tf1_awd_sparse._checks": "architecture.md: a name 0.4.0 removed",
     "tf1_awd_sparse.awd_lm.programs.NAME": "awd_lm.md: NAME, a placeholder",
+    "tf1_awd_sparse.awd_lm.NAME": "programs/__init__.py: a placeholder",
+    "tf1_awd_sparse.state_widths": "fused_lstm.py: a metadata entry's name",
+}
+#: Source files that name old modules on purpose.
+OLD_NAMES_ON_PURPOSE = {
+    os.path.join(LIBRARY, "base", "legacy.py"): "the old names' table",
 }
 
 PATH = re.compile(r"\b%s/[\w/]*\w(?:\.py)?" % LIBRARY)
@@ -35,17 +42,32 @@ DOTTED = re.compile(r"\b%s(?:\.\w+)+" % LIBRARY)
 AWD_LM = re.compile(r"`(awd_lm(?:\.\w+)+)")
 
 
-def docs():
-    """{relative path: text} of README.md and docs/*.md, history left out."""
-    paths = [os.path.join(ROOT, "README.md")] + sorted(
-        glob.glob(os.path.join(ROOT, "docs", "*.md")))
+def _texts(paths, leave_out):
+    """{path relative to the root: text} of ``paths``, but ``leave_out``."""
     out = {}
     for path in paths:
         name = os.path.relpath(path, ROOT)
-        if name not in HISTORY:
+        if name not in leave_out:
             with open(path) as f:
                 out[name] = f.read()
     return out
+
+
+def docs():
+    """{relative path: text} of README.md and docs/*.md, history left out."""
+    return _texts([os.path.join(ROOT, "README.md")] + sorted(
+        glob.glob(os.path.join(ROOT, "docs", "*.md"))), HISTORY)
+
+
+def sources():
+    """{relative path: text} of the library's, the examples', the
+    benchmarks' and the tools' Python files (`OLD_NAMES_ON_PURPOSE` left
+    out)."""
+    return _texts(library_files() + sorted(
+        glob.glob(os.path.join(EXAMPLES, "*.py"))
+        + glob.glob(os.path.join(BENCHMARKS, "*.py"))
+        + glob.glob(os.path.join(ROOT, "tools", "*.py"))),
+        OLD_NAMES_ON_PURPOSE)
 
 
 def resolves(dotted):
@@ -101,9 +123,16 @@ def test_the_docs_name_only_modules_that_exist():
     assert unresolved(docs()) == {}
 
 
+def test_the_code_names_only_modules_that_exist():
+    assert unresolved(sources()) == {}
+
+
 def test_the_allowed_names_still_do_not_resolve():
-    """An exception that resolves again is not needed any more."""
+    """An exception that resolves again is not needed any more, and a
+    file named as an exception exists."""
     assert [n for n in NOT_MODULES if resolves(n)] == []
+    assert all(os.path.exists(os.path.join(ROOT, p))
+               for p in OLD_NAMES_ON_PURPOSE)
 
 
 def test_the_check_finds_each_kind_of_stale_name():

@@ -237,7 +237,7 @@ def test_the_circle_check_finds_a_circle():
 
 def test_a_float_cell_does_not_load_the_exporter():
     """Neither a float cell nor the language model's graph code
-    (``awd_lm.model``) loads any module of the TFLite exporter."""
+    (``awd_lm.graph.model``) loads any module of the TFLite exporter."""
     code = ("import sys, tf1_awd_sparse.base._quiet, weight_drop_lstm\n"
             "import tf1_awd_sparse.awd_lm.graph.model\n"
             "print(sorted(m for m in sys.modules\n"

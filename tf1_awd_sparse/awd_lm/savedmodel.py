@@ -25,7 +25,7 @@ Signatures (method ``tensorflow/serving/predict``; B, T any sizes >= 1):
 
 The directory also holds ``config.json`` (``checkpoint``:
 ``variables/variables``, the SavedModel's own variables) and ``vocab.txt``
-(`awd_lm.modeldir`), so ``LanguageModel.load(DIR)`` opens it too. The
+(`awd_lm.config.modeldir`), so ``LanguageModel.load(DIR)`` opens it too. The
 command line refuses an existing ``--out`` without ``--overwrite`` (exit
 status 2, one line), as it does bad paths.
 """

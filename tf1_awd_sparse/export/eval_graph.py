@@ -2,8 +2,8 @@
 of: eval-mode copies of the trained cells, built once, unrolled over a
 fixed number of steps with strided slices (TOCO in TF 1.13 converts no
 while loop and no quantized ``Unpack``), with the model's named state
-inputs and outputs. ``awd_lm.export`` builds the language model's file with
-the same pieces.
+inputs and outputs. ``awd_lm.inference.export`` builds the language
+model's file with the same pieces.
 """
 from tf1_awd_sparse.base.compat import dimension_value, tf
 

@@ -131,7 +131,7 @@ class TFLiteRunner(object):
     Args:
       path: a ``.tflite`` file: one written by
         `tf1_awd_sparse.export.tflite.export_tflite` or
-        ``awd_lm.export.export_lm`` (data input ``inputs``, states
+        ``awd_lm.inference.export.export_lm`` (data input ``inputs``, states
         ``state_<l>_c`` / ``state_<l>_h``), or any other model (e.g. a conv
         net converted with `export.graphdef.convert` whose input is
         ``images``).

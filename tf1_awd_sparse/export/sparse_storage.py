@@ -124,7 +124,8 @@ def store_sparse(model, weights="float", layout="auto", min_zeros=0.5):
 
     Args:
       model: the bytes of a float ``.tflite`` file (one subgraph), e.g.
-        ``awd_lm.export.export_lm``'s or ``export_tflite``'s float file.
+        ``awd_lm.inference.export.export_lm``'s or ``export_tflite``'s float
+        file.
       weights: ``"float"`` (float32 values) or ``"int8"`` (symmetric
         per-tensor int8, zero point 0: TFLite's hybrid kernels, float
         activations; lookups of such a table read it through DEQUANTIZE).

@@ -93,7 +93,7 @@ def read_cell_values(cells, session=None, checkpoint=None):
         checkpoint that is neither a checkpoint prefix nor a directory
         holding a ``checkpoint`` file, that lacks a variable of the cells,
         or whose data file is truncated (see
-        ``tf1_awd_sparse.base.checks.check_checkpoint``).
+        ``tf1_awd_sparse.base.checkpoints.check_checkpoint``).
     """
     if (session is None) == (checkpoint is None):
         raise ValueError("give exactly one of session= or checkpoint=; got "

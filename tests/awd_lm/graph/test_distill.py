@@ -1,5 +1,5 @@
 """Issue 21: knowledge distillation from the float model in the compression
-fine-tuning (`awd_lm.distill`): the loss term against numpy from the
+fine-tuning (`awd_lm.graph.distill`): the loss term against numpy from the
 fetched logits, a teacher that is restored, never trained nor saved, whose
 state the training loop carries (against one long window of the float
 model), no teacher at weight 0, bad values named, and the pipeline's

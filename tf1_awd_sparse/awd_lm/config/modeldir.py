@@ -1,9 +1,9 @@
 """Self-describing model directories: ``config.json`` and ``vocab.txt``.
 
-Every training run directory (`awd_lm.train.run`), every compression stage
-(`awd_lm.compress`) and every TFLite export writes, beside its checkpoint
-or file, what is needed to open the model again without the command line
-that made it:
+Every training run directory (`awd_lm.training.train.run`), every
+compression stage (`awd_lm.training.compression`) and every TFLite export
+writes, beside its checkpoint or file, what is needed to open the model
+again without the command line that made it:
 
 ``config.json`` (a run or stage directory)::
 
@@ -28,7 +28,7 @@ whose ``checkpoint`` is ``variables/variables`` (the SavedModel's own
 variables) and whose ``produced_by.stage`` is ``saved_model``.
 
 ``vocab.txt``: one word per line in id order (``<eos>`` / ``<unk>`` as
-`awd_lm.data` spells them). `read_config` is the one reader: unknown or
+`awd_lm.corpus.data` spells them). `read_config` is the one reader: unknown or
 misspelt keys are refused with one line naming the closest known key.
 """
 import difflib

@@ -367,11 +367,11 @@ PARAMETERS = (
        "blocks of sqrt(entries) * L2 norm (0: off; docs/results.md "
        "measures it)"),
     # knowledge distillation from the float model in the technique phases
-    # (ramp and survivors; `awd_lm.distill`): the loss adds distill_weight
-    # * T^2 * the cross-entropy of the student's softmax at temperature T
-    # (distill_temperature) against the teacher's (0: off); the teacher is
-    # the float model ('float') or the reference, the float model
-    # fine-tuned for the same budget ('reference': trained first)
+    # (ramp and survivors; `awd_lm.graph.distill`): the loss adds
+    # distill_weight * T^2 * the cross-entropy of the student's softmax at
+    # temperature T (distill_temperature) against the teacher's (0: off);
+    # the teacher is the float model ('float') or the reference, the float
+    # model fine-tuned for the same budget ('reference': trained first)
     _p("distill_weight", 0.0, _NONNEGATIVE, "distill", phase="compress",
        used=(_EPOCHS, _COMPRESS), help="--compress: weight of the "
        "distillation from the float model in each technique's fine-tuning "

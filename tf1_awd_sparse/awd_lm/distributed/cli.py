@@ -233,11 +233,11 @@ def command_params(args, flag=None):
     """The model's parameters and corpus of a distributed command line
     (the estimator's and monitored's ``prepare``), from one source:
 
-    - ``--model-dir`` holds a ``config.json`` (`awd_lm.modeldir`, written
-      when a run starts): its ``params`` are the configuration; whatever
-      ``--preset``, ``--model`` or ``--hparams`` also give must agree with
-      it (a value that differs is refused), and the corpus must have its
-      vocabulary (``vocab.txt``);
+    - ``--model-dir`` holds a ``config.json`` (`awd_lm.config.modeldir`,
+      written when a run starts): its ``params`` are the configuration;
+      whatever ``--preset``, ``--model`` or ``--hparams`` also give must
+      agree with it (a value that differs is refused), and the corpus must
+      have its vocabulary (``vocab.txt``);
     - otherwise ``--preset`` (default demo), ``--model`` (default awd)
       and ``--hparams`` (`presets.params_for`).
 

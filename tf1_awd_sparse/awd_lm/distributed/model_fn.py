@@ -47,8 +47,8 @@ def train_step(features, labels, params):
 
     Raises:
       ValueError: bad params (named, see `model.build_lm`);
-        ``distill_weight > 0`` (distillation runs in `awd_lm.train` only:
-        its teacher's state is carried by the training loop).
+        ``distill_weight > 0`` (distillation runs in `awd_lm.training.train`
+        only: its teacher's state is carried by the training loop).
     """
     params = as_params(params)
     if float(params.distill.distill_weight or 0.0) > 0:

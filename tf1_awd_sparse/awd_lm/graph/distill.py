@@ -1,7 +1,7 @@
 """Knowledge distillation from the float model during a fine-tuning.
 
 A training run with ``params.distill.distill_weight > 0`` (the compression
-pipeline's technique phases, `awd_lm.compress`) also computes a
+pipeline's technique phases, `awd_lm.training.compression`) also computes a
 *teacher*'s logits on the same input windows: the same architecture as the
 student in evaluation mode (no dropout, float: no sparsity, no pruning
 mask, no quantization), its variables under the scope ``teacher/``,

@@ -3,9 +3,9 @@
 `build_lm(features, mode, params)` builds embedding -> N weight-dropped LSTM
 layers -> tied softmax, with AWD-LSTM's regularization when
 ``params.run.model == 'awd'`` and none when it is ``'plain'``.  It is the
-same code for the single-process training loop (`awd_lm.train`) and for
-an Estimator ``model_fn``: it takes tensors and returns tensors, and owns
-no session, placeholder or optimizer.  `build_train_op` adds the
+same code for the single-process training loop (`awd_lm.training.train`)
+and for an Estimator ``model_fn``: it takes tensors and returns tensors,
+and owns no session, placeholder or optimizer.  `build_train_op` adds the
 clipped-gradient NT-ASGD / SGD step (`graph.train_op`), and
 `graph.compression_ops` the pruning, sparsity and quantization ops beside
 the forward pass.

@@ -2,7 +2,7 @@
 
 ``LanguageModel.load(path)`` opens a training run or compression stage
 directory (its TF checkpoint, ``config.json`` and ``vocab.txt``, see
-`awd_lm.modeldir`) or a ``.tflite`` file with its ``.tflite.json``
+`awd_lm.config.modeldir`) or a ``.tflite`` file with its ``.tflite.json``
 sidecar. Both backends give the same interface:
 
 * ``score(texts)`` -> `Scores`: per-token natural-log probabilities,
@@ -17,11 +17,11 @@ sidecar. Both backends give the same interface:
 * ``tune_cache(valid_text)`` -> `CacheConfig`, the continuous cache
   pointer's window, theta and lambda chosen on validation text, then
   ``score(texts, cache=config)`` / ``evaluate(source, cache=config)``
-  mix it into the probabilities (`awd_lm.cache`; a TFLite file needs the
+  mix it into the probabilities (`awd_lm.graph.cache`; a TFLite file needs the
   ``hidden`` output that `export_model` writes).
 
 Scoring conventions: every line is one sentence followed by ``<eos>``
-(as `awd_lm.data` reads a corpus); the first line is conditioned on an
+(as `awd_lm.corpus.data` reads a corpus); the first line is conditioned on an
 ``<eos>`` from the zero state, so every word and every line's ``<eos>``
 is scored. By default the state carries from line to line (a document);
 ``per_line=True`` starts each line afresh. Words outside the vocabulary
@@ -283,7 +283,7 @@ class LanguageModel(object):
             each line on its own from the zero state.
           cache: None, or a `CacheConfig` (e.g. from `tune_cache`): the
             continuous cache pointer mixed into the probabilities
-            (`awd_lm.cache`); its history carries as the state does.
+            (`awd_lm.graph.cache`); its history carries as the state does.
 
         Returns:
           `Scores`.
@@ -398,7 +398,8 @@ class LanguageModel(object):
 
         Args:
           texts: the validation text (str or list of str, as `score`).
-          windows, thetas, lambdas: the grid (`awd_lm.cache`'s defaults).
+          windows, thetas, lambdas: the grid (`awd_lm.graph.cache`'s
+            defaults).
           details: also return the validation perplexities.
           progress: None or a tqdm-like class (``progress(total=, desc=,
             unit=)`` with ``update`` and ``close``, e.g.
@@ -465,7 +466,7 @@ class LanguageModel(object):
           batch_size: rows, an int >= 1 (None: the model's
             ``params.optimization.eval_batch_size``).
           cache: None or a `CacheConfig`: the continuous cache pointer,
-            one per row (`awd_lm.cache`).
+            one per row (`awd_lm.graph.cache`).
 
         Returns:
           dict with perplexity, xent (nats per token), tokens, oov.

@@ -1,5 +1,5 @@
-"""The two backends of `awd_lm.lm.LanguageModel`: a TF session on the
-checkpoint (any batch), and the TFLite interpreter on an exported file
+"""The two backends of `awd_lm.inference.lm.LanguageModel`: a TF session on
+the checkpoint (any batch), and the TFLite interpreter on an exported file
 (its fixed batch and window, padded to).
 
 A backend has ``kind``, ``batch_limit`` (None or the file's batch),

@@ -13,7 +13,7 @@ stream cut into the model's ``eval_batch_size`` rows, `LanguageModel.
 evaluate`): on a corpus' test.txt, its ``test_ppl``. ``-`` reads standard
 input.
 
-The continuous cache pointer (`awd_lm.cache`): ``--cache-window W
+The continuous cache pointer (`awd_lm.graph.cache`): ``--cache-window W
 --cache-theta T --cache-lambda L`` mixes it in with those parameters;
 ``--tune-cache VALID_FILE`` chooses them on VALID_FILE first (never on
 the scored files) and prints first ``cache window W theta T lambda L``

@@ -1,6 +1,6 @@
 """What a training run reports, as records, and the one text format of them.
 
-The training loop (`awd_lm.train`) prints nothing: each of its steps
+The training loop (`awd_lm.training.train`) prints nothing: each of its steps
 returns a record, a JSON-ready dict with an ``'event'``, and `train.run`
 hands every record to a callback. `TableLog` is the default callback: it
 turns records into the lines of the training table. Programs that need the

@@ -10,9 +10,9 @@ the interrupted epoch exactly as an uninterrupted run would.
 
 `Trainer` runs one model step by step (`Trainer.epoch` trains, validates
 and checkpoints an epoch, `Trainer.finish` scores the best checkpoint);
-each step returns a record (`awd_lm.records`) and prints nothing. `run`
-drives a Trainer to the stopping rule and hands the records to a callback,
-by default the training table (`records.TableLog`).
+each step returns a record (`awd_lm.training.records`) and prints nothing.
+`run` drives a Trainer to the stopping rule and hands the records to a
+callback, by default the training table (`records.TableLog`).
 
 The loop's parts are modules of their own, whose names are theirs:
 `train_graph` (the graph and its reseeded instances), `epochs` (an epoch
@@ -142,8 +142,9 @@ class Trainer(object):
 
     Args:
       corpus: data.Corpus.
-      params: the run's parameters: a dict (`awd_lm.presets.params_for`)
-        or `Params`, checked here (`as_params`, then the model's rules).
+      params: the run's parameters: a dict
+        (`awd_lm.config.presets.params_for`) or `Params`, checked here
+        (`as_params`, then the model's rules).
       run_dir: the run's directory.
       resume: continue from run_dir's state.json if present.
       overwrite: start over: the files of an earlier run in run_dir
@@ -249,7 +250,7 @@ class Trainer(object):
         redoes an interrupted epoch exactly.
 
         Returns:
-          the 'epoch' record (`awd_lm.records`), also appended to the
+          the 'epoch' record (`awd_lm.training.records`), also appended to the
           state's epochs.
 
         Raises:
@@ -481,8 +482,9 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
 
     Args:
       corpus: data.Corpus.
-      params: the run's parameters: a dict (`awd_lm.presets.params_for`)
-        or `Params`, checked at once (`as_params`).
+      params: the run's parameters: a dict
+        (`awd_lm.config.presets.params_for`) or `Params`, checked at once
+        (`as_params`).
       run_dir: directory for checkpoints (last/, best/), TensorBoard events,
         state.json and summary.json.
       resume: continue from run_dir's state.json if present.
@@ -502,15 +504,16 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         start fresh. Epoch 1 of a resumed run starts from it again, so
         resume stays exact.
       on_record: callable receiving every record ('start' / 'resume',
-        'epoch' per epoch, 'end' with the summary; see `awd_lm.records`);
-        default: ``records.TableLog(log)``, the training table.
+        'epoch' per epoch, 'end' with the summary; see
+        `awd_lm.training.records`); default: ``records.TableLog(log)``, the
+        training table.
       produced: more ``produced_by`` entries for config.json (how the run
         was made; ``data_dir``, the corpus directory or None, is read back
         by ``awd-lm compress`` and ``train --resume``: `config.runrecord`).
 
-    run_dir also gets config.json and vocab.txt (`awd_lm.modeldir`) when
-    the run starts and again, with its perplexities, when it ends, so that
-    ``LanguageModel.load(run_dir)`` opens its best checkpoint.
+    run_dir also gets config.json and vocab.txt (`awd_lm.config.modeldir`)
+    when the run starts and again, with its perplexities, when it ends, so
+    that ``LanguageModel.load(run_dir)`` opens its best checkpoint.
 
     Returns:
       the summary dict (also written to run_dir/summary.json): model,

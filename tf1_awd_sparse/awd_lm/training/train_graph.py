@@ -36,8 +36,9 @@ class Graph(object):
         """Builds placeholders, model, train op and savers.
 
         Args:
-          params: the model's parameters: a dict (see `awd_lm.presets`) or
-            `Params`, checked here (`as_params`).
+          params: the model's parameters: a dict (see
+            `awd_lm.config.presets`) or `Params`, checked here
+            (`as_params`).
           warm_names: names of the variables a warm-start checkpoint holds
             (`train.Trainer`'s ``init_from``); the warm-start Saver restores
             the model's variables among them. None: no warm start.
@@ -115,8 +116,8 @@ class Graph(object):
     def _distil(self, out, features, params):
         """The training loss: ``out.loss`` and, with ``params.distill.
         distill_weight > 0``, the weighted distillation term of a
-        teacher built here (`awd_lm.distill`) on the same windows. Sets the
-        names of the teacher's state placeholders (``teacher_state``,
+        teacher built here (`awd_lm.graph.distill`) on the same windows.
+        Sets the names of the teacher's state placeholders (``teacher_state``,
         carried by `epochs.train_epoch`), final state, logits, the term and
         the KL (empty / None without a teacher) and the def of the Saver that
         restores it from ``params.stage.distill_from`` every epoch (it is not
