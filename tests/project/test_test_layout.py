@@ -40,8 +40,10 @@ TESTS = "tests"
 #: seven of export/, transforms/ and layers/ (strip, sparse_format,
 #: tflite_builder, fused_low_rank, checkpoint_pairs, graph_quantize/_graph,
 #: _sequence_base). 0.80: 102 of 126 with ops/quantized_lstm and
-#: graph_quantize's batch_norm and fold_batch_norm.
-MIN_MIRRORED_SHARE = 0.80
+#: graph_quantize's batch_norm and fold_batch_norm. 0.84: 106 of 126 with
+#: export/'s tflite_audit and stack and graph_quantize's patterns and
+#: insert.
+MIN_MIRRORED_SHARE = 0.84
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
