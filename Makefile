@@ -5,9 +5,10 @@
 # builds its own virtualenv from its constraints/ file. `make demo-tf2` and
 # `make bench-tf2` run the demo and the benchmarks on 2.15. `make bench-peer`
 # times the LM's training step against its PyTorch peer (AWD-LSTM to
-# salesforce/awd-lstm-lm's recipe; benchmarks/bench_peer.py) and writes
-# docs/bench-peer.md; torch lives in its own .venv-peer, built by that target
-# only (never by `test` or CI).
+# salesforce/awd-lstm-lm's recipe; benchmarks/bench_peer.py) and one layer's
+# (WeightDropLSTM, the cell, LSTMCell against nn.LSTM in WeightDrop) and
+# writes docs/bench-peer.md; torch lives in its own .venv-peer, built by that
+# target only (never by `test` or CI).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
@@ -147,9 +148,10 @@ bench: env
 bench-tf2: env-tf2
 	$(PY2) benchmarks/run.py --out docs/bench-tf2.md
 
-# The LM's step on TF 2.15 and, where their environments are built, on the
-# newest 2.x and on 1.13.1, against the PyTorch peer at 1 and 2 threads;
-# PEER_ARGS adds bench_peer options, e.g. PEER_ARGS='--rounds 3'.
+# The LM's step and one 200 -> 200 layer's on TF 2.15 and, where their
+# environments are built, on the newest 2.x and on 1.13.1, against the
+# PyTorch peer at 1 and 2 threads; PEER_ARGS adds bench_peer options, e.g.
+# PEER_ARGS='--rounds 3' or PEER_ARGS='--layer-size 400:1150'.
 PEER_ARGS ?=
 PEER_TF    = --tf-python $(PY2) \
              $(if $(wildcard $(VENV2L)/.installed),--tf-python $(PY2L)) \
