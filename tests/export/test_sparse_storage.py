@@ -14,7 +14,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from support.versions import IS_TF2, builtin_only
-from support.sparse import ledger_row
+from support.sparse import ledger_row, matmuls_file
 from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import model
@@ -426,18 +426,6 @@ def test_tf1_refuses_sparse_storage_naming_tf2(pruned, tmp_path):
     assert not (tmp_path / "s.tflite").exists()   # refused before work
 
 
-def _matmuls_file(*weights):
-    """A float TFLite file of ``x_i @ w_i`` for each weight (its own
-    input), converted by the library's converter."""
-    from tf1_awd_sparse.export import graphdef
-    with tf.Graph().as_default(), tf.Session() as session:
-        inputs = [tf.placeholder(tf.float32, [1, w.shape[0]], name="x%d" % i)
-                  for i, w in enumerate(weights)]
-        outputs = [tf.matmul(x, tf.constant(w), name="y%d" % i)
-                   for i, (x, w) in enumerate(zip(inputs, weights))]
-        return graphdef.convert(session, inputs, outputs, None)
-
-
 @needs_schema
 def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
     """The converter may give two equal-byte weights one buffer: each is
@@ -450,7 +438,7 @@ def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
     # holds the first one's bytes.
     second = np.ascontiguousarray(first.T).reshape(16, 8).T.copy()
     zero = np.zeros([8, 4], np.float32)
-    dense = _matmuls_file(first, second, zero)
+    dense = matmuls_file(first, second, zero)
     sparse, report = ss.store_sparse(dense, "float", "csr", min_zeros=0.3)
     assert sorted(r["shape"] for r in report) == [[8, 16], [16, 8]]
     path = str(tmp_path / "s.tflite")
@@ -477,7 +465,7 @@ def test_weights_sharing_a_buffer_and_an_all_zero_one(tmp_path):
     bad = first.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ss.SparseStorageError, match="non-finite"):
-        ss.store_sparse(_matmuls_file(bad))
+        ss.store_sparse(matmuls_file(bad))
 
 
 def test_the_format_names_are_importable_from_sparse_storage():
@@ -502,7 +490,7 @@ def test_store_sparse_refuses_what_the_int8_kernel_miscounts(
     without an error (256 blocks: max |error| 136 against outputs of at
     most 141); the rewrite refuses any layout argument that would store
     such a weight int8 1 x 16, naming the tensor and the limit."""
-    dense = _matmuls_file(ledger_row(cols, blocks))
+    dense = matmuls_file(ledger_row(cols, blocks))
     if layout != "fast" and cols % 16:
         # 16 does not divide 4,097: stored csr, read through DENSIFY
         _, report = ss.store_sparse(dense, "int8", layout, min_zeros=0.5)
@@ -532,7 +520,7 @@ def test_the_widest_int8_1x16_weight_computes_right(tmp_path, interpreter,
     file computes the int8 product: numpy's, to the hybrid kernel's
     quantized input (one code of x times the row's weights)."""
     weight = ledger_row(cols, blocks)
-    sparse, report = ss.store_sparse(_matmuls_file(weight), "int8", "1x16",
+    sparse, report = ss.store_sparse(matmuls_file(weight), "int8", "1x16",
                                      min_zeros=0.5)
     assert [(r["layout"], r["read_by"]) for r in report] == [
         ("1x16", ["kernel"])]

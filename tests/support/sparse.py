@@ -151,3 +151,16 @@ def ledger_row(cols, blocks):
     values = np.random.RandomState(blocks).randn(blocks * 16) + 3.0
     weight[cols - blocks * 16:, 0] = values
     return weight
+
+
+def matmuls_file(*weights):
+    """A float TFLite file of ``x_i @ w_i`` for each weight (its own input
+    ``x<i>`` ``[1, rows]``, output ``y<i>``), converted by the library's
+    converter: fully-connected ops whose weights sparse storage rewrites."""
+    from tf1_awd_sparse.export import graphdef
+    with tf.Graph().as_default(), tf.Session() as session:
+        inputs = [tf.placeholder(tf.float32, [1, w.shape[0]], name="x%d" % i)
+                  for i, w in enumerate(weights)]
+        outputs = [tf.matmul(x, tf.constant(w), name="y%d" % i)
+                   for i, (x, w) in enumerate(zip(inputs, weights))]
+        return graphdef.convert(session, inputs, outputs, None)
