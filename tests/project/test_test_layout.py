@@ -42,8 +42,10 @@ TESTS = "tests"
 #: _sequence_base). 0.80: 102 of 126 with ops/quantized_lstm and
 #: graph_quantize's batch_norm and fold_batch_norm. 0.84: 106 of 126 with
 #: export/'s tflite_audit and stack and graph_quantize's patterns and
-#: insert.
-MIN_MIRRORED_SHARE = 0.84
+#: insert. 0.85: 108 of 126 with export/'s eval_graph and sparse_rewrite:
+#: every module of base/, ops/, transforms/, layers/ and export/ (the 18
+#: left are awd_lm/'s).
+MIN_MIRRORED_SHARE = 0.85
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
