@@ -42,7 +42,7 @@ SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared",
 # keeps its place after these.
 COSTLY_FIRST = ("test_pipeline.py", "test_compose.py", "test_demo.py",
                 "test_distill.py", "test_lm_script.py", "test_lm_quant.py",
-                "test_compress_command.py",
+                "test_compress.py",
                 "test_cluster.py", "test_bench_stream.py",
                 "test_readme.py")
 
@@ -52,6 +52,16 @@ def pytest_collection_modifyitems(session, config, items):
     # A stable sort: each file's tests stay together and in their order.
     items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)),
                                          len(rank)))
+
+
+@pytest.fixture(scope="session")
+def lm_models(tmp_path_factory):
+    """The tiny trained language models of `support.lm_api.loaded_models`
+    (a float and a QAT run, their float / uint8 TFLite files), built once
+    per test process and shared by the inference tests; read only."""
+    from support import lm_api
+    for paths in lm_api.loaded_models(tmp_path_factory):
+        yield paths
 
 
 @pytest.fixture(autouse=True)

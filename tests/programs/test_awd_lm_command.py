@@ -16,7 +16,7 @@ from support.lm import write_ptb
 # depends on the CPython and the package, not on the TensorFlow version:
 # this file runs in the suite of each Python's reference TensorFlow (1.13.1
 # on 3.7, 2.15.1 on 3.11; docs/testing.md). The programs it drives run on
-# every version in-process and as `python -m` (test_lm_api.py,
+# every version in-process and as `python -m` (inference/test_lm.py,
 # test_lm_script.py, compression/test_pipeline.py, test_command_errors.py).
 pytestmark = pytest.mark.per_python
 

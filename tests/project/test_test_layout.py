@@ -11,7 +11,7 @@ The mirrored path of ``tf1_awd_sparse/<path>/<name>.py`` is either
 
 A private module ``_name.py`` mirrors as ``test_name.py`` / ``name/`` (one
 leading underscore dropped: a test file's name never starts with
-``test__``). ``__init__.py`` files are not modules here: a package's
+``test__``), and a package's ``__main__.py`` as ``test_main.py`` / ``main/``. ``__init__.py`` files are not modules here: a package's
 public names are each tested where they are defined.
 
 pytest imports the test files by their base name (the folders have no
@@ -100,9 +100,12 @@ def library_modules(root):
 
 def mirrored_name(module):
     """``(folder, name)`` of a module's mirror: ``"layers/sparse/_rnn.py"``
-    -> ``("layers/sparse", "rnn")``."""
+    -> ``("layers/sparse", "rnn")``, ``"awd_lm/__main__.py"`` ->
+    ``("awd_lm", "main")``."""
     folder, _, filename = module.rpartition("/")
     name = filename[:-len(".py")]
+    if name.startswith("__") and name.endswith("__"):
+        return folder, name[2:-2]
     return folder, name[1:] if name.startswith("_") else name
 
 
@@ -193,17 +196,18 @@ def test_the_checks_find_a_module_without_a_test_and_a_misplaced_test(
            "tf1_awd_sparse/a/__init__.py", "tf1_awd_sparse/a/file.py",
            "tf1_awd_sparse/a/_private.py", "tf1_awd_sparse/a/folder.py",
            "tf1_awd_sparse/a/missing.py", "tf1_awd_sparse/a/empty.py",
-           "tf1_awd_sparse/top.py",
+           "tf1_awd_sparse/top.py", "tf1_awd_sparse/a/__main__.py",
            "tests/a/test_file.py", "tests/a/test_private.py",
            "tests/a/folder/test_one_topic.py", "tests/a/empty/",
            "tests/a/empty/helpers.py", "tests/test_top.py",
-           "tests/a/test_issue_12.py", "tests/a/test_allowed.py")
+           "tests/a/test_issue_12.py", "tests/a/test_allowed.py",
+           "tests/a/test_main.py")
     assert library_modules(str(tmp_path)) == [
-        "a/_private.py", "a/empty.py", "a/file.py", "a/folder.py",
-        "a/missing.py", "top.py"]
+        "a/__main__.py", "a/_private.py", "a/empty.py", "a/file.py",
+        "a/folder.py", "a/missing.py", "top.py"]
     # A folder without a test file, and no file: not tested.
     assert untested_modules(str(tmp_path)) == ["a/empty.py", "a/missing.py"]
-    assert mirrored_share(str(tmp_path)) == pytest.approx(4.0 / 6)
+    assert mirrored_share(str(tmp_path)) == pytest.approx(5.0 / 7)
     assert misplaced_tests(str(tmp_path), floors=("a",),
                            allowed={"a/test_allowed.py": "why"}) == [
         "a/test_issue_12.py"]

@@ -93,3 +93,62 @@ def loaded_models(tmp_path_factory):
     yield paths
     for model in loaded.values():
         model.close()
+
+
+def pruned_copy(model_dir, folder, fraction=0.4, seed=0):
+    """A copy of a model directory whose checkpoint has ``fraction`` of
+    every weight matrix's entries (the embedding and the kernels) set to
+    zero, at random, the rest as trained.
+
+    Returns:
+      ``(copy's directory, {variable name: value}`` of its checkpoint``)``.
+    """
+    import shutil
+    import tensorflow.compat.v1 as tf
+    from tf1_awd_sparse.awd_lm.config import modeldir
+    copy = os.path.join(folder, os.path.basename(model_dir.rstrip(os.sep)))
+    shutil.copytree(model_dir, copy)
+    prefix = os.path.join(copy, modeldir.read_config(os.path.join(
+        copy, modeldir.CONFIG_FILE))["checkpoint"])
+    reader = tf.train.NewCheckpointReader(prefix)
+    rng = np.random.RandomState(seed)
+    values = {}
+    for name in sorted(reader.get_variable_to_shape_map()):
+        value = reader.get_tensor(name)
+        if value.ndim == 2 and value.dtype == np.float32:
+            value = np.where(rng.rand(*value.shape) < fraction, 0.0,
+                             value).astype(np.float32)
+        values[name] = value
+    with tf.Graph().as_default():
+        variables = [tf.Variable(value, name=name)
+                     for name, value in values.items()]
+        with tf.Session() as session:
+            session.run(tf.variables_initializer(variables))
+            tf.train.Saver(variables).save(session, prefix,
+                                           write_meta_graph=False,
+                                           write_state=False)
+    return copy, values
+
+
+class ProgressRecorder(object):
+    """A tqdm-like class that keeps what each display was told: every one
+    made since ``ProgressRecorder.made`` was last emptied."""
+    made = []
+
+    def __init__(self, total=None, desc="", unit=""):
+        self.total, self.desc, self.unit = total, desc, unit
+        self.n, self.updates, self.postfix, self.closed = 0, [], {}, False
+        ProgressRecorder.made.append(self)
+
+    def update(self, n=1):
+        """Counts ``n`` more done."""
+        self.n += n
+        self.updates.append(n)
+
+    def set_postfix(self, **kwargs):
+        """Keeps the figures shown after the bar."""
+        self.postfix = kwargs
+
+    def close(self):
+        """Marks the display closed."""
+        self.closed = True

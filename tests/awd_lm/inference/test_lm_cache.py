@@ -1,5 +1,5 @@
 """The continuous cache pointer of LanguageModel (awd_lm.cache) on the tiny
-model of tests/lm_api.py: a numpy reference written from the
+model of support/lm_api.py: a numpy reference written from the
 formula (the top layer's outputs read back from the LSTM state token by
 token), lambda 0, TF against float and uint8 TFLite, the tuning on
 validation text only, files exported before the cache, the command line."""
@@ -10,13 +10,13 @@ import sys
 import numpy as np
 import pytest
 
-from support import lm_api
 from tf1_awd_sparse.awd_lm import LanguageModel
 from tf1_awd_sparse.awd_lm.graph import cache
 from tf1_awd_sparse.awd_lm.inference import export, lm as lm_module
-# test_lm_api's uint8-vs-QAT-checkpoint and float32 tolerances, with the
+# test_lm.py's uint8-vs-QAT-checkpoint and float32 tolerances, with the
 # cache (a convex mix of p and the cache's p: its relative error is at most
 # the larger of theirs, so the log-probability bounds carry over).
+from support.lm_api import ProgressRecorder
 from support.lm import (FLOAT_LOG_PROB_ATOL, FLOAT_PPL_RTOL, UINT8_PPL_RTOL,
                         UINT8_TOKEN_ATOL)
 from support.tolerances import printed_atol
@@ -25,8 +25,10 @@ from support import ROOT
 CONFIG = cache.CacheConfig(window=7, theta=0.8, lambda_=0.3)
 
 
-models = pytest.fixture(scope="module", name="models")(
-    lm_api.loaded_models)
+@pytest.fixture
+def models(lm_models):
+    """The session's tiny language models (tests/conftest.py)."""
+    return lm_models
 
 
 def _split(models, split, lines=None):
@@ -84,20 +86,6 @@ def test_cache_scores_equal_the_formula(models):
                                    rtol=0, atol=FLOAT_LOG_PROB_ATOL)
 
 
-def test_uniform_attention_is_the_word_frequency_of_the_window():
-    # h = 0: every entry weighs the same, p_cache(w) = count(w) / filled.
-    targets = np.asarray([3, 1, 3, 3, 2])
-    log_cache, filled = cache.pointer_log_probs(np.zeros([5, 4]), targets,
-                                                3, [1.0])
-    np.testing.assert_array_equal(filled, [0, 1, 2, 3, 3])
-    with np.errstate(divide="ignore"):
-        expected = np.log([np.nan, 0.0, 1 / 2., 2 / 3., 0.0])
-    # float64 log of a count ratio against numpy's: 1e-7 (the default) is
-    # far above a few roundings of 2**-53.
-    np.testing.assert_allclose(log_cache[0, 1:], expected[1:])
-    assert log_cache[0, 0] == -np.inf
-
-
 def test_lambda_zero_gives_exactly_the_plain_scores(models):
     text = _split(models, "test")
     for key in ("float_dir", "float_tflite"):
@@ -153,30 +141,16 @@ def test_tuning_is_the_best_grid_point_on_validation(models):
         model.perplexity(valid), rel=1e-9)
 
 
-class _Recorder(object):
-    """A tqdm-like class that keeps what each display was told."""
-    made = []
-
-    def __init__(self, total=None, desc="", unit=""):
-        self.total, self.desc, self.n, self.closed = total, desc, 0, False
-        _Recorder.made.append(self)
-
-    def update(self, n=1):
-        self.n += n
-
-    def close(self):
-        self.closed = True
-
-
 def test_tuning_shows_its_progress_and_chooses_the_same(models):
     model = models["load"]("float_dir")
     valid = _split(models, "valid")
     grid = dict(windows=(3, 20, 50), thetas=(0.1, 1.0), lambdas=(0.1, 0.4))
-    _Recorder.made = []
-    with_bar = model.tune_cache(valid, details=True, progress=_Recorder,
+    ProgressRecorder.made = []
+    with_bar = model.tune_cache(valid, details=True,
+                                progress=ProgressRecorder,
                                 **grid)
     assert with_bar == model.tune_cache(valid, details=True, **grid)
-    read, windows = _Recorder.made
+    read, windows = ProgressRecorder.made
     # Every scored token is counted once (the tokens the perplexity is
     # over), and every window of the grid once.
     assert (read.desc, read.n, read.total) == (

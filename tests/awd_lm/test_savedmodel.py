@@ -1,5 +1,5 @@
 """The SavedModel export (awd_lm.savedmodel) of a tiny language model
-trained for one epoch (tests/lm_api.py's corpus and parameters):
+trained for one epoch (support/lm_api.py's corpus and parameters):
 its signatures, loaded with tf.saved_model.loader in a fresh graph and
 run with saved_model_cli, against LanguageModel.load(run_dir) (the
 checkpoint in the TF backend)."""

@@ -1,6 +1,6 @@
 """LanguageModel, the self-describing model directory and the score /
 generate command lines, on a tiny model trained for two epochs
-(tests/lm_api.py): TF checkpoint vs float and uint8 TFLite, the
+(support/lm_api.py): TF checkpoint vs float and uint8 TFLite, the
 training loop's evaluation, numpy references."""
 import json
 import os
@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from support import lm_api
 from support.lm import (FLOAT_LOG_PROB_ATOL, FLOAT_PPL_RTOL, UINT8_PPL_RTOL,
                         UINT8_TOKEN_ATOL, UINT8_TOKEN_MEAN)
 from support.references import learned_grid, state_grid_errors
@@ -26,8 +25,10 @@ from tf1_awd_sparse.awd_lm.config import modeldir
 from support import ROOT
 
 
-models = pytest.fixture(scope="module", name="models")(
-    lm_api.loaded_models)
+@pytest.fixture
+def models(lm_models):
+    """The session's tiny language models (tests/conftest.py)."""
+    return lm_models
 
 
 def _test_text(models):
