@@ -89,7 +89,7 @@ def test_a_warm_start_restores_only_the_model_variables_it_names(tmp_path):
 
 
 def test_a_quantized_models_ranges_are_its_variables():
-    g = train_graph.Graph(_params(quant=True, quant_delay=0))
+    g = train_graph.Graph(_params(quant=True, quant_delay=0, num_layers=1))
     graph = g.instance(0)[0]
     with tf.Session(graph=graph) as sess:
         sess.run(g.init)
