@@ -47,6 +47,26 @@ def tiny_params():
         "quant_epochs": 1, "quant_delay": 0})
 
 
+def summary_json(model="awd", test_ppl=10.0, **changes):
+    """A complete run summary's JSON dict (a `runrecord.RunSummary`'s
+    keys of the first version: one epoch, the demo preset's parameters)
+    with ``changes``, for the tests of what reads summaries."""
+    from tf1_awd_sparse.awd_lm.config import presets
+    from tf1_awd_sparse.awd_lm.config.params import as_params
+    epoch = {"epoch": 1, "train_loss": 3.0, "valid_loss": 2.5,
+             "train_ppl": 20.0, "valid_ppl": 12.0, "tokens_per_s": 100.0,
+             "seconds": 1.0, "averaged": False, "lr": 30.0}
+    kind = "plain" if model.startswith("plain") else "awd"
+    summary = {"model": model, "corpus": "c", "params": dict(as_params(
+        presets.params_for("demo", kind, {})).to_flat()),
+        "epochs": [epoch], "epochs_run": 1, "best_epoch": 1,
+        "best_valid_ppl": 12.0, "test_ppl": test_ppl,
+        "stop_reason": "max epochs (1)", "averaging_epoch": None,
+        "train_seconds": 1.0, "unk_counts": {}}
+    summary.update(changes)
+    return summary
+
+
 def build_models(root):
     """Trains and exports the models once; returns a dict of paths."""
     from tf1_awd_sparse.awd_lm.inference import lm

@@ -51,7 +51,7 @@ def teacher_run(tmp_path_factory):
     run_dir = str(tmp_path_factory.mktemp("float"))
     summary = train.run(corpus, _params(), run_dir, log=lambda *a: None,
                         threads=1)
-    return corpus, summary["params"], run_dir, train.best_checkpoint(run_dir)
+    return corpus, summary.params, run_dir, train.best_checkpoint(run_dir)
 
 
 def _student(teacher_run, weight=0.5, temperature=1.0, **changes):
@@ -220,9 +220,9 @@ def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
     summary = train.run(corpus, params, run_dir, log=lambda *a: None,
                         threads=1, init_from=best)
     # Epoch 2 restored the teacher again (it is not in last/).
-    assert summary["epochs_run"] == 2
-    for epoch in summary["epochs"]:
-        assert np.isfinite(epoch["distill_kl"]) and epoch["distill_kl"] > 0
+    assert summary.epochs_run == 2
+    for epoch in summary.epochs:
+        assert np.isfinite(epoch.distill_kl) and epoch.distill_kl > 0
     plain = dict(params, distill_weight=0.0, distill_from=None)
     with tf.Graph().as_default():
         tf.train.import_meta_graph(train_graph.Graph(plain).meta_graph)

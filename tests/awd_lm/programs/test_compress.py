@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from tf1_awd_sparse.awd_lm.config import modeldir
+from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm import savedmodel
 from tf1_awd_sparse.awd_lm.programs import compress as compress_program
@@ -19,7 +20,7 @@ from tf1_awd_sparse.awd_lm.programs import train as train_program
 from tf1_awd_sparse.awd_lm.training import records, train
 from tf1_awd_sparse.awd_lm.training.compression import pipeline
 from support.lm import one_error_line, write_ptb
-from support.lm_api import tree_bytes
+from support.lm_api import summary_json, tree_bytes
 
 #: A run with non-default sizes on a --data-dir, and its --quant phase
 #: (one epoch: the pipeline's QAT then takes the run's --quant-epochs).
@@ -94,7 +95,7 @@ def test_compress_reads_the_recorded_run(trained, tmp_path, monkeypatch,
                                                        ["magnitude"])
     assert float_dir == os.path.join(out, "awd")
     assert out_dir == os.path.join(out, "awd") + "_compress"
-    assert float_summary == rows[0]
+    assert float_summary.to_json() == rows[0]
     assert _phases(out) == before
     assert _models(out) == rows
     printed = capsys.readouterr().out
@@ -183,12 +184,13 @@ def test_no_refusal_suggests_deleting_a_trained_model(trained, tmp_path,
 def test_the_summary_keeps_the_rows_of_models_not_run_again():
     """compress without --quant after a --quant run rewrote summary.json
     with the float row only; rows are merged now, replaced in place."""
-    old = [{"model": "awd", "test_ppl": 1.0}, {"model": "awd+q",
-                                                "test_ppl": 2.0}]
-    new = [{"model": "awd", "test_ppl": 1.5},
-           {"model": "plain", "test_ppl": 3.0}]
-    assert records.merge_summaries(old, new[:1]) == [new[0], old[1]]
-    assert records.merge_summaries(old, new) == [new[0], old[1], new[1]]
+    old = [summary_json("awd", 1.0), summary_json("awd+q", 2.0)]
+    new = [RunSummary.from_json(summary_json("awd", 1.5)),
+           RunSummary.from_json(summary_json("plain", 3.0))]
+    old_records = [RunSummary.from_json(s) for s in old]
+    assert records.merge_summaries(old, new[:1]) == [new[0], old_records[1]]
+    assert records.merge_summaries(old, new) == [new[0], old_records[1],
+                                                 new[1]]
     # --overwrite retrained awd: its old quantized row was of the
     # deleted run.
     assert records.merge_summaries(old, new[:1], dropped=["awd"]) == [

@@ -45,13 +45,13 @@ def test_controller_raises_the_weight_variable_in_training(tmp_path):
     run_dir = str(tmp_path / "run")
     summary = train.run(corpus, params, run_dir, log=lambda *a: None,
                         threads=1)
-    records = summary["epochs"]
+    records = summary.epochs
     expected = [float(pruning_schedule.gradual_sparsity(e, 0, 3, 0.95))
                 for e in (1, 2, 3)]
-    assert [r["scheduled_sparsity"] for r in records] == pytest.approx(
+    assert [r.scheduled_sparsity for r in records] == pytest.approx(
         expected)
-    assert all(r["sparsity"] < s for r, s in zip(records, expected))
-    assert [r["sparsity_weight_scale"] for r in records] == [2.0, 4.0, 8.0]
+    assert all(r.sparsity < s for r, s in zip(records, expected))
+    assert [r.sparsity_weight_scale for r in records] == [2.0, 4.0, 8.0]
     last = tf.train.latest_checkpoint(os.path.join(run_dir, "last"))
     assert tf.train.load_checkpoint(last).get_tensor(
         "sparsity_controller/weight_scale") == 8.0

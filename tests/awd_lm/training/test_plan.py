@@ -175,8 +175,18 @@ def _write_0_3_0_run(out, name):
                 "corpus": corpus.name}
     modeldir.write_config(run_dir, params, list(corpus.vocab), produced,
                           checkpoint="best/model.ckpt")
+    # 0.3.0's state.json after two epochs: every key its loop wrote.
+    epochs = [{"epoch": e, "model": "awd", "train_loss": 5.0,
+               "valid_loss": 4.6, "train_ppl": 148.4, "valid_ppl": 99.5,
+               "tokens_per_s": 900.0, "seconds": 3.0, "averaged": False,
+               "lr": params["lr"], "best": True, "averaging_started": False}
+              for e in (1, 2)]
     with open(os.path.join(run_dir, "state.json"), "w") as f:
-        json.dump({"epoch": 2, "done": False, "params": params}, f)
+        json.dump({"epoch": 2, "best_valid": 4.6, "best_epoch": 2,
+                   "since_best": 0, "val_history": [4.6, 4.6],
+                   "averaging_epoch": None, "epochs": epochs,
+                   "train_seconds": 6.0, "done": False, "params": params,
+                   "best_reached": True}, f)
     return params
 
 

@@ -17,6 +17,7 @@ from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.awd_lm.training.compression import rows as rows_, tflite
 from tf1_awd_sparse.export import sparse_storage
 from support.lm import PARAMS, make_features
+from support.lm_api import summary_json
 
 
 def _graph_bits(flat_params):
@@ -45,9 +46,7 @@ def test_results_table_names_the_bits_the_graph_quantized_with():
             "activation_bits": 6})):
         params = as_params(presets.params_for("demo", "awd", dict(
             changes, emb_size=4, hidden_size=6))).to_flat()
-        summaries.append({"model": label, "test_ppl": 10.0, "best_epoch": 1,
-                          "epochs_run": 1, "train_seconds": 1.0,
-                          "params": dict(params)})
+        summaries.append(summary_json(label, 10.0, params=dict(params)))
     line, = [l for l in records.results_table(summaries, None)
              if "fake-quant" in l]
     graph = _graph_bits(summaries[1]["params"])

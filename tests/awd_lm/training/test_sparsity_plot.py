@@ -10,6 +10,7 @@ import matplotlib.figure  # noqa: E402
 import pytest  # noqa: E402
 
 from tf1_awd_sparse.awd_lm.training import records  # noqa: E402
+from support.lm_api import summary_json  # noqa: E402
 
 FLOAT, REF = 100.0, 101.0
 
@@ -154,8 +155,7 @@ def test_plots_are_skipped_with_one_line_without_matplotlib(tmp_path,
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     lines = []
     curves = str(tmp_path / "curves.png")
-    summary = {"model": "m", "corpus": "c", "test_ppl": 5.0,
-               "epochs": [{"epoch": 1, "valid_ppl": 6.0}]}
+    summary = summary_json("m", 5.0)
     assert records.plot_curves([summary], curves, log=lines.append) is False
     series = records.plot_sparsity(SUMMARIES, str(tmp_path / "s.png"),
                                    log=lines.append)
@@ -169,8 +169,7 @@ def test_plots_are_skipped_with_one_line_without_matplotlib(tmp_path,
 def test_an_unwritable_plot_is_skipped_with_one_line(tmp_path):
     lines = []
     path = str(tmp_path / "missing" / "curves.png")
-    summary = {"model": "m", "corpus": "c", "test_ppl": 5.0,
-               "epochs": [{"epoch": 1, "valid_ppl": 6.0}]}
+    summary = summary_json("m", 5.0)
     assert records.plot_curves([summary], path, log=lines.append) is False
     assert len(lines) == 1 and lines[0].startswith(
         "plot skipped: %s not written (" % path)

@@ -1,7 +1,7 @@
 """The config floor: the checked configuration of a model (params, presets),
 the model directory that records it (modeldir), every path of a run's
-tree (rundir: `RunDir`, and the atomic JSON writes) and how a run's
-directory was made (runrecord).
+tree (rundir: `RunDir`, and the atomic JSON writes), the typed records of
+a run's files and how a run's directory was made (runrecord).
 
 Floors of awd_lm, bottom up: corpus, config, graph, inference, training,
 distributed, then the programs (programs/ and awd_lm's top-level modules);
@@ -22,4 +22,6 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "write_config", "read_vocab", "write_vocab", "sidecar_path",
         "model_dirs_in"],
     "tf1_awd_sparse.awd_lm.config.rundir": ["RunDir"],
+    "tf1_awd_sparse.awd_lm.config.runrecord": [
+        "RunSummary", "RunState", "EpochRecord", "RecordError"],
 })

@@ -90,7 +90,8 @@ def produced_by(params, summary=None, stage=None, **extra):
     """What produced a model, for its config: stage (``float``,
     ``sparse``, ``pruned``, ``qat``, ``tflite_float``, ``tflite_uint8``,
     ``tflite_int8``, ``saved_model``; default from ``params``), technique, model label, sparsity and
-    perplexities (from a `train.run` summary when given)."""
+    perplexities (from ``summary``, a `train.run` summary, a
+    `runrecord.RunSummary`, when given)."""
     technique = params.get("sparsity") or (
         "magnitude" if params.get("pruning") == "magnitude" else None)
     if stage is None:
@@ -100,15 +101,14 @@ def produced_by(params, summary=None, stage=None, **extra):
     label = presets.label(params)
     result = {"stage": stage, "technique": technique, "model": label,
               "sparsity": None, "valid_ppl": None, "test_ppl": None}
-    if summary:
-        report = summary.get("sparsity_report") or {}
-        result.update(valid_ppl=summary.get("best_valid_ppl"),
-                      test_ppl=summary.get("test_ppl"),
+    if summary is not None:
+        report = summary.sparsity_report or {}
+        result.update(valid_ppl=summary.best_valid_ppl,
+                      test_ppl=summary.test_ppl,
                       sparsity=report.get("global"),
-                      init_from=summary.get("init_from"),
-                      epochs_run=summary.get("epochs_run"),
-                      best_epoch=summary.get("best_epoch"),
-                      corpus=summary.get("corpus"))
+                      init_from=summary.init_from,
+                      epochs_run=summary.epochs_run,
+                      best_epoch=summary.best_epoch, corpus=summary.corpus)
     result.update(extra)
     return result
 
@@ -213,7 +213,8 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
 def write_run_dir(run_dir, params, vocab, summary=None, stage=None,
                   checkpoint=BEST_CHECKPOINT, **extra):
     """config.json and vocab.txt of a training run or stage directory
-    (``extra``: more `produced_by` entries, e.g. ``technique``)."""
+    (``summary``: its `runrecord.RunSummary`, or None; ``extra``: more
+    `produced_by` entries, e.g. ``technique``)."""
     return write_config(run_dir, params, vocab,
                         produced_by(params, summary, stage, **extra),
                         checkpoint)

@@ -18,6 +18,17 @@ phases after it that were asked for, the quantization-aware one
 float phase resumes into them as asked. Runs of versions before it record
 a phase only once it has started (``<model>_quant/``).
 
+The files a training run writes are read through typed records (issue
+56): `RunState` (state.json), `RunSummary` (summary.json, what `train.run`
+returns) and `EpochRecord` (an epoch of either). Each is a frozen object
+with one `Field` per key, whose docstring is the key's only description:
+``RunSummary.from_json(d, source)`` checks a dict loaded from JSON and
+``.to_json()`` gives it back key for key, in its order, so the files stay
+as they were. A key every version wrote is required; a key added later
+has a default, so that older runs still read; a missing required key or a
+wrong type is a `RecordError` naming the file and the key. Unknown keys
+(``extra`` entries, a newer version's) are kept as they are.
+
 `read` gathers one model's record; `explicit_conflicts` and `conflict_line`
 say which explicitly given flags contradict it; `corpus_dir` decides the
 corpus to read. Nothing here loads TensorFlow or a corpus.
@@ -28,16 +39,374 @@ import os
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.rundir import (
     CONFIG_FILE, STATE_FILE, RunDir)
+from tf1_awd_sparse.base.errors import Error
 
 __all__ = ["MODELS", "Recorded", "trained_models", "read", "plan_entry",
            "recorded_overrides", "explicit_conflicts", "conflict_line",
-           "corpus_dir", "EMBEDDED_PREFIX"]
+           "corpus_dir", "EMBEDDED_PREFIX", "RecordError", "Field",
+           "Record", "EpochRecord", "RunState", "RunSummary"]
 
 #: The float models a run trains, each in ``<out>/<model>/``.
 MODELS = ("plain", "awd")
 #: How the embedded corpus's name starts (`synthetic.hmm_corpus`).
 EMBEDDED_PREFIX = "hmm("
 _MISSING = object()
+
+
+_REQUIRED = object()
+
+
+class RecordError(ValueError, Error):
+    """A run's record (state.json, summary.json) that is not one: no JSON
+    object, a key every version wrote missing, or a value of the wrong
+    type; one line naming the file and the key. A ``ValueError`` and a
+    `tf1_awd_sparse.Error`."""
+
+
+#: The Python types of each JSON type a `Field` holds (an integer is a
+#: number; true / false are no integer).
+_TYPES = {int: (int,), float: (int, float), bool: (bool,), str: (str,),
+          dict: (dict,), list: (list, tuple)}
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false",
+               str: "a string", dict: "an object", list: "a list"}
+
+
+def _to_json(value):
+    """A record's value as a fresh JSON value (records as dicts, tuples as
+    lists, containers copied)."""
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    return value
+
+
+class Field(object):
+    """One key of a record, its only definition: the JSON type of its
+    value, whether it may be null, the default of a record (of an older
+    version) without it, and its docstring.
+
+    Read as a record's attribute it gives the key's value (a list as a
+    tuple; a list of records as a tuple of them), or its default when the
+    record lacks the key. Records are frozen: assigning raises
+    AttributeError (`Record.replace` makes a changed copy).
+
+    Args:
+      kind: int, float (an integer is accepted), bool, str, dict or list;
+        or a `Record` subclass: a list of such records.
+      doc: what the value is (its unit, when it is set).
+      null: whether the value may be null (None).
+      default: the value of a record without the key; omitted, the key is
+        required (every version wrote it).
+    """
+
+    def __init__(self, kind, doc, null=False, default=_REQUIRED):
+        self.kind, self.null, self.default = kind, null, default
+        self.__doc__ = doc
+        self.name = None
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    @property
+    def required(self):
+        """Whether a record must hold the key (it has no default)."""
+        return self.default is _REQUIRED
+
+    def __get__(self, record, owner=None):
+        if record is None:
+            return self
+        return record._values.get(self.name, self.default)
+
+    def __set__(self, record, value):
+        raise AttributeError("%s.%s is read-only: make a changed copy with "
+                             "replace(%s=...)" % (type(record).__name__,
+                                                  self.name, self.name))
+
+    def check(self, value, where):
+        """``value`` as a record holds it: a list as a tuple, a list of
+        records as a tuple of them (`Record.coerce`), an object copied.
+
+        Raises:
+          RecordError: a value of another type, named with ``where`` (the
+            file) and the key.
+        """
+        if value is None and self.null:
+            return None
+        nested = isinstance(self.kind, type) and issubclass(self.kind, Record)
+        kind = list if nested else self.kind
+        if not isinstance(value, _TYPES[kind]) or (
+                kind is not bool and isinstance(value, bool)):
+            text = repr(value)
+            raise RecordError("%s: key %r must be %s%s, got %s" % (
+                where, self.name, _TYPE_NAMES[kind],
+                " or null" if self.null else "",
+                text if len(text) <= 40 else text[:37] + "..."))
+        if nested:
+            return tuple(self.kind.coerce(item, "%s: %s[%d]" % (
+                where, self.name, i)) for i, item in enumerate(value))
+        if kind in (list, dict):
+            return tuple(value) if kind is list else _to_json(value)
+        return value
+
+    def describe(self):
+        """The field's line of its record's docstring."""
+        first = (self.__doc__ or "").strip()
+        if self.required:
+            return "%s: %s" % (self.name, first)
+        return "%s: %s Absent: %r." % (self.name, first, self.default)
+
+
+class Record(object):
+    """A frozen record a run writes as a JSON object; a subclass declares
+    one `Field` per key it reads.
+
+    Build one with `from_json` (a dict loaded from a file), `read` (the
+    file) or keywords (``EpochRecord(epoch=1, ...)``, the keys in the
+    order given); `to_json` gives the dict back, key for key and in its
+    order. Keys no field declares (``extra``: a summary's ``extra``
+    entries, a newer version's keys) are kept as they are.
+    """
+    __slots__ = ("_values",)
+    #: How messages name a record of the class.
+    WHAT = "record"
+    #: {key: `Field`} of the class, in declaration order (set for each
+    #: subclass).
+    FIELDS = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super(Record, cls).__init_subclass__(**kwargs)
+        fields = {}
+        for klass in reversed(cls.__mro__):
+            fields.update((name, value) for name, value in vars(klass).items()
+                          if isinstance(value, Field))
+        cls.FIELDS = fields
+        if cls.__doc__:   # None under python -OO
+            cls.__doc__ += "\n    Fields (`Field`; the record's keys):\n\n" \
+                + "\n".join("      " + f.describe()
+                            for f in fields.values()) + "\n"
+
+    def __init__(self, **values):
+        self._values = self._checked(values, type(self).__name__)
+
+    @classmethod
+    def _checked(cls, obj, where):
+        """``obj``'s values as the record holds them (`Field.check`).
+
+        Raises:
+          RecordError: no dict, a required key missing, a value of the
+            wrong type; named with ``where`` and the key.
+        """
+        if not isinstance(obj, dict):
+            raise RecordError("%s: expected %s (a JSON object), got %s" % (
+                where, cls.WHAT, type(obj).__name__))
+        for name, field in cls.FIELDS.items():
+            if field.required and name not in obj:
+                doc = (field.__doc__ or "").strip().rstrip(".")
+                raise RecordError("%s: missing key %r of %s (%s)" % (
+                    where, name, cls.WHAT, doc[:1].lower() + doc[1:]))
+        return {key: cls.FIELDS[key].check(value, where)
+                if key in cls.FIELDS else value
+                for key, value in obj.items()}
+
+    @classmethod
+    def from_json(cls, obj, source=None):
+        """The record of ``obj``, a dict as JSON loads it.
+
+        Args:
+          obj: dict.
+          source: where it came from (the file), naming it in errors
+            (default: `WHAT`).
+
+        Raises:
+          RecordError: ``obj`` is no dict, lacks a required key, or holds a
+            value of the wrong type; named with ``source`` and the key.
+        """
+        record = cls.__new__(cls)
+        record._values = cls._checked(obj, source or cls.WHAT)
+        return record
+
+    @classmethod
+    def read(cls, path):
+        """The record of the JSON file ``path``.
+
+        Raises:
+          RecordError: the file cannot be read or is not JSON, or is no
+            such record (`from_json`); named.
+        """
+        try:
+            with open(path) as handle:
+                obj = json.load(handle)
+        except (IOError, OSError, ValueError) as e:
+            raise RecordError("%s: unreadable (%s)" % (path, e))
+        return cls.from_json(obj, path)
+
+    @classmethod
+    def coerce(cls, value, source=None):
+        """``value`` itself when it is a record of the class, else
+        `from_json` of it."""
+        return value if isinstance(value, cls) else cls.from_json(value,
+                                                                  source)
+
+    def to_json(self):
+        """The record as a dict of JSON values (a fresh copy): the keys it
+        holds, in their order, so that a file read and written again
+        keeps its content."""
+        return {k: _to_json(v) for k, v in self._values.items()}
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (checked): a key it holds keeps its
+        place, a new one comes last (as a dict's update).
+
+        Raises:
+          RecordError: a value of the wrong type (named).
+        """
+        values = dict(self._values)
+        values.update(changes)
+        record = type(self).__new__(type(self))
+        record._values = self._checked(values, "%s.replace" % (
+            type(self).__name__))
+        return record
+
+    def holds(self, key):
+        """Whether the record holds ``key`` itself (not its default)."""
+        return key in self._values
+
+    @property
+    def extra(self):
+        """{key: value} of the keys no field declares."""
+        return {k: v for k, v in self._values.items()
+                if k not in self.FIELDS}
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._values == self._values
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join(
+            "%s=%r" % item for item in self._values.items()))
+
+
+class EpochRecord(Record):
+    """One epoch of a training run, as the loop recorded it (state.json's
+    and summary.json's ``epochs``; the ``'epoch'`` event, `training.
+    records`, without its ``event`` key)."""
+    __slots__ = ()
+    WHAT = "an epoch's record"
+    epoch = Field(int, "The epoch (1-based).")
+    train_loss = Field(float, "The mean training loss (nats per token).")
+    valid_loss = Field(float, "The validation loss (nats per token) of the "
+                       "weights validated.")
+    train_ppl = Field(float, "exp(train_loss).")
+    valid_ppl = Field(float, "exp(valid_loss).")
+    tokens_per_s = Field(float, "Training tokens per second.")
+    seconds = Field(float, "The epoch's wall time (training, validation, "
+                    "checkpoints).")
+    averaged = Field(bool, "Whether NT-ASGD's averaged weights were the "
+                     "ones validated.")
+    lr = Field(float, "The learning rate.")
+    model = Field(str, "The model's label (`presets.label`).", null=True,
+                  default=None)
+    best = Field(bool, "Whether the validation loss was a new best (the "
+                 "best checkpoint was written).", default=False)
+    averaging_started = Field(bool, "Whether NT-ASGD switched to averaging "
+                              "after this epoch.", default=False)
+    sparsity = Field(float, "The global fraction of zero weights validated "
+                     "(sparse and pruned models).", null=True, default=None)
+    distill_kl = Field(float, "The mean KL(teacher || student) of a "
+                       "distilled run.", null=True, default=None)
+    scheduled_sparsity = Field(float, "The sparsity controller's target "
+                               "for this epoch.", null=True, default=None)
+    sparsity_weight_scale = Field(float, "The controller's new scale of "
+                                  "the sparsity loss.", null=True,
+                                  default=None)
+
+
+class _RunFields(Record):
+    """The keys a run's state.json and its summary.json share (one
+    definition each)."""
+    __slots__ = ()
+    params = Field(dict, "The run's parameters, flat (`Params.to_flat`; "
+                   "an older version's keys as it wrote them).")
+    epochs = Field(EpochRecord, "The finished epochs' records.")
+    averaging_epoch = Field(int, "The epoch after which NT-ASGD averages "
+                            "(null: never, or not yet).", null=True)
+    train_seconds = Field(float, "The epochs' wall time, summed.")
+    sparsity_report = Field(dict, "The best checkpoint's sparsity: "
+                            "``global`` and per-layer ``layers`` (sparse "
+                            "models, once scored).", null=True,
+                            default=None)
+    quant_ranges = Field(dict, "The learned quantization ranges at the "
+                         "best checkpoint (once scored).", null=True,
+                         default=None)
+
+
+class RunState(_RunFields):
+    """A training run's Python-side state, state.json: with the saved
+    checkpoints all an epoch depends on, so that a resumed run redoes an
+    interrupted epoch exactly (`training.runstate`)."""
+    __slots__ = ()
+    WHAT = "a run's state.json"
+    epoch = Field(int, "The epochs finished.")
+    best_valid = Field(float, "The best validation loss so far (null "
+                       "before the first best epoch).", null=True)
+    best_epoch = Field(int, "The best epoch (0 before one).")
+    since_best = Field(int, "Selectable epochs since the best (patience "
+                       "counts them).")
+    val_history = Field(list, "The validation losses NT-ASGD's trigger "
+                        "has seen.")
+    done = Field(bool, "Whether the run finished (its best checkpoint "
+                 "was scored).")
+    best_reached = Field(bool, "Whether the best epoch reached "
+                         "select_min_sparsity.", default=True)
+    stop_reason = Field(str, "Why training stopped (set when done).",
+                        null=True, default=None)
+    test_loss = Field(float, "The best checkpoint's test loss (set when "
+                      "done).", null=True, default=None)
+    best_valid_check = Field(float, "The best checkpoint's validation "
+                             "loss, evaluated again (set when done).",
+                             null=True, default=None)
+
+    @classmethod
+    def _checked(cls, obj, where):
+        values = super(RunState, cls)._checked(obj, where)
+        if values["done"] and values.get("test_loss") is None:
+            raise RecordError("%s: missing key 'test_loss' of %s (a "
+                              "finished run's test loss)" % (where,
+                                                             cls.WHAT))
+        return values
+
+
+class RunSummary(_RunFields):
+    """A finished training run's summary, summary.json: what `train.run`
+    returns, and each model's row of ``--out``'s summary.json."""
+    __slots__ = ()
+    WHAT = "a run's summary"
+    model = Field(str, "The model's label (`presets.label`; ``awd+q`` "
+                  "for a quantization-aware run in --out's summary).")
+    corpus = Field(str, "The corpus's name.")
+    epochs_run = Field(int, "The epochs trained.")
+    best_epoch = Field(int, "The best validation epoch (its checkpoint "
+                       "is scored).")
+    best_valid_ppl = Field(float, "The best epoch's validation "
+                           "perplexity.")
+    test_ppl = Field(float, "The test perplexity at the best checkpoint.")
+    stop_reason = Field(str, "Why training stopped.", null=True)
+    unk_counts = Field(dict, "{split: words not in the training "
+                       "vocabulary}.")
+    quant = Field(bool, "Whether the model was quantization-aware.",
+                  default=False)
+    init_from = Field(str, "The checkpoint the run started from (null: "
+                      "none).", null=True, default=None)
+    floor_ppl = Field(float, "The embedded corpus's source perplexity "
+                      "(an ``extra`` entry of the programs).", null=True,
+                      default=None)
 
 
 class Recorded(object):
@@ -51,8 +420,9 @@ class Recorded(object):
       plan: the later phases' recorded parameters (``produced_by.plan``,
         `plan_entry`; {} for a run of a version before it).
       words: the vocabulary (vocab.txt), or None.
-      finished: whether the float phase finished (state.json ``done``).
-      epoch: the epochs it has run.
+      finished: whether the float phase finished (state.json's
+        `RunState.done`; False without a state.json).
+      epoch: the epochs it has run (`RunState.epoch`; 0 without one).
       quant_params: the quantization-aware phase's parameters
         (``<model>_quant``), or None when the run has none.
       quant_finished: whether that phase finished.
@@ -63,18 +433,20 @@ class Recorded(object):
         self.model, self.run_dir, self.params = model, run_dir, params
         self.produced, self.words = produced, words
         self.plan = dict(produced.get("plan") or {})
-        self.finished = bool(state.get("done"))
-        self.epoch = int(state.get("epoch") or 0)
+        self.finished = bool(state and state.done)
+        self.epoch = state.epoch if state else 0
         self.quant_params = quant[0] if quant else None
-        self.quant_finished = bool(quant and quant[3].get("done"))
+        self.quant_finished = bool(quant and quant[3] and quant[3].done)
 
     def summary(self, quant=False):
         """The finished float (``quant``: quantization-aware) phase's
-        summary: its summary.json, as `train.run` returned it.
+        summary: its summary.json (a `RunSummary`), as `train.run`
+        returned it.
 
         Raises:
-          ValueError: the phase has not finished, or summary.json is
-            unreadable (named).
+          ValueError: the phase has not finished.
+          RecordError: (a ValueError) summary.json is unreadable or no
+            run's summary (named with the key).
         """
         run = (RunDir(os.path.dirname(self.run_dir)).quant_run(self.model)
                if quant else RunDir(self.run_dir))
@@ -87,31 +459,23 @@ class Recorded(object):
                 "%s has not finished training%s: finish it first (awd-lm "
                 "train --out %s --resume)" % (
                     run_dir, where, os.path.dirname(self.run_dir) or "."))
-        return _load_json(path)
-
-
-def _load_json(path):
-    """A JSON file's object; ValueError naming the file."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError) as e:
-        raise ValueError("%s: unreadable (%s); nothing was changed"
-                         % (path, e))
+        return RunSummary.read(path)
 
 
 def _phase(run_dir):
-    """(params, produced_by, words, state) of a run directory, or None
-    when it holds no run (neither config.json nor state.json)."""
+    """(params, produced_by, words, `RunState` or None) of a run
+    directory, or None when it holds no run (neither config.json nor
+    state.json)."""
     config_path = os.path.join(run_dir, CONFIG_FILE)
     state_path = os.path.join(run_dir, STATE_FILE)
-    state = _load_json(state_path) if os.path.isfile(state_path) else {}
+    state = RunState.read(state_path) if os.path.isfile(state_path) \
+        else None
     if os.path.isfile(config_path):
         config = modeldir.read_config(config_path)
         return (config["params"], config.get("produced_by", {}),
                 config["words"], state)
-    if "params" in state:
-        return state["params"], {}, None, state
+    if state is not None:
+        return state.params, {}, None, state
     return None
 
 
@@ -128,8 +492,8 @@ def read(out, model):
     it.
 
     Raises:
-      modeldir.ConfigError / ValueError: an unreadable config.json or
-        state.json (named).
+      modeldir.ConfigError / RecordError: an unreadable config.json or
+        state.json (named; a state.json with the key).
     """
     root = RunDir(out)
     run_dir = root.model_run(model).path

@@ -188,19 +188,25 @@ def _planned_compress_out(recorded, given):
 
 
 def _previous_models(out):
-    """The model summaries of ``out``'s summary.json ([] without one).
+    """The model summaries of ``out``'s summary.json, each a
+    `runrecord.RunSummary` ([] without one).
 
     Raises:
-      ValueError: it is unreadable (named; nothing is trained)."""
+      ValueError: it is unreadable (named; nothing is trained); a
+        `runrecord.RecordError` naming the model's entry and the key when
+        one is no run's summary."""
     path = RunDir(out).summary_file
     if not os.path.isfile(path):
         return []
     try:
         with open(path) as f:
-            return list(json.load(f)["models"])
+            models = list(json.load(f)["models"])
     except (IOError, OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError("%s: unreadable run summary (%s: %s); nothing was "
                          "changed" % (path, type(e).__name__, e))
+    return [runrecord.RunSummary.from_json(
+        model, "%s: models[%d]" % (path, i)) for i, model in enumerate(
+            models)]
 
 
 def _corpus_dir(out, data_dir, recorded):
@@ -315,7 +321,8 @@ def _run_model(plan, index, runs):
     """One model's phases: the float run (compress: read back, its files
     untouched), the quantization-aware one (read back too when compress
     finds it finished), then the compression pipeline, whose table goes
-    to ``runs['log']``. Returns the float and quantized summaries."""
+    to ``runs['log']``. Returns the float and quantized summaries
+    (`runrecord.RunSummary`)."""
     params, (float_params, quant_params) = (plan.configs[index],
                                             plan.phases[index])
     corpus, model = plan.corpus, plan.models[index]
@@ -400,6 +407,7 @@ def write_results(plan, merged, lines, log=print):
     # Not `RunDir.write_json`: the file keeps its keys in this order.
     with open(root.summary_file, "w") as f:
         json.dump({"floor_ppl": plan.floor, "corpus": plan.corpus.name,
-                   "data_dir": plan.data_dir, "models": merged,
+                   "data_dir": plan.data_dir,
+                   "models": [s.to_json() for s in merged],
                    "table": lines}, f, indent=1)
     records.plot_curves(merged, root.plot_file, plan.floor, log=log)

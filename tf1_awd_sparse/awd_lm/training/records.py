@@ -36,6 +36,8 @@ from __future__ import absolute_import, division, print_function
 
 import collections
 
+from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
+
 __all__ = ["header", "epoch_row", "end_lines", "format_record", "TableLog",
            "results_table", "merge_summaries", "plot_curves",
            "sparsity_series", "sparsity_table", "plot_sparsity", "reached",
@@ -63,20 +65,36 @@ def epoch_row(record):
 
 def end_lines(summary):
     """The closing lines of one run: its sparsity report (sparse models)
-    and the line saying why it stopped and how its best epoch scores."""
+    and the line saying why it stopped and how its best epoch scores.
+
+    Args:
+      summary: a `runrecord.RunSummary` or its JSON dict (the ``'end'``
+        record).
+
+    Raises:
+      runrecord.RecordError: a dict that is no run's summary (named).
+    """
+    summary = RunSummary.coerce(summary, "the 'end' record")
     lines = []
-    if summary.get("sparsity_report"):
+    if summary.sparsity_report:
         # Imported here: the report module builds on TensorFlow.
         from tf1_awd_sparse.layers.sparse import report as sparse_report
         lines.append("%s sparsity of the best checkpoint:\n%s" % (
-            summary["model"],
-            sparse_report.format_report(summary["sparsity_report"])))
+            summary.model,
+            sparse_report.format_report(summary.sparsity_report)))
     lines.append(
         "%-7s | stopped after epoch %d (%s); best epoch %d: valid ppl %.2f, "
-        "test ppl %.2f" % (summary["model"], summary["epochs_run"],
-                           summary["stop_reason"], summary["best_epoch"],
-                           summary["best_valid_ppl"], summary["test_ppl"]))
+        "test ppl %.2f" % (summary.model, summary.epochs_run,
+                           summary.stop_reason, summary.best_epoch,
+                           summary.best_valid_ppl, summary.test_ppl))
     return lines
+
+
+def _summaries(summaries, what="summaries"):
+    """Each of ``summaries`` as a `runrecord.RunSummary` (a dict is read
+    as its JSON, named ``what[i]`` in errors)."""
+    return [RunSummary.coerce(s, "%s[%d]" % (what, i))
+            for i, s in enumerate(summaries)]
 
 
 def format_record(record):
@@ -117,9 +135,14 @@ def results_table(summaries, floor):
     """The results table of several runs, as a list of lines.
 
     Args:
-      summaries: run summaries (`train.run`'s return value / summary.json).
+      summaries: run summaries (`train.run`'s `runrecord.RunSummary`, or
+        summary.json's dict).
       floor: the source's test perplexity (embedded corpus), or None.
+
+    Raises:
+      runrecord.RecordError: a dict that is no run's summary (named).
     """
+    summaries = _summaries(summaries)
     lines = ["%-7s | %8s | %12s | %10s | %6s | %7s" % (
         "model", "test ppl", "gap to floor", "best epoch", "epochs",
         "seconds")]
@@ -127,35 +150,35 @@ def results_table(summaries, floor):
         lines.append("%-7s | %8.2f | %12s | %10s | %6s | %7s" % (
             "floor", floor, "-", "-", "-", "-"))
     for s in summaries:
-        gap = "%+.2f" % (s["test_ppl"] - floor) if floor is not None else "-"
+        gap = "%+.2f" % (s.test_ppl - floor) if floor is not None else "-"
         lines.append("%-7s | %8.2f | %12s | %10d | %6d | %7.0f" % (
-            s["model"], s["test_ppl"], gap, s["best_epoch"], s["epochs_run"],
-            s["train_seconds"]))
-    by = {s["model"]: s for s in summaries}
+            s.model, s.test_ppl, gap, s.best_epoch, s.epochs_run,
+            s.train_seconds))
+    by = {s.model: s for s in summaries}
     if "awd" in by and "plain" in by:
         lines.append("awd / plain test perplexity: %.3f" % (
-            by["awd"]["test_ppl"] / by["plain"]["test_ppl"]))
+            by["awd"].test_ppl / by["plain"].test_ppl))
     for name in ("plain", "awd"):
         if name in by and name + "+q" in by:
             lines.append("%s fake-quant (%s) / float test perplexity: %.3f"
                          % (name, quant_bits(by[name + "+q"]),
-                            by[name + "+q"]["test_ppl"]
-                            / by[name]["test_ppl"]))
+                            by[name + "+q"].test_ppl / by[name].test_ppl))
     return lines
 
 
 def quant_bits(summary):
     """What a quantization-aware run's model fake-quantized, from the
-    parameters its graph was built with (its summary's ``params``; the
-    line once said "8-bit cells" whatever ``--weight-bits`` /
-    ``--activation-bits`` were): ``"8-bit cells"`` when both are 8,
-    ``"W-bit weights, A-bit activations"`` otherwise, ``"bits not
-    recorded"`` for a summary without them."""
-    if not summary.get("params"):
+    parameters its graph was built with (its `runrecord.RunSummary`'s
+    ``params``; the line once said "8-bit cells" whatever
+    ``--weight-bits`` / ``--activation-bits`` were): ``"8-bit cells"``
+    when both are 8, ``"W-bit weights, A-bit activations"`` otherwise,
+    ``"bits not recorded"`` for a summary with empty ones."""
+    params = RunSummary.coerce(summary).params
+    if not params:
         return "bits not recorded"
     # Imported here: the module's other readers need no configuration.
     from tf1_awd_sparse.awd_lm.config.params import as_params
-    quantization = as_params(summary["params"]).quantization
+    quantization = as_params(params).quantization
     weight, activation = (quantization.weight_bits,
                           quantization.activation_bits)
     if int(weight) == int(activation) == 8:
@@ -171,19 +194,24 @@ def merge_summaries(previous, summaries, dropped=()):
     other row lost (``awd-lm compress`` without --quant keeps ``awd+q``).
 
     Args:
-      previous: the summaries already recorded, in order.
-      summaries: this command's, in order.
+      previous: the summaries already recorded, in order
+        (`runrecord.RunSummary` or its dict).
+      summaries: this command's, in order (alike).
       dropped: float models retrained from scratch (--overwrite): the
         previous rows of their phases (``awd``, ``awd+q``, ...) that this
         command did not make again are dropped, being of the deleted run.
 
     Returns:
-      list of summaries.
+      list of `runrecord.RunSummary`.
+
+    Raises:
+      runrecord.RecordError: a dict that is no run's summary (named).
     """
-    new = collections.OrderedDict((s["model"], s) for s in summaries)
+    new = collections.OrderedDict((s.model, s) for s in _summaries(
+        summaries))
     merged = []
-    for s in previous:
-        label = s.get("model", "")
+    for s in _summaries(previous, "previous"):
+        label = s.model
         if label in new:
             merged.append(new.pop(label))
         elif label.split("+")[0] not in dropped:
@@ -225,7 +253,8 @@ def plot_curves(summaries, path, floor=None, offsets=None, log=print):
     """PNG of validation perplexity per epoch, one line per model.
 
     Args:
-      summaries: list of run summaries.
+      summaries: list of run summaries (`runrecord.RunSummary` or its
+        dict).
       path: output .png path.
       floor: optional float, the source's perplexity, drawn as a line.
       offsets: optional list (one per summary) of epochs to add to a
@@ -237,21 +266,25 @@ def plot_curves(summaries, path, floor=None, offsets=None, log=print):
     Returns:
       True when the PNG was written, False when skipped (never raises for
       a missing matplotlib or an unwritable path).
+
+    Raises:
+      runrecord.RecordError: a dict that is no run's summary (named).
     """
+    summaries = _summaries(summaries)
     plt = _pyplot(path, log)
     if plt is None:
         return False
     fig, ax = plt.subplots(figsize=(6, 4))
     for s, offset in zip(summaries, offsets or [0] * len(summaries)):
-        ep = [r["epoch"] + offset for r in s["epochs"]]
-        ax.plot(ep, [r["valid_ppl"] for r in s["epochs"]], marker=".",
-                label="%s (test %.1f)" % (s["model"], s["test_ppl"]))
+        ep = [r.epoch + offset for r in s.epochs]
+        ax.plot(ep, [r.valid_ppl for r in s.epochs], marker=".",
+                label="%s (test %.1f)" % (s.model, s.test_ppl))
     if floor:
         ax.axhline(floor, color="gray", linestyle="--",
                    label="source floor %.1f" % floor)
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation perplexity")
-    ax.set_title(summaries[0]["corpus"] if summaries else "")
+    ax.set_title(summaries[0].corpus if summaries else "")
     ax.legend()
     return _save(fig, plt, path, log)
 

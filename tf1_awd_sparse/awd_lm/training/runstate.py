@@ -1,16 +1,16 @@
 """A training run's Python-side state (state.json): the state before
 epoch 1, the stopping rule, and the state a resumed run reads back.
 
-The state is a plain dict of JSON values: the epoch, the best validation
-loss and its epoch, the epochs since, NT-ASGD's validation history, the
-epoch records and the run's parameters (flat, as config.json writes
-them). With the saved checkpoints it is all an epoch depends on, so that
-`train.Trainer` redoes an interrupted epoch exactly.
+The state is a `runrecord.RunState` (each key's meaning is its field's
+docstring): the epoch, the best validation loss and its epoch, the epochs
+since, NT-ASGD's validation history, the epoch records and the run's
+parameters (flat, as config.json writes them). With the saved checkpoints
+it is all an epoch depends on, so that `train.Trainer` redoes an
+interrupted epoch exactly.
 """
-import json
-
 from tf1_awd_sparse.awd_lm.config import presets, registry
 from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.runrecord import RecordError, RunState
 from tf1_awd_sparse.awd_lm.graph.checkpoints import CheckpointError
 
 __all__ = ["EXTENDING_KEYS", "fresh_state", "stop_reason",
@@ -29,12 +29,12 @@ def fresh_state(params):
         them flat (`Params.to_flat`), as config.json does.
 
     Returns:
-      dict of JSON values.
+      `RunState`.
     """
-    return {"epoch": 0, "best_valid": None, "best_epoch": 0,
-            "since_best": 0, "val_history": [], "averaging_epoch": None,
-            "epochs": [], "train_seconds": 0.0, "done": False,
-            "params": dict(as_params(params).to_flat())}
+    return RunState(epoch=0, best_valid=None, best_epoch=0, since_best=0,
+                    val_history=[], averaging_epoch=None, epochs=[],
+                    train_seconds=0.0, done=False,
+                    params=dict(as_params(params).to_flat()))
 
 
 def stop_reason(state, params):
@@ -46,16 +46,16 @@ def stop_reason(state, params):
     `max_epochs`.
 
     Args:
-      state: the run's state (`fresh_state`).
+      state: the run's `RunState`.
       params: the run's parameters (a dict or `Params`).
 
     Returns:
       str or None.
     """
     stopping = as_params(params).stopping
-    if state["since_best"] >= stopping.patience:
+    if state.since_best >= stopping.patience:
         return "no improvement for %d epochs" % stopping.patience
-    if state["epoch"] >= stopping.max_epochs:
+    if state.epoch >= stopping.max_epochs:
         return "max epochs (%d)" % stopping.max_epochs
     return None
 
@@ -93,30 +93,32 @@ def read_state(path, params, run_dir):
       run_dir: the run's directory (in messages).
 
     Returns:
-      the state dict.
+      `RunState`.
 
     Raises:
-      CheckpointError: an unreadable state.json (nothing deleted).
+      CheckpointError: an unreadable state.json, or one without a key
+        every version wrote or with a value of the wrong type (named
+        with the key; nothing deleted).
       ValueError: parameters that differ from the run's (named), but
         `EXTENDING_KEYS`.
     """
     params = as_params(params)
     try:
-        with open(path) as f:
-            state = json.load(f)
-        old = state["params"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise CheckpointError("%s: unreadable run state (%s: %s); "
-                              "nothing was deleted"
-                              % (path, type(e).__name__, e))
-    changed = changed_parameters(params, old)
+        state = RunState.read(path)
+    except RecordError as e:
+        raise CheckpointError("%s; unreadable run state, nothing was "
+                              "deleted" % (e,))
+    changed = changed_parameters(params, state.params)
     if changed:
         raise ValueError("resume: %s was made with different parameters "
                          "(%s): resume it with its own, or train these "
                          "in a new directory; nothing was changed"
                          % (run_dir, ", ".join(changed)))
-    if old["max_epochs"] != params.stopping.max_epochs:
-        old["max_epochs"] = params.stopping.max_epochs
-        if state["done"] and stop_reason(state, params) is None:
-            state["done"] = False  # extended past its old maximum
+    max_epochs = params.stopping.max_epochs
+    if state.params.get("max_epochs") != max_epochs:
+        state = state.replace(params=dict(state.params,
+                                          max_epochs=max_epochs))
+        if state.done and stop_reason(state, params) is None:
+            # Extended past its old maximum.
+            state = state.replace(done=False)
     return state

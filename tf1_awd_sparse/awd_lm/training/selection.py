@@ -34,8 +34,8 @@ def is_best(state, valid_loss, reached=True):
     sparsity beats one that did not; else the lower loss wins.
 
     Args:
-      state: the run's state (`runstate.fresh_state`): its ``best_valid``
-        (None before the first best) and ``best_reached``.
+      state: the run's `runrecord.RunState`: its ``best_valid`` (None
+        before the first best) and ``best_reached``.
       valid_loss: the epoch's validation loss.
       reached: whether the epoch reached ``select_min_sparsity``
         (`reaches_sparsity`).
@@ -43,9 +43,8 @@ def is_best(state, valid_loss, reached=True):
     Returns:
       bool.
     """
-    if state["best_valid"] is None:
+    if state.best_valid is None:
         return True
-    best_reached = state.get("best_reached", True)
-    if reached != best_reached:
+    if reached != state.best_reached:
         return reached
-    return valid_loss < state["best_valid"]
+    return valid_loss < state.best_valid

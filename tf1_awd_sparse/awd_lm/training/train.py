@@ -36,6 +36,7 @@ from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.runrecord import EpochRecord, RunSummary
 from tf1_awd_sparse.awd_lm.training import controller, records, selection
 from tf1_awd_sparse.awd_lm.config.rundir import (
     RunDir, RUN_FILES, STATE_FILE, SUMMARY_FILE)
@@ -204,7 +205,7 @@ class Trainer(object):
         # graph is built only if asked for (`graph`), so resuming a
         # pipeline of finished stages costs no graph construction.
         self._warm_names = warm_names
-        self._graph = (None if self.resumed and self.state["done"]
+        self._graph = (None if self.resumed and self.state.done
                        else Graph(params, warm_names))
         self._writer = tf.summary.FileWriter(run_dir)
 
@@ -217,8 +218,8 @@ class Trainer(object):
         return self._graph
 
     def _load_state(self, resume):
-        """(state, resumed): run_dir's state.json, or a fresh state after
-        deleting an earlier run's files."""
+        """(state, resumed): run_dir's state.json (a `runrecord.RunState`),
+        or a fresh state after deleting an earlier run's files."""
         path = self.dir.state_file
         if not (resume and self.dir.exists(STATE_FILE)):
             self.dir.clear()
@@ -231,14 +232,14 @@ class Trainer(object):
         with no finished epoch, else None."""
         if self.resumed:
             return {"event": "resume", "model": self.model,
-                    "run_dir": self.run_dir, "epoch": self.state["epoch"]}
-        if self.state["epoch"] == 0 and not self.state["done"]:
+                    "run_dir": self.run_dir, "epoch": self.state.epoch}
+        if self.state.epoch == 0 and not self.state.done:
             return {"event": "start", "model": self.model}
         return None
 
     def finished(self):
         """Whether the stopping rule ended the run (or it was scored)."""
-        return (self.state["done"]
+        return (self.state.done
                 or stop_reason(self.state, self.params) is not None)
 
     def epoch(self):
@@ -251,7 +252,7 @@ class Trainer(object):
 
         Returns:
           the 'epoch' record (`awd_lm.training.records`), also appended to the
-          state's epochs.
+          state's epochs (as a `runrecord.EpochRecord`).
 
         Raises:
           CheckpointError: the previous epoch's checkpoint is unreadable.
@@ -259,8 +260,8 @@ class Trainer(object):
             step or the validation loss diverged; the epoch saves nothing
             (checkpoints, state.json), the message says what is kept.
         """
-        g, state, params = self.graph, self.state, self.params
-        epoch = state["epoch"] + 1
+        g, params = self.graph, self.params
+        epoch = self.state.epoch + 1
         start = time.time()
         graph, last_saver, best_saver, warm_saver, teacher_saver = \
             g.instance(params.optimization.seed * 1009 + epoch)
@@ -276,7 +277,7 @@ class Trainer(object):
                 # Not in the model's checkpoints: restored every epoch.
                 restore(teacher_saver, sess, params.stage.distill_from)
             if g.averaging is not None:
-                g.optimizer.set_history(state["val_history"])
+                g.optimizer.set_history(list(self.state.val_history))
             try:
                 train_loss, tok_s, distilled = train_epoch(
                     sess, g, self.streams["train"], params, epoch,
@@ -284,16 +285,17 @@ class Trainer(object):
                 record = self.validate(sess, best_saver, epoch)
             except TrainingDiverged as e:
                 raise e.keeping(self._kept(epoch))
+            state = self.state
             if record["best"]:
-                state.update(best_valid=record["valid_loss"],
-                             best_epoch=epoch, since_best=0)
+                state = state.replace(best_valid=record["valid_loss"],
+                                      best_epoch=epoch, since_best=0)
             elif selection.selectable(params, epoch):
                 # Patience counts from the first selectable epoch.
-                state["since_best"] += 1
+                state = state.replace(since_best=state.since_best + 1)
             if record["averaging_started"]:
                 # The trigger fires on a stalled loss, when patience is
                 # nearly spent: the averaged weights get their own.
-                state.update(averaging_epoch=epoch, since_best=0)
+                state = state.replace(averaging_epoch=epoch, since_best=0)
             seconds = time.time() - start
             record.update(model=self.model, epoch=epoch,
                           train_loss=train_loss,
@@ -303,14 +305,14 @@ class Trainer(object):
             if g.controller is not None and "sparsity" in record:
                 record.update(controller.control(
                     sess, g.controller, params, epoch, record["sparsity"]))
-            state["epochs"].append(record)
+            self.state = state.replace(
+                epochs=state.epochs + (EpochRecord.from_json(record),),
+                epoch=epoch, train_seconds=state.train_seconds + seconds)
             ranges = g.quant_ranges(sess)
-            state["epoch"] = epoch
-            state["train_seconds"] += seconds
             # Checkpoint first, state second: a kill in between redoes the
             # epoch from the previous checkpoint, which is still consistent.
             self.checkpoint(sess, last_saver, epoch)
-        self.dir.write_json(STATE_FILE, state)
+        self.dir.write_json(STATE_FILE, self.state.to_json())
         self._write_summaries(record, ranges)
         return dict(record, event="epoch")
 
@@ -325,7 +327,7 @@ class Trainer(object):
             restore(warm_saver, sess, self.init_from)
         if self.params.stage.average_from_start and g.averaging is not None:
             sess.run(g.optimizer.trigger_op().name)
-            self.state["averaging_epoch"] = 1
+            self.state = self.state.replace(averaging_epoch=1)
 
     def _kept(self, epoch):
         """What a diverged epoch leaves: the previous epochs' checkpoints."""
@@ -334,7 +336,7 @@ class Trainer(object):
         return ("kept: the checkpoint of epoch %d (%s-%d) and the best "
                 "(%s, epoch %d)" % (epoch - 1, self.last_prefix, epoch - 1,
                                     self.best_prefix,
-                                    self.state["best_epoch"]))
+                                    self.state.best_epoch))
 
     def validate(self, sess, best_saver, epoch):
         """Validates the weights of the epoch just trained: NT-ASGD's
@@ -354,7 +356,7 @@ class Trainer(object):
           TrainingDiverged: the validation loss diverged (`diverged`);
             the best checkpoint is not saved.
         """
-        g, state = self.graph, self.state
+        g = self.graph
         averaged = bool(g.averaging is not None and sess.run(g.averaging))
         # Without averaging, the raw weights are the ones validated.
         weights = (g.optimizer.averaged_weights(sess) if averaged
@@ -371,16 +373,16 @@ class Trainer(object):
                 reached = selection.reaches_sparsity(self.params,
                                                      extra["sparsity"])
             best = bool(selection.selectable(self.params, epoch)
-                        and selection.is_best(state, valid_loss, reached))
+                        and selection.is_best(self.state, valid_loss,
+                                              reached))
             if best:
                 best_saver.save(sess, self.best_prefix)
-                state["best_reached"] = reached
+                self.state = self.state.replace(best_reached=reached)
         started = bool(not averaged and g.averaging is not None
                        and g.optimizer.observe(sess, valid_loss))
-        if g.averaging is not None:
-            state["val_history"] = list(g.optimizer.history)
-        else:
-            state["val_history"].append(valid_loss)
+        self.state = self.state.replace(val_history=(
+            list(g.optimizer.history) if g.averaging is not None
+            else self.state.val_history + (valid_loss,)))
         return dict(extra, valid_loss=valid_loss,
                     valid_ppl=perplexity(valid_loss),
                     best=best, averaged=averaged, averaging_started=started)
@@ -425,53 +427,54 @@ class Trainer(object):
           extra: dict merged into the summary.
 
         Returns:
-          the summary dict (see `run`).
+          the `runrecord.RunSummary` (see `run`).
 
         Raises:
           CheckpointError: the best checkpoint is unreadable.
         """
-        state = self.state
-        if not state["done"]:
+        if not self.state.done:
             g = self.graph
-            state["stop_reason"] = stop_reason(state, self.params)
+            scored = {"stop_reason": stop_reason(self.state, self.params)}
             graph, _, best_saver, _, _ = g.instance(
                 self.params.optimization.seed * 1009)
             with tf.Session(graph=graph, config=self.config) as sess:
                 restore(best_saver, sess, self.best_prefix)
-                state["quant_ranges"] = g.quant_ranges(sess) or None
+                scored["quant_ranges"] = g.quant_ranges(sess) or None
                 bptt = self.params.optimization.bptt
-                state["test_loss"] = evaluate(sess, g, self.streams["test"],
-                                              bptt)
-                state["best_valid_check"] = evaluate(
+                scored["test_loss"] = evaluate(
+                    sess, g, self.streams["test"], bptt)
+                scored["best_valid_check"] = evaluate(
                     sess, g, self.streams["valid"], bptt)
                 if g.sparsity:
                     values = sess.run(g.sparsity)
-                    state["sparsity_report"] = {
+                    scored["sparsity_report"] = {
                         "global": float(values["global"]),
                         "layers": collections.OrderedDict(
                             (k, float(v)) for k, v in
                             values["layers"].items())}
-            state["done"] = True
-            self.dir.write_json(STATE_FILE, state)
+            self.state = self.state.replace(done=True, **scored)
+            self.dir.write_json(STATE_FILE, self.state.to_json())
         self._writer.close()
+        state = self.state
         summary = {
             "model": self.model, "corpus": self.corpus.name,
             "params": dict(self.params.to_flat()),
-            "epochs": state["epochs"],
-            "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
-            "best_valid_ppl": perplexity(state["best_valid"]),
-            "test_ppl": perplexity(state["test_loss"]),
-            "stop_reason": state["stop_reason"],
-            "averaging_epoch": state["averaging_epoch"],
-            "train_seconds": state["train_seconds"],
+            "epochs": state.epochs,
+            "epochs_run": state.epoch, "best_epoch": state.best_epoch,
+            "best_valid_ppl": perplexity(state.best_valid),
+            "test_ppl": perplexity(state.test_loss),
+            "stop_reason": state.stop_reason,
+            "averaging_epoch": state.averaging_epoch,
+            "train_seconds": state.train_seconds,
             "unk_counts": self.corpus.unk_counts,
-            "sparsity_report": state.get("sparsity_report"),
+            "sparsity_report": state.sparsity_report,
             "quant": bool(self.params.quantization.quant),
             "init_from": self.init_from,
-            "quant_ranges": state.get("quant_ranges"),
+            "quant_ranges": state.quant_ranges,
         }
         summary.update(extra or {})
-        self.dir.write_json(SUMMARY_FILE, summary)
+        summary = RunSummary.from_json(summary, self.dir.summary_file)
+        self.dir.write_json(SUMMARY_FILE, summary.to_json())
         return summary
 
 
@@ -516,11 +519,12 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     that ``LanguageModel.load(run_dir)`` opens its best checkpoint.
 
     Returns:
-      the summary dict (also written to run_dir/summary.json): model,
-      corpus, params, epochs (the epoch records), epochs_run, best_epoch,
-      best_valid_ppl, test_ppl (at the best checkpoint), stop_reason,
-      averaging_epoch, train_seconds, unk_counts, sparsity_report, quant,
-      init_from, quant_ranges, and ``extra``'s keys.
+      the run's `runrecord.RunSummary` (its `to_json` is run_dir's
+      summary.json): model, corpus, params, epochs (the epoch records),
+      epochs_run, best_epoch, best_valid_ppl, test_ppl (at the best
+      checkpoint), stop_reason, averaging_epoch, train_seconds,
+      unk_counts, sparsity_report, quant, init_from, quant_ranges, and
+      ``extra``'s keys (`RunSummary.extra` but those it declares).
 
     Raises:
       ValueError: invalid params (named), resume with changed
@@ -555,6 +559,6 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     summary = trainer.finish(extra)
     modeldir.write_run_dir(run_dir, trainer.params, corpus.vocab, summary,
                            **produced)
-    report(dict(summary, event="end"))
+    report(dict(summary.to_json(), event="end"))
     return summary
 

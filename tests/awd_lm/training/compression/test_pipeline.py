@@ -19,10 +19,12 @@ from tf1_awd_sparse.awd_lm.training.compression import (
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export, lm_runner, tflite_weights
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
 from tf1_awd_sparse.export import sparse_storage
 from support import ROOT
 from support.versions import needs_litert
 from support.lm import FLOAT_LOG_PROB_ATOL, FLOAT_PPL_RTOL, one_error_line
+from support.lm_api import summary_json
 
 TECHNIQUES = ["variational_dropout", "l0", "magnitude"]
 
@@ -229,8 +231,8 @@ def test_resuming_a_finished_run_builds_no_graph(reference, monkeypatch):
     monkeypatch.setattr(train, "Graph", no_graph)
     summary = train.run(_corpus(), float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
-    assert summary["test_ppl"] == result["stages"][0]["test_ppl"]
-    assert summary["epochs_run"] == float_params["max_epochs"]
+    assert summary.test_ppl == result["stages"][0]["test_ppl"]
+    assert summary.epochs_run == float_params["max_epochs"]
     with pytest.raises(_GraphBuilt):
         train.run(_corpus(), dict(float_params,
                                   max_epochs=float_params["max_epochs"] + 1),
@@ -669,7 +671,8 @@ def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
     # global rounding would ask round(7.5) = 8. The same weights in the
     # TFLite file must be judged as in the TF checkpoint.
     weights = {n: np.array([0., 0., 1., 2., 3.]) for n in ("a", "b", "c")}
-    summary = {"test_ppl": 10.0, "best_valid_ppl": 11.0}
+    summary = RunSummary.from_json(summary_json(test_ppl=10.0,
+                                                best_valid_ppl=11.0))
     sparse = rows_.row("sparse", "magnitude", summary, 9.0, weights)
     tfl = rows_.tflite_row("tflite_float", "magnitude", 10.0, 9.0,
                            (6, 15), [(1, 5)] * 3, {})

@@ -13,6 +13,7 @@ from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.graph import compression_ops
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, rundir
 from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
 from tf1_awd_sparse.awd_lm.training import records, train
 from tf1_awd_sparse.awd_lm.training.compression import (
     cuts, plot, rows as rows_, ship, small_dense, stages, tflite)
@@ -33,6 +34,7 @@ class Pipeline(object):
 
     Attributes:
       params: Params, the float model's with the corpus's ``vocab_size``.
+      float_summary: the float run's `runrecord.RunSummary`.
       dir: the pipeline's `rundir.RunDir`.
       done: {stage key: what it was made from} of the finished stages.
     """
@@ -42,14 +44,15 @@ class Pipeline(object):
         self.corpus, self.out_dir = corpus, out_dir
         self.dir = rundir.RunDir(out_dir)
         self.params = as_params(params).replace(vocab_size=len(corpus.vocab))
-        self.float_summary = float_summary
+        self.float_summary = RunSummary.coerce(float_summary,
+                                               "float_summary")
         self.float_best = rundir.RunDir(float_dir).best_prefix
         # The distillation's teacher (`teacher_is_reference`: the
         # reference's best checkpoint once it has trained).
         self.teacher = self.float_best
-        self.float_ppl = float_summary["test_ppl"]
+        self.float_ppl = self.float_summary.test_ppl
         self.run_options = run_options  # resume, log, progress, threads
-        self.extra = {"floor_ppl": float_summary.get("floor_ppl")}
+        self.extra = {"floor_ppl": self.float_summary.floor_ppl}
         optimization = self.params.optimization
         stream = data.batchify(corpus.train, optimization.batch_size)
         self.steps_per_epoch = max(1, (stream.shape[1] - 1)
@@ -109,7 +112,8 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
         `Params`): the model's, the compression settings
         (`presets.COMPRESS_KEYS`) and the quantization-aware schedule
         (`presets.QUANT_KEYS`).
-      float_summary: the float run's summary (`train.run`'s).
+      float_summary: the float run's summary (`train.run`'s
+        `runrecord.RunSummary`, or its summary.json's dict).
       float_dir: the float run's directory (its best checkpoint is used).
       out_dir: the pipeline's directory (one run directory per stage,
         the pruned checkpoint, the .tflite files, summary.json;
@@ -142,8 +146,8 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     # fine-tuning.
     compression_ops.matrix_targets(pipeline.params,
                                    {n: w.size for n, w in weights.items()})
-    rows = [rows_.row("float", "-", float_summary, pipeline.float_ppl,
-                      weights)]
+    rows = [rows_.row("float", "-", pipeline.float_summary,
+                      pipeline.float_ppl, weights)]
     runs = sparsify(pipeline, ["reference"] + list(techniques), parallel)
     reference, sparse_runs = runs[0], runs[1:]
     reference["row"] = rows_.best_reference(rows[0], reference["row"])
@@ -158,18 +162,18 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     quant, quant_best = quantize(pipeline, pruned)
     # The QAT run's config.json, with the technique its model came from.
     modeldir.write_run_dir(pipeline.dir.stage_run("qat").path,
-                           quant["params"], corpus.vocab, quant,
+                           quant.params, corpus.vocab, quant,
                            technique=chosen)
     rows.append(rows_.row("qat", chosen, quant, pipeline.float_ppl,
                           cuts.effective_weights(quant_best,
-                                                 quant["params"])))
+                                                 quant.params)))
     # --small-dense: its files timed in the same rounds as the others.
     more = (lambda files: small_dense.small_dense_rows(pipeline, files,
                                                        progress)) \
         if pipeline.params.compression.small_dense else None
     rows += tflite.tflite_rows(
         pipeline, chosen, (pipeline.compressed_params(pruning="fixed"), pruned),
-        (quant["params"], quant_best), progress, more)
+        (quant.params, quant_best), progress, more)
     rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
     result = _summary(pipeline, rows, {
         "chosen": chosen, "chosen_reached_target": chosen_reached,
@@ -208,13 +212,13 @@ def _finetune(pipeline, technique):
         run = pipeline.dir.stage_run("reference")
         summary = pipeline.train(stages.reference_params(pipeline.params),
                                  run, pipeline.float_best)
-        modeldir.write_run_dir(run.path, summary["params"],
+        modeldir.write_run_dir(run.path, summary.params,
                                pipeline.corpus.vocab, summary,
                                stage="reference")
         return {"technique": "-", "summary": summary,
                 "row": rows_.row("reference", "-", summary,
                                  pipeline.float_ppl, cuts.effective_weights(
-                                     run.best_prefix, summary["params"]))}
+                                     run.best_prefix, summary.params))}
     cut, remade = ramp_and_cut(pipeline, technique)
     run = pipeline.dir.survivors_run(technique)
     if remade:   # survivors of an older cut: not to be resumed
@@ -222,13 +226,13 @@ def _finetune(pipeline, technique):
     summary = pipeline.train(
         stages.survivors_params(pipeline.params, pipeline.teacher), run, cut)
     # Its config.json names the technique its survivors came from.
-    modeldir.write_run_dir(run.path, summary["params"],
+    modeldir.write_run_dir(run.path, summary.params,
                            pipeline.corpus.vocab, summary,
                            stage="sparse", technique=technique)
     return {"technique": technique, "summary": summary,
             "row": rows_.row("sparse", technique, summary,
                              pipeline.float_ppl, cuts.effective_weights(
-                                 run.best_prefix, summary["params"]))}
+                                 run.best_prefix, summary.params))}
 
 
 def sparsify(pipeline, techniques, parallel):
@@ -243,7 +247,7 @@ def sparsify(pipeline, techniques, parallel):
             # The techniques' teacher is the reference: it trains first.
             first = finetune(techniques[0])
             # The teacher is the reference `best_reference` reports.
-            float_row = {"valid_ppl": pipeline.float_summary["best_valid_ppl"]}
+            float_row = {"valid_ppl": pipeline.float_summary.best_valid_ppl}
             if rows_.best_reference(float_row, first["row"])[
                     "reference_is"] == "fine-tuned":
                 pipeline.teacher = pipeline.dir.stage_run(

@@ -20,20 +20,22 @@ def plot(pipeline, runs, chosen, quant):
         techniques.
       chosen: the technique QAT continued.
       quant: the QAT run's summary.
+
+    The summaries are `runrecord.RunSummary` objects (`train.run`'s).
     """
     float_summary = pipeline.float_summary
-    start = float_summary["best_epoch"]
+    start = float_summary.best_epoch
     ramp = ramp_epochs(pipeline.params)
     summaries, offsets = [float_summary], [0]
     for run in runs:
         name = TECHNIQUE_DIRS.get(run["technique"], "reference")
-        summaries.append(dict(run["summary"], model="%s+%s" % (
-            float_summary["model"], name)))
+        summaries.append(run["summary"].replace(model="%s+%s" % (
+            float_summary.model, name)))
         offsets.append(start + (0 if name == "reference" else ramp))
         if run["technique"] == chosen:
-            qat_offset = offsets[-1] + run["summary"]["best_epoch"]
+            qat_offset = offsets[-1] + run["summary"].best_epoch
     summaries.append(quant)
     offsets.append(qat_offset)
     records.plot_curves(summaries, pipeline.dir.plot_file,
-                        float_summary.get("floor_ppl"), offsets,
+                        float_summary.floor_ppl, offsets,
                         log=pipeline.run_options.get("log", print))

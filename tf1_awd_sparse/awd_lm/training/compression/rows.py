@@ -43,7 +43,8 @@ def file_bytes(path):
 
 
 def row(stage, technique, summary, float_ppl, weights, extra=None):
-    """One TF stage's row from its run's ``summary`` and its weight
+    """One TF stage's row from its run's ``summary`` (a
+    `runrecord.RunSummary`, `train.run`'s) and its weight
     matrices ``weights`` ({name: array}, `effective_weights`): test and
     validation perplexity, the ratio to the float model's ``float_ppl``,
     non-zero / total weights, each matrix's size and fraction of zeros
@@ -58,9 +59,9 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
     dense = [weights.pop(name) for name in LOW_RANK_NAMES
              if name in weights]
     result = {"stage": stage, "technique": technique,
-              "test_ppl": summary["test_ppl"],
-              "valid_ppl": summary["best_valid_ppl"],
-              "ratio_to_float": summary["test_ppl"] / float_ppl,
+              "test_ppl": summary.test_ppl,
+              "valid_ppl": summary.best_valid_ppl,
+              "ratio_to_float": summary.test_ppl / float_ppl,
               "nonzero_weights": count, "total_weights": total,
               "matrix_sizes": [int(np.size(w)) for _, w in
                                sorted(weights.items())],
@@ -68,8 +69,8 @@ def row(stage, technique, summary, float_ppl, weights, extra=None):
                                   for _, w in sorted(weights.items())],
               "sparsity": 1.0 - count / float(total),
               "bytes": size, "gzip_bytes": gz,
-              "seconds": summary.get("train_seconds"),
-              "epochs": summary.get("epochs_run")}
+              "seconds": summary.train_seconds,
+              "epochs": summary.epochs_run}
     result.update(low_rank_counts(dense))
     result.update(extra or {})
     return result

@@ -135,10 +135,10 @@ def small_dense_quant_params(float_params, width):
 def _trained(pipeline, params, name, init_from, technique):
     """One training run of the small-dense model in ``name``/ of the
     pipeline (resumed with the pipeline), its config.json written.
-    Returns (summary, best checkpoint prefix)."""
+    Returns (`runrecord.RunSummary`, best checkpoint prefix)."""
     run = pipeline.dir.stage_run(name)
     summary = pipeline.train(params, run, init_from)
-    modeldir.write_run_dir(run.path, summary["params"],
+    modeldir.write_run_dir(run.path, summary.params,
                            pipeline.corpus.vocab, summary,
                            stage="small_dense_qat" if init_from else "small_dense",
                            technique=technique)
@@ -173,7 +173,7 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
     width = width_for_bytes(budget, model.vocab_size, model.num_layers,
                             file_overhead(uint8["bytes"], pipeline.params))
     technique = "small-dense e=%d" % width
-    epochs = int(pipeline.float_summary["epochs_run"])
+    epochs = pipeline.float_summary.epochs_run
     name = "small_dense_e%d" % width
     summary, best = _trained(
         pipeline, small_dense_params(pipeline.params, width, epochs), name,
@@ -187,17 +187,17 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
     facts = {"emb_size": width, "budget_bytes": budget,
              "budget_from": budget_from}
     rows = [rows_.row("small_dense", technique, summary, pipeline.float_ppl,
-                      effective_weights(best, summary["params"]), facts),
+                      effective_weights(best, summary.params), facts),
             rows_.row("small_dense_qat", technique, quant,
                       pipeline.float_ppl,
-                      effective_weights(quant_best, quant["params"]), facts)]
+                      effective_weights(quant_best, quant.params), facts)]
     files = [("small_dense_uint8", {})]
     if sparse_storage.available():
         files.append(("small_dense_int8", {"weights": "int8"}))
     models = {}
     for stage, formats in files:
         row, models[stage] = tflite.scored_file(
-            pipeline, stage, technique, (quant["params"], quant_best),
+            pipeline, stage, technique, (quant.params, quant_best),
             formats, progress)
         row.update(facts)
         rows.append(row)
