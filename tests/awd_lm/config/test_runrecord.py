@@ -15,7 +15,8 @@ from tf1_awd_sparse.awd_lm.config import runrecord
 from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.config.rundir import RunDir, write_json
 from tf1_awd_sparse.awd_lm.config.runrecord import (
-    EpochRecord, RecordError, RunState, RunSummary)
+    EpochRecord, RunState, RunSummary)
+from tf1_awd_sparse.base.jsonrecord import RecordError
 
 pytestmark = pytest.mark.per_python
 

@@ -22,6 +22,5 @@ __all__, __getattr__, __dir__ = _names.lazy_api(__name__, {
         "write_config", "read_vocab", "write_vocab", "sidecar_path",
         "model_dirs_in"],
     "tf1_awd_sparse.awd_lm.config.rundir": ["RunDir"],
-    "tf1_awd_sparse.awd_lm.config.runrecord": [
-        "RunSummary", "RunState", "EpochRecord", "RecordError"],
+    "tf1_awd_sparse.awd_lm.config.runrecord": ["RunSummary"],
 })

@@ -10,7 +10,8 @@ interrupted epoch exactly.
 """
 from tf1_awd_sparse.awd_lm.config import presets, registry
 from tf1_awd_sparse.awd_lm.config.params import as_params
-from tf1_awd_sparse.awd_lm.config.runrecord import RecordError, RunState
+from tf1_awd_sparse.awd_lm.config.runrecord import RunState
+from tf1_awd_sparse.base.jsonrecord import RecordError
 from tf1_awd_sparse.awd_lm.graph.checkpoints import CheckpointError
 
 __all__ = ["EXTENDING_KEYS", "fresh_state", "stop_reason",
@@ -114,10 +115,9 @@ def read_state(path, params, run_dir):
                          "(%s): resume it with its own, or train these "
                          "in a new directory; nothing was changed"
                          % (run_dir, ", ".join(changed)))
-    max_epochs = params.stopping.max_epochs
-    if state.params.get("max_epochs") != max_epochs:
-        state = state.replace(params=dict(state.params,
-                                          max_epochs=max_epochs))
+    max_epochs, old = params.stopping.max_epochs, state.params
+    if old.get("max_epochs") != max_epochs:
+        state = state.replace(params=dict(old, max_epochs=max_epochs))
         if state.done and stop_reason(state, params) is None:
             # Extended past its old maximum.
             state = state.replace(done=False)
