@@ -2,14 +2,20 @@
 by path, and modules of helpers -
 
 - :mod:`support.versions` - what this TensorFlow has (contrib, LiteRT, XLA,
-  Estimator) and the skip marks for what it lacks;
+  Estimator, the TFLite schema module) and the skip marks for what it
+  lacks; `invoke`, running a TFLite model's bytes with TFLite's own
+  kernels;
 - :mod:`support.references` - numpy references: fake quantization, the
   grids of learned ranges (and the check of a uint8 model's state
   tensors), the LSTM step (float and fake-quantized, peepholes and
   projection included), a whole-sequence LSTM;
 - :mod:`support.graphs` - walking a graph's ops;
 - :mod:`support.sparse` - a small model of registered sparse pairs (the
-  losses' and the sparsity report's tests);
+  losses' and the sparsity report's tests), the pairs' numpy evaluation
+  weights, float files of matmuls for sparse storage;
+- :mod:`support.quantized_graph` - a user's LSTM + GRU model rewritten,
+  trained once and exported uint8 (the ``exported`` fixture of
+  ``tests/export/conftest.py``);
 - :mod:`support.properties` - strategies and checks of the property tests;
 - :mod:`support.lm` - the language model's harness: tiny corpora, the
   training script, tiny parameters;
