@@ -48,8 +48,9 @@ TESTS = "tests"
 #: __main__, the cache, the compression ops, the SavedModel, the
 #: inference's LanguageModel, backends, runner, fused export, model files
 #: and TFLite weights, the compress program, the epochs, the training
-#: graph, the best epoch's selection, the pipeline's plot).
-MIN_MIRRORED_SHARE = 0.97
+#: graph, the best epoch's selection, the pipeline's plot). 0.98: 124 of
+#: 126 with awd_lm's inference export.
+MIN_MIRRORED_SHARE = 0.98
 
 #: The library's floors whose test folders hold only tests at a module's
 #: mirrored path, apart from `CROSS_MODULE`.
