@@ -7,7 +7,10 @@ import itertools
 import pytest
 
 from tf1_awd_sparse.awd_lm.config.params import Params
-from tf1_awd_sparse.awd_lm.training import selection
+from tf1_awd_sparse.awd_lm.training import runstate, selection
+
+#: A run's state before its first epoch (`runstate.fresh_state`).
+FRESH = runstate.fresh_state(Params.from_flat({}))
 
 
 @pytest.mark.parametrize("select_from", [1, 3])
@@ -42,21 +45,21 @@ def _chosen(epochs):
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(4))))
 def test_the_best_of_a_run_in_any_order(order):
-    state = {"best_valid": None, "best_reached": True}
-    best = None
+    state, best = FRESH, None
     for i in order:
         loss, reached = EPOCHS[i]
         if selection.is_best(state, loss, reached):
-            state = {"best_valid": loss, "best_reached": reached}
+            state = state.replace(best_valid=loss, best_reached=reached)
             best = EPOCHS[i]
     assert best == _chosen([EPOCHS[i] for i in order])
 
 
 def test_without_a_sparsity_target_the_lower_loss_wins():
-    # The default of ``reached`` (True) and a state of before the target
-    # existed (no best_reached): the loss alone.
-    assert selection.is_best({"best_valid": None}, 9.0)
-    assert selection.is_best({"best_valid": 4.0}, 3.9)
-    assert not selection.is_best({"best_valid": 4.0}, 4.0)
-    assert not selection.is_best({"best_valid": 4.0, "best_reached": True},
-                                 3.0, reached=False)
+    # The default of ``reached`` (True) and a state's (True): the loss
+    # alone.
+    assert FRESH.best_valid is None and FRESH.best_reached is True
+    assert selection.is_best(FRESH, 9.0)
+    best = FRESH.replace(best_valid=4.0)
+    assert selection.is_best(best, 3.9)
+    assert not selection.is_best(best, 4.0)
+    assert not selection.is_best(best, 3.0, reached=False)

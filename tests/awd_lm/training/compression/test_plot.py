@@ -7,23 +7,27 @@ import types
 
 import pytest
 
+from support.lm_api import summary_json
 from tf1_awd_sparse.awd_lm.config.params import Params
+from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
 from tf1_awd_sparse.awd_lm.training import records
 from tf1_awd_sparse.awd_lm.training.compression import plot
 
 
-def _summary(model, epochs, best):
-    return {"model": model, "corpus": "ptb", "test_ppl": 100.0,
-            "best_epoch": best,
-            "epochs": [{"epoch": e, "valid_ppl": 200.0 - e}
-                       for e in range(1, epochs + 1)]}
+def _summary(model, epochs, best, **changes):
+    """A `RunSummary` of ``epochs`` epochs, the best ``best``."""
+    epoch = summary_json()["epochs"][0]
+    return RunSummary.from_json(summary_json(
+        model, best_epoch=best, epochs_run=epochs,
+        epochs=[dict(epoch, epoch=e, valid_ppl=200.0 - e)
+                for e in range(1, epochs + 1)], **changes))
 
 
 def _pipeline(tmp_path, finetune_epochs, ramp_fraction, lines):
     params = Params.from_flat({"finetune_epochs": finetune_epochs,
                                "ramp_fraction": ramp_fraction})
     return types.SimpleNamespace(
-        float_summary=dict(_summary("awd", 6, 4), floor_ppl=90.0),
+        float_summary=_summary("awd", 6, 4, floor_ppl=90.0),
         params=params, run_options={"log": lines.append},
         dir=types.SimpleNamespace(plot_file=str(tmp_path / "valid_ppl.png")))
 
@@ -48,9 +52,9 @@ def test_each_run_continues_the_float_curve(tmp_path, monkeypatch, epochs,
     (summaries, path, floor, offsets), kwargs = drawn[0]
     best = {"magnitude": 2, "l0": 3}[chosen]
     assert offsets == [0, 4, 4 + ramp, 4 + ramp, 4 + ramp + best]
-    assert [s["model"] for s in summaries] == [
+    assert [s.model for s in summaries] == [
         "awd", "awd+reference", "awd+mag", "awd+l0", "q"]
-    assert summaries[1]["epochs"] == runs[0]["summary"]["epochs"]
+    assert summaries[1].epochs == runs[0]["summary"].epochs
     assert (path, floor) == (pipeline.dir.plot_file, 90.0)
     kwargs["log"]("a line")
     assert lines == ["a line"]
