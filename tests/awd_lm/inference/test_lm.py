@@ -42,7 +42,7 @@ def test_run_directory_describes_itself(models):
     assert config["produced_by"]["stage"] == "float"
     # A copy of the same float written to two JSON files: exact.
     assert config["produced_by"]["test_ppl"] == \
-        models["summary"]["test_ppl"]
+        models["summary"].test_ppl
     assert config["params"]["hidden_size"] == 12
     corpus = data.read_ptb(models["data"])
     assert config["words"] == corpus.vocab
@@ -134,7 +134,7 @@ def test_whole_file_evaluation_equals_the_training_loop(models):
     for key in ("float_dir", "float_tflite"):
         result = models["load"](key).evaluate(test)
         assert result["perplexity"] == pytest.approx(
-            models["summary"]["test_ppl"], rel=FLOAT_PPL_RTOL), key
+            models["summary"].test_ppl, rel=FLOAT_PPL_RTOL), key
     with open(os.path.join(models["quant_dir"], "summary.json")) as handle:
         quant_ppl = json.load(handle)["test_ppl"]
     assert models["load"]("quant_dir").evaluate(test)["perplexity"] == \
@@ -346,7 +346,7 @@ def test_score_command_line(models):
     assert last[0] == "perplexity"
     # The training loop's graph in another process (threads may reorder
     # its sums), printed %.4f.
-    assert float(last[1]) == pytest.approx(models["summary"]["test_ppl"],
+    assert float(last[1]) == pytest.approx(models["summary"].test_ppl,
                                            rel=FLOAT_PPL_RTOL,
                                            abs=printed_atol(4))
     bad = _cli("score", "--model", models["root"], test)
