@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
 from tf1_awd_sparse.awd_lm.config import presets  # noqa: E402
+from tf1_awd_sparse.awd_lm.config.params import Params  # noqa: E402
 from tf1_awd_sparse.awd_lm.training import train_graph  # noqa: E402
 from _timing import interleaved_ratios  # noqa: E402
 
@@ -34,11 +35,10 @@ VOCAB = 1000
 def params(weight):
     """The demo preset's fine-tuning parameters, distilled with
     ``weight`` (0: no teacher)."""
-    p = presets.split_quant(presets.params_for("demo", "awd"))[0]
-    p.update(vocab_size=VOCAB, optimizer="sgd", distill_weight=weight,
-             distill_temperature=1.0,
-             distill_from="unused" if weight else None)
-    return p
+    p = presets.split_quant(Params.for_preset("demo", "awd"))[0]
+    return p.replace(vocab_size=VOCAB, optimizer="sgd",
+                     distill_weight=weight, distill_temperature=1.0,
+                     distill_from="unused" if weight else None)
 
 
 class _Fed(object):
@@ -60,14 +60,14 @@ def build_step(weight):
     """(runner, fetches) of one training step of `params(weight)`."""
     p = params(weight)
     g = train_graph.Graph(p)
-    graph = g.instance(p["seed"])[0]
+    graph = g.instance(p.optimization.seed)[0]
     config = tf.ConfigProto(intra_op_parallelism_threads=1,
                             inter_op_parallelism_threads=1)
     sess = tf.Session(graph=graph, config=config)
     sess.run(g.init)
+    batch = p.optimization.batch_size
     ids = np.random.RandomState(0).randint(
-        0, VOCAB, [p["batch_size"], p["bptt"] + 1]).astype(np.int32)
-    batch = p["batch_size"]
+        0, VOCAB, [batch, p.optimization.bptt + 1]).astype(np.int32)
     feed = g.feed(ids[:, :-1], ids[:, 1:], g.zero_state(batch),
                   {g.lr: 1.0, g.training: True})
     feed.update(zip(g.teacher_state, g.zero_state(batch, teacher=True)))
@@ -81,9 +81,10 @@ def main(argv=()):
     p = params(0.0)
     print("LM fine-tuning step (train.Graph), demo preset: vocab %d, %d-d "
           "embedding, LSTM %s units, batch %d x %d, 1 thread" % (
-              VOCAB, p["emb_size"], " + ".join(
-                  str(n) for n in [p["hidden_size"]] * (p["num_layers"] - 1)
-                  + [p["emb_size"]]), p["batch_size"], p["bptt"]))
+              VOCAB, p.model.emb_size, " + ".join(
+                  str(n) for n in [p.model.hidden_size]
+                  * (p.model.num_layers - 1) + [p.model.emb_size]),
+              p.optimization.batch_size, p.optimization.bptt))
     built = [("no teacher", build_step(0.0)), ("teacher", build_step(1.0))]
     ratios, (base_wall, base_cpu) = interleaved_ratios(built, args.rounds)
     wall, cpu, cpu_min = ratios["teacher"]

@@ -129,7 +129,7 @@ def build(root, sizes, trained):
                            kwargs["table_rank"], kwargs["rows"])
             continue
         quant = kwargs["weights"] == "uint8"
-        export.export_lm(dict(params, quant=quant, quant_delay=0),
+        export.export_lm(params.replace(quant=quant, quant_delay=0),
                          prefixes[weights], paths[name], 1, 1, **kwargs)
     return paths
 

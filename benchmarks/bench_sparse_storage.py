@@ -158,7 +158,7 @@ def checkpoints(root, params):
         tf.set_random_seed(0)
         batch = {"inputs": tf.zeros([2, 5], tf.int32),
                  "targets": tf.zeros([2, 5], tf.int32)}
-        built = model.build_lm(batch, True, dict(params, quant=True))
+        built = model.build_lm(batch, True, params.replace(quant=True))
         variables = [v for v in tf.trainable_variables()
                      if len(v.shape) == 2]
         saver = tf.train.Saver()
@@ -185,7 +185,7 @@ def build_files(root, params, prefixes):
     """Writes the ``FILES`` (and the untimed dense references of the block
     weight sets); returns ``{file name: path}``, ``{file name: reference
     name}`` and ``{file name: describe() of it}``."""
-    float_params = dict(params, quant=False)
+    float_params = params.replace(quant=False)
     dense = {}   # weight set -> dense float bytes
     for name, prefix in sorted(prefixes.items()):
         path = os.path.join(root, "float_%s.tflite" % name.replace(" ", "_"))
@@ -202,7 +202,7 @@ def build_files(root, params, prefixes):
     for name, weights, storing, ref in FILES:
         if name == "dense uint8":
             paths[name] = os.path.join(root, "dense_uint8.tflite")
-            export.export_lm(dict(params, quant=True, quant_delay=0),
+            export.export_lm(params.replace(quant=True, quant_delay=0),
                              prefixes[weights], paths[name], 1, 1,
                              weights="uint8")
         elif storing is None:
@@ -355,14 +355,15 @@ def trained_model(directory):
     from tf1_awd_sparse.awd_lm.config import modeldir
     config = modeldir.read_config(os.path.join(directory,
                                                modeldir.CONFIG_FILE))
-    params = dict(config["params"], quant_delay=0)
-    if not params.get("quant"):
+    params = config["params"].replace(quant_delay=0)
+    if not params.quantization.quant:
         raise SystemExit("--model %s: not a quantization-aware model (its "
                          "uint8 file is the baseline): give a compression "
                          "run's qat directory" % directory)
     prefix = os.path.join(config["directory"], config["checkpoint"])
-    sizes = (params["vocab_size"], params["emb_size"],
-             params["hidden_size"], params["num_layers"])
+    shape = params.model
+    sizes = (shape.vocab_size, shape.emb_size,
+             shape.hidden_size, shape.num_layers)
     return sizes, params, {name: prefix for name in (
         "unstructured", "1x4 blocks", "1x16 blocks")}
 

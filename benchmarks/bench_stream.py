@@ -49,6 +49,7 @@ from tf1_awd_sparse.base import compat as _compat  # noqa: E402
 from tf1_awd_sparse.awd_lm.corpus import data  # noqa: E402
 from tf1_awd_sparse.awd_lm.inference import lm  # noqa: E402
 from tf1_awd_sparse.awd_lm.config import modeldir, presets  # noqa: E402
+from tf1_awd_sparse.awd_lm.config.params import as_params  # noqa: E402
 from tf1_awd_sparse.awd_lm.training import train  # noqa: E402
 from tf1_awd_sparse.export import graphdef  # noqa: E402
 import _timing  # noqa: E402
@@ -74,7 +75,7 @@ def train_runs(root, vocab, units, layers):
         "batch_size": 20, "eval_batch_size": 10, "bptt": 35,
         "max_epochs": 1, "quant_epochs": 1, "quant_delay": 0,
         "quant": True})
-    float_params, quant_params = presets.split_quant(params)
+    float_params, quant_params = presets.split_quant(as_params(params))
     quiet = dict(log=lambda *a: None, threads=1)
     dirs = {"float": os.path.join(root, "float"),
             "uint8": os.path.join(root, "uint8")}
@@ -208,9 +209,9 @@ def part_file(run_dir, path, part):
     params = config["params"]
     reader = tf.train.load_checkpoint(os.path.join(run_dir,
                                                    config["checkpoint"]))
-    quantized = bool(params.get("quant"))
-    top = "lm/layer_%d/lstm_%d/quant/output/" % ((params["num_layers"] - 1,)
-                                                   * 2)
+    quantized = bool(params.quantization.quant)
+    top = "lm/layer_%d/lstm_%d/quant/output/" % ((params.model.num_layers
+                                                   - 1,) * 2)
     graph = tf.Graph()
     with graph.as_default():
         values = reader.get_tensor("lm/embedding")
@@ -226,7 +227,7 @@ def part_file(run_dir, path, part):
                                     float(values.max()), 8,
                                     narrow_range=True, name="logits")
         else:
-            source = tf.placeholder(tf.float32, [1, params["emb_size"]],
+            source = tf.placeholder(tf.float32, [1, params.model.emb_size],
                                     name="h")
             h, stats = source, None
             if quantized:

@@ -38,8 +38,9 @@ def runs(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("savedmodel"))
     corpus = data.read_ptb(lm_api.write_corpus(
         os.path.join(root, "data")))
+    from tf1_awd_sparse.awd_lm.config.params import as_params
     float_params, quant_params = presets.split_quant(
-        dict(lm_api.tiny_params(), quant=True))
+        as_params(dict(lm_api.tiny_params(), quant=True)))
     quiet = dict(log=lambda *a: None, threads=1)
     paths = {"root": root, "data": os.path.join(root, "data")}
     for name, params, init in (("float", float_params, None),

@@ -17,6 +17,7 @@ from support.versions import IS_TF2, builtin_only
 from support.sparse import ledger_row, matmuls_file
 from support.tolerances import U32, matmul_atol
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import (
     export, lm, lm_runner, tflite_weights)
@@ -195,8 +196,8 @@ def test_fast_pads_to_1x16_where_16_does_not_divide(pruned, interpreter):
             np.testing.assert_array_equal(value[:, :cols], unpadded[name])
             assert not value[:, cols:].any()
     # Read back, the padding is no weight.
-    shapes = tflite_weights.weight_shapes(dict(_params(), emb_size=20,
-                                               hidden_size=20))
+    shapes = tflite_weights.weight_shapes(as_params(dict(
+        _params(), emb_size=20, hidden_size=20)))
     assert tflite_weights.weight_sparsity_of_tflite(
         _write(folder, "fast20.tflite", sparse), shapes) == \
         tflite_weights.weight_sparsity_of_tflite(_write(
@@ -355,7 +356,7 @@ def test_the_lm_exports_scores_and_records_its_sparse_file(pruned, weights):
     # float: the same model; int8: 8-bit weights of the same model.
     assert got == pytest.approx(want, rel=1e-5 if weights == "float"
                                 else 2e-2)
-    shapes = tflite_weights.weight_shapes(params)
+    shapes = tflite_weights.weight_shapes(as_params(params))
     assert tflite_weights.weight_sparsity_of_tflite(path, shapes) == \
         tflite_weights.weight_sparsity_of_tflite(dense_path, shapes)
     timed = lm_runner.LMRunner(path)
@@ -388,6 +389,7 @@ def test_export_model_writes_the_storage_into_the_sidecar(pruned, tmp_path):
         if name.startswith("m.ckpt") or name == "checkpoint":
             os.link(os.path.join(folder, name), os.path.join(run, name))
     words = ["<unk>", "<eos>"] + ["w%d" % i for i in range(VOCAB - 2)]
+    params = as_params(params)
     modeldir.write_config(run, params, words,
                           modeldir.produced_by(params), checkpoint="m.ckpt")
     path = str(tmp_path / "out" / "lm.tflite")

@@ -18,6 +18,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm import estimator, monitored
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
 from tf1_awd_sparse.awd_lm.distributed import cli, model_fn
@@ -120,7 +121,7 @@ def test_loop_and_model_fn_build_the_same_step():
     monitored command line run) hold the same pieces; before the one
     step, model_fn's never updated the pruning masks."""
     params = _params(use_vd=True)
-    g = train_graph.Graph(params)
+    g = train_graph.Graph(as_params(params))
     with tf.Graph().as_default() as graph:
         tf.train.import_meta_graph(g.meta_graph)   # its collections too
         _check_step(graph.as_graph_element(g.train_op), graph)
@@ -243,10 +244,11 @@ def test_command_params_one_source_and_one_line_errors(tmp_path):
     model_dir = str(tmp_path)
     params, corpus = cli.command_params(
         _args(model_dir, "--hparams", TINY_HPARAMS))
-    assert params["lr"] == 2.0 and params["vocab_size"] == len(corpus.vocab)
+    assert params.optimization.lr == 2.0
+    assert params.model.vocab_size == len(corpus.vocab)
     args = _args(model_dir, "--train-steps", "3")
     args.hparams = TINY_HPARAMS
-    cli.write_model_dir(args, dict(params, use_vd=True), corpus)
+    cli.write_model_dir(args, params.replace(use_vd=True), corpus)
     stored = json.load(open(os.path.join(model_dir, "config.json")))
     assert "use_vd" not in stored["params"]
     from_dir, _ = cli.command_params(_args(model_dir))

@@ -76,11 +76,12 @@ def test_a_trained_model_directory_is_timed_as_it_was_pruned(tmp_path):
     with its dense twin."""
     from tf1_awd_sparse.awd_lm.config import modeldir
     vocab, emb, hidden, layers = bench.TINY[0][1]
-    params = dict(bench.presets.params_for("demo", "awd", {
-        "emb_size": emb, "hidden_size": hidden, "num_layers": layers}),
-        vocab_size=vocab, quant_delay=0, quant=True)
-    prefix = bench.checkpoints(str(tmp_path), bench.model.check_params(
-        dict(params, use_vd=False)))["1x16 blocks"]
+    params = bench.model.check_params(dict(bench.presets.params_for(
+        "demo", "awd", {"emb_size": emb, "hidden_size": hidden,
+                        "num_layers": layers}),
+        vocab_size=vocab, quant_delay=0, quant=True))
+    prefix = bench.checkpoints(str(tmp_path), params.replace(
+        use_vd=False))["1x16 blocks"]
     run = os.path.dirname(prefix)
     words = ["<unk>", "<eos>"] + ["w%d" % i for i in range(vocab - 2)]
     modeldir.write_config(run, params, words, modeldir.produced_by(params),

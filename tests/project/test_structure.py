@@ -76,6 +76,111 @@ def test_the_reads_check_sees_each_form():
     assert flat_param_reads(ast.parse(source)) == [1, 2, 3]
 
 
+#: At most this many calls of ``as_params`` in the library (issue 56):
+#: the parameters of the language model enter from outside in few places,
+#: each made a checked `Params` once; below them every function takes it.
+MAX_AS_PARAMS_CALLS = 5
+#: At most this many other checks of flat parameters into a `Params`
+#: outside config/params.py: ``Params.for_preset`` (the command lines'
+#: `presets.params_for`) and ``Params.from_flat`` (a record read back).
+MAX_OTHER_CONVERSIONS = 4
+PARAMS_MODULE = os.path.join(LIBRARY, "awd_lm", "config", "params.py")
+#: The public functions that take parameters from a caller (a dict of
+#: flat keys or a `Params`), marked ``@takes_params`` (its one
+#: ``as_params``): "module.function" -> why a caller hands it parameters.
+PARAMETER_ENTRIES = {
+    "graph.model.check_params": "a model's parameters checked",
+    "graph.model.build_lm": "the model's graph (docs/awd_lm.md)",
+    "graph.train_op.build_train_op": "the step (docs/awd_lm.md)",
+    "graph.train_op.build_train_step": "the step every driver builds",
+    "graph.distill.build_teacher": "the distillation teacher (graph table)",
+    "training.train.run": "the training loop (docs/awd_lm.md)",
+    "training.train.Trainer.__init__": "the loop step by step",
+    "training.compression.pipeline.run_pipeline": "the compression",
+    "inference.export.export_lm": "a checkpoint as a TFLite file",
+    "inference.export.check_formats": "the formats a model allows",
+    "distributed.model_fn.train_step": "the Estimator's step (its dict)",
+    "distributed.model_fn.eval_xent": "the Estimator's evaluation",
+}
+
+
+def _is_named(node, name):
+    return (isinstance(node, ast.Name) and node.id == name) or (
+        isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def as_params_calls(tree, name="as_params"):
+    """Lines calling ``name`` (by name or as an attribute)."""
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Call)
+                  and _is_named(node.func, name))
+
+
+def parameter_entries(tree):
+    """The qualified names (``Class.method`` inside a class) of the
+    functions decorated ``@takes_params(...)``."""
+    found = []
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            elif isinstance(child, ast.FunctionDef):
+                if any(isinstance(d, ast.Call)
+                       and _is_named(d.func, "takes_params")
+                       for d in child.decorator_list):
+                    found.append(prefix + child.name)
+    visit(tree, "")
+    return found
+
+
+def _module_name(path):
+    """``graph.model`` of tf1_awd_sparse/awd_lm/graph/model.py."""
+    name = relative(path)[len(LM_PACKAGE) + 1:-len(".py")]
+    return name.replace(os.sep, ".")
+
+
+def test_parameters_enter_in_few_places():
+    """Issue 56: ``as_params`` is called where parameters enter from
+    outside (``-s`` prints where), at most `MAX_AS_PARAMS_CALLS` times;
+    the public functions that take them are `PARAMETER_ENTRIES`, one
+    shared decorator each."""
+    calls, others, entries = [], [], set()
+    for path in library_files():
+        if not relative(path).startswith(LM_PACKAGE):
+            continue
+        tree = _tree(path)
+        calls += ["%s:%d" % (relative(path), line)
+                  for line in as_params_calls(tree)]
+        if relative(path) != PARAMS_MODULE:
+            others += ["%s:%d %s" % (relative(path), line, name)
+                       for name in ("from_flat", "for_preset")
+                       for line in as_params_calls(tree, name)]
+        entries.update("%s.%s" % (_module_name(path), name)
+                       for name in parameter_entries(tree))
+    print("\nas_params is called at (parameters enter there):\n  "
+          + "\n  ".join(calls))
+    print("flat parameters checked elsewhere:\n  " + "\n  ".join(others))
+    print("public entries (@takes_params):\n  "
+          + "\n  ".join(sorted(entries)))
+    assert len(calls) <= MAX_AS_PARAMS_CALLS, calls
+    assert len(others) <= MAX_OTHER_CONVERSIONS, others
+    assert entries == set(PARAMETER_ENTRIES)
+
+
+def test_the_entry_counters_see_each_form():
+    source = ("as_params(d)\nP.as_params(d)\nx = as_params\n"
+              "@takes_params()\ndef f(params): pass\n"
+              "class C:\n    @P.takes_params('p')\n"
+              "    def m(self, p): pass\n"
+              "@other()\ndef g(params): pass\n")
+    tree = ast.parse(source)
+    assert as_params_calls(tree) == [1, 2]
+    assert as_params_calls(ast.parse("Params.from_flat(d)\n"),
+                           "from_flat") == [1]
+    assert parameter_entries(tree) == ["f", "C.m"]
+
+
 def _library_module_of(dotted):
     return dotted.startswith(LIBRARY + ".") or dotted == LIBRARY
 

@@ -75,8 +75,9 @@ def build_models(root):
     from tf1_awd_sparse.awd_lm.corpus import data
     corpus = data.read_ptb(write_corpus(os.path.join(root, "data")))
     params = tiny_params()
+    from tf1_awd_sparse.awd_lm.config.params import as_params
     float_params, quant_params = presets.split_quant(
-        dict(params, quant=True))
+        as_params(dict(params, quant=True)))
     quiet = dict(log=lambda *a: None, threads=1)
     float_dir = os.path.join(root, "plain")
     summary = train.run(corpus, float_params, float_dir, **quiet)

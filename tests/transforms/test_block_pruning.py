@@ -15,6 +15,7 @@ from tf1_awd_sparse.transforms import magnitude_pruning as mp
 from tf1_awd_sparse.transforms import pruning_cut, pruning_schedule
 from support.tolerances import gamma
 from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
+from tf1_awd_sparse.awd_lm.config.params import as_params
 
 
 def _loop_block_means(values, block):
@@ -233,9 +234,9 @@ def test_the_language_model_blocks_run_along_each_input_dimension():
 
 @pytest.mark.parametrize("k", [1, 4, 16])
 def test_the_pipelines_cut_keeps_whole_blocks(k):
-    params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
-              "num_layers": 1, "model": "awd", "pruning": "magnitude",
-              "pruning_block": k}
+    params = as_params({"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
+                        "num_layers": 1, "model": "awd", "pruning": "magnitude",
+                        "pruning_block": k})
     names = cuts.weight_names(params)
     rng = np.random.RandomState(k)
     shapes = {names[0]: (50, 32), names[1]: (48, 64)}
@@ -260,10 +261,10 @@ def test_the_block_reaches_the_ramp_and_its_cut(technique, k):
     # The command line's --pruning-block is a compression key, which the
     # stages' parameters drop; the ramp's pruning and the cut read it
     # from the ramp's parameters, so it must be carried there.
-    params = dict(presets.DEFAULTS, pruning_block=k, target_sparsity=0.9,
-                  compress=technique, vocab_size=50)
+    params = as_params(dict(presets.DEFAULTS, pruning_block=k, target_sparsity=0.9,
+                            compress=technique, vocab_size=50))
     ramp = stages.finetune_params(params, technique, 10)
-    assert ramp["pruning_block"] == k
+    assert ramp.prune.pruning_block == k
 
 
 def _two_layer_values(params, shapes, seed):
@@ -281,10 +282,10 @@ def test_uneven_budgets_keep_the_models_zeros(k, table):
     """--table-sparsity: the cut gives the table its own target and the
     kernels one shared fraction; the model's zeros still reach
     round(0.9 * n) and overshoot it by less than a block per matrix."""
-    params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
-              "num_layers": 2, "model": "awd", "pruning": "magnitude",
-              "pruning_block": k, "target_sparsity": 0.9,
-              "table_sparsity": table}
+    params = as_params({"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
+                        "num_layers": 2, "model": "awd", "pruning": "magnitude",
+                        "pruning_block": k, "target_sparsity": 0.9,
+                        "table_sparsity": table})
     names = cuts.weight_names(params)
     shapes = dict(zip(names, [(50, 32), (48, 64), (48, 128)]))
     out = cuts.dense_survivors(_two_layer_values(params, shapes, k),
@@ -312,8 +313,8 @@ def test_uneven_budgets_keep_the_models_zeros(k, table):
 
 
 def test_uneven_budgets_refuse_what_leaves_the_kernels_none():
-    params = {"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
-              "num_layers": 2, "model": "awd", "target_sparsity": 0.9}
+    params = as_params({"vocab_size": 50, "emb_size": 32, "hidden_size": 16,
+                        "num_layers": 2, "model": "awd", "target_sparsity": 0.9})
     sizes = {"lm/embedding": 1600, "lm/layer_0/lstm_0/kernel": 3072,
              "lm/layer_1/lstm_1/kernel": 6144}
     # The kernels hold 9216 of 10816 weights: the table needs at least
@@ -322,19 +323,19 @@ def test_uneven_budgets_refuse_what_leaves_the_kernels_none():
                        r"sparsity\) 0.3 leaves the kernels 1.00\d+ of zeros "
                        r"for the model's target 0.9: give it in "
                        r"\[0.3240, 1.0000\)"):
-        matrix_targets(dict(params, table_sparsity=0.3), sizes)
-    assert matrix_targets(dict(params, table_sparsity=0.33),
+        matrix_targets(params.replace(table_sparsity=0.3), sizes)
+    assert matrix_targets(params.replace(table_sparsity=0.33),
                           sizes)["lm/embedding"] == 0.33
     with pytest.raises(ValueError, match=r"needs cut_scope 'matrix'"):
-        matrix_targets(dict(params, table_sparsity=0.9,
+        matrix_targets(params.replace(table_sparsity=0.9,
                             cut_scope="global"), sizes)
     assert set(matrix_targets(params, sizes).values()) == {0.9}
 
 
 def test_the_table_budget_reaches_the_ramp_and_its_cut():
-    params = dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
-                  table_sparsity=0.93, compress="magnitude", vocab_size=50)
+    params = as_params(dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
+                            table_sparsity=0.93, compress="magnitude", vocab_size=50))
     ramp = stages.finetune_params(params, "magnitude", 10)
-    assert ramp["table_sparsity"] == 0.93
+    assert ramp.prune.table_sparsity == 0.93
     with pytest.raises(ValueError, match=r"table_sparsity.*got 1.0"):
         presets.check_params({"table_sparsity": 1.0})

@@ -11,6 +11,7 @@ from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.graph import compression_ops, model
 from tf1_awd_sparse.awd_lm.training.compression import cuts, stages
 from tf1_awd_sparse.transforms import magnitude_pruning as mp
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from support.lm import PARAMS
 from support.tolerances import gamma
 
@@ -104,7 +105,7 @@ def test_the_language_models_loss_adds_the_lasso_while_pruning(weight,
     times the lasso of the embedding (1 x 4 blocks along its rows) and the
     kernels (4 x 1 down their rows, the last block partial: 14 rows), and
     the training loss holds it; no term without pruning or at G = 0."""
-    params = dict(LM, pruning=pruning, group_lasso=weight)
+    params = as_params(dict(LM, pruning=pruning, group_lasso=weight))
     rng = np.random.RandomState(1)
     ids = rng.randint(0, LM["vocab_size"], (3, 6))
     with tf.Graph().as_default():
@@ -140,12 +141,12 @@ def test_the_language_models_loss_adds_the_lasso_while_pruning(weight,
 def test_the_group_lasso_reaches_the_ramp_only():
     """The ramp (before the cut) carries ``group_lasso``; the survivors,
     the reference and the float phase do not (a compression key)."""
-    params = dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
-                  group_lasso=2e-6, compress="magnitude", vocab_size=50)
-    assert stages.finetune_params(params, "magnitude", 10)[
-        "group_lasso"] == 2e-6
+    params = as_params(dict(presets.DEFAULTS, pruning_block=16, target_sparsity=0.95,
+                            group_lasso=2e-6, compress="magnitude", vocab_size=50))
+    assert stages.finetune_params(
+        params, "magnitude", 10).prune.group_lasso == 2e-6
     assert stages.survivors_params(params).prune.group_lasso == 0.0
     assert stages.reference_params(params).prune.group_lasso == 0.0
-    assert "group_lasso" not in presets.split_quant(params)[0]
+    assert "group_lasso" not in presets.split_quant(params)[0].to_flat()
     with pytest.raises(ValueError, match=r"group_lasso.*-1"):
         presets.check_params({"group_lasso": -1.0})

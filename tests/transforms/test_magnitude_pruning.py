@@ -17,6 +17,7 @@ from tf1_awd_sparse.transforms.kernel import _register_for_model_pruning
 from support.lm import PARAMS
 from support.references import closed_form_sparsity
 from support.versions import contrib, needs_contrib
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from support.tolerances import U32
 from weight_drop_lstm import WeightDropLSTMCell
 
@@ -505,14 +506,15 @@ def _contrib_lm_pruning_op(params, global_step, train_op):
     """What awd_lm's magnitude_pruning_op (graph.compression_ops) built
     before the library had its own op (TF 1.x only): the reference the
     language model matches."""
+    flat = params.to_flat()   # the keys LM_PARAMS gives
     hparams = contrib.model_pruning.get_pruning_hparams().parse(
         "name=lm_pruning,begin_pruning_step=%d,end_pruning_step=%d,"
         "pruning_frequency=%d,target_sparsity=%r,nbins=4096,"
         "sparsity_function_begin_step=%d,sparsity_function_end_step=%d" % (
-            params["pruning_begin_step"], params["pruning_end_step"],
-            params["pruning_frequency"], float(params["target_sparsity"]),
-            params["pruning_begin_step"], params["pruning_end_step"]))
-    if params.get("table_sparsity") is not None:
+            flat["pruning_begin_step"], flat["pruning_end_step"],
+            flat["pruning_frequency"], float(flat["target_sparsity"]),
+            flat["pruning_begin_step"], flat["pruning_end_step"]))
+    if flat.get("table_sparsity") is not None:
         # Uneven budgets as contrib spells them: name part -> target.
         from tf1_awd_sparse.awd_lm.graph import compression_ops
         targets = compression_ops.matrix_targets(params, _LM_SIZES)
@@ -549,7 +551,7 @@ def _train_lm(make_op, steps=15, **changes):
         step = tf.train.get_or_create_global_step()
         out = model.build_lm(features, True, params)
         train_op, _ = build_train_op(out.loss, 1.0, params, step)
-        op = make_op(params, step, train_op)
+        op = make_op(as_params(params), step, train_op)
         names = {v.op.name for v in tf.global_variables()}
         assert "lm_pruning/last_mask_update_step" in names
         masks = tf.get_collection(PRUNING_MASKS)

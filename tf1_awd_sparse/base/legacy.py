@@ -30,6 +30,15 @@ and one of names a module no longer lists:
   first use emits one ``DeprecationWarning`` naming that module and
   :data:`REMOVED_IN`. Deprecated since :data:`DEPRECATED_SINCE`.
 
+And one deprecated use, answered by :func:`warn_params_item`:
+``params['lr']``, the item read of the parameter dicts of 0.3.x, on a
+``tf1_awd_sparse.awd_lm.config.params.Params`` (no mapping after 0.4.0):
+it returns the value with a ``DeprecationWarning`` naming the attribute
+to read (``params.optimization.lr``). No release has warned about it
+yet: the next one (:data:`REMOVED_IN`, which drops the flat names)
+first does, so it goes in the release after
+(:data:`PARAMS_ITEM_REMOVED_IN`).
+
 What 0.3.0 deprecated went in 0.4.0, as announced: the old module names
 (``tf1_awd_sparse._checks``, ``.mask_placement``, ...) and the names that
 moved out of a module (``base.checks.smart_cond``, ...) no longer import,
@@ -45,13 +54,21 @@ import sys
 import warnings
 
 __all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "MOVED_NAMES",
-           "DEPRECATED_SINCE", "REMOVED_IN", "install", "moved_names"]
+           "DEPRECATED_SINCE", "REMOVED_IN", "PARAMS_ITEM_DEPRECATED_SINCE",
+           "PARAMS_ITEM_REMOVED_IN", "install", "moved_names",
+           "warn_params_item"]
 
 #: The release that deprecates the flat awd_lm names (the one after
 #: 0.3.0), and the release that drops them (``tf1_awd_sparse.__version__``
 #: is the first: tests/base/test_legacy.py).
 DEPRECATED_SINCE = "0.4.0"
 REMOVED_IN = "0.5.0"
+
+#: ``params['lr']`` on a `Params`: first warned by the release after
+#: 0.4.0 (the one that drops the flat names), so it stays one more
+#: release, as they did.
+PARAMS_ITEM_DEPRECATED_SINCE = REMOVED_IN
+PARAMS_ITEM_REMOVED_IN = "0.6.0"
 
 _AWD_LM = "tf1_awd_sparse.awd_lm"
 #: awd_lm's modules by floor (docs/architecture.md):
@@ -113,6 +130,22 @@ def _warn_once(old, new, stacklevel):
     # ``-W error:tf1_awd_sparse:DeprecationWarning`` catches exactly these.
     warnings.warn("%s is deprecated since %s and goes in %s: use %s"
                   % (old, DEPRECATED_SINCE, REMOVED_IN, new),
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+def warn_params_item(key, section, stacklevel=1):
+    """Warns that ``params[key]`` (a `Params`' item, as the parameter
+    dicts of 0.3.x were read) is deprecated, naming the attribute to read
+    instead, ``params.<section>.<key>``; every use warns (Python's filters
+    show it once per line). ``stacklevel`` counts the frames from the
+    caller up to the user's line."""
+    # The class's full name leads the message, as every old name does, so
+    # that ``-W error:tf1_awd_sparse:DeprecationWarning`` catches it too.
+    warnings.warn("%s[%r] is deprecated since %s and goes in %s: use "
+                  "params.%s.%s" % (
+                      _AWD_LM + ".config.params.Params", key,
+                      PARAMS_ITEM_DEPRECATED_SINCE,
+                      PARAMS_ITEM_REMOVED_IN, section, key),
                   DeprecationWarning, stacklevel=stacklevel + 1)
 
 

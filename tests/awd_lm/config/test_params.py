@@ -31,7 +31,7 @@ def test_flat_round_trip_is_key_for_key_and_in_order(preset, model):
     flat = dict(flat, vocab_size=33)
     params = P.as_params(flat)
     assert list(params.to_flat().items()) == list(flat.items())
-    again = P.Params.from_flat(json.loads(json.dumps(dict(params))))
+    again = P.Params.from_flat(json.loads(json.dumps(params.to_flat())))
     assert again == params and again.to_flat() == flat
     assert pickle.loads(pickle.dumps(params)) == params
 
@@ -41,14 +41,15 @@ def test_attributes_are_the_flat_values():
     params = P.as_params(flat)
     for key, value in flat.items():
         section = getattr(params, P._SECTION_OF[key])
-        assert getattr(section, key) == value == params[key]
+        assert getattr(section, key) == value
 
 
 def test_missing_keys_take_the_one_default():
     params = P.as_params({"vocab_size": 5})
     assert params.regularization.alpha == presets.DEFAULTS["alpha"]
     assert params.run.model == "awd" and params.stage.use_vd is False
-    assert "distill_from" not in params and params.get("distill_from") is None
+    assert "distill_from" not in params.to_flat()
+    assert params.stage.distill_from is None
     assert list(params.to_flat()) == ["vocab_size"]
 
 
@@ -63,7 +64,7 @@ def test_the_last_releases_configs_read_and_write_back(run, flat):
     assert params.to_flat() == flat
     assert json.loads(json.dumps(params.to_flat())) == flat
     for key in set(presets.DEFAULTS) - set(flat):   # e.g. a float phase's
-        assert key not in params                    # quantization keys
+        assert key not in params.to_flat()          # quantization keys
         section = getattr(params, P._SECTION_OF[key])
         assert getattr(section, key) == presets.DEFAULTS[key]
 
@@ -142,16 +143,143 @@ def test_the_docs_table_is_the_sections():
 
 def test_a_key_not_given_is_no_item_but_reads_its_default():
     """Issue 54, item 10: ``params[key]`` of a key not given raises
-    KeyError (the mapping of the former dicts), as ``in`` and ``get`` say,
-    while its attribute reads `presets.DEFAULTS`."""
+    KeyError (as the former dicts did), while its attribute reads
+    `presets.DEFAULTS`."""
     params = P.as_params({"lr": 2.0, "quant_epochs": 5})
-    assert params["quant_epochs"] == 5
-    for key in ("quant_delay", "bptt", "target_sparsity"):
-        assert key not in params and params.get(key, "absent") == "absent"
+    with pytest.warns(DeprecationWarning):
+        assert params["quant_epochs"] == 5
+    for key in ("quant_delay", "bptt", "target_sparsity", "no_such_key"):
+        assert key not in params.to_flat()
         with pytest.raises(KeyError):
             params[key]  # pylint: disable=pointless-statement
     assert params.quantization.quant_delay == presets.DEFAULTS["quant_delay"]
     assert params.optimization.bptt == presets.DEFAULTS["bptt"]
+
+
+def test_params_is_no_mapping():
+    """Issue 56: a `Params` is read by attribute; the mapping of 0.4.0
+    (iteration, ``in``, ``keys`` / ``items`` / ``values`` / ``get``,
+    ``len``, ``dict(params)``) is gone, each a TypeError or an
+    AttributeError, never a silent fallback; `to_flat` is the dict."""
+    import collections.abc
+    params = P.as_params({"lr": 2.0})
+    assert not isinstance(params, collections.abc.Mapping)
+    for use in (dict, iter, len, list, lambda p: "lr" in p):
+        with pytest.raises(TypeError):
+            use(params)
+    for name in ("keys", "items", "values", "get"):
+        assert not hasattr(params, name), name
+    assert dict(params.to_flat()) == {"lr": 2.0}
+
+
+@pytest.mark.parametrize("key, attribute", [
+    ("lr", "optimization.lr"), ("hidden_size", "model.hidden_size"),
+    ("use_vd", "stage.use_vd"), ("quant_epochs", "quantization.quant_epochs")])
+def test_an_item_read_warns_naming_the_attribute(key, attribute):
+    """``params['lr']`` (code of the 0.3.x parameter dicts) still returns
+    the value, with a DeprecationWarning from `base.legacy` naming the
+    attribute to read, the release that drops it and the caller's line;
+    ``-W error:tf1_awd_sparse:DeprecationWarning`` makes it an error."""
+    import warnings
+    from tf1_awd_sparse.base import legacy
+    flat = dict(presets.params_for("demo", "awd"), quant_epochs=4,
+                use_vd=True)
+    params = P.as_params(flat)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = params[key]
+    section, name = attribute.split(".")
+    assert value == flat[key] == getattr(getattr(params, section), name)
+    assert len(caught) == 1 and caught[0].category is DeprecationWarning
+    message = str(caught[0].message)
+    assert message.startswith("tf1_awd_sparse.awd_lm.config.params.Params[")
+    assert "use params.%s" % attribute in message
+    assert legacy.PARAMS_ITEM_REMOVED_IN in message
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "tf1_awd_sparse",
+                                DeprecationWarning)
+        with pytest.raises(DeprecationWarning):
+            params[key]  # pylint: disable=pointless-statement
+
+
+def test_the_item_read_stays_one_release_after_its_first_warning():
+    """No release has warned about ``params['lr']`` yet: the next one (the
+    one that drops the flat names, `legacy.REMOVED_IN`) first does, so it
+    goes in the release after (as each deprecation of the project stays a
+    release)."""
+    import tf1_awd_sparse
+    from tf1_awd_sparse.base import legacy
+
+    def version(text):
+        return tuple(int(p) for p in text.split("."))
+    assert version(legacy.PARAMS_ITEM_DEPRECATED_SINCE) > version(
+        tf1_awd_sparse.__version__)
+    assert version(legacy.PARAMS_ITEM_REMOVED_IN) > version(
+        legacy.PARAMS_ITEM_DEPRECATED_SINCE)
+
+
+def test_params_equal_params_only():
+    """Two `Params` are equal when their flat dicts are (the keys given and
+    their values); a dict is no `Params`, whichever side it is on, so a
+    dict is compared with ``to_flat()``."""
+    flat = {"lr": 2.0, "bptt": 7}
+    params = P.as_params(flat)
+    assert params == P.as_params(dict(flat)) and not params != \
+        P.as_params(flat)
+    assert params != P.as_params(dict(flat, bptt=8))
+    # The same values, one of them given only in the second: not equal.
+    assert params != P.as_params(dict(flat, clip=presets.DEFAULTS["clip"]))
+    assert params != flat and flat != params and not params == flat
+    assert params.to_flat() == flat
+
+
+def test_takes_params_checks_a_dict_once_and_keeps_the_signature():
+    """A `takes_params` function gets a checked `Params` from a dict (a
+    `Params` as it is, None left alone), its errors name the argument, and
+    ``inspect`` sees its own signature."""
+    import inspect
+    seen = []
+
+    @P.takes_params("params", "teacher")
+    def entry(x, params, teacher=None):
+        """doc"""
+        seen.append((params, teacher))
+        return x
+
+    assert entry(1, {"lr": 3.0}) == 1
+    params, teacher = seen[-1]
+    assert isinstance(params, P.Params) and teacher is None
+    assert params.optimization.lr == 3.0 and params.to_flat() == {"lr": 3.0}
+    given = P.as_params({"bptt": 9})
+    entry(2, params=given, teacher={"lr": 1.0})
+    assert seen[-1][0] is given and seen[-1][1].optimization.lr == 1.0
+    assert list(inspect.signature(entry).parameters) == [
+        "x", "params", "teacher"]
+    assert entry.__doc__ == "doc" and entry.params_entry == (
+        "params", "teacher")
+    with pytest.raises(P.ParameterTypeError, match="^teacher must be a dict"):
+        entry(1, {}, teacher=[("lr", 1.0)])
+    with pytest.raises(P.ParameterError, match=r"teacher\['bptt'\]"):
+        entry(1, {}, teacher={"bptt": 0})
+    with pytest.raises(TypeError, match="no argument parms"):
+        P.takes_params("parms")(lambda params: params)
+
+
+def test_the_configuration_floors_functions_take_params_only():
+    """Below the entries, a function takes the `Params` it is given: a
+    dict is no `Params` and is refused, never checked again."""
+    from tf1_awd_sparse.awd_lm.config import modeldir, runrecord
+    flat = dict(presets.params_for("demo", "awd"), vocab_size=10)
+    params = P.as_params(flat)
+    assert presets.label(params) == "awd"
+    assert presets.split_quant(params)[1] is None
+    assert modeldir.produced_by(params)["stage"] == "float"
+    for function in (presets.label, presets.split_quant,
+                     presets.check_model_params, modeldir.produced_by,
+                     runrecord.plan_entry):
+        with pytest.raises(AttributeError):
+            function(flat)
 
 
 @pytest.mark.parametrize("value, builtin", [

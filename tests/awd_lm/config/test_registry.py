@@ -52,7 +52,8 @@ def test_presets_name_only_parameters_a_preset_holds():
 def test_a_float_phase_records_no_later_phases_key():
     flat = dict(presets.params_for("demo", "awd"), quant=True,
                 compress="magnitude", table_rank=4)
-    float_phase, quant_phase = presets.split_quant(flat)
+    float_phase, quant_phase = (p.to_flat() for p in presets.split_quant(
+        P.as_params(flat)))
     later = [p.name for p in registry.PARAMETERS if p.phase != "float"]
     assert not set(later) & set(float_phase)
     assert set(float_phase) | set(later) >= set(flat)

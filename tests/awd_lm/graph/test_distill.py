@@ -18,6 +18,7 @@ from tf1_awd_sparse.awd_lm.graph import checkpoints, distill, model
 from tf1_awd_sparse.awd_lm.inference import lm
 from tf1_awd_sparse.awd_lm.distributed import model_fn
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from support.lm import FLOAT_LOG_PROB_ATOL, one_error_line, script
 from support.tolerances import (U32, gamma, log_softmax_atol,
                                 transcendental_rtol)
@@ -41,7 +42,7 @@ def _params(**changes):
         "eval_batch_size": 4, "bptt": 8, "finetune_epochs": 2,
         "quant_epochs": 1, "quant_delay": 0, "target_sparsity": 0.7,
         "patience": 9}, **changes))
-    return presets.split_quant(params)[0]
+    return presets.split_quant(as_params(params))[0]
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +52,18 @@ def teacher_run(tmp_path_factory):
     run_dir = str(tmp_path_factory.mktemp("float"))
     summary = train.run(corpus, _params(), run_dir, log=lambda *a: None,
                         threads=1)
-    return corpus, summary.params, run_dir, train.best_checkpoint(run_dir)
+    return (corpus, as_params(summary.params), run_dir,
+            train.best_checkpoint(run_dir))
 
 
 def _student(teacher_run, weight=0.5, temperature=1.0, **changes):
     """A fine-tuning's parameters (plain SGD) distilled from the float
     run."""
     corpus, params, _, best = teacher_run
-    return dict(dict(params, optimizer="sgd", lr=1.0, distill_weight=weight,
-                     distill_temperature=temperature, distill_from=best,
-                     vocab_size=len(corpus.vocab)), **changes)
+    return params.replace(**dict(dict(
+        optimizer="sgd", lr=1.0, distill_weight=weight,
+        distill_temperature=temperature, distill_from=best,
+        vocab_size=len(corpus.vocab)), **changes))
 
 
 def _session(params, checkpoint):
@@ -68,7 +71,7 @@ def _session(params, checkpoint):
     from and the teacher restored from ``checkpoint``."""
     g = train_graph.Graph(params, [n for n, _ in tf.train.list_variables(
         checkpoint)])
-    graph, _, _, warm, teacher = g.instance(params["seed"])
+    graph, _, _, warm, teacher = g.instance(params.optimization.seed)
     sess = tf.Session(graph=graph)
     sess.run(g.init)
     warm.restore(sess, checkpoint)
@@ -117,8 +120,8 @@ def _term_atols(student, teacher, temperature):
 
 
 def _first_window(g, corpus, params, training=True):
-    stream = data.batchify(corpus.train, params["batch_size"])
-    x, y = epochs.window(stream, 0, params["bptt"])
+    stream = data.batchify(corpus.train, params.optimization.batch_size)
+    x, y = epochs.window(stream, 0, params.optimization.bptt)
     state = g.zero_state(x.shape[0])
     extra = {g.training: training}
     extra.update(zip(g.teacher_state, g.zero_state(x.shape[0], True)))
@@ -181,7 +184,7 @@ def test_teacher_keeps_the_checkpoint_values_and_is_not_trainable(
             tf.GraphKeys.LOCAL_VARIABLES)}
         assert sorted(teacher) == sorted("teacher/" + n
                                          for n in FLOAT_NAMES)
-        stream = data.batchify(corpus.train, params["batch_size"])
+        stream = data.batchify(corpus.train, params.optimization.batch_size)
         epochs.train_epoch(sess, g, stream, params, 1)
         for name, variable in teacher.items():
             np.testing.assert_array_equal(
@@ -223,7 +226,7 @@ def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
     assert summary.epochs_run == 2
     for epoch in summary.epochs:
         assert np.isfinite(epoch.distill_kl) and epoch.distill_kl > 0
-    plain = dict(params, distill_weight=0.0, distill_from=None)
+    plain = params.replace(distill_weight=0.0, distill_from=None)
     with tf.Graph().as_default():
         tf.train.import_meta_graph(train_graph.Graph(plain).meta_graph)
         want = sorted(v.op.name for v in tf.global_variables())
@@ -248,7 +251,8 @@ def test_student_checkpoints_hold_no_teacher_and_load(teacher_run,
 
 def test_weight_zero_builds_the_graph_without_distillation(teacher_run):
     params = _student(teacher_run, weight=0.0)
-    without = {k: v for k, v in params.items() if not k.startswith("distill")}
+    without = params.without(*(k for k in params.to_flat()
+                               if k.startswith("distill")))
     zero, none = train_graph.Graph(params), train_graph.Graph(without)
     nodes = [[n.name for n in g.meta_graph.graph_def.node]
              for g in (zero, none)]
@@ -291,7 +295,8 @@ def test_training_loop_carries_the_teachers_state(teacher_run):
     corpus, float_params, _, best = teacher_run
     params = _student(teacher_run)
     g, sess = _session(params, best)
-    stream = data.batchify(corpus.train, params["batch_size"])[:, :40]
+    stream = data.batchify(corpus.train,
+                           params.optimization.batch_size)[:, :40]
     with sess:
         recorder = _Recorder(sess, [g.teacher_logits])
         epochs.train_epoch(recorder, g, stream, params, 1)
@@ -300,7 +305,7 @@ def test_training_loop_carries_the_teachers_state(teacher_run):
         assert not feed1[name].any()
     x1, x2 = feed1[g.inputs], feed2[g.inputs]
     np.testing.assert_array_equal(x2[:, 0], stream[:, x1.shape[1]])
-    both = _float_logits(dict(float_params, vocab_size=len(corpus.vocab)),
+    both = _float_logits(float_params.replace(vocab_size=len(corpus.vocab)),
                          best, np.concatenate([x1, x2], 1))
     want = both[:, x1.shape[1]:]
     # Two float32 graphs of the model (hidden 16) in other shapes (two
@@ -310,7 +315,7 @@ def test_training_loop_carries_the_teachers_state(teacher_run):
                                atol=FLOAT_LOG_PROB_ATOL)
     # From a zero state the second window's logits differ: the state
     # matters, so the comparison above checks that it was carried.
-    alone = _float_logits(dict(float_params, vocab_size=len(corpus.vocab)),
+    alone = _float_logits(float_params.replace(vocab_size=len(corpus.vocab)),
                           best, x2)
     assert np.abs(alone - want).max() > 1e-3
 
@@ -345,7 +350,7 @@ def test_a_weight_without_a_teacher_is_refused_before_anything_runs(
         train.run(corpus, params, str(run_dir), log=lambda *a: None)
     assert not run_dir.exists()
     with pytest.raises(checkpoints.CheckpointError, match="distill_from"):
-        train.run(corpus, dict(params, distill_from=str(tmp_path / "none")),
+        train.run(corpus, params.replace(distill_from=str(tmp_path / "none")),
                   str(run_dir), log=lambda *a: None)
     with pytest.raises(ValueError, match="distill_from"):
         presets.check_params({"distill_from": ""})
@@ -363,25 +368,26 @@ def test_estimator_training_refuses_distillation(teacher_run):
 # -- (f) the pipeline --------------------------------------------------------
 
 def test_pipeline_parameters_distil_the_techniques_not_the_reference():
-    params = presets.params_for("demo", "awd", {
+    params = as_params(presets.params_for("demo", "awd", {
         "distill_weight": 0.5, "distill_temperature": 2.0,
-        "compress": "magnitude"})
+        "compress": "magnitude"}))
     teacher = "float/best/model.ckpt"
-    assert presets.split_quant(params)[0].get("distill_weight") is None
+    assert "distill_weight" not in presets.split_quant(params)[0].to_flat()
     for run in (stages.finetune_params(params, "magnitude", 10, teacher),
                 stages.finetune_params(params, "l0", 10, teacher),
                 stages.survivors_params(params, teacher)):
-        assert (run["distill_weight"], run["distill_temperature"],
-                run["distill_from"]) == (0.5, 2.0, teacher)
+        assert (run.distill.distill_weight, run.distill.distill_temperature,
+                run.stage.distill_from) == (0.5, 2.0, teacher)
     reference = stages.reference_params(params)
-    assert reference["distill_weight"] == 0.0
-    assert reference.get("distill_from") is None
+    assert reference.distill.distill_weight == 0.0
+    assert reference.stage.distill_from is None
     with pytest.raises(ValueError, match="teacher"):
         stages.finetune_params(params, "magnitude", 10)
-    off = presets.params_for("demo", "awd")
+    off = as_params(presets.params_for("demo", "awd"))
     for run in (stages.finetune_params(off, "magnitude", 10, teacher),
                 stages.survivors_params(off, teacher)):
-        assert run["distill_weight"] == 0.0 and "distill_from" not in run
+        assert run.distill.distill_weight == 0.0
+        assert "distill_from" not in run.to_flat()
 
 
 def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
@@ -400,7 +406,7 @@ def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
         # (test above) and the later stages (prune, QAT, export) never
         # see the settings.
         run_ = pipeline.Pipeline(
-            corpus, params, float_summary, float_dir, out,
+            corpus, as_params(params), float_summary, float_dir, out,
             {"resume": resume, "log": lambda *a: None, "progress": None,
              "threads": 1})
         return pipeline.sparsify(run_, ["magnitude"], 1)
@@ -418,7 +424,8 @@ def test_pipeline_records_distillation_and_resumes(teacher_run, tmp_path):
     # their training seconds included).
     again = run(True)
     assert [r["row"] for r in again] == [r["row"] for r in first]
-    assert stages.survivors_params(params, best)["distill_from"] == best
+    assert stages.survivors_params(as_params(params),
+                                   best).stage.distill_from == best
 
 
 def test_pipeline_distils_from_the_reference_when_asked(teacher_run,
@@ -436,7 +443,7 @@ def test_pipeline_distils_from_the_reference_when_asked(teacher_run,
         float_summary = json.load(handle)
     out = str(tmp_path / "compress")
     run_ = pipeline.Pipeline(
-        corpus, params, float_summary, float_dir, out,
+        corpus, as_params(params), float_summary, float_dir, out,
         {"resume": False, "log": lambda *a: None, "progress": None,
          "threads": 1})
     assert run_.teacher_is_reference()

@@ -9,6 +9,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.base import compat as _compat
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.graph.train_op import build_train_op
 from support.lm import FLOAT_LOG_PROB_ATOL, PARAMS, make_features
@@ -26,7 +27,7 @@ def reference_logits(inputs, state=None):
     emb, bias = by_name["lm/embedding"], by_name["lm/softmax_bias"]
     x = tf.nn.embedding_lookup(emb, inputs)
     finals = []
-    for i, units in enumerate(model.layer_sizes(PARAMS)):
+    for i, units in enumerate(model.layer_sizes(as_params(PARAMS))):
         cell = tf.nn.rnn_cell.LSTMCell(units, name="ref_%d" % i)
         s0 = state[i] if state else cell.zero_state(tf.shape(inputs)[0],
                                                     tf.float32)
@@ -97,7 +98,7 @@ def test_carried_state_equals_one_long_window(sess):
     state = tuple(tf.nn.rnn_cell.LSTMStateTuple(
         tf.placeholder(tf.float32, [None, n]),
         tf.placeholder(tf.float32, [None, n]))
-        for n in model.layer_sizes(PARAMS))
+        for n in model.layer_sizes(as_params(PARAMS)))
     out = model.build_lm({"inputs": inputs, "targets": inputs,
                           "state": state}, False, dict(PARAMS, model="awd"))
     sess.run(tf.global_variables_initializer())
@@ -182,7 +183,7 @@ def test_sparsity_loss_and_report(sess, technique):
 def _state(batch, layers):
     return tuple(tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([batch, n]),
                                                tf.zeros([batch, n]))
-                 for n in model.layer_sizes(PARAMS)[:layers])
+                 for n in model.layer_sizes(as_params(PARAMS))[:layers])
 
 
 @pytest.mark.parametrize("features,match", [

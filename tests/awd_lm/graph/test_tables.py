@@ -10,6 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.training.compression import stages
 from support import references
@@ -121,10 +122,10 @@ def test_no_part_without_pruning_or_rank(sess, pruning):
 def test_the_compressed_stages_carry_the_rank():
     """The ramp, the survivors and QAT have the part; the float phase and
     the reference do not (split_quant strips the compression keys)."""
-    params = dict(presets.params_for("demo", "awd", {
+    params = as_params(dict(presets.params_for("demo", "awd", {
         "compress": "magnitude", "table_rank": RANK,
-        "table_rank_rows": 30}), vocab_size=50)
-    float_phase, _ = presets.split_quant(params)
+        "table_rank_rows": 30}), vocab_size=50))
+    float_phase = presets.split_quant(params)[0].to_flat()
     assert "table_rank" not in float_phase
     assert "table_rank_rows" not in float_phase
     for stage in (stages.finetune_params(params, "magnitude", 10),
@@ -132,10 +133,10 @@ def test_the_compressed_stages_carry_the_rank():
                   stages.quantize_params(params)):
         assert (stage.prune.table_rank, stage.prune.table_rank_rows) == (
             RANK, 30)
-    reference = dict(stages.reference_params(params))
+    reference = stages.reference_params(params).to_flat()
     assert "table_rank" not in reference
     assert "table_rank_rows" not in reference
-    plain = dict(params, table_rank=0)
+    plain = params.replace(table_rank=0)
     assert stages.survivors_params(plain).prune.table_rank == 0
 
 

@@ -6,6 +6,7 @@ import os
 
 from tf1_awd_sparse.awd_lm.config import modeldir
 from tf1_awd_sparse.awd_lm.programs import info
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from support.lm_api import tiny_params
 
 WORDS = ["<eos>", "<unk>", "the", "cat"]
@@ -18,7 +19,8 @@ def test_a_value_is_shown_as_info_prints_it():
 
 
 def test_a_run_is_one_line_per_model_directory_from_its_config(tmp_path):
-    params = dict(tiny_params(), model="awd", vocab_size=len(WORDS))
+    params = as_params(dict(tiny_params(), model="awd",
+                            vocab_size=len(WORDS)))
     figures = {"plain": (123.456, None), "awd": (98.7, 101.25)}
     inside = []
     for name, (valid, test) in sorted(figures.items()):

@@ -175,7 +175,7 @@ def test_estimator_evaluates_a_monitored_checkpoint_alike(monitored_run):
 
 
 def test_evaluate_checkpoint_errors(tmp_path):
-    params = dict(PARAMS, eval_batch_size=2, bptt=4)
+    params = as_params(dict(PARAMS, eval_batch_size=2, bptt=4))
     ids = np.arange(100) % 20
     with pytest.raises(ValueError, match="eval_steps"):
         monitored.evaluate_checkpoint(str(tmp_path), params, ids,

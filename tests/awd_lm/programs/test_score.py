@@ -96,7 +96,8 @@ def test_score_of_a_truncated_tflite_exits_2_with_one_line(tflite_files,
     path = str(tmp_path / "lm.tflite")
     shutil.copy(tflite_files["lm"], path)
     words = ["<eos>", "<unk>"] + ["w%d" % i for i in range(9)]
-    params = dict(PARAMS, model="awd")
+    from tf1_awd_sparse.awd_lm.config.params import as_params
+    params = as_params(dict(PARAMS, model="awd"))
     modeldir.write_tflite_sidecar(path, params, words,
                                   modeldir.produced_by(params))
     with open(path, "rb") as handle:

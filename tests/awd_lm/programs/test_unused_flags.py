@@ -60,7 +60,8 @@ def test_a_flag_used_by_one_model_of_both_is_accepted():
     it (planned; nothing trained)."""
     from tf1_awd_sparse.awd_lm.training.plan import flag_name
     from tf1_awd_sparse.awd_lm.config import presets
-    configs = [presets.params_for("demo", m, {"dropouth": 0.1})
+    from tf1_awd_sparse.awd_lm.config.params import Params
+    configs = [Params.for_preset("demo", m, {"dropouth": 0.1})
                for m in ("plain", "awd")]
     presets.check_unused(configs, {"dropouth"}, flag_name)
     with pytest.raises(ValueError, match="--dropouth has no effect"):

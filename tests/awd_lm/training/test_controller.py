@@ -10,6 +10,7 @@ from sparse_layers import losses
 from tf1_awd_sparse.transforms import pruning_schedule
 from tf1_awd_sparse.awd_lm.training import train
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import synthetic
 
 
@@ -40,8 +41,8 @@ def test_controller_raises_the_weight_variable_in_training(tmp_path):
         "emb_size": 6, "hidden_size": 8, "max_epochs": 3, "batch_size": 4,
         "eval_batch_size": 4, "bptt": 8, "optimizer": "sgd",
         "sparsity_weight": 1e-4})
-    params = dict(presets.split_quant(params)[0], sparsity="l0",
-                  sparsity_controller=2.0, target_sparsity=0.95)
+    params = presets.split_quant(as_params(params))[0].replace(
+        sparsity="l0", sparsity_controller=2.0, target_sparsity=0.95)
     run_dir = str(tmp_path / "run")
     summary = train.run(corpus, params, run_dir, log=lambda *a: None,
                         threads=1)

@@ -252,6 +252,7 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
     weights the epoch ends with: both evaluated here from the last epoch's
     checkpoint, the averages loaded by hand."""
     import tensorflow.compat.v1 as tf
+    from tf1_awd_sparse.awd_lm.config.params import as_params
     from tf1_awd_sparse.awd_lm.corpus import data
     from tf1_awd_sparse.awd_lm.training import epochs, train_graph
     _, data_dir, run_dir = averaging_run
@@ -261,7 +262,7 @@ def test_validation_evaluates_the_averaged_weights_once_averaging(
     assert record["averaged"] and state["averaging_epoch"] < record["epoch"]
     valid = data.batchify(data.read_ptb(data_dir).valid,
                           params["eval_batch_size"])
-    g = train_graph.Graph(params)
+    g = train_graph.Graph(as_params(params))
     graph, last_saver = g.instance(0)[:2]
     losses = {}
     with tf.Session(graph=graph, config=tf.ConfigProto(

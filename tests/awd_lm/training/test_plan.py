@@ -82,8 +82,10 @@ def _planned_run(tmp_path, params):
     out = tmp_path / "run"
     (out / "awd").mkdir(parents=True)
     words = [synthetic.data.EOS] + ["w%d" % i for i in range(1, 1000)]
+    params = as_params(params)
     float_params = presets.split_quant(params)[0]
-    modeldir.write_config(str(out / "awd"), dict(float_params, vocab_size=1000),
+    modeldir.write_config(str(out / "awd"),
+                          float_params.replace(vocab_size=1000),
                           words, {"stage": "float", "data_dir": None,
                                   "plan": runrecord.plan_entry(params)},
                           checkpoint="best/model.ckpt")
@@ -148,7 +150,7 @@ def test_resume_may_change_the_shipping_target(tmp_path, capsys):
         "target_sparsity": 0.9})
     out = _planned_run(tmp_path, params)
     plan = plan_run(str(out), {"ship_ppl_target": 1.2}, resume=True)
-    assert as_params(plan.configs[0]).compression.ship_ppl_target == 1.2
+    assert plan.configs[0].compression.ship_ppl_target == 1.2
     line = one_error_line(capsys, lambda: program.main(
         ["--out", str(out), "--resume", "--target-sparsity", "0.8"]))
     assert "--target-sparsity 0.8 contradicts the run" in line
@@ -173,8 +175,8 @@ def _write_0_3_0_run(out, name):
                 "sparsity": None, "valid_ppl": 100.0, "test_ppl": 100.0,
                 "init_from": None, "epochs_run": 2, "best_epoch": 2,
                 "corpus": corpus.name}
-    modeldir.write_config(run_dir, params, list(corpus.vocab), produced,
-                          checkpoint="best/model.ckpt")
+    modeldir.write_config(run_dir, as_params(params), list(corpus.vocab),
+                          produced, checkpoint="best/model.ckpt")
     # 0.3.0's state.json after two epochs: every key its loop wrote.
     epochs = [{"epoch": e, "model": "awd", "train_loss": 5.0,
                "valid_loss": 4.6, "train_ppl": 148.4, "valid_ppl": 99.5,
@@ -205,7 +207,7 @@ def test_a_0_3_0_run_on_the_embedded_corpus_resumes_without_data_dir(
     plan = plan_run(out, {}, resume=True)
     assert plan.models == ["awd"] and plan.data_dir is None
     assert plan.corpus.name == name
-    config = plan.configs[0]
+    config = plan.configs[0].to_flat()
     for key in ("emb_size", "hidden_size", "max_epochs", "lr", "hmm_vocab"):
         assert config[key] == params[key], key
     float_params, quant_params = plan.phases[0]

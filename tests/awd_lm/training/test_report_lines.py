@@ -132,10 +132,10 @@ def test_table_says_what_the_int8_file_stores(tmp_path):
 def _float_model_dir(folder):
     """A model directory (config.json, vocab.txt, checkpoint) of an
     untrained float model of support.lm's sizes: no weight is zero."""
-    params = dict(presets.params_for("demo", "awd", {
+    params = as_params(dict(presets.params_for("demo", "awd", {
         "emb_size": PARAMS["emb_size"],
         "hidden_size": PARAMS["hidden_size"]}),
-        vocab_size=PARAMS["vocab_size"])
+        vocab_size=PARAMS["vocab_size"]))
     with tf.Graph().as_default():
         features, _ = make_features()
         model.build_lm(features, "eval", params)

@@ -38,6 +38,7 @@ import os
 
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 # The names of a model directory's files are the run tree's (rundir).
 from tf1_awd_sparse.awd_lm.config.rundir import (
     BEST_CHECKPOINT, CONFIG_FILE, VOCAB_FILE)
@@ -91,12 +92,14 @@ def produced_by(params, summary=None, stage=None, **extra):
     ``sparse``, ``pruned``, ``qat``, ``tflite_float``, ``tflite_uint8``,
     ``tflite_int8``, ``saved_model``; default from ``params``), technique, model label, sparsity and
     perplexities (from ``summary``, a `train.run` summary, a
-    `runrecord.RunSummary`, when given)."""
-    technique = params.get("sparsity") or (
-        "magnitude" if params.get("pruning") == "magnitude" else None)
+    `runrecord.RunSummary`, when given); ``params`` is the model's
+    `Params`."""
+    pruning = params.prune.pruning
+    technique = params.sparse.sparsity or (
+        "magnitude" if pruning == "magnitude" else None)
     if stage is None:
-        stage = ("qat" if params.get("quant") else "sparse" if technique
-                 else "pruned" if params.get("pruning") == "fixed"
+        stage = ("qat" if params.quantization.quant else "sparse"
+                 if technique else "pruned" if pruning == "fixed"
                  else "float")
     label = presets.label(params)
     result = {"stage": stage, "technique": technique, "model": label,
@@ -186,7 +189,7 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
 
     Args:
       directory: an existing directory.
-      params: the model's complete parameter dict.
+      params: the model's `Params` (its ``to_flat()`` is written).
       vocab: list of words (id order).
       produced: dict (`produced_by`).
       checkpoint: checkpoint prefix relative to ``directory`` (TF models).
@@ -198,7 +201,8 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
     Returns:
       the JSON file's path.
     """
-    config = {"format": FORMAT, "params": dict(params), "vocab": vocab_name,
+    config = {"format": FORMAT, "params": dict(params.to_flat()),
+              "vocab": vocab_name,
               "produced_by": dict(produced)}
     if checkpoint is not None:
         config["checkpoint"] = checkpoint
@@ -213,8 +217,8 @@ def write_config(directory, params, vocab, produced, checkpoint=None,
 def write_run_dir(run_dir, params, vocab, summary=None, stage=None,
                   checkpoint=BEST_CHECKPOINT, **extra):
     """config.json and vocab.txt of a training run or stage directory
-    (``summary``: its `runrecord.RunSummary`, or None; ``extra``: more
-    `produced_by` entries, e.g. ``technique``)."""
+    (``params`` its `Params`; ``summary``: its `runrecord.RunSummary`,
+    or None; ``extra``: more `produced_by` entries, e.g. ``technique``)."""
     return write_config(run_dir, params, vocab,
                         produced_by(params, summary, stage, **extra),
                         checkpoint)
@@ -286,8 +290,9 @@ def read_config(path):
       path: the JSON file.
 
     Returns:
-      the config dict; ``params`` checked with the model's checks,
-      ``words`` the vocabulary (read from the file ``vocab`` names) and
+      the config dict; ``params`` a checked `Params` (`as_params`: a
+      config.json is where parameters enter; then the model's checks,
+      `presets.check_model_params`), ``words`` the vocabulary (read from the file ``vocab`` names) and
       ``directory`` the file's directory.
 
     Raises:
@@ -316,16 +321,18 @@ def read_config(path):
     if "tflite" in config:
         _check_tflite(config["tflite"], path)
     try:
-        config["params"] = presets.check_model_params(config["params"])
+        config["params"] = presets.check_model_params(
+            as_params(config["params"]))
     except ValueError as e:
         raise ConfigError("%s: %s" % (path, e))
     directory = os.path.dirname(os.path.abspath(path))
     config["directory"] = directory
     config["words"] = read_vocab(os.path.join(directory, config["vocab"]))
-    if len(config["words"]) != config["params"]["vocab_size"]:
+    vocab_size = config["params"].model.vocab_size
+    if len(config["words"]) != vocab_size:
         raise ConfigError("%s: %s has %d words, params['vocab_size'] is %d"
                           % (path, config["vocab"], len(config["words"]),
-                             config["params"]["vocab_size"]))
+                             vocab_size))
     recorded = config.get("tflite", {}).get("vocab_sha256")
     if recorded is not None and recorded != vocab_sha256(config["words"]):
         raise ConfigError("%s: %s is not the vocabulary this file was "

@@ -1,14 +1,19 @@
 """The language model's configuration as one checked, immutable object.
 
-A run's parameters enter in three places: the command line, a
-``config.json`` and a Python call (`presets.params_for`, `build_lm(params)`,
-`train.run(..., params, ...)`). Each entry turns them into a `Params` once,
-with `as_params`: every value is checked by its entry of the registry of
-parameters (`registry.PARAMETERS`, the one place a parameter's default,
-valid range and section are stated), a misspelt key is refused naming the
-closest parameter, and a missing one takes its default. The modules then
-read attributes of the checked object, grouped in sections (each one's
-fields are the registry's keys of that section)::
+A run's parameters enter from outside in few places: the command line
+(`presets.params_for`'s dict, made a `Params` once by
+`training.plan` and `distributed.cli`), a ``config.json``
+(`modeldir.read_config`), an Estimator's params dict and the public
+Python functions that take parameters (`build_lm(features, mode, params)`,
+`train.run(corpus, params, run_dir)`, ...), each marked `takes_params`.
+Each entry turns them into a `Params` once, with `as_params`: every value
+is checked by its entry of the registry of parameters
+(`registry.PARAMETERS`, the one place a parameter's default, valid range
+and section are stated), a misspelt key is refused naming the closest
+parameter, and a missing one takes its default. Everything below an
+entry takes that `Params` (never a dict) and reads attributes of the
+checked object, grouped in sections (each one's fields are the registry's
+keys of that section)::
 
     params.model.hidden_size          # ModelConfig
     params.regularization.dropouth    # RegularizationConfig
@@ -28,17 +33,24 @@ The `StageConfig` section holds what the pipeline sets for a stage of a run
 distilled run's teacher, the inference graph's held masks); they are not
 command-line flags (`USER_KEYS` are).
 
-`Params` is also a read-only mapping of the flat keys, so that code written
-against the former parameter dicts (``summary['params']['lr']``,
-``dict(params)``) keeps working; the library itself reads attributes.
+A `Params` is no mapping (0.4.0's was one): it does not iterate, has no
+``keys`` / ``get`` / ``in``, and equals only another `Params`;
+``params.to_flat()`` is the flat dict. ``params['lr']``, as code written
+against the parameter dicts of 0.3.x reads them, still returns the value
+with a ``DeprecationWarning`` naming the attribute to read
+(`base.legacy.warn_params_item`).
 """
 import collections
 import collections.abc
+import functools
+import inspect
 
 from tf1_awd_sparse.awd_lm.config import presets, registry
+from tf1_awd_sparse.base import legacy
 from tf1_awd_sparse.base.errors import Error
 
-__all__ = ["Params", "as_params", "ParameterError", "ParameterTypeError",
+__all__ = ["Params", "as_params", "takes_params", "ParameterError",
+           "ParameterTypeError",
            "SECTIONS", "USER_KEYS", "STAGE_KEYS",
            "RunConfig", "ModelConfig", "RegularizationConfig",
            "OptimizationConfig", "StoppingConfig", "SparseConfig",
@@ -53,8 +65,8 @@ class ParameterError(ValueError, Error):
 
 
 class ParameterTypeError(TypeError, Error):
-    """`as_params` given neither a mapping nor a `Params`: a ``TypeError``
-    and a `tf1_awd_sparse.Error`."""
+    """`as_params` (a `takes_params` function) given neither a mapping nor
+    a `Params`: a ``TypeError`` and a `tf1_awd_sparse.Error`."""
 
 
 def _section(name, fields, doc):
@@ -188,11 +200,13 @@ def _check(key, value, name):
         raise ParameterError(str(e))
 
 
-class Params(collections.abc.Mapping):
+class Params(object):
     """A language model's checked parameters, by section.
 
     Build one with `Params.from_flat` or `as_params`; change one with
-    `replace` (a new checked object; a ``Params`` never changes).
+    `replace` (a new checked object; a ``Params`` never changes). It is
+    no mapping: `to_flat` is the flat dict (``params['lr']`` is
+    deprecated, see the module's docstring).
 
     Attributes:
       run, model, regularization, optimization, stopping, sparse, prune,
@@ -212,7 +226,7 @@ class Params(collections.abc.Mapping):
 
         Args:
           flat: mapping of flat keys (any subset; missing keys take their
-            defaults) or a `Params` (returned as it is).
+            defaults).
           name: how the error names a key, with ``%r`` for it.
 
         Returns:
@@ -223,8 +237,6 @@ class Params(collections.abc.Mapping):
             (naming the closest) or an invalid value (naming the key, see
             `presets.CHECKS`).
         """
-        if isinstance(flat, Params):
-            return flat
         values = dict((p.name, p.default) for p in registry.PARAMETERS)
         for key, value in flat.items():
             if key not in values:
@@ -248,6 +260,17 @@ class Params(collections.abc.Mapping):
     def __setattr__(self, name, value):
         raise AttributeError("Params is immutable: use params.replace(%s=...)"
                              % name)
+
+    @classmethod
+    def for_preset(cls, preset, model, overrides=None):
+        """The parameters of a command line: `presets.params_for`'s dict
+        (the preset's, the model's, ``overrides``), checked. Where the
+        flags' parameters enter (`training.plan`, `distributed.cli`).
+
+        Raises:
+          ValueError: as `presets.params_for` and `from_flat`.
+        """
+        return cls.from_flat(presets.params_for(preset, model, overrides))
 
     def replace(self, **changes):
         """A copy with ``changes`` (flat keys), checked.
@@ -289,35 +312,36 @@ class Params(collections.abc.Mapping):
             (key, getattr(self._sections[_SECTION_OF[key]], key))
             for key in _FLAT_ORDER if key in self._given)
 
-    # The read-only mapping of the flat keys (the former parameter dicts).
     def __getitem__(self, key):
+        """Deprecated: ``params['lr']``, the read of the parameter dicts
+        of 0.3.x, is ``params.optimization.lr`` (one
+        ``DeprecationWarning`` naming it, `legacy.warn_params_item`).
+
+        Raises:
+          KeyError: ``key`` is no parameter or was not given (as the
+            dicts had no such item).
+        """
         section = _SECTION_OF.get(key)
         if section is None or key not in self._given:
             raise KeyError(key)
+        legacy.warn_params_item(key, section, stacklevel=2)
         return getattr(self._sections[section], key)
 
-    def get(self, key, default=None):
-        """The flat key's value, ``default`` where it is absent (the
-        mapping of the former parameter dicts)."""
-        return self[key] if key in self else default
-
-    def __contains__(self, key):
-        return key in self._given
-
-    def __iter__(self):
-        return iter(self.to_flat())
-
-    def __len__(self):
-        return len(self.to_flat())
+    # No mapping: iterating it (``dict(params)``, ``'lr' in params``) is a
+    # TypeError, not a fallback on __getitem__ with 0, 1, ...
+    __iter__ = None
 
     def __eq__(self, other):
-        if isinstance(other, Params):
-            other = other.to_flat()
-        return isinstance(other, collections.abc.Mapping) and \
-            self.to_flat() == dict(other)
+        # Only another Params: a dict of the keys given and a Params whose
+        # other keys read their defaults are not one thing (compare
+        # ``params.to_flat()`` with the dict).
+        if not isinstance(other, Params):
+            return NotImplemented
+        return self.to_flat() == other.to_flat()
 
     def __ne__(self, other):
-        return not self == other
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     __hash__ = None
 
@@ -331,7 +355,15 @@ class Params(collections.abc.Mapping):
 
 def as_params(value, name="params[%r]"):
     """``value`` as a checked `Params`: a `Params` as it is, a mapping
-    checked (`Params.from_flat`). The one entry of a Python call.
+    checked (`Params.from_flat`). Only where parameters enter: the
+    `takes_params` functions, `modeldir.read_config`, the command lines'
+    `presets.params_for` dicts and an Estimator's params dict; below them
+    every function takes the `Params`.
+
+    Args:
+      value: a mapping of flat keys or a `Params`.
+      name: how an error names a key, with ``%r`` for it (its text before
+        ``[`` names the argument in the type error).
 
     Raises:
       ParameterTypeError: (a TypeError) ``value`` is neither.
@@ -340,6 +372,44 @@ def as_params(value, name="params[%r]"):
     if isinstance(value, Params):
         return value
     if not isinstance(value, collections.abc.Mapping):
-        raise ParameterTypeError("params must be a dict of parameters or "
-                                 "a Params, got %s" % type(value).__name__)
+        raise ParameterTypeError("%s must be a dict of parameters or "
+                                 "a Params, got %s" % (
+                                     name.split("[")[0],
+                                     type(value).__name__))
     return Params.from_flat(value, name)
+
+
+def takes_params(*names):
+    """Marks a public function as an entry of parameters: its arguments
+    ``names`` (default ``'params'``), when not None, are given by a caller
+    as a dict of flat keys (`presets.params_for`'s) or a `Params`, and
+    reach the function's body as a checked `Params` (`as_params`), so that
+    it and everything it calls take a `Params` only.
+
+    The decorated function keeps its name, docstring and signature
+    (``inspect.signature``); its ``params_entry`` attribute is ``names``.
+
+    Raises (from the decorated function):
+      ParameterTypeError, ParameterError: as `as_params`, naming the
+        argument.
+    """
+    names = names or ("params",)
+
+    def decorate(function):
+        signature = inspect.signature(function)
+        missing = [n for n in names if n not in signature.parameters]
+        if missing:
+            raise TypeError("takes_params: %s has no argument %s"
+                            % (function.__name__, ", ".join(missing)))
+
+        @functools.wraps(function)
+        def entry(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            for n in names:
+                if bound.arguments.get(n) is not None:
+                    bound.arguments[n] = as_params(bound.arguments[n],
+                                                   n + "[%r]")
+            return function(*bound.args, **bound.kwargs)
+        entry.params_entry = names
+        return entry
+    return decorate

@@ -36,7 +36,7 @@ COMPRESS_KEYS = registry.keys(phase="compress")
 
 
 def split_quant(params):
-    """(float phase params, quantization-aware phase params or None).
+    """(float phase `Params`, quantization-aware phase `Params` or None).
 
     The float phase is the model without any quantization or compression
     parameter; the quantization-aware one (with ``quant``; no compression
@@ -44,28 +44,23 @@ def split_quant(params):
     quant_lr (default: lr / 4), the same stopping rule otherwise.
 
     Args:
-      params: dict from `params_for` or a `params.Params` (checked; a key
-        not given reads its default).
+      params: a `params.Params` (a key not given reads its default).
     Returns:
-      (dict, dict or None): flat dicts, the keys given.
+      (Params, Params or None): the keys given, less the phase's others.
     Raises:
-      ValueError: quant_epochs < 1 or quant_lr <= 0 with quant.
+      ValueError: the quantization-aware phase's values out of range
+        (`Params.replace`).
     """
-    flat = dict(params)
-    # A key not given reads its default, as `params.Params` does.
-    value = dict(DEFAULTS, **flat).__getitem__
-    float_params = {k: v for k, v in flat.items()
-                    if k not in QUANT_KEYS + COMPRESS_KEYS}
-    if not value("quant"):
+    float_params = params.without(*(QUANT_KEYS + COMPRESS_KEYS))
+    quantization = params.quantization
+    if not quantization.quant:
         return float_params, None
-    epochs = CHECKS["quant_epochs"](value("quant_epochs"), "quant_epochs")
-    lr = (value("lr") / 4.0 if value("quant_lr") is None
-          else value("quant_lr"))
-    lr = CHECKS["quant_lr"](lr, "quant_lr")
+    lr = (params.optimization.lr / 4.0 if quantization.quant_lr is None
+          else quantization.quant_lr)
     # The compression settings are not the model's: the same quantized
     # model whatever a pipeline around it does (resume compares params).
-    quant = {k: v for k, v in flat.items() if k not in COMPRESS_KEYS}
-    quant.update(max_epochs=epochs, lr=lr, quant_lr=lr)
+    quant = params.without(*COMPRESS_KEYS).replace(
+        max_epochs=quantization.quant_epochs, lr=lr, quant_lr=lr)
     return float_params, quant
 
 
@@ -77,7 +72,8 @@ def params_for(preset, model, overrides=None):
       model: 'awd' or 'plain'.
       overrides: dict of explicit values (None values are ignored).
     Returns:
-      dict.
+      dict of flat keys (a caller's to change; the functions that take
+      parameters check it, `params.takes_params`).
     Raises:
       ValueError: unknown preset, model or override key, or an invalid
         override (named, see `CHECKS`).
@@ -142,8 +138,8 @@ def check_unused(configs, given, flag, loop="train", setting=None,
     plain model's regularization, ``hidden_size`` with ``num_layers`` 1.
 
     Args:
-      configs: the parameters (`params_for` dicts or `Params`) of every
-        model the run trains; a key is used if one of them uses it.
+      configs: the `Params` of every model the run trains; a key is used
+        if one of them uses it.
       given: the keys given explicitly (flags, ``--hparams``).
       flag: function ``key -> how the command line names it``.
       loop: one of `LOOPS`, what the program runs.
@@ -156,8 +152,8 @@ def check_unused(configs, given, flag, loop="train", setting=None,
     """
     facts = dict(facts or {})
     setting = setting or (lambda key, value: "%s %s" % (flag(key), value))
-    values = [functools.partial(lambda d, k: facts[k] if k in facts else (
-        d[k] if k in d else DEFAULTS.get(k)), dict(p)) for p in configs]
+    values = [functools.partial(lambda p, k: facts[k] if k in facts else
+                                _value(p, k), p) for p in configs]
     for rule in registry.RULES:
         loops, used, needs = rule
         for key in (p.name for p in registry.PARAMETERS if rule in p.used):
@@ -165,14 +161,14 @@ def check_unused(configs, given, flag, loop="train", setting=None,
                     or any(used(v) for v in values)):
                 continue
             if key == "hidden_size":
-                first = dict(configs[0])
+                first = configs[0].model
                 raise ValueError(
                     "%s %d has no effect with %s 1: the one LSTM layer has "
                     "%s (%d) units, tied to the decoder; leave %s out or "
                     "use %s >= 2" % (
-                        flag("hidden_size"), first["hidden_size"],
+                        flag("hidden_size"), first.hidden_size,
                         flag("num_layers"), flag("emb_size"),
-                        first["emb_size"], flag("hidden_size"),
+                        first.emb_size, flag("hidden_size"),
                         flag("num_layers")))
             needs = re.sub(r"\{(\w+)(?:=([^}]*))?\}", lambda m: setting(
                 *m.groups()) if m.group(2) else flag(m.group(1)), needs)
@@ -180,8 +176,19 @@ def check_unused(configs, given, flag, loop="train", setting=None,
                              "out" % (flag(key), needs))
 
 
+def _value(params, key):
+    """A `Params`' value of a flat key (its registry section's attribute;
+    a key not given reads its default), None for a fact that is no
+    parameter and was not given (``data_dir``): the rules read keys by
+    name."""
+    parameter = registry.BY_NAME.get(key)
+    if parameter is None:
+        return None
+    return getattr(getattr(params, parameter.section), key)
+
+
 def check_used(params, given, flag, **kwargs):
-    """`check_unused` of one model's parameters (and its ``kwargs``),
+    """`check_unused` of one model's `Params` (and its ``kwargs``),
     raising its ValueError."""
     check_unused([params], given, flag, **kwargs)
 
@@ -250,18 +257,22 @@ def label(params):
     """A model's name in logs and tables: 'awd'; 'awd+q' quantized;
     'awd+vd' / 'awd+l0' sparse; 'awd+mag' magnitude-pruned; 'awd+pruned'
     with fixed masks (a compression stage: 'awd+pruned+q' is the
-    pipeline's quantization-aware stage, 'awd+q' the float model's)."""
+    pipeline's quantization-aware stage, 'awd+q' the float model's).
+
+    Args:
+      params: a `params.Params`."""
     suffix = ""
-    if params.get("sparsity"):
-        suffix += {"variational_dropout": "+vd"}.get(params["sparsity"],
-                                                     "+" + params["sparsity"])
-    if params.get("pruning") == "magnitude":
+    sparsity, pruning = params.sparse.sparsity, params.prune.pruning
+    if sparsity:
+        suffix += {"variational_dropout": "+vd"}.get(sparsity,
+                                                     "+" + sparsity)
+    if pruning == "magnitude":
         suffix += "+mag"
-    elif params.get("pruning") == "fixed":
+    elif pruning == "fixed":
         suffix += "+pruned"
-    if params.get("quant"):
+    if params.quantization.quant:
         suffix += "+q"
-    return params["model"] + suffix
+    return params.run.model + suffix
 
 
 #: The parameters a model needs given (`check_model_params`).
@@ -269,34 +280,37 @@ REQUIRED_PARAMS = registry.keys(required=True)
 
 
 def check_model_params(params):
-    """Validates the model's parameters.
+    """Validates the model's parameters beyond each value's own check
+    (`params.Params` checked those): the keys it needs given and the
+    rules between keys.
 
     Args:
-      params: dict (see `graph.model.build_lm`).
+      params: a `params.Params` (see `graph.model.build_lm`).
     Returns:
-      a copy of ``params`` with the checked values (`CHECKS`).
+      ``params``.
     Raises:
-      ValueError: the first missing or invalid parameter, named (e.g.
-        ``params['vocab_size'] must be a positive int, got 10.7``);
-        ``distill_weight > 0`` without ``distill_from``.
+      ValueError: the first missing parameter or broken rule, named (e.g.
+        ``params: missing 'vocab_size'``); ``distill_weight > 0`` without
+        ``distill_from``.
     """
+    given = params.to_flat()
     for key in REQUIRED_PARAMS:
-        if key not in params:
+        if key not in given:
             raise ValueError("params: missing %r" % key)
-    params = check_params(params)
-    if params.get("sparsity") and params.get("sparsity_weight") is None:
+    sparsity, pruning = params.sparse.sparsity, params.prune.pruning
+    if sparsity and params.sparse.sparsity_weight is None:
         raise ValueError("params['sparsity_weight']: required with sparsity "
                          "%r (e.g. 1 / training tokens), got None"
-                         % params["sparsity"])
-    if float(params.get("distill_weight") or 0.0) > 0 \
-            and not params.get("distill_from"):
+                         % sparsity)
+    distill_weight = params.distill.distill_weight
+    distill_from = params.stage.distill_from
+    if float(distill_weight or 0.0) > 0 and not distill_from:
         raise ValueError("params['distill_from']: distill_weight %r needs "
                          "the teacher's checkpoint prefix (the float model's "
                          "best checkpoint), got %r" % (
-                             params["distill_weight"],
-                             params.get("distill_from")))
-    if params.get("sparsity") and params.get("pruning"):
+                             distill_weight, distill_from))
+    if sparsity and pruning:
         raise ValueError("params['pruning']: a sparse (%r) model has no "
                          "pruning mask; strip it first, got pruning=%r"
-                         % (params["sparsity"], params["pruning"]))
+                         % (sparsity, pruning))
     return params

@@ -174,8 +174,9 @@ class Recorded(object):
 
     Attributes:
       model: ``'awd'`` or ``'plain'``; run_dir: ``<out>/<model>``.
-      params: the float phase's complete parameters (config.json, else
-        state.json).
+      params: the float phase's complete parameters as recorded, flat
+        (config.json's, else state.json's ``params``).
+      preset: the preset it was made with (None: a model made in Python).
       produced: config.json's ``produced_by`` ({} without one).
       plan: the later phases' recorded parameters (``produced_by.plan``,
         `plan_entry`; {} for a run of a version before it).
@@ -191,6 +192,7 @@ class Recorded(object):
     def __init__(self, model, run_dir, params, produced, words, state,
                  quant=None):
         self.model, self.run_dir, self.params = model, run_dir, params
+        self.preset = params.get("preset")
         self.produced, self.words = produced, words
         self.plan = dict(produced.get("plan") or {})
         self.finished = bool(state and state.done)
@@ -223,7 +225,7 @@ class Recorded(object):
 
 
 def _phase(run_dir):
-    """(params, produced_by, words, `RunState` or None) of a run
+    """(flat params, produced_by, words, `RunState` or None) of a run
     directory, or None when it holds no run (neither config.json nor
     state.json)."""
     config_path = os.path.join(run_dir, CONFIG_FILE)
@@ -232,7 +234,7 @@ def _phase(run_dir):
         else None
     if os.path.isfile(config_path):
         config = modeldir.read_config(config_path)
-        return (config["params"], config.get("produced_by", {}),
+        return (config["params"].to_flat(), config.get("produced_by", {}),
                 config["words"], state)
     if state is not None:
         return state.params, {}, None, state
@@ -274,12 +276,12 @@ def plan_entry(params):
     become.
 
     Args:
-      params: the model's complete parameters (a mapping).
+      params: the model's `Params`.
 
     Returns:
       dict (empty for a run of the float phase alone).
     """
-    value = dict(presets.DEFAULTS, **dict(params))
+    value = dict(presets.DEFAULTS, **params.to_flat())
     keys = ((presets.QUANT_KEYS if value["quant"] else ())
             + (presets.COMPRESS_KEYS if value["compress"] else ()))
     return {k: value[k] for k in keys}

@@ -28,7 +28,7 @@ from tf1_awd_sparse.base.scalar_checks import (
     check_nonnegative_int, check_positive_int, check_real)
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.config.params import STAGE_KEYS, as_params
+from tf1_awd_sparse.awd_lm.config.params import STAGE_KEYS, Params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 
@@ -271,8 +271,10 @@ def command_params(args, flag=None):
         # The corpus the directory trained on, as its config.json says.
         data_dir = (config.get("produced_by") or {}).get("data_dir")
     if config is None:
-        params = presets.params_for(args.preset or "demo",
-                                    args.model or "awd", overrides)
+        # The flags' parameters enter here (config.json's are checked by
+        # `modeldir.read_config`).
+        params = Params.for_preset(args.preset or "demo",
+                                   args.model or "awd", overrides)
         # The flags are the configuration: a key this loop would not use
         # is refused, never recorded as used. (With a config.json, the
         # flags given are checked against it, as train --resume's are.)
@@ -282,14 +284,13 @@ def command_params(args, flag=None):
                            facts={"data_dir": data_dir})
     else:
         params = config["params"]
-    params = as_params(params)
     if args.use_vd and params.run.model != "awd":
         raise ValueError("--use-vd has no effect here: it needs --model awd "
                          "(the plain model has no DropConnect); leave it "
                          "out")
     if config is not None:
         _check_flags_against(args, overrides, params, path)
-    corpus, _, _ = runtime.load_corpus(data_dir, as_params(params))
+    corpus, _, _ = runtime.load_corpus(data_dir, params)
     if config is not None and list(corpus.vocab) != config["words"]:
         raise ValueError(
             "%s: the corpus's vocabulary (%d words) is not the one "
@@ -346,9 +347,8 @@ def write_model_dir(args, params, corpus):
     """
     if not os.path.isdir(args.model_dir):
         os.makedirs(args.model_dir)
-    params = as_params(params)
-    kept = {k: v for k, v in params.to_flat().items()
-            if k in modeldir.PARAM_KEYS}
+    kept = params.without(*(k for k in params.to_flat()
+                            if k not in modeldir.PARAM_KEYS))
     step = max(args.train_steps, checkpoint_step(args.model_dir))
     # How and on what the run trains, so that the directory describes it
     # (and --evaluate-only finds the corpus without a repeated --data-dir).

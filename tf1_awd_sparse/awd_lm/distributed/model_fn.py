@@ -8,7 +8,7 @@ from tf1_awd_sparse.base import compat as _compat
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.scalar_checks import check_positive_int
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import takes_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
 
@@ -24,6 +24,7 @@ MASK_UPDATE_OPS = "awd_lm_mask_update_ops"
 TRAIN, EVAL = "train", "eval"
 
 
+@takes_params()
 def train_step(features, labels, params):
     """The training step of `model_fn`, without ``tf.estimator``: the
     regularized loss and the model's one training step
@@ -50,7 +51,6 @@ def train_step(features, labels, params):
         ``distill_weight > 0`` (distillation runs in `awd_lm.training.train`
         only: its teacher's state is carried by the training loop).
     """
-    params = as_params(params)
     if float(params.distill.distill_weight or 0.0) > 0:
         raise ValueError(
             "params['distill_weight'] must be 0 under Estimator / monitored "
@@ -67,6 +67,7 @@ def train_step(features, labels, params):
     return out.loss, train_op
 
 
+@takes_params()
 def eval_xent(features, labels, params):
     """The evaluation graph of `model_fn`, without ``tf.estimator``: the
     mean cross-entropy (nats per token) of one batch, no regularization,
@@ -82,7 +83,7 @@ def eval_xent(features, labels, params):
       ValueError: bad params (named, see `model.build_lm`).
     """
     return model.build_lm({"inputs": features["inputs"], "targets": labels},
-                          EVAL, as_params(params)).xent
+                          EVAL, params).xent
 
 
 def model_fn(features, labels, mode, params):
@@ -109,26 +110,27 @@ def model_fn(features, labels, mode, params):
     Raises:
       ValueError: bad params (named, see `model.build_lm`).
     """
-    # The hooks are no parameter of the model: take them out, then check.
+    # The hooks are no parameter of the model: take them out; the rest
+    # is checked where it enters, by `build_lm`, `eval_xent` or
+    # `train_step` (`takes_params`).
     given = dict(params)   # the Estimator's own dict stays as it is
     make_hooks = given.pop("training_hooks", None)
-    params = as_params(given)
     if mode == tf.estimator.ModeKeys.PREDICT:
         # build_lm needs targets; predictions do not depend on them.
         out = model.build_lm({"inputs": features["inputs"],
                               "targets": tf.zeros_like(features["inputs"])},
-                             mode, params)
+                             mode, given)
         return tf.estimator.EstimatorSpec(mode,
                                           predictions={"logits": out.logits})
     if mode == tf.estimator.ModeKeys.EVAL:
-        xent = eval_xent(features, labels, params)
+        xent = eval_xent(features, labels, given)
         mean_xent = tf.metrics.mean(xent)
         return tf.estimator.EstimatorSpec(
             mode, loss=xent,
             eval_metric_ops={"xent": mean_xent,
                              "perplexity": (tf.exp(mean_xent[0]),
                                             mean_xent[1])})
-    loss, train_op = train_step(features, labels, params)
+    loss, train_op = train_step(features, labels, given)
     hooks = []
     if make_hooks:
         hooks.extend(make_hooks(loss))

@@ -19,7 +19,6 @@ from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.layers.sparse import report as sparse_report
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse import transforms
-from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["CONTROLLER_SCOPE", "sparsity_weight_scale", "needs_global_step",
            "magnitude_pruning_op", "group_lasso_loss", "pruning_block",
@@ -47,13 +46,8 @@ def needs_global_step(params):
     the magnitude-pruning schedule and the sparsity-loss ramp count it.
 
     Args:
-      params: the model's parameters (a `config.params.Params` or a dict
-        of them, `as_params`).
-
-    Raises:
-      ValueError: bad params (`as_params`).
+      params: the model's `config.params.Params`.
     """
-    params = as_params(params)
     return bool(params.quantization.quant
                 or params.prune.pruning == "magnitude"
                 or (params.sparse.sparsity
@@ -73,17 +67,14 @@ def magnitude_pruning_op(params, global_step, train_op):
     checkpoints of either read the same.
 
     Args:
-      params: the model's parameters (`as_params`); its ``prune`` section.
+      params: the model's `config.params.Params`; its ``prune`` section.
       global_step: the step variable the schedule reads.
       train_op: the op the mask update runs after.
 
     Returns:
       an op, or None.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    prune = as_params(params).prune
+    prune = params.prune
     if prune.pruning != "magnitude":
         return None
     # nbins: the threshold is a histogram quantile; contrib's default 256
@@ -121,11 +112,8 @@ def group_lasso_loss(params):
     kernels, the *variables*, as the ranking reads them; in
     `pruning_block`'s 1 x ``pruning_block`` blocks), a float32 scalar
     (`magnitude_pruning.block_group_lasso`); else None. Build it after the
-    model's masked weights.
-
-    Raises:
-      ValueError: bad params (`as_params`)."""
-    prune = as_params(params).prune
+    model's masked weights."""
+    prune = params.prune
     if prune.pruning != "magnitude" or not float(prune.group_lasso or 0.0):
         return None
     k = int(prune.pruning_block)
@@ -167,7 +155,7 @@ def matrix_targets(params, sizes):
     each matrix (``round(t_i * n_i)`` zeros or more) never fall short of it.
 
     Args:
-      params: the model's parameters (`as_params`).
+      params: the model's parameters (`config.params.Params`).
       sizes: ``{weight name: entries}``.
 
     Returns:
@@ -178,7 +166,6 @@ def matrix_targets(params, sizes):
         ``[0, 1)``, naming it and the range that fits; ``table_sparsity``
         with ``cut_scope`` 'global' (one threshold has no budgets).
     """
-    params = as_params(params)
     target = float(params.prune.target_sparsity)
     table = params.prune.table_sparsity
     if table is None:
@@ -210,15 +197,11 @@ def sparsity_report(params):
     pruning.
 
     Args:
-      params: the model's parameters (`as_params`).
+      params: the model's parameters (`config.params.Params`).
 
     Returns:
       None or {"layers": OrderedDict(name -> scalar), "global": scalar}.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    params = as_params(params)
     if params.sparse.sparsity:
         return sparse_report.sparsity_report(summaries=False)
     if not params.prune.pruning:

@@ -30,7 +30,7 @@ import collections
 from tf1_awd_sparse.base.scalar_checks import check_real
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import takes_params
 from tf1_awd_sparse.awd_lm.graph import model
 
 __all__ = ["TEACHER_SCOPE", "Teacher", "enabled", "teacher_params",
@@ -59,12 +59,9 @@ def enabled(params):
     `model.check_params` refuses without ``params.stage.distill_from``).
 
     Args:
-      params: the run's parameters (`as_params`).
-
-    Raises:
-      ValueError: bad params (`as_params`).
+      params: the run's parameters (`config.params.Params`).
     """
-    return float(as_params(params).distill.distill_weight) > 0.0
+    return float(params.distill.distill_weight) > 0.0
 
 
 def teacher_params(params):
@@ -73,15 +70,12 @@ def teacher_params(params):
     held masks or distillation of its own).
 
     Args:
-      params: the student's parameters (`as_params`).
+      params: the student's parameters (`config.params.Params`).
 
     Returns:
       a `config.params.Params`.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    return as_params(params).replace(
+    return params.replace(
         sparsity=None, sparsity_weight=None, sparsity_ramp_steps=0,
         sparsity_controller=None, pruning=None, quant=False, use_vd=False,
         distill_weight=0.0, distill_from=None)
@@ -98,6 +92,7 @@ def _make_local(graph, variables):
         graph.add_to_collection(tf.GraphKeys.LOCAL_VARIABLES, variable)
 
 
+@takes_params()
 def build_teacher(inputs, targets, params):
     """Builds the teacher on the student's input windows (see the module
     docstring). Call in the training graph, after the student.

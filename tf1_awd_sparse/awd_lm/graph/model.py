@@ -10,10 +10,11 @@ clipped-gradient NT-ASGD / SGD step (`graph.train_op`), and
 `graph.compression_ops` the pruning, sparsity and quantization ops beside
 the forward pass.
 
-``params`` is the model's configuration: a checked
-`config.params.Params`, or a dict of its flat keys, which every public
-function here checks with `as_params` (a missing key takes its default,
-`presets.DEFAULTS`).
+``params`` is the model's configuration, a checked
+`config.params.Params`: `build_lm` and `check_params` also take a dict of
+its flat keys (`presets.params_for`'s), which they check once
+(`takes_params`; a missing key takes its default, `presets.DEFAULTS`);
+the other functions take the `Params` `build_lm` passes them.
 """
 import collections
 
@@ -29,14 +30,15 @@ from tf1_awd_sparse.base import control_flow
 from tf1_awd_sparse.base.checks import (
     check_choice, check_tensor, check_training)
 from tf1_awd_sparse.base.control_flow import smart_cond
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import takes_params
 from tf1_awd_sparse.awd_lm.graph import losses, tables
 # The table's builder lives in graph.tables; its old public name stays.
 from tf1_awd_sparse.awd_lm.graph.tables import embedding_table  # noqa: F401
 # The model's parameters are checked on the config floor, where modeldir
-# checks a model directory's too; model.check_params stays their name.
+# checks a model directory's too.
+from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.config.presets import (  # noqa: F401 (public)
-    REQUIRED_PARAMS, check_model_params as check_params)
+    REQUIRED_PARAMS)
 from tf1_awd_sparse.awd_lm.graph.compression_ops import (
     group_lasso_loss, sparsity_weight_scale)
 from tf1_awd_sparse.ops import fake_quant as fq
@@ -66,19 +68,34 @@ Fields:
     its dropout: the decoder's input (the continuous cache's keys).
 """
 
+@takes_params()
+def check_params(params):
+    """The model's parameters checked: each value (`as_params`), the keys
+    a model needs given (`REQUIRED_PARAMS`) and the rules between keys
+    (`presets.check_model_params`).
+
+    Args:
+      params: a `config.params.Params` or a dict of its flat keys.
+
+    Returns:
+      the checked `Params`.
+
+    Raises:
+      ValueError: the first missing or invalid parameter, named.
+    """
+    return presets.check_model_params(params)
+
+
 def layer_sizes(params):
     """Units of each LSTM layer; the last equals emb_size (tied decoder).
 
     Args:
-      params: the model's parameters (`as_params`); its ``model`` section.
+      params: the model's `Params`; its ``model`` section.
 
     Returns:
       list of ``num_layers`` ints.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    shape = as_params(params).model
+    shape = params.model
     n = shape.num_layers
     return [shape.hidden_size] * (n - 1) + [shape.emb_size]
 
@@ -124,6 +141,7 @@ def _cell_weights(cell):
             if name in _CELL_WEIGHT_NAMES]
 
 
+@takes_params()
 def build_lm(features, mode, params):
     """Builds the language model's forward pass and loss.
 
@@ -173,9 +191,7 @@ def build_lm(features, mode, params):
         (``InvalidArgumentError`` with the same names; dropped inside XLA).
     """
     _compat.require_graph_mode("build_lm")
-    # The required keys of a dict first (a Params has them all), then
-    # the checked object.
-    params = as_params(check_params(params))
+    params = presets.check_model_params(params)
     training = _training_flag(mode)
     awd = params.run.model == "awd"
     features, state_parts = _check_features(features, params)
@@ -312,15 +328,11 @@ def make_layer(i, units, training, params):
       i: the layer's index.
       units: its width.
       training: Python bool or scalar bool tensor.
-      params: the model's parameters (`as_params`).
+      params: the model's `Params`.
 
     Returns:
       a ``WeightDropLSTM``.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    params = as_params(params)
     awd = params.run.model == "awd"
     return weight_drop_lstm.WeightDropLSTM(
         units, weight_drop_kr=_keep(params.regularization.wdrop, awd),
@@ -370,17 +382,13 @@ def decoder_logits(flat, table, params, training, sparse=None):
     Args:
       flat: float32 ``[n, emb_size]``.
       table: the table of `embedding_table`.
-      params: the model's parameters (`as_params`).
+      params: the model's `Params`.
       training: Python bool or scalar bool tensor.
       sparse: None, or the sparse technique and (embedding, aux) pair.
 
     Returns:
       ``(softmax_bias variable, logits)``.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    params = as_params(params)
     bias = tf.get_variable("softmax_bias", [params.model.vocab_size],
                            initializer=tf.zeros_initializer())
     if sparse is not None:

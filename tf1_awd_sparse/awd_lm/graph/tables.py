@@ -5,7 +5,6 @@ Call inside the ``lm`` variable scope.
 """
 from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.base.control_flow import smart_cond
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.ops import fake_quant as fq
 from tf1_awd_sparse import transforms
 
@@ -25,16 +24,12 @@ def embedding_table(params, training):
     inside the ``lm`` variable scope.
 
     Args:
-      params: the model's parameters (`as_params`).
+      params: the model's parameters (`config.params.Params`).
       training: Python bool or scalar bool tensor.
 
     Returns:
       ``(embedding variable, table tensor or the variable)``.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    params = as_params(params)
     init = tf.random_uniform_initializer(-0.1, 0.1)
     embedding = tf.get_variable(
         "embedding", [params.model.vocab_size, params.model.emb_size],
@@ -75,11 +70,7 @@ def table_low_rank(params):
     zeros for the other words' rows; it starts at zero (the table starts
     as the pruned one) and ``proj`` uniform in ±0.1. Empty tuple when r is
     0 or nothing is pruned. Call inside the ``lm`` variable scope (the
-    variables are made, or reused under ``reuse``).
-
-    Raises:
-      ValueError: bad params (`as_params`)."""
-    params = as_params(params)
+    variables are made, or reused under ``reuse``)."""
     rank = int(params.prune.table_rank)
     if not rank or not params.prune.pruning:
         return ()
@@ -101,7 +92,6 @@ def table_low_rank(params):
 def low_rank_rows(params):
     """The rows of the table's dense low-rank part (`table_low_rank`):
     ``table_rank_rows``, or the vocabulary when that is 0 or more."""
-    params = as_params(params)
     rows = int(params.prune.table_rank_rows)
     vocab = int(params.model.vocab_size)
     return vocab if not rows or rows >= vocab else rows

@@ -6,7 +6,7 @@ re-exports both.)
 from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.transforms import techniques
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import takes_params
 from tf1_awd_sparse.awd_lm.graph import ntasgd
 from tf1_awd_sparse.awd_lm.graph.compression_ops import magnitude_pruning_op
 
@@ -21,6 +21,7 @@ def _scaled(gradient, scale):
     return gradient * scale
 
 
+@takes_params()
 def build_train_op(loss, learning_rate, params, global_step=None):
     """Clipped-gradient step: NT-ASGD when ``params.optimization.optimizer``
     is 'ntasgd', else SGD.
@@ -40,7 +41,7 @@ def build_train_op(loss, learning_rate, params, global_step=None):
     Raises:
       ValueError: bad params, e.g. an unknown optimizer (`as_params`).
     """
-    optimization = as_params(params).optimization
+    optimization = params.optimization
     if optimization.optimizer == "ntasgd":
         opt = ntasgd.NTASGDOptimizer(learning_rate,
                                      nonmono=optimization.nonmono)
@@ -66,6 +67,7 @@ def build_train_op(loss, learning_rate, params, global_step=None):
         return opt.apply_gradients(zip(grads, tvars), global_step), opt
 
 
+@takes_params()
 def build_train_step(loss, learning_rate, params, global_step=None):
     """The language model's one training step, for every driver (the
     loop's `train.Graph`, the Estimator's `model_fn.train_step` and so
@@ -93,7 +95,6 @@ def build_train_step(loss, learning_rate, params, global_step=None):
       ValueError: bad params, e.g. an unknown optimizer (`as_params`), or
         ``pruning='magnitude'`` without a ``global_step``.
     """
-    params = as_params(params)
     if params.prune.pruning == "magnitude" and global_step is None:
         raise ValueError("global_step: params['pruning'] 'magnitude' needs "
                          "the global step (its schedule counts it), got "

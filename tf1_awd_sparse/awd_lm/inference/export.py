@@ -24,7 +24,7 @@ from tf1_awd_sparse.base.compat import tf
 
 from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.awd_lm.corpus import runtime
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import takes_params
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model, tables
 from tf1_awd_sparse.awd_lm.inference import fused_export
 from tf1_awd_sparse.export import eval_graph, graphdef, sparse_storage
@@ -40,8 +40,7 @@ HIDDEN_NAME = "hidden"
 
 def _unrolled_model(params, batch_size, num_steps, quantized):
     """Builds the evaluation graph; returns (input tensors, output tensors,
-    cells). ``params``: a dict or Params (`as_params`)."""
-    params = as_params(params)
+    cells). ``params``: the model's `config.params.Params`."""
     ids = tf.placeholder(tf.int32, [batch_size, num_steps],
                          name=eval_graph.INPUT_NAME)
     with tf.variable_scope("lm"):
@@ -76,6 +75,7 @@ WEIGHT_FORMATS = ("float", "uint8", "int8")
 STORAGES = ("dense", "sparse")
 
 
+@takes_params()
 def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
               storage="dense", layout="auto", lstm="unrolled"):
     """Writes the language model of ``checkpoint`` as a TFLite file.
@@ -134,7 +134,7 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
         if lstm == "fused" else None
     # The evaluation graph's: masks not held in variables, quantization
     # (uint8 only) on from step 0.
-    params = as_params(model.check_params(params)).replace(
+    params = model.check_params(params).replace(
         use_vd=False, quant_delay=0, quant=weights == "uint8")
     if fused is not None:
         model_bytes = fused_export.write_fused(params, checkpoint,
@@ -151,6 +151,7 @@ def export_lm(params, checkpoint, path, batch_size, num_steps, weights=None,
     return len(model_bytes)
 
 
+@takes_params()
 def check_formats(weights, storage, params, model_dir=None, lstm="unrolled",
                   layout="auto"):
     """The weight format `export_lm` writes of a model, checked against the
@@ -181,7 +182,7 @@ def check_formats(weights, storage, params, model_dir=None, lstm="unrolled",
         (TFLite has no such kernel), or int8 / sparse storage on a
         TensorFlow that cannot write them (TF 1.x).
     """
-    quantized = bool(as_params(params).quantization.quant)
+    quantized = bool(params.quantization.quant)
     flags = model_dir is not None
     if weights is None:
         weights = "uint8" if quantized else "float"

@@ -5,7 +5,6 @@ evaluation graph: what `export.export_lm` writes with ``lstm="fused"``.
 import numpy as np
 from tf1_awd_sparse.base.compat import tf
 
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model, tables
 from tf1_awd_sparse.export import eval_graph, fused_lstm, sparse_format
@@ -57,7 +56,7 @@ def lm_arrays(params, checkpoint):
     a quantization-aware model's float weights), for `fused_lstm.fused_lm`.
 
     Args:
-      params: the model's parameters (`as_params`), with ``quant`` off.
+      params: the model's `config.params.Params`, with ``quant`` off.
       checkpoint: the checkpoint prefix.
 
     Returns:
@@ -73,7 +72,6 @@ def lm_arrays(params, checkpoint):
       checkpoints.CheckpointError (a ValueError): the checkpoint is
         missing, truncated or corrupt, or lacks a variable.
     """
-    params = as_params(params)
     graph = tf.Graph()
     with graph.as_default():
         with tf.variable_scope("lm"):

@@ -42,7 +42,6 @@ from tf1_awd_sparse.awd_lm.inference import lm_backends
 from tf1_awd_sparse.awd_lm.inference.model_files import (  # noqa: F401
     export_model, resolve)
 from tf1_awd_sparse.awd_lm.config import modeldir
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph.cache import CacheConfig  # noqa: F401 (public)
 from tf1_awd_sparse.awd_lm.inference.lm_runner import log_softmax
 from tf1_awd_sparse.awd_lm.inference.lm_backends import LMState  # noqa: F401 (public)
@@ -506,10 +505,10 @@ class LanguageModel(object):
         if batch_size is None:
             # A config that names none (not one of a run) gets no
             # stand-in either.
-            if "eval_batch_size" not in self.params:
+            if "eval_batch_size" not in self.params.to_flat():
                 raise ValueError("batch_size: the model's params name no "
                                  "eval_batch_size; give batch_size")
-            batch_size = as_params(self.params).optimization.eval_batch_size
+            batch_size = self.params.optimization.eval_batch_size
         return check_positive_int(batch_size, "batch_size")
 
     # -- generation -------------------------------------------------------

@@ -20,7 +20,6 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.config import modeldir
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.inference.export import HIDDEN_NAME
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME
@@ -60,7 +59,7 @@ def _inference_params(params):
     """The trained model's parameters as evaluation needs them: masks not
     held in variables, quantization on from step 0, no loss ramp (no
     global step in the graph)."""
-    return as_params(model.check_params(params)).replace(
+    return model.check_params(params).replace(
         use_vd=False, quant_delay=0, sparsity_ramp_steps=0)
 
 
@@ -73,8 +72,8 @@ def inference_graph(params, state_default=False):
     `model.build_lm` in evaluation mode (no dropout), batch and time None.
 
     Args:
-      params: the model's parameters (a `config.params.Params` or a
-        dict, checked; `_inference_params` applied here).
+      params: the model's `config.params.Params` (`_inference_params`
+        applied here).
       state_default: False: the states are placeholders to feed; True:
         placeholders with a default of zeros (of the ids' batch).
 
@@ -192,7 +191,7 @@ class TFLiteBackend(object):
                                  INPUT_NAME))
         shape = self.runner.inputs[INPUT_NAME]["shape"]
         self.batch_limit, self.window = int(shape[0]), int(shape[1])
-        params = as_params(config["params"])
+        params = config["params"]
         self.sizes = model.layer_sizes(params)
         self.names = ["%d_%s" % (i, part) for i in range(len(self.sizes))
                       for part in ("c", "h")]

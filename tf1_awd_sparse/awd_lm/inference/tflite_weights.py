@@ -7,7 +7,6 @@ import struct
 
 import numpy as np
 
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.export import fused_lstm, sparse_storage, tflite_file
 from tf1_awd_sparse.export.runner import open_interpreter
@@ -22,15 +21,11 @@ def weight_shapes(params):
     FullyConnected weights ``[4 * units, input depth + units]``.
 
     Args:
-      params: the model's parameters (`as_params`).
+      params: the model's parameters (`config.params.Params`).
 
     Returns:
       list of ``(rows, cols)`` int pairs.
-
-    Raises:
-      ValueError: bad params (`as_params`).
     """
-    params = as_params(params)
     shapes = [(params.model.vocab_size, params.model.emb_size)]
     depth = params.model.emb_size
     for units in model.layer_sizes(params):

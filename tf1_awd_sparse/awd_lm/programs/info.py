@@ -51,7 +51,6 @@ def model_lines(directory):
     """
     # Imported here: no TF for --help.
     from tf1_awd_sparse.awd_lm.config import modeldir
-    from tf1_awd_sparse.awd_lm.config.params import as_params
     config = modeldir.read_config(os.path.join(directory,
                                                modeldir.CONFIG_FILE))
     produced = config.get("produced_by", {})
@@ -60,7 +59,7 @@ def model_lines(directory):
     for key in ("stage", "model", "technique", "sparsity", "valid_ppl",
                 "test_ppl"):
         lines.append("  %s: %s" % (key, shown(produced.get(key))))
-    quant = as_params(config["params"]).quantization.quant
+    quant = config["params"].quantization.quant
     lines.append("  quant: %s" % bool(quant))
     # Its files' names and sizes and the index's record (no TensorFlow).
     from tf1_awd_sparse.base.checkpoint_files import check_checkpoint_files

@@ -42,7 +42,6 @@ if __name__ == "__main__":  # the command line: quiet TensorFlow first
 from tf1_awd_sparse.base import _cli
 from tf1_awd_sparse.base.scalar_checks import check_positive_int
 from tf1_awd_sparse.base.compat import nest, tf
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.distributed import cli
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.graph import checkpoints
@@ -322,8 +321,8 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
 
     Args:
       model_dir: a directory with checkpoints of this model.
-      params: the model's parameters, a `Params` or a dict (`as_params`;
-        with 'vocab_size').
+      params: the model's `Params` (with 'vocab_size': `cli.command_params`'
+        or `LanguageModel.params`).
       ids: 1-D int array, the token stream (the validation split).
       eval_steps: batches to evaluate (None: all).
       config: ``tf.ConfigProto`` of the session.
@@ -345,7 +344,6 @@ def evaluate_checkpoint(model_dir, params, ids, eval_steps=None,
     if not path:
         raise ValueError("model_dir: no checkpoint in %r" % (model_dir,))
     cli.checkpoint_step(model_dir)   # its files whole
-    params = as_params(params)
     input_fn = make_input_fn(ids, params.optimization.eval_batch_size,
                              params.optimization.bptt, repeat=False)
     with tf.Graph().as_default():

@@ -12,7 +12,6 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.layers.sparse import losses as sparse_losses
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm.graph import compression_ops
-from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["controller_ops", "control"]
 
@@ -22,14 +21,13 @@ def controller_ops(params):
     placeholder and their assignment, or None without a controller.
 
     Args:
-      params: the model's parameters (a dict or `Params`); a controller
+      params: the model's parameters (a `Params`); a controller
         needs ``sparse.sparsity`` and ``stage.sparsity_controller``.
 
     Returns:
       None or {'scale', 'value', 'assign': tensor / op names}; the ops are
       added to the default graph.
     """
-    params = as_params(params)
     if not (params.sparse.sparsity and params.stage.sparsity_controller):
         return None
     scale = compression_ops.sparsity_weight_scale()
@@ -47,7 +45,7 @@ def control(sess, ops, params, epoch, measured):
     Args:
       sess: a session of the graph holding ``ops``.
       ops: `controller_ops`' names.
-      params: the run's parameters (a dict or `Params`).
+      params: the run's parameters (a `Params`).
       epoch: the epoch just validated (1-based).
       measured: float, the validated weights' fraction of zeros.
 
@@ -55,7 +53,6 @@ def control(sess, ops, params, epoch, measured):
       the record's fields: {'scheduled_sparsity': float,
       'sparsity_weight_scale': float, the new scale}.
     """
-    params = as_params(params)
     scheduled = float(magnitude_pruning.gradual_sparsity(
         epoch, 0, max(1, params.stopping.max_epochs),
         params.prune.target_sparsity))

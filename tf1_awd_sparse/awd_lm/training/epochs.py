@@ -10,7 +10,6 @@ import time
 import numpy as np
 
 from tf1_awd_sparse.awd_lm.corpus import data
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph.checkpoints import diverged, perplexity
 from tf1_awd_sparse.base.errors import Error
 
@@ -90,7 +89,7 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
       sess: session of an instance of ``g``.
       g: `train_graph.Graph`.
       stream: int32 [batch, length] from `data.batchify`.
-      params: the run's parameters (a dict or `Params`): seed, bptt,
+      params: the run's parameters (a `Params`): seed, bptt,
         variable_bptt and lr are read.
       epoch: the epoch (1-based), which seeds the window lengths.
       progress: None or a tqdm-like class for a progress bar.
@@ -105,7 +104,7 @@ def train_epoch(sess, g, stream, params, epoch, progress=None):
       TrainingDiverged: a step's loss is NaN, infinite or above
         `graph.checkpoints.DIVERGED_LOSS` (the step is named).
     """
-    optimization = as_params(params).optimization
+    optimization = params.optimization
     rng = np.random.RandomState([optimization.seed, epoch])
     windows = data.bptt_windows(stream.shape[1] - 1, optimization.bptt, rng,
                                 variable=optimization.variable_bptt)

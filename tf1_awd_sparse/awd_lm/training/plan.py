@@ -19,7 +19,7 @@ import json
 import os
 
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, rundir, runrecord
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import Params
 from tf1_awd_sparse.awd_lm.config.rundir import RunDir
 from tf1_awd_sparse.awd_lm.corpus import runtime
 from tf1_awd_sparse.awd_lm.training import records, train
@@ -59,7 +59,7 @@ def check_out(out, resume, overwrite, compress_out, configs):
     Args:
       out: the run's --out; compress_out: --compress-out or None.
       resume, overwrite: bools (--resume, --overwrite).
-      configs: each model's parameters (dicts or `Params`).
+      configs: each model's `Params`.
 
     Raises:
       ValueError: naming the flag, the file found, --resume and a new
@@ -77,7 +77,7 @@ def check_out(out, resume, overwrite, compress_out, configs):
     layout = RunDir("")
     found = [("--out", out, rundir.SUMMARY_FILE)]
     for params in configs:
-        model = as_params(params).run.model
+        model = params.run.model
         for run in (layout.model_run(model), layout.quant_run(model)):
             found += [("--out", out, run.join(name)) for name in RUN_FILES]
         if compress_out:
@@ -140,8 +140,7 @@ def _model_params(out, preset, model, record, explicit, compress_only,
                                  model, out, model, ", ".join(
                                      runrecord.trained_models(out))
                                  or "none"))
-        return as_params(presets.params_for(preset or "demo", model,
-                                            explicit))
+        return Params.for_preset(preset or "demo", model, explicit)
     # More epochs extend a run; the shipping target only re-picks among
     # the files made (it trains nothing).
     may_change = () if compress_only else ("max_epochs", "quant_epochs",
@@ -150,7 +149,7 @@ def _model_params(out, preset, model, record, explicit, compress_only,
     # any) does not bind it.
     conflicts = runrecord.explicit_conflicts(
         record, explicit, may_change, compression=not compress_only)
-    recorded = as_params(record.params).run.preset or "demo"
+    recorded = record.preset or "demo"
     if preset and preset != recorded:
         conflicts.insert(0, ("preset", preset, recorded))
     if conflicts:
@@ -164,7 +163,7 @@ def _model_params(out, preset, model, record, explicit, compress_only,
             record.run_dir, conflicts, flag, remedy))
     overrides = dict(runrecord.recorded_overrides(
         record, compression=not compress_only), **explicit)
-    return as_params(presets.params_for(recorded, model, overrides))
+    return Params.for_preset(recorded, model, overrides)
 
 
 def _planned_compress_out(recorded, given):
@@ -232,14 +231,6 @@ def _check_vocab(corpus, record, data_dir):
         "(%s, %d words): give --data-dir with the run's corpus" % (
             data_dir or "the embedded corpus", len(corpus.vocab),
             record.run_dir, modeldir.VOCAB_FILE, len(record.words)))
-
-
-def _phases(params):
-    """(float `Params`, quantization-aware `Params` or None) of a model
-    (`presets.split_quant`)."""
-    float_params, quant_params = presets.split_quant(params)
-    return (as_params(float_params),
-            None if quant_params is None else as_params(quant_params))
 
 
 def plan_run(out, explicit, model=None, preset=None, data_dir=None,
@@ -311,7 +302,7 @@ def plan_run(out, explicit, model=None, preset=None, data_dir=None,
         _check_vocab(corpus, recorded[name], data_dir)
     return Plan(out=out, compress_out=compress_out, resume=resume,
                 overwrite=overwrite, models=models, configs=configs,
-                phases=[_phases(p) for p in configs], finished=finished,
+                phases=[presets.split_quant(p) for p in configs], finished=finished,
                 data_dir=os.path.abspath(data_dir) if data_dir else None,
                 corpus=corpus, floor=floor, description=description,
                 previous=_previous_models(out))

@@ -177,10 +177,12 @@ def quant_bits(summary):
     if not params:
         return "bits not recorded"
     # Imported here: the module's other readers need no configuration.
-    from tf1_awd_sparse.awd_lm.config.params import as_params
-    quantization = as_params(params).quantization
-    weight, activation = (quantization.weight_bits,
-                          quantization.activation_bits)
+    from tf1_awd_sparse.awd_lm.config import presets
+    # The summary's flat record (summary.json's): a key it does not hold
+    # was its default (`presets.DEFAULTS`).
+    recorded = dict(presets.DEFAULTS, **params)
+    weight, activation = (recorded["weight_bits"],
+                          recorded["activation_bits"])
     if int(weight) == int(activation) == 8:
         return "8-bit cells"
     return "%d-bit weights, %d-bit activations" % (int(weight),

@@ -9,7 +9,6 @@ it is all an epoch depends on, so that `train.Trainer` redoes an
 interrupted epoch exactly.
 """
 from tf1_awd_sparse.awd_lm.config import presets, registry
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.config.runrecord import RunState
 from tf1_awd_sparse.base.jsonrecord import RecordError
 from tf1_awd_sparse.awd_lm.graph.checkpoints import CheckpointError
@@ -26,7 +25,7 @@ def fresh_state(params):
     """The loop's Python-side state before epoch 1.
 
     Args:
-      params: the run's parameters (a dict or `Params`); the state holds
+      params: the run's parameters (a `Params`); the state holds
         them flat (`Params.to_flat`), as config.json does.
 
     Returns:
@@ -35,7 +34,7 @@ def fresh_state(params):
     return RunState(epoch=0, best_valid=None, best_epoch=0, since_best=0,
                     val_history=[], averaging_epoch=None, epochs=[],
                     train_seconds=0.0, done=False,
-                    params=dict(as_params(params).to_flat()))
+                    params=dict(params.to_flat()))
 
 
 def stop_reason(state, params):
@@ -48,12 +47,12 @@ def stop_reason(state, params):
 
     Args:
       state: the run's `RunState`.
-      params: the run's parameters (a dict or `Params`).
+      params: the run's parameters (a `Params`).
 
     Returns:
       str or None.
     """
-    stopping = as_params(params).stopping
+    stopping = params.stopping
     if state.since_best >= stopping.patience:
         return "no improvement for %d epochs" % stopping.patience
     if state.epoch >= stopping.max_epochs:
@@ -70,13 +69,13 @@ def changed_parameters(params, recorded):
     have yet counts as its default (`presets.DEFAULTS`).
 
     Args:
-      params: the parameters given now (a dict or `Params`).
+      params: the parameters given now (a `Params`).
       recorded: the flat dict the run recorded (state.json's ``params``).
 
     Returns:
       list of str.
     """
-    flat = as_params(params).to_flat()
+    flat = params.to_flat()
     return sorted(k for k in set(flat) | set(recorded)
                   if flat.get(k) != recorded.get(k, presets.DEFAULTS.get(k))
                   and k not in EXTENDING_KEYS)
@@ -90,7 +89,7 @@ def read_state(path, params, run_dir):
 
     Args:
       path: the run's state.json.
-      params: the parameters it resumes with (a dict or `Params`).
+      params: the parameters it resumes with (a `Params`).
       run_dir: the run's directory (in messages).
 
     Returns:
@@ -103,7 +102,6 @@ def read_state(path, params, run_dir):
       ValueError: parameters that differ from the run's (named), but
         `EXTENDING_KEYS`.
     """
-    params = as_params(params)
     try:
         state = RunState.read(path)
     except RecordError as e:

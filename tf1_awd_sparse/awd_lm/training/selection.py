@@ -7,7 +7,6 @@ sparsity-loss ramp still runs) is never the best; with
 zeros (within `SPARSITY_TOLERANCE`) beats every epoch that does not,
 whatever its loss; among either kind the lower validation loss wins.
 """
-from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["SPARSITY_TOLERANCE", "selectable", "reaches_sparsity",
            "is_best"]
@@ -18,14 +17,14 @@ SPARSITY_TOLERANCE = 0.01
 
 def selectable(params, epoch):
     """Whether ``epoch`` (1-based) may be the best: from the parameters'
-    ``select_from_epoch`` on (a dict or `Params`)."""
-    return epoch >= as_params(params).stopping.select_from_epoch
+    ``select_from_epoch`` on (a `Params`)."""
+    return epoch >= params.stopping.select_from_epoch
 
 
 def reaches_sparsity(params, sparsity):
     """Whether weights with the fraction ``sparsity`` of zeros reach the
     parameters' ``select_min_sparsity`` (within `SPARSITY_TOLERANCE`)."""
-    return sparsity >= (as_params(params).stage.select_min_sparsity
+    return sparsity >= (params.stage.select_min_sparsity
                         - SPARSITY_TOLERANCE)
 
 

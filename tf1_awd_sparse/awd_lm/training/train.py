@@ -35,7 +35,7 @@ from tf1_awd_sparse.base.checks import (check_nonnegative_int,
 from tf1_awd_sparse.awd_lm.corpus import data, runtime
 from tf1_awd_sparse.awd_lm.graph import distill, model
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import takes_params
 from tf1_awd_sparse.awd_lm.config.runrecord import EpochRecord, RunSummary
 from tf1_awd_sparse.awd_lm.training import controller, records, selection
 from tf1_awd_sparse.awd_lm.config.rundir import (
@@ -143,9 +143,9 @@ class Trainer(object):
 
     Args:
       corpus: data.Corpus.
-      params: the run's parameters: a dict
-        (`awd_lm.config.presets.params_for`) or `Params`, checked here
-        (`as_params`, then the model's rules).
+      params: the run's parameters: a `Params` or a dict
+        (`awd_lm.config.presets.params_for`), checked here (`as_params`,
+        then the model's rules).
       run_dir: the run's directory.
       resume: continue from run_dir's state.json if present.
       overwrite: start over: the files of an earlier run in run_dir
@@ -164,9 +164,10 @@ class Trainer(object):
       data.DataError: a split too short for its batch size.
     """
 
+    @takes_params()
     def __init__(self, corpus, params, run_dir, resume=False, threads=0,
                  init_from=None, progress=None):
-        params = as_params(params).replace(vocab_size=len(corpus.vocab))
+        params = params.replace(vocab_size=len(corpus.vocab))
         warm_names = None
         if init_from is not None:
             warm_names = _readable(init_from, "init_from")
@@ -478,6 +479,7 @@ class Trainer(object):
         return summary
 
 
+@takes_params()
 def run(corpus, params, run_dir, resume=False, log=print, progress=None,
         threads=0, extra=None, init_from=None, on_record=None,
         overwrite=False, produced=None):
@@ -485,9 +487,8 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
 
     Args:
       corpus: data.Corpus.
-      params: the run's parameters: a dict
-        (`awd_lm.config.presets.params_for`) or `Params`, checked at once
-        (`as_params`).
+      params: the run's parameters: a `Params` or a dict
+        (`awd_lm.config.presets.params_for`), checked at once (`as_params`).
       run_dir: directory for checkpoints (last/, best/), TensorBoard events,
         state.json and summary.json.
       resume: continue from run_dir's state.json if present.
@@ -542,7 +543,6 @@ def run(corpus, params, run_dir, resume=False, log=print, progress=None,
     """
     _compat.require_graph_mode("awd_lm.train.run")
     check_run_dir(run_dir, resume, overwrite)
-    params = as_params(params)
     report = on_record if on_record is not None else records.TableLog(log)
     trainer = Trainer(corpus, params, run_dir, resume=resume,
                       threads=threads, init_from=init_from,

@@ -15,7 +15,6 @@ from tf1_awd_sparse.base.compat import dimension_value, tf
 from tf1_awd_sparse.ops import mask_placement
 from tf1_awd_sparse.awd_lm.graph import compression_ops, distill, model, ntasgd
 from tf1_awd_sparse.awd_lm.graph.train_op import build_train_step
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import controller
 
 __all__ = ["Graph"]
@@ -36,14 +35,12 @@ class Graph(object):
         """Builds placeholders, model, train op and savers.
 
         Args:
-          params: the model's parameters: a dict (see
-            `awd_lm.config.presets`) or `Params`, checked here
-            (`as_params`).
+          params: the model's `config.params.Params` (the run's, checked
+            by `train.Trainer`).
           warm_names: names of the variables a warm-start checkpoint holds
             (`train.Trainer`'s ``init_from``); the warm-start Saver restores
             the model's variables among them. None: no warm start.
         """
-        params = as_params(params)
         graph = tf.Graph()
         with graph.as_default():
             # A graph-level seed gives every random op its own stream

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from support import ROOT
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from support.lm_api import tiny_params
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
 from tf1_awd_sparse.awd_lm.programs import export, main as awd_lm_main
@@ -26,7 +27,8 @@ def model_dir(tmp_path):
     is never read here)."""
     directory = tmp_path / "model"
     directory.mkdir()
-    params = dict(tiny_params(), model="awd", vocab_size=len(WORDS))
+    params = as_params(dict(tiny_params(), model="awd",
+                            vocab_size=len(WORDS)))
     modeldir.write_run_dir(str(directory), params, WORDS)
     return str(directory)
 

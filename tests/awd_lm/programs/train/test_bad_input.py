@@ -10,7 +10,7 @@ import pytest
 
 from tf1_awd_sparse.awd_lm import estimator, monitored
 from tf1_awd_sparse.awd_lm.config import presets
-from tf1_awd_sparse.awd_lm.config.params import USER_KEYS
+from tf1_awd_sparse.awd_lm.config.params import USER_KEYS, Params
 from support.lm import TINY, one_error_line, ptb_with, script, write_ptb
 from tf1_awd_sparse.base import compat as _compat
 from support.lm_api import tree_bytes
@@ -169,7 +169,7 @@ def test_hidden_size_with_one_layer_is_refused(capsys, tmp_path):
     # One layer without --hidden-size, and --hidden-size with two, parse.
     for argv in (["--num-layers", "1"], ["--hidden-size", "999"]):
         args = script.parse_args(argv)
-        params = presets.params_for(args.preset or "demo", "awd", {
+        params = Params.for_preset(args.preset or "demo", "awd", {
             k: getattr(args, k) for k in USER_KEYS})
         presets.check_used(params, {k for k in USER_KEYS
                                     if getattr(args, k) is not None},

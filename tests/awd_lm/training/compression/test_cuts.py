@@ -6,6 +6,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from sparse_layers import strip
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training.compression import cuts
 
 
@@ -14,7 +15,7 @@ _PARAMS = {"model": "awd", "num_layers": 2, "hidden_size": 6, "emb_size": 4,
 
 
 def _weights(rng):
-    names = cuts.weight_names(_PARAMS)
+    names = cuts.weight_names(as_params(_PARAMS))
     shapes = [(30, 4), (4 + 6, 24), (6 + 4, 16)]
     return {n: rng.randn(*s).astype(np.float32) for n, s in zip(names,
                                                                shapes)}
@@ -47,7 +48,7 @@ def test_cut_checkpoint_sets_exactly_the_target(tmp_path, technique, scope):
             values[_aux_name(name, aux)] = rng.randn(*w.shape).astype(
                 np.float32) * 2
     source = strip.write_checkpoint(values, str(tmp_path / "src" / "m"))
-    out = cuts.cut_checkpoint(source, params, 0.9,
+    out = cuts.cut_checkpoint(source, as_params(params), 0.9,
                               str(tmp_path / "cut" / "m"), scope)
     reader = tf.train.load_checkpoint(out)
     got = {n: reader.get_tensor(n) for n in weights}
@@ -65,7 +66,7 @@ def test_cut_checkpoint_sets_exactly_the_target(tmp_path, technique, scope):
 
 def test_cut_checkpoint_refuses_an_unknown_scope(tmp_path):
     with pytest.raises(ValueError, match="scope must be one of"):
-        cuts.cut_checkpoint("unused", _PARAMS, 0.9, str(tmp_path / "x"),
+        cuts.cut_checkpoint("unused", as_params(_PARAMS), 0.9, str(tmp_path / "x"),
                             "layer")
 
 @pytest.mark.parametrize("technique", ["magnitude", "l0"])
@@ -91,7 +92,7 @@ def test_cut_after_a_ramp_past_the_target(tmp_path, technique):
                 opened[name], 6.0, -6.0 + rng.rand(*opened[name].shape)
             ).astype(np.float32)
     source = strip.write_checkpoint(values, str(tmp_path / "src" / "m"))
-    out = cuts.cut_checkpoint(source, params, 0.9,
+    out = cuts.cut_checkpoint(source, as_params(params), 0.9,
                               str(tmp_path / "cut" / "m"))
     reader = tf.train.load_checkpoint(out)
     for name, w in weights.items():

@@ -19,6 +19,7 @@ from tf1_awd_sparse.awd_lm.training.compression import (
 from tf1_awd_sparse.awd_lm.corpus import data, synthetic
 from tf1_awd_sparse.awd_lm.inference import export, lm_runner, tflite_weights
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
 from tf1_awd_sparse.export import sparse_storage
 from support import ROOT
@@ -43,9 +44,15 @@ def _params():
         "compress_sparsity_weight": 0.002, "patience": 9})
 
 
+def _phases(params):
+    """`presets.split_quant` of a dict, as flat dicts (None: no phase)."""
+    return tuple(None if p is None else p.to_flat()
+                 for p in presets.split_quant(as_params(params)))
+
+
 def _run(out, resume=False, float_dir=None, **changes):
     corpus, params = _corpus(), dict(_params(), **changes)
-    float_params, _ = presets.split_quant(params)
+    float_params, _ = _phases((params))
     float_dir = float_dir or os.path.join(out, "float")
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
@@ -101,8 +108,8 @@ def test_rows_and_summary_json(reference):
     assert result["chosen_reached_target"] is True
     # Every technique ends with exactly round(0.7 * size) zeros per matrix
     # (the exact cut; a tie at the threshold would keep a few more).
-    sizes = [int(np.prod(s)) for s in tflite_weights.weight_shapes(dict(
-        _params(), vocab_size=len(_corpus().vocab)))]
+    sizes = [int(np.prod(s)) for s in tflite_weights.weight_shapes(as_params(dict(
+        _params(), vocab_size=len(_corpus().vocab))))]
     exact = sum(int(round(0.7 * n)) for n in sizes)
     for row in result["stages"]:
         if row["stage"] == "sparse":
@@ -124,7 +131,7 @@ def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
     reader = tf.train.load_checkpoint(best)
     pruned = tf.train.load_checkpoint(
         os.path.join(out, "compress", "pruned", "model.ckpt"))
-    for name in cuts.weight_names(_params()):
+    for name in cuts.weight_names(as_params(_params())):
         expected = reader.get_tensor(name) * reader.get_tensor(_mask(name))
         got = pruned.get_tensor(name)
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
@@ -136,7 +143,7 @@ def test_pruned_checkpoint_holds_the_evaluation_weights(reference):
             tf.train.latest_checkpoint(os.path.join(phase, "last")))
         cut = tf.train.load_checkpoint(
             os.path.join(phase + "_cut", "model.ckpt"))
-        for name in cuts.weight_names(_params()):
+        for name in cuts.weight_names(as_params(_params())):
             theta = last.get_tensor(name)
             # The reference, independent of the library: the technique's
             # score and evaluation weights written out in numpy.
@@ -178,7 +185,7 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
         os.path.join(out, "compress", "pruned", "model.ckpt"))
     quant_best = tf.train.load_checkpoint(
         train.best_checkpoint(os.path.join(out, "compress", "qat")))
-    for name in cuts.weight_names(params):
+    for name in cuts.weight_names(as_params(params)):
         zero = pruned.get_tensor(name) == 0
         mask_name = (name[:-len("kernel")] + "pruning_mask"
                      if name.endswith("kernel") else name + "_pruning_mask")
@@ -193,9 +200,9 @@ def test_zeros_stay_zero_through_qat_and_into_the_tflite_file(reference):
     interpreter = tf.lite.Interpreter(model_path=path)
     interpreter.allocate_tensors()
     details = interpreter.get_tensor_details()
-    shapes = tflite_weights.weight_shapes(dict(params, vocab_size=len(
-        _corpus().vocab)))
-    names = cuts.weight_names(params)
+    shapes = tflite_weights.weight_shapes(as_params(dict(params, vocab_size=len(
+        _corpus().vocab))))
+    names = cuts.weight_names(as_params(params))
     assert len(set(shapes)) == len(shapes)
     for name, shape in zip(names, shapes):
         copies = [d for d in details if tuple(d["shape"]) == shape]
@@ -222,7 +229,7 @@ def test_resuming_a_finished_run_builds_no_graph(reference, monkeypatch):
     pipeline is) returns its summary without building its training graph;
     one resumed with more epochs builds it."""
     out, result = reference
-    float_params, _ = presets.split_quant(_params())
+    float_params, _ = _phases((_params()))
     float_dir = os.path.join(out, "float")
 
     def no_graph(*args, **kwargs):
@@ -503,7 +510,7 @@ def test_every_stage_opens_as_a_language_model(reference):
     for name in ("vd", "l0", "mag"):
         config = modeldir.read_config(os.path.join(root, name, "config.json"))
         LanguageModel.load(os.path.join(root, name)).close()
-    assert config["params"]["pruning"] == "magnitude"
+    assert config["params"].prune.pruning == "magnitude"
     pruned = modeldir.read_config(os.path.join(root, "pruned",
                                                "config.json"))
     assert pruned["produced_by"]["stage"] == "pruned"
@@ -530,7 +537,7 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
                   finetune_epochs=8, patience=20, finetune_dropout_scale=0.5)
     # The float model is the reference run's (its patience and nonmono
     # differ from the fine-tunings' here, which inherit these).
-    float_params, _ = presets.split_quant(_params())
+    float_params, _ = _phases((_params()))
     float_dir = os.path.join(reference[0], "float")
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
@@ -538,7 +545,7 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
     pipeline.run_pipeline(corpus, params, summary, float_dir, out,
                           ["magnitude"], log=lambda *a: None, threads=1,
                           parallel=2)
-    assert stages.finetune_params(params, "magnitude", 10)[
+    assert stages.finetune_params(as_params(params), "magnitude", 10)[
         "optimizer"] == "sgd"
     for run in ("reference", "mag_ft"):
         with open(os.path.join(out, run, "summary.json")) as handle:
@@ -561,14 +568,14 @@ def test_survivors_and_reference_average_under_fixed_masks(reference,
     best = tf.train.load_checkpoint(train.best_checkpoint(
         os.path.join(out, "mag_ft")))
     zeros = 0
-    for name in cuts.weight_names(params):
+    for name in cuts.weight_names(as_params(params)):
         mask = cut.get_tensor(_mask(name))
         np.testing.assert_array_equal(best.get_tensor(_mask(name)), mask)
         effective = best.get_tensor(name) * mask
         zeros += int((effective == 0).sum())
         assert not np.array_equal(effective, cut.get_tensor(name) * mask)
-    sizes = [int(np.prod(s)) for s in tflite_weights.weight_shapes(dict(
-        params, vocab_size=len(corpus.vocab)))]
+    sizes = [int(np.prod(s)) for s in tflite_weights.weight_shapes(as_params(dict(
+        params, vocab_size=len(corpus.vocab))))]
     assert zeros == sum(int(round(0.7 * n)) for n in sizes)
     # The pruned checkpoint is the model, without the averaged run's slots.
     survivors = set(best.get_variable_to_shape_map())
@@ -585,14 +592,15 @@ def test_the_reference_averages_from_its_first_step():
     from averaged weights), with the float model's dropout; the survivors
     start from a fresh cut, so their averaging waits for the trigger."""
     params = presets.params_for("demo", "awd", {"compress": "magnitude"})
-    reference = stages.reference_params(params)
+    reference = stages.reference_params(as_params(params))
     for key in stages.DROPOUT_KEYS:
         assert reference[key] == params[key], key
     assert reference["optimizer"] == params["finetune_optimizer"] == "ntasgd"
     assert reference["average_from_start"] is True
-    assert stages.reference_params(dict(
-        params, finetune_optimizer="sgd"))["average_from_start"] is False
-    assert not stages.survivors_params(params).get("average_from_start")
+    assert stages.reference_params(as_params(dict(
+        params, finetune_optimizer="sgd")))["average_from_start"] is False
+    assert not stages.survivors_params(
+        as_params(params)).stage.average_from_start
     assert presets.DEFAULTS["average_from_start"] is False
 
 
@@ -685,7 +693,7 @@ def test_reached_target_is_one_rule_for_tf_and_tflite_rows():
 def _float_phase(params):
     """The float model's phase of ``params`` (no quantization or
     compression key), as a plain dict."""
-    float_params, _ = presets.split_quant(dict(params, quant=False))
+    float_params, _ = _phases((dict(params, quant=False)))
     return dict(float_params)
 
 
@@ -702,8 +710,8 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
     base = _float_phase(params)
     scaled = {k: params[k] * 0.25 for k in stages.DROPOUT_KEYS}
     lr = params["lr"] / 4.0
-    ramp, rest = stages.ramp_epochs(params), stages.survivors_epochs(
-        params)
+    ramp = stages.ramp_epochs(as_params(params))
+    rest = stages.survivors_epochs(as_params(params))
     assert (ramp, rest) == (5, 7)   # 0.4 and 0.6 of finetune_epochs 12
     distill = {"distill_weight": 0.0, "distill_temperature": 1.0}
     if technique == "magnitude":   # the schedule over the ramp's steps
@@ -714,20 +722,20 @@ def test_each_stages_parameters_follow_the_documented_rules(technique):
         own = {"sparsity": technique, "sparsity_ramp_steps": 5 * 30,
                "sparsity_controller": 2.0, "sparsity_weight": 0.003,
                "aux_lr_scale": stages.AUX_LR_SCALE[technique]}
-    assert dict(stages.finetune_params(params, technique, 30)) == dict(
+    assert stages.finetune_params(as_params(params), technique, 30).to_flat() == dict(
         base, max_epochs=ramp, lr=lr, optimizer="sgd", pruning_block=1,
         table_sparsity=None, target_sparsity=0.9, select_from_epoch=ramp,
         **dict(own, **dict(scaled, **distill)))
-    assert dict(stages.survivors_params(params)) == dict(
+    assert stages.survivors_params(as_params(params)).to_flat() == dict(
         base, max_epochs=rest, lr=lr, optimizer="ntasgd", pruning="fixed",
         select_min_sparsity=0.9, **dict(scaled, **distill))
-    assert dict(stages.reference_params(params)) == dict(
+    assert stages.reference_params(as_params(params)).to_flat() == dict(
         base, max_epochs=12, lr=lr, optimizer="ntasgd", distill_weight=0.0,
         average_from_start=True)
-    _, quant = presets.split_quant(dict(params, quant=True))
-    assert dict(stages.quantize_params(params)) == dict(
+    _, quant = _phases((dict(params, quant=True)))
+    assert stages.quantize_params(as_params(params)).to_flat() == dict(
         quant, pruning="fixed", **scaled)
-    assert dict(stages.model_params(params, pruning="fixed")) == \
+    assert stages.model_params(as_params(params), pruning="fixed").to_flat() == \
         dict(base, pruning="fixed")
 
 
@@ -781,14 +789,14 @@ def test_small_dense_rows_are_the_files_of_a_narrower_dense_model(
         float_epochs = json.load(handle)["epochs_run"]
     run = os.path.join(root, "small_dense_e%d" % width)
     config = modeldir.read_config(os.path.join(run, "config.json"))
-    params = config["params"]
+    params = config["params"].to_flat()
     assert (params["emb_size"], params["hidden_size"], params["num_layers"],
             params["vocab_size"], params["max_epochs"], params["lr"]) == (
                 width, width, 2, len(_corpus().vocab), float_epochs,
                 _params()["lr"])
     assert config["produced_by"]["init_from"] is None
     qat = modeldir.read_config(os.path.join(run + "_qat", "config.json"))
-    assert qat["params"]["quant"] is True
+    assert qat["params"].quantization.quant is True
     assert qat["produced_by"]["init_from"] == train.best_checkpoint(run)
     test = os.path.join(out, "test.txt")
     data.write_ptb(_corpus(), out)
@@ -935,7 +943,7 @@ def test_a_target_no_file_meets_recommends_the_lowest_perplexity(
                     os.path.join(out, "compress"))
     corpus, float_dir = _corpus(), os.path.join(ref_out, "float")
     params = dict(_params(), ship_ppl_target=target)
-    summary = train.run(corpus, presets.split_quant(params)[0], float_dir,
+    summary = train.run(corpus, _phases((params))[0], float_dir,
                         resume=True, log=lambda *a: None, threads=1)
     again = pipeline.run_pipeline(
         corpus, params, summary, float_dir, os.path.join(out, "compress"),
@@ -1046,7 +1054,7 @@ def low_rank(reference, tmp_path_factory):
     params = dict(_params(), table_rank=2, table_rank_rows=LOW_RANK_ROWS,
                   compress="magnitude")
     float_dir = os.path.join(ref_out, "float")
-    float_params, _ = presets.split_quant(params)
+    float_params, _ = _phases((params))
     # The reference's float model, finished: resumed, nothing trains.
     summary = train.run(corpus, float_params, float_dir, resume=True,
                         log=lambda *a: None, threads=1)
@@ -1084,8 +1092,8 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
     for name in ("pruned", "qat"):
         directory = os.path.join(root, name)
         config = modeldir.read_config(os.path.join(directory, "config.json"))
-        assert config["params"]["table_rank"] == 2, name
-        assert config["params"]["table_rank_rows"] == LOW_RANK_ROWS, name
+        assert config["params"].prune.table_rank == 2, name
+        assert config["params"].prune.table_rank_rows == LOW_RANK_ROWS, name
         values = cuts.read_values(
             os.path.join(directory, "best", "model.ckpt") if name == "qat"
             else os.path.join(directory, "model.ckpt"))
@@ -1112,7 +1120,7 @@ def test_a_low_rank_table_runs_through_every_stage_and_file(low_rank,
         path = str(tmp_path / "fused_float.tflite")
         params = modeldir.read_config(os.path.join(
             root, "pruned", "config.json"))["params"]
-        batch = params["eval_batch_size"]
+        batch = params.optimization.eval_batch_size
         export.export_lm(params, os.path.join(root, "pruned", "model.ckpt"),
                          path, batch, 1, weights="float", lstm="fused")
         low, proj = tflite_weights.low_rank_of_tflite(path)

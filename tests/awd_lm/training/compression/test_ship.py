@@ -252,4 +252,5 @@ def test_the_target_flag_reaches_the_pipelines_parameters():
                                                 "ship_ppl_target": 1.2})
     assert as_params(params).compression.ship_ppl_target == 1.2
     assert "ship_ppl_target" in presets.COMPRESS_KEYS
-    assert presets.split_quant(params)[0].get("ship_ppl_target") is None
+    assert "ship_ppl_target" not in presets.split_quant(
+        as_params(params))[0].to_flat()

@@ -7,23 +7,24 @@ import pytest
 
 from tf1_awd_sparse.awd_lm.config import presets
 from tf1_awd_sparse.awd_lm.training.compression import stages
+from tf1_awd_sparse.awd_lm.config.params import as_params
 
 
 def test_phases_share_the_budget():
-    params = presets.params_for("demo", "awd", {"finetune_epochs": 12})
+    params = as_params(presets.params_for("demo", "awd", {"finetune_epochs": 12}))
     assert stages.ramp_epochs(params) == 5
     first = stages.finetune_params(params, "l0", 100)
     second = stages.survivors_params(params)
-    assert first["max_epochs"] + second["max_epochs"] == 12
-    assert first["sparsity_ramp_steps"] == 500
-    assert second["pruning"] == "fixed"
-    assert stages.reference_params(params)["max_epochs"] == 12
-    one = dict(params, finetune_epochs=1)
+    assert first.stopping.max_epochs + second.stopping.max_epochs == 12
+    assert first.sparse.sparsity_ramp_steps == 500
+    assert second.prune.pruning == "fixed"
+    assert stages.reference_params(params).stopping.max_epochs == 12
+    one = params.replace(finetune_epochs=1)
     assert stages.ramp_epochs(one) == 1
-    assert stages.survivors_params(one)["max_epochs"] == 1
+    assert stages.survivors_params(one).stopping.max_epochs == 1
     # The reference trains as long as a technique's two phases.
-    assert stages.reference_params(one)["max_epochs"] == 2
-    json.dumps(dict(first))   # no numpy scalar among the values
+    assert stages.reference_params(one).stopping.max_epochs == 2
+    json.dumps(first.to_flat())   # no numpy scalar among the values
 
 
 @pytest.mark.parametrize("fraction,epochs,ramp", [
@@ -34,15 +35,15 @@ def test_the_ramp_fraction_splits_the_budget(fraction, epochs, ramp):
     (banker's rounding of 2.5: 2), never all nor none of them; the
     magnitude schedule ends with it; the survivors take the rest; the
     reference the whole budget."""
-    params = presets.params_for("demo", "awd", {
-        "finetune_epochs": epochs, "ramp_fraction": fraction})
+    params = as_params(presets.params_for("demo", "awd", {
+                  "finetune_epochs": epochs, "ramp_fraction": fraction}))
     assert stages.ramp_epochs(params) == ramp
     first = stages.finetune_params(params, "magnitude", 30)
-    assert first["max_epochs"] == ramp
-    assert first["pruning_end_step"] == 30 * ramp
-    assert stages.survivors_params(params)["max_epochs"] == max(
+    assert first.stopping.max_epochs == ramp
+    assert first.prune.pruning_end_step == 30 * ramp
+    assert stages.survivors_params(params).stopping.max_epochs == max(
         1, epochs - ramp)
-    assert stages.reference_params(params)["max_epochs"] == max(
+    assert stages.reference_params(params).stopping.max_epochs == max(
         2, epochs)
 
 

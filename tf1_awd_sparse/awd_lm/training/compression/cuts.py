@@ -14,7 +14,6 @@ from tf1_awd_sparse.transforms import techniques as sparse_techniques
 from tf1_awd_sparse import transforms
 from tf1_awd_sparse.transforms import magnitude_pruning
 from tf1_awd_sparse.awd_lm.graph import compression_ops, model, ntasgd
-from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["CUT_SCOPES", "LOW_RANK_NAMES", "weight_names", "mask_name", "threshold_name",
            "read_values", "model_values", "effective", "effective_weights",
@@ -34,7 +33,7 @@ def weight_names(params):
     embedding and each cell's kernel."""
     return ["lm/embedding"] + [
         "lm/layer_%d/lstm_%d/kernel" % (i, i)
-        for i in range(len(model.layer_sizes(as_params(params))))]
+        for i in range(len(model.layer_sizes(params)))]
 
 
 def mask_name(weight):
@@ -60,7 +59,7 @@ def read_values(checkpoint):
 def model_values(checkpoint, params):
     """{name: array} of a checkpoint, sparse pairs as evaluation weights
     (their auxiliary variables dropped)."""
-    if as_params(params).sparse.sparsity:
+    if params.sparse.sparsity:
         return sparse_strip.strip_values_of_checkpoint(checkpoint)
     return read_values(checkpoint)
 
@@ -84,7 +83,6 @@ def effective_weights(checkpoint, params):
     ``[vocab, r]`` (with ``table_rank_rows``, zeros past its rows: counted
     as the files count it, which store the part's rows as a vocabulary's
     rows)."""
-    params = as_params(params)
     values = model_values(checkpoint, params)
     result = effective(values, params)
     # The table's dense rank-r part (`tables.table_low_rank`) is weights
@@ -118,7 +116,6 @@ def prune_checkpoint(checkpoint, params, output_prefix):
     Returns:
       the prefix written.
     """
-    params = as_params(params)
     values = model_values(checkpoint, params)
     out = {name: value for name, value in values.items()
            if name.startswith("lm/") and not ntasgd.is_slot_name(name)}
@@ -131,7 +128,6 @@ def prune_checkpoint(checkpoint, params, output_prefix):
 def dense_survivors(values, params, target, scope):
     """{name: array} of the weight matrices after the exact cut (see
     `cut_checkpoint`) from a checkpoint's raw ``values``."""
-    params = as_params(params)
     names = weight_names(params)
     if params.sparse.sparsity:
         tech = sparse_techniques.get(params.sparse.sparsity)
@@ -196,7 +192,6 @@ def cut_checkpoint(checkpoint, params, target, output_prefix,
     if scope not in CUT_SCOPES:
         raise ValueError("scope must be one of %s, got %r"
                          % (", ".join(CUT_SCOPES), scope))
-    params = as_params(params)
     values = read_values(checkpoint)
     out = {name: value for name, value in
            model_values(checkpoint, params).items()

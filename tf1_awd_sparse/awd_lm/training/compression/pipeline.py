@@ -12,7 +12,7 @@ from tf1_awd_sparse.base.compat import tf
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.graph import compression_ops
 from tf1_awd_sparse.awd_lm.config import modeldir, presets, rundir
-from tf1_awd_sparse.awd_lm.config.params import as_params
+from tf1_awd_sparse.awd_lm.config.params import Params, takes_params
 from tf1_awd_sparse.awd_lm.config.runrecord import RunSummary
 from tf1_awd_sparse.awd_lm.training import records, train
 from tf1_awd_sparse.awd_lm.training.compression import (
@@ -28,7 +28,7 @@ class Pipeline(object):
 
     Args:
       corpus, float_summary, float_dir, out_dir: as `run_pipeline`'s.
-      params: as `run_pipeline`'s (a dict or `Params`).
+      params: the float model's full `Params` (`run_pipeline`'s).
       run_options: dict of ``resume``, ``log``, ``progress`` and
         ``threads`` (`train.run`'s options of every stage).
 
@@ -43,7 +43,7 @@ class Pipeline(object):
                  run_options):
         self.corpus, self.out_dir = corpus, out_dir
         self.dir = rundir.RunDir(out_dir)
-        self.params = as_params(params).replace(vocab_size=len(corpus.vocab))
+        self.params = params.replace(vocab_size=len(corpus.vocab))
         self.float_summary = RunSummary.coerce(float_summary,
                                                "float_summary")
         self.float_best = rundir.RunDir(float_dir).best_prefix
@@ -82,13 +82,21 @@ class Pipeline(object):
 
     def train(self, params, run_dir, init_from):
         """`train.run` of one stage (resumable) in the `rundir.RunDir`
-        ``run_dir``."""
+        ``run_dir``: its `RunSummary` (`run_params` its parameters)."""
         # A stage without resume starts over in its own folder of out_dir
         # (the pipeline, or its command line, decided to redo it).
         options = dict(self.run_options)
         options.setdefault("overwrite", not options.get("resume"))
         return train.run(self.corpus, params, run_dir.path, extra=self.extra,
                          init_from=init_from, **options)
+
+    @staticmethod
+    def run_params(summary):
+        """The `Params` a stage trained with (the trainer's: the stage's
+        with the corpus's ``vocab_size`` and a sparsity weight set), which
+        its config.json, cut and files are made of: its `RunSummary`
+        records them flat, read back here once."""
+        return Params.from_flat(summary.params)
 
     def model_params(self, **changes):
         """The model's parameters without the pipeline's own."""
@@ -101,6 +109,7 @@ class Pipeline(object):
             stages.compressed_structure(self.params), **changes))
 
 
+@takes_params()
 def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
                  techniques, resume=False, log=print, threads=1,
                  progress=None, parallel=2):
@@ -108,8 +117,8 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
 
     Args:
       corpus: the `data.Corpus` the float model was trained on.
-      params: the full parameters (`presets.params_for`, a dict or
-        `Params`): the model's, the compression settings
+      params: the full parameters (a `Params`, or `presets.params_for`'s
+        dict): the model's, the compression settings
         (`presets.COMPRESS_KEYS`) and the quantization-aware schedule
         (`presets.QUANT_KEYS`).
       float_summary: the float run's summary (`train.run`'s
@@ -162,18 +171,18 @@ def run_pipeline(corpus, params, float_summary, float_dir, out_dir,
     quant, quant_best = quantize(pipeline, pruned)
     # The QAT run's config.json, with the technique its model came from.
     modeldir.write_run_dir(pipeline.dir.stage_run("qat").path,
-                           quant.params, corpus.vocab, quant,
+                           pipeline.run_params(quant), corpus.vocab, quant,
                            technique=chosen)
     rows.append(rows_.row("qat", chosen, quant, pipeline.float_ppl,
                           cuts.effective_weights(quant_best,
-                                                 quant.params)))
+                                                 pipeline.run_params(quant))))
     # --small-dense: its files timed in the same rounds as the others.
     more = (lambda files: small_dense.small_dense_rows(pipeline, files,
                                                        progress)) \
         if pipeline.params.compression.small_dense else None
     rows += tflite.tflite_rows(
         pipeline, chosen, (pipeline.compressed_params(pruning="fixed"), pruned),
-        (quant.params, quant_best), progress, more)
+        (pipeline.run_params(quant), quant_best), progress, more)
     rows_.mark(rows, target, reference["row"]["test_ppl"], reach)
     result = _summary(pipeline, rows, {
         "chosen": chosen, "chosen_reached_target": chosen_reached,
@@ -212,13 +221,13 @@ def _finetune(pipeline, technique):
         run = pipeline.dir.stage_run("reference")
         summary = pipeline.train(stages.reference_params(pipeline.params),
                                  run, pipeline.float_best)
-        modeldir.write_run_dir(run.path, summary.params,
+        modeldir.write_run_dir(run.path, pipeline.run_params(summary),
                                pipeline.corpus.vocab, summary,
                                stage="reference")
         return {"technique": "-", "summary": summary,
                 "row": rows_.row("reference", "-", summary,
                                  pipeline.float_ppl, cuts.effective_weights(
-                                     run.best_prefix, summary.params))}
+                                     run.best_prefix, pipeline.run_params(summary)))}
     cut, remade = ramp_and_cut(pipeline, technique)
     run = pipeline.dir.survivors_run(technique)
     if remade:   # survivors of an older cut: not to be resumed
@@ -226,13 +235,13 @@ def _finetune(pipeline, technique):
     summary = pipeline.train(
         stages.survivors_params(pipeline.params, pipeline.teacher), run, cut)
     # Its config.json names the technique its survivors came from.
-    modeldir.write_run_dir(run.path, summary.params,
+    modeldir.write_run_dir(run.path, pipeline.run_params(summary),
                            pipeline.corpus.vocab, summary,
                            stage="sparse", technique=technique)
     return {"technique": technique, "summary": summary,
             "row": rows_.row("sparse", technique, summary,
                              pipeline.float_ppl, cuts.effective_weights(
-                                 run.best_prefix, summary.params))}
+                                 run.best_prefix, pipeline.run_params(summary)))}
 
 
 def sparsify(pipeline, techniques, parallel):

@@ -15,7 +15,6 @@ the tensors' descriptions), which the compressed model's own uint8 file
 measures (`file_overhead`).
 """
 from tf1_awd_sparse.awd_lm.config import modeldir, presets
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training.compression import (
     rows as rows_, stages, tflite)
 from tf1_awd_sparse.awd_lm.training.compression.cuts import effective_weights
@@ -57,7 +56,7 @@ def file_overhead(file_bytes, params):
     """What a uint8 file of the model of ``params`` holds beyond
     `uint8_payload`: ``file_bytes - uint8_payload(...)``, the same for
     every width at the model's vocabulary, layers, batch and window."""
-    model = as_params(params).model
+    model = params.model
     return file_bytes - uint8_payload(model.vocab_size, model.emb_size,
                                       model.hidden_size, model.num_layers)
 
@@ -127,9 +126,9 @@ def small_dense_quant_params(float_params, width):
 
     Returns:
       Params."""
-    _, quant = presets.split_quant(as_params(float_params).replace(
+    _, quant = presets.split_quant(float_params.replace(
         quant=True, emb_size=width, hidden_size=width))
-    return as_params(quant)
+    return quant
 
 
 def _trained(pipeline, params, name, init_from, technique):
@@ -138,7 +137,7 @@ def _trained(pipeline, params, name, init_from, technique):
     Returns (`runrecord.RunSummary`, best checkpoint prefix)."""
     run = pipeline.dir.stage_run(name)
     summary = pipeline.train(params, run, init_from)
-    modeldir.write_run_dir(run.path, summary.params,
+    modeldir.write_run_dir(run.path, pipeline.run_params(summary),
                            pipeline.corpus.vocab, summary,
                            stage="small_dense_qat" if init_from else "small_dense",
                            technique=technique)
@@ -187,17 +186,17 @@ def small_dense_rows(pipeline, compressed_rows, progress=None, budget=None):
     facts = {"emb_size": width, "budget_bytes": budget,
              "budget_from": budget_from}
     rows = [rows_.row("small_dense", technique, summary, pipeline.float_ppl,
-                      effective_weights(best, summary.params), facts),
+                      effective_weights(best, pipeline.run_params(summary)), facts),
             rows_.row("small_dense_qat", technique, quant,
                       pipeline.float_ppl,
-                      effective_weights(quant_best, quant.params), facts)]
+                      effective_weights(quant_best, pipeline.run_params(quant)), facts)]
     files = [("small_dense_uint8", {})]
     if sparse_storage.available():
         files.append(("small_dense_int8", {"weights": "int8"}))
     models = {}
     for stage, formats in files:
         row, models[stage] = tflite.scored_file(
-            pipeline, stage, technique, (quant.params, quant_best),
+            pipeline, stage, technique, (pipeline.run_params(quant), quant_best),
             formats, progress)
         row.update(facts)
         rows.append(row)

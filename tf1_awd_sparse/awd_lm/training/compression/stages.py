@@ -2,14 +2,13 @@
 made from the float model's: the pipeline steers `train.run` only through
 them.
 
-Every function takes the float model's parameters (a dict or a checked
+Every function takes the float model's parameters (its checked
 `Params`, with the compression settings) and returns the stage's as a new
 checked `Params` (`Params.replace`): the keys of the float model's phase
 (`presets.split_quant`: no quantization or compression key) and the ones
 the stage sets, which its ``config.json`` records.
 """
 from tf1_awd_sparse.awd_lm.config import presets, registry
-from tf1_awd_sparse.awd_lm.config.params import as_params
 
 __all__ = ["RAMP_FRACTION", "DROPOUT_KEYS", "AUX_LR_SCALE", "ramp_epochs",
            "survivors_epochs", "finetune_base", "compressed_dropout",
@@ -35,7 +34,7 @@ def ramp_epochs(float_params):
     ``finetune_epochs``, rounded, at least 1 and leaving at least 1 epoch
     to fine-tune the survivors (a budget of 1 epoch runs one epoch of each
     phase)."""
-    compression = as_params(float_params).compression
+    compression = float_params.compression
     epochs = int(compression.finetune_epochs)
     return max(1, min(epochs - 1, int(round(
         float(compression.ramp_fraction) * epochs))))
@@ -44,7 +43,7 @@ def ramp_epochs(float_params):
 def survivors_epochs(float_params):
     """Epochs of a technique's second phase: the rest of the budget,
     ``finetune_epochs - ramp_epochs``, at least 1."""
-    return max(1, int(as_params(float_params).compression.finetune_epochs)
+    return max(1, int(float_params.compression.finetune_epochs)
                - ramp_epochs(float_params))
 
 
@@ -55,8 +54,8 @@ def model_params(float_params, **changes):
     Returns:
       Params."""
     float_phase, _ = presets.split_quant(
-        as_params(float_params).replace(quant=False))
-    return as_params(float_phase).replace(**changes)
+        float_params.replace(quant=False))
+    return float_phase.replace(**changes)
 
 
 def finetune_base(float_params, epochs, optimizer="sgd"):
@@ -68,7 +67,6 @@ def finetune_base(float_params, epochs, optimizer="sgd"):
 
     Returns:
       Params."""
-    float_params = as_params(float_params)
     lr = (float_params.compression.finetune_lr
           or float_params.optimization.lr / 4.0)
     return model_params(float_params, max_epochs=epochs, lr=lr,
@@ -84,8 +82,7 @@ def compressed_dropout(params, float_params):
 
     Returns:
       Params."""
-    params = as_params(params)
-    scale = float(as_params(float_params).compression.finetune_dropout_scale)
+    scale = float(float_params.compression.finetune_dropout_scale)
     rates = params.regularization
     return params.replace(**dict(
         (key, getattr(rates, key) * scale) for key in DROPOUT_KEYS))
@@ -96,7 +93,7 @@ def settled_optimizer(float_params):
     survivors, the reference): ``finetune_optimizer``, 'sgd' or 'ntasgd'
     (NT-ASGD with the float model's ``nonmono``; its averages are of
     weights under fixed masks)."""
-    return as_params(float_params).compression.finetune_optimizer
+    return float_params.compression.finetune_optimizer
 
 
 def with_teacher(params, float_params, teacher):
@@ -109,9 +106,9 @@ def with_teacher(params, float_params, teacher):
 
     Raises:
       ValueError: a weight > 0 and no teacher."""
-    distill = as_params(float_params).distill
+    distill = float_params.distill
     weight = float(distill.distill_weight or 0.0)
-    params = as_params(params).replace(
+    params = params.replace(
         distill_weight=weight,
         distill_temperature=float(distill.distill_temperature))
     if weight > 0:
@@ -182,7 +179,6 @@ def finetune_params(float_params, technique, steps_per_epoch, teacher=None):
       ValueError: an unknown technique; ``distill_weight > 0`` without a
         teacher.
     """
-    float_params = as_params(float_params)
     epochs = ramp_epochs(float_params)
     steps = max(1, epochs * steps_per_epoch)
     changes = _technique_changes(float_params, technique, steps)
@@ -211,7 +207,6 @@ def survivors_params(float_params, teacher=None):
 
     Raises:
       ValueError: ``distill_weight > 0`` without a teacher."""
-    float_params = as_params(float_params)
     params = finetune_base(float_params, survivors_epochs(float_params),
                            settled_optimizer(float_params)).replace(
         pruning="fixed",
@@ -256,9 +251,8 @@ def quantize_params(float_params):
 
     Raises:
       ValueError: a bad ``quant_epochs`` or ``quant_lr``."""
-    float_params = as_params(float_params)
     _, quant = presets.split_quant(float_params.replace(quant=True))
-    return compressed_dropout(as_params(quant).replace(
+    return compressed_dropout(quant.replace(
         pruning="fixed", **compressed_structure(float_params)), float_params)
 
 
@@ -271,7 +265,6 @@ def compressed_structure(float_params):
 
     Returns:
       dict of flat keys."""
-    float_params = as_params(float_params)
     if not float_params.prune.table_rank:
         return {}
     return dict((key, getattr(getattr(

@@ -17,7 +17,6 @@ from tf1_awd_sparse.export.tflite_schema import type_name
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.inference import export, lm_runner, tflite_weights
 from tf1_awd_sparse.awd_lm.config import modeldir
-from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training.compression.cuts import made_from
 from tf1_awd_sparse.awd_lm.training.compression.rows import (
     FASTEST_DENSE, file_bytes, low_rank_counts, tflite_row)
@@ -95,7 +94,6 @@ def export_shape(params):
     """(batch, steps per call) of the pipeline's unrolled files: the
     evaluation batch, and a short window (each step adds its ops to the
     file), the state carried across."""
-    params = as_params(params)
     return (params.optimization.eval_batch_size,
             min(params.optimization.bptt, EXPORT_STEPS))
 
