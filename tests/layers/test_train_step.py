@@ -210,7 +210,7 @@ def test_evaluate_only_reads_the_model_directory(tmp_path, entry):
                        "--hparams", TINY_HPARAMS, "--train-steps", "4")
     assert proc.returncode == 0 and len(evals) == 1, proc.stderr
     config = modeldir.read_config(os.path.join(model_dir, "config.json"))
-    assert config["params"]["emb_size"] == 4
+    assert config["params"].model.emb_size == 4
     assert config["checkpoint"] == "model.ckpt-4"
     assert os.path.exists(os.path.join(model_dir, "model.ckpt-4.index"))
     proc, again = _cli(entry, "--model-dir", model_dir, "--evaluate-only")

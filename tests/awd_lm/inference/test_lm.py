@@ -43,13 +43,13 @@ def test_run_directory_describes_itself(models):
     # A copy of the same float written to two JSON files: exact.
     assert config["produced_by"]["test_ppl"] == \
         models["summary"].test_ppl
-    assert config["params"]["hidden_size"] == 12
+    assert config["params"].model.hidden_size == 12
     corpus = data.read_ptb(models["data"])
     assert config["words"] == corpus.vocab
     quant = modeldir.read_config(os.path.join(models["quant_dir"],
                                               "config.json"))
     assert quant["produced_by"]["stage"] == "qat"
-    assert quant["params"]["quant"] is True
+    assert quant["params"].quantization.quant is True
 
 
 def test_tflite_sidecar_names_tensors(models):
@@ -100,7 +100,7 @@ def _reference_log_probs(models, ids):
     inputs = np.asarray([[config["words"].index(data.EOS)] + ids[:-1]])
     out = model.build_lm({"inputs": tf.constant(inputs, tf.int32),
                           "targets": tf.constant(inputs, tf.int32)},
-                         False, dict(config["params"]))
+                         False, config["params"])
     with tf.Session() as session:
         tf.train.Saver().restore(session, os.path.join(
             models["float_dir"], "best", "model.ckpt"))
@@ -189,11 +189,12 @@ def test_uint8_state_inputs_are_on_the_learned_grids(models):
     checkpoint's learned state / output range (the cells have no clips)."""
     config = modeldir.read_config(os.path.join(models["quant_dir"],
                                                "config.json"))
-    assert not config["params"].get("cell_clip")
+    # cell_clip is no parameter: the cells have no clip.
+    assert "cell_clip" not in config["params"].to_flat()
     reader = tf.train.load_checkpoint(os.path.join(models["quant_dir"],
                                                    config["checkpoint"]))
     grids = {}
-    for layer in range(config["params"]["num_layers"]):
+    for layer in range(config["params"].model.num_layers):
         for part, name in (("c", "state"), ("h", "output")):
             prefix = "lm/layer_%d/lstm_%d/quant/%s/" % (layer, layer, name)
             grids[layer, part] = learned_grid(

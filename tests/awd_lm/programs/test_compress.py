@@ -169,7 +169,7 @@ def test_no_refusal_suggests_deleting_a_trained_model(trained, tmp_path,
             lambda: train.check_run_dir(run_dir, resume=True,
                                         overwrite=True),
             lambda: train.run(data.read_ptb(data_dir),
-                              dict(config["params"], lr=3.0), run_dir,
+                              config["params"].replace(lr=3.0), run_dir,
                               resume=True),
             lambda: savedmodel.export_saved_model(run_dir, run_dir)):
         with pytest.raises(ValueError) as error:
@@ -218,8 +218,8 @@ def test_the_documented_command_compresses(trained, tmp_path, capsys):
     qat = modeldir.read_config(os.path.join(out, "awd_compress", "qat",
                                             "config.json"))
     assert qat["words"] == data.read_ptb(data_dir).vocab
-    assert (qat["params"]["emb_size"], qat["params"]["hidden_size"]) == (
-        16, 24)
+    shape = qat["params"].model
+    assert (shape.emb_size, shape.hidden_size) == (16, 24)
     with open(os.path.join(out, "awd_compress", "summary.json")) as f:
         result = json.load(f)
     assert result["chosen"] == "magnitude"

@@ -1,11 +1,11 @@
 """The language model's configuration as one checked, immutable object.
 
-A run's parameters enter from outside in few places: the command line
-(`presets.params_for`'s dict, made a `Params` once by
-`training.plan` and `distributed.cli`), a ``config.json``
-(`modeldir.read_config`), an Estimator's params dict and the public
-Python functions that take parameters (`build_lm(features, mode, params)`,
-`train.run(corpus, params, run_dir)`, ...), each marked `takes_params`.
+A run's parameters enter from outside in few places: the command lines
+(`Params.for_preset`: `presets.params_for`'s dict, in `training.plan` and
+`distributed.cli`), a ``config.json`` (`modeldir.read_config`) and the
+public Python functions that take parameters (`build_lm(features, mode,
+params)`, `train.run(corpus, params, run_dir)`, an Estimator's
+`model_fn.train_step`, ...), each marked `takes_params`.
 Each entry turns them into a `Params` once, with `as_params`: every value
 is checked by its entry of the registry of parameters
 (`registry.PARAMETERS`, the one place a parameter's default, valid range

@@ -75,7 +75,8 @@ def test_distributed_accepts_what_its_loop_reads(tmp_path, program):
         params, _ = cli.command_params(args)
         for item in hparams.split(","):
             key, value = item.split("=")
-            assert params[key] == presets.parse_value(key, value, key)
+            assert params.to_flat()[key] == presets.parse_value(
+                key, value, key)
 
 
 @pytest.mark.parametrize("program", DISTRIBUTED)
