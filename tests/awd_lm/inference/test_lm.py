@@ -18,6 +18,7 @@ from support.references import learned_grid, state_grid_errors
 from support.tolerances import printed_atol
 from tf1_awd_sparse.export.runner import TFLiteRunner
 from tf1_awd_sparse.awd_lm import LanguageModel
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.corpus import data
 from tf1_awd_sparse.awd_lm.graph import checkpoints, model
 from tf1_awd_sparse.awd_lm.config import modeldir
@@ -154,8 +155,9 @@ def test_evaluate_refuses_rows_it_would_replace(params, batch_size,
                                                 message):
     # batch_size=0 fell back to eval_batch_size, and params without it
     # to 1 row, silently. (Refused before the model is used.)
-    model = LanguageModel({"params": params, "words": [data.EOS, "a"]},
-                          _NoBackend())
+    # The config of `modeldir.read_config`: its params a Params.
+    model = LanguageModel({"params": as_params(params),
+                           "words": [data.EOS, "a"]}, _NoBackend())
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         model.evaluate(np.array([0, 1, 1, 0]), batch_size=batch_size)
 
