@@ -190,7 +190,7 @@ def test_a_file_that_is_no_record_is_refused_naming_it(tmp_path):
 
 def _fresh():
     from tf1_awd_sparse.awd_lm.training import runstate
-    return runstate.fresh_state(tiny_params()).to_json()
+    return runstate.fresh_state(as_params(tiny_params())).to_json()
 
 
 def test_a_record_is_frozen_and_replace_keeps_the_key_order():

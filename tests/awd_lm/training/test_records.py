@@ -5,6 +5,7 @@ the labels that tell the pipeline's quantization-aware run from
 import numpy as np
 
 from tf1_awd_sparse.transforms import pruning_cut
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.training import records, train
 
 
@@ -25,6 +26,7 @@ def test_reached_counts_the_zeros_the_per_matrix_cut_makes():
 
 
 def test_labels_tell_the_pipelines_qat_from_quant():
-    assert train.label({"model": "plain", "quant": True}) == "plain+q"
-    assert train.label({"model": "plain", "quant": True,
-                        "pruning": "fixed"}) == "plain+pruned+q"
+    assert train.label(as_params({"model": "plain", "quant": True})) == \
+        "plain+q"
+    assert train.label(as_params({"model": "plain", "quant": True,
+                                  "pruning": "fixed"})) == "plain+pruned+q"
