@@ -7,6 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import as_params
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.training.compression import small_dense as sd
@@ -17,9 +18,9 @@ VOCAB, BATCH, STEPS = 40, 4, 8
 def _uint8_file(folder, emb, hidden, layers):
     """The bytes of the uint8 file of an untrained quantization-aware model
     of these sizes (the bytes do not depend on the weights' values)."""
-    params = dict(presets.params_for("demo", "awd", {
+    params = as_params(dict(presets.params_for("demo", "awd", {
         "emb_size": emb, "hidden_size": hidden, "num_layers": layers,
-        "quant": True, "quant_delay": 0}), vocab_size=VOCAB)
+        "quant": True, "quant_delay": 0}), vocab_size=VOCAB))
     prefix = os.path.join(str(folder), "e%d_h%d_l%d" % (emb, hidden, layers))
     with tf.Graph().as_default():
         ids = tf.zeros([BATCH, STEPS], tf.int32)
