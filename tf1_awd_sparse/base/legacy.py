@@ -28,7 +28,8 @@ and one of names a module no longer lists:
   The module binds :func:`moved_names`' ``__getattr__``, so that ``from
   MODULE import NAME`` gives the object of the module defining it, and its
   first use emits one ``DeprecationWarning`` naming that module and
-  :data:`REMOVED_IN`. Deprecated since :data:`DEPRECATED_SINCE`.
+  :data:`NEXT_REMOVED_IN`. Deprecated since :data:`NEXT_DEPRECATED_SINCE`
+  (0.4.0 exported them without a warning).
 
 And one deprecated use, answered by :func:`warn_params_item`:
 ``params['lr']``, the item read of the parameter dicts of 0.3.x, on a
@@ -37,7 +38,7 @@ it returns the value with a ``DeprecationWarning`` naming the attribute
 to read (``params.optimization.lr``). No release has warned about it
 yet: the next one (:data:`REMOVED_IN`, which drops the flat names)
 first does, so it goes in the release after
-(:data:`PARAMS_ITEM_REMOVED_IN`).
+(:data:`NEXT_REMOVED_IN`).
 
 What 0.3.0 deprecated went in 0.4.0, as announced: the old module names
 (``tf1_awd_sparse._checks``, ``.mask_placement``, ...) and the names that
@@ -54,8 +55,8 @@ import sys
 import warnings
 
 __all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "MOVED_NAMES",
-           "DEPRECATED_SINCE", "REMOVED_IN", "PARAMS_ITEM_DEPRECATED_SINCE",
-           "PARAMS_ITEM_REMOVED_IN", "install", "moved_names",
+           "DEPRECATED_SINCE", "REMOVED_IN", "NEXT_DEPRECATED_SINCE",
+           "NEXT_REMOVED_IN", "install", "moved_names",
            "warn_params_item"]
 
 #: The release that deprecates the flat awd_lm names (the one after
@@ -64,11 +65,12 @@ __all__ = ["FLAT_AWD_LM_MODULES", "PROGRAM_PATHS", "MOVED_NAMES",
 DEPRECATED_SINCE = "0.4.0"
 REMOVED_IN = "0.5.0"
 
-#: ``params['lr']`` on a `Params`: first warned by the release after
-#: 0.4.0 (the one that drops the flat names), so it stays one more
-#: release, as they did.
-PARAMS_ITEM_DEPRECATED_SINCE = REMOVED_IN
-PARAMS_ITEM_REMOVED_IN = "0.6.0"
+#: What the release after 0.4.0 (the one that drops the flat names)
+#: deprecates first: ``params['lr']`` on a `Params` and the names of
+#: `MOVED_NAMES`, which 0.4.0 exported without a warning; each stays one
+#: more release, as the flat names did.
+NEXT_DEPRECATED_SINCE = REMOVED_IN
+NEXT_REMOVED_IN = "0.6.0"
 
 _AWD_LM = "tf1_awd_sparse.awd_lm"
 #: awd_lm's modules by floor (docs/architecture.md):
@@ -120,16 +122,18 @@ MOVED_NAMES = {
 _warned = set()
 
 
-def _warn_once(old, new, stacklevel):
-    """Warns the first time ``old`` is used; ``stacklevel`` counts the
-    frames from the caller up to the user's line (import frames skipped)."""
+def _warn_once(old, new, stacklevel, since=DEPRECATED_SINCE,
+               removed=REMOVED_IN):
+    """Warns the first time ``old`` is used (deprecated ``since``, gone in
+    ``removed``); ``stacklevel`` counts the frames from the caller up to
+    the user's line (import frames skipped)."""
     if old in _warned:
         return
     _warned.add(old)
     # Every old name starts with "tf1_awd_sparse", so that
     # ``-W error:tf1_awd_sparse:DeprecationWarning`` catches exactly these.
     warnings.warn("%s is deprecated since %s and goes in %s: use %s"
-                  % (old, DEPRECATED_SINCE, REMOVED_IN, new),
+                  % (old, since, removed, new),
                   DeprecationWarning, stacklevel=stacklevel + 1)
 
 
@@ -144,8 +148,8 @@ def warn_params_item(key, section, stacklevel=1):
     warnings.warn("%s[%r] is deprecated since %s and goes in %s: use "
                   "params.%s.%s" % (
                       _AWD_LM + ".config.params.Params", key,
-                      PARAMS_ITEM_DEPRECATED_SINCE,
-                      PARAMS_ITEM_REMOVED_IN, section, key),
+                      NEXT_DEPRECATED_SINCE,
+                      NEXT_REMOVED_IN, section, key),
                   DeprecationWarning, stacklevel=stacklevel + 1)
 
 
@@ -223,6 +227,7 @@ def moved_names(module):
             raise AttributeError("module %r has no attribute %r"
                                  % (module, name))
         # The caller's line is two frames up: _warn_once's, this one's.
-        _warn_once("%s.%s" % (module, name), "%s.%s" % (home, name), 2)
+        _warn_once("%s.%s" % (module, name), "%s.%s" % (home, name), 2,
+                   NEXT_DEPRECATED_SINCE, NEXT_REMOVED_IN)
         return getattr(importlib.import_module(home), name)
     return __getattr__

@@ -194,7 +194,7 @@ def test_an_item_read_warns_naming_the_attribute(key, attribute):
     message = str(caught[0].message)
     assert message.startswith("tf1_awd_sparse.awd_lm.config.params.Params[")
     assert "use params.%s" % attribute in message
-    assert legacy.PARAMS_ITEM_REMOVED_IN in message
+    assert legacy.NEXT_REMOVED_IN in message
     assert caught[0].filename == __file__
     with warnings.catch_warnings():
         warnings.filterwarnings("error", "tf1_awd_sparse",
@@ -213,10 +213,10 @@ def test_the_item_read_stays_one_release_after_its_first_warning():
 
     def version(text):
         return tuple(int(p) for p in text.split("."))
-    assert version(legacy.PARAMS_ITEM_DEPRECATED_SINCE) > version(
+    assert version(legacy.NEXT_DEPRECATED_SINCE) > version(
         tf1_awd_sparse.__version__)
-    assert version(legacy.PARAMS_ITEM_REMOVED_IN) > version(
-        legacy.PARAMS_ITEM_DEPRECATED_SINCE)
+    assert version(legacy.NEXT_REMOVED_IN) > version(
+        legacy.NEXT_DEPRECATED_SINCE)
 
 
 def test_params_equal_params_only():

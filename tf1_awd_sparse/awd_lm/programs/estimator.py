@@ -42,7 +42,7 @@ configuration, shared with the single-process loop); this module is the
 command line (``awd-lm estimator``; ``python -m
 tf1_awd_sparse.awd_lm.estimator`` is its old path). The pieces' 0.3.0
 names here (``estimator.model_fn``, ``estimator.FLAGS``, ...) still work
-with a DeprecationWarning until 0.5.0 (`base.legacy.MOVED_NAMES`).
+with a DeprecationWarning until 0.6.0 (`base.legacy.MOVED_NAMES`).
 """
 from __future__ import absolute_import, division, print_function
 
