@@ -17,6 +17,7 @@ import tensorflow.compat.v1 as tf
 from tf1_awd_sparse.awd_lm.inference import export
 from tf1_awd_sparse.awd_lm.graph import model
 from tf1_awd_sparse.awd_lm.config import presets
+from tf1_awd_sparse.awd_lm.config.params import Params
 from tf1_awd_sparse.export import graphdef
 from tf1_awd_sparse.export.eval_graph import INPUT_NAME
 from tf1_awd_sparse.export.runner import TFLiteRunner
@@ -165,9 +166,9 @@ def test_exported_language_model_agrees_with_its_fake_quant_graph(tmp_path):
     activation zero points differ: the uint8 file's logits and top-layer
     outputs equal the TF fake-quant graph's to an output step (the shifted
     lookup put them 0.18 and 0.25 steps off on average, 3 and 5 at most)."""
-    params = dict(presets.params_for("demo", "plain", {
+    params = Params.from_flat(dict(presets.params_for("demo", "plain", {
         "emb_size": EMB, "hidden_size": 12, "num_layers": 2}),
-        vocab_size=VOCAB, quant=True, quant_delay=0)
+        vocab_size=VOCAB, quant=True, quant_delay=0))
     prefix = _lm_checkpoint(str(tmp_path), params, _table(-1.0, 1.5))
     want = _export_graph_outputs(params, prefix)
     path = str(tmp_path / "lm.tflite")
