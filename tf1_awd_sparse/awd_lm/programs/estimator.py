@@ -69,7 +69,7 @@ __all__ = ["ALTERNATIVE", "EstimatorUnavailableError", "require_estimator",
 
 # 0.3.0's names of this module that other modules define (the shared
 # command line's, the distributed floor's): they still import from here,
-# with a warning naming their module, until legacy.REMOVED_IN.
+# with a warning naming their module, until legacy.NEXT_REMOVED_IN.
 __getattr__ = _legacy.moved_names(__name__)
 
 #: The command line that replaces this one where tf.estimator is missing.
@@ -114,6 +114,24 @@ def parse_args(argv=None, extra_flags=()):
         description=__doc__)
 
 
+def _run_config(args, params, probe, mirrored):
+    """The Estimator's `RunConfig` for this task (``probe``: the
+    `RunConfig` read from ``TF_CONFIG``)."""
+    # A different graph seed per task: workers must not draw the same masks
+    # (an evaluator has no id in the cluster).
+    return tf.estimator.RunConfig(
+        model_dir=args.model_dir,
+        tf_random_seed=params.optimization.seed + (
+            probe.global_id_in_cluster or 0),
+        save_checkpoints_steps=args.save_steps, save_summary_steps=50,
+        log_step_count_steps=50,
+        session_config=runtime.session_config(
+            args.threads, probe.task_type if probe.cluster_spec else None,
+            probe.task_id, args.num_devices if mirrored else None),
+        train_distribute=(cluster.mirrored_strategy(args.num_devices)
+                          if mirrored else None))
+
+
 def prepare(args, training_hooks=None):
     """What a run of the command line needs, built and checked before
     anything is trained or written.
@@ -142,26 +160,14 @@ def prepare(args, training_hooks=None):
     require_estimator()
     params, corpus = cli.command_params(args)
     probe = tf.estimator.RunConfig()
-    task_type, task_id = probe.task_type, probe.task_id
+    task_type = probe.task_type
     mirrored = args.distribute == "mirrored"
     if (mirrored or args.evaluate_only) and probe.cluster_spec:
         raise ValueError("--distribute mirrored and --evaluate-only run in "
                          "one process; unset TF_CONFIG (got a cluster: %s)"
                          % (probe.cluster_spec.as_dict(),))
     n_tasks = probe.num_worker_replicas if probe.cluster_spec else 1
-    # A different graph seed per task: workers must not draw the same masks
-    # (an evaluator has no id in the cluster).
-    config = tf.estimator.RunConfig(
-        model_dir=args.model_dir,
-        tf_random_seed=params.optimization.seed + (
-            probe.global_id_in_cluster or 0),
-        save_checkpoints_steps=args.save_steps, save_summary_steps=50,
-        log_step_count_steps=50,
-        session_config=runtime.session_config(
-            args.threads, task_type if probe.cluster_spec else None,
-            task_id, args.num_devices if mirrored else None),
-        train_distribute=(cluster.mirrored_strategy(args.num_devices)
-                          if mirrored else None))
+    config = _run_config(args, params, probe, mirrored)
     # The Estimator takes a plain dict; model_fn takes the hooks out of it
     # and checks the rest.
     estimator = tf.estimator.Estimator(
